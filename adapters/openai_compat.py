@@ -1,0 +1,265 @@
+"""A :class:`~stepguard.model.ChatModel` for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+Built on the official ``openai`` client (sync ``OpenAI`` and async ``AsyncOpenAI``), whose own
+retry machinery retries connection errors, 408/409/429 and 5xx answers with exponential backoff
+(honouring ``Retry-After``). Errors map onto stepguard's tree::
+
+    openai.APITimeoutError    -> ModelTimeout       (ran past ``timeout`` seconds, retries spent)
+    openai.APIConnectionError -> ModelUnavailable   (unreachable, retries spent)
+    openai.APIStatusError     -> ModelUnavailable   (HTTP status and endpoint in the message)
+    other openai.OpenAIError  -> ModelError
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from stepguard.errors import (
+    ModelError,
+    ModelOutputTruncated,
+    ModelTimeout,
+    ModelUnavailable,
+)
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+
+__all__ = ["OPENAI_BASE_URL", "OpenAICompatibleModel", "provider_for_url"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+# GenAI semantic conventions, well-known gen_ai.provider.name values, by API host.
+_KNOWN_HOSTS = {
+    "api.openai.com": "openai",
+    "api.deepseek.com": "deepseek",
+    "api.groq.com": "groq",
+    "api.mistral.ai": "mistral_ai",
+    "api.x.ai": "x_ai",
+    "api.perplexity.ai": "perplexity",
+}
+_NO_KEY = "sk-no-key-required"  # the openai client insists on a key; local servers ignore it
+
+
+def provider_for_url(base_url: str) -> str:
+    """Return the ``gen_ai.provider.name`` value for an endpoint.
+
+    Args:
+        base_url: the endpoint's base URL, e.g. ``"https://api.openai.com/v1"``.
+
+    Returns:
+        A well-known semconv value (``"openai"``, ``"groq"``, ...) for known hosts, else
+        ``"openai_compatible"``.
+    """
+    host = (urlsplit(base_url).hostname or "").lower()
+    return _KNOWN_HOSTS.get(host, "openai_compatible")
+
+
+class OpenAICompatibleModel:
+    """A chat model behind an OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, Ollama, llama.cpp).
+
+    The API key is read from the environment variable named by ``api_key_env`` (or passed as
+    ``api_key``); it lives only inside the ``openai`` client and never appears in ``repr``,
+    logs or error messages.
+
+    Args:
+        model: the model name sent as ``model`` (``gen_ai.request.model``).
+        base_url: the endpoint's base URL, including ``/v1``.
+        api_key_env: name of the environment variable holding the key; ``None`` for none.
+        api_key: the key itself (takes precedence over ``api_key_env``).
+        provider: the ``gen_ai.provider.name`` value; derived from ``base_url`` when ``None``.
+        spec: the model specification string this was built from (for messages and spans).
+        temperature: default sampling temperature (0 = greedy).
+        seed: default sampling seed (``None`` sends none).
+        max_tokens: default cap on generated tokens (``None`` = the server's default).
+        timeout: seconds allowed for one HTTP attempt (connect, read, write each).
+        max_retries: retries after the first attempt, done by the ``openai`` client.
+        raise_on_truncation: raise :class:`ModelOutputTruncated` instead of returning a
+            reply with ``finish_reason == "length"``.
+        extra_body: extra JSON fields sent with every request (e.g. a llama.cpp ``grammar``).
+
+    Raises:
+        ModelError: the endpoint is api.openai.com and no key is set.
+    """
+
+    simulated = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = OPENAI_BASE_URL,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key: str | None = None,
+        provider: str | None = None,
+        spec: str | None = None,
+        temperature: float = 0.0,
+        seed: int | None = 0,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        raise_on_truncation: bool = False,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        self.model_name = model
+        self.base_url = base_url.rstrip("/")
+        self.provider = provider or provider_for_url(self.base_url)
+        self.spec = spec or f"{self.base_url}#{model}"
+        self.defaults = GenerationSettings(temperature, seed, max_tokens)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.raise_on_truncation = raise_on_truncation
+        self.extra_body = dict(extra_body) if extra_body else None
+        self.endpoint = f"{self.base_url}/chat/completions"
+        # OpenAI proper takes max_completion_tokens; other servers know max_tokens.
+        self._max_tokens_field = "max_completion_tokens" if self.provider == "openai" else "max_tokens"
+        key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
+        if not key and self.provider == "openai":
+            raise ModelError(f"no API key: set the environment variable {api_key_env}", self.spec)
+        self._client_args = {
+            "base_url": self.base_url,
+            "api_key": key or _NO_KEY,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
+        self._lock = threading.Lock()
+        self._sync: openai.OpenAI | None = None
+        self._async: openai.AsyncOpenAI | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatibleModel(spec={self.spec!r}, base_url={self.base_url!r}, "
+            f"model={self.model_name!r}, provider={self.provider!r})"
+        )
+
+    # -- clients ---------------------------------------------------------------------------
+    def _sync_client(self) -> openai.OpenAI:
+        if self._sync is None:
+            with self._lock:
+                if self._sync is None:
+                    self._sync = openai.OpenAI(**self._client_args)
+        return self._sync
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        if self._async is None:
+            with self._lock:
+                if self._async is None:
+                    self._async = openai.AsyncOpenAI(**self._client_args)
+        return self._async
+
+    # -- calls -----------------------------------------------------------------------------
+    def _request(self, messages: list[ChatMessage], settings: GenerationSettings | None) -> dict[str, Any]:
+        d = self.defaults
+        s = settings or d
+        temperature = s.temperature if s.temperature is not None else d.temperature
+        seed = s.seed if s.seed is not None else d.seed
+        max_tokens = s.max_tokens if s.max_tokens is not None else d.max_tokens
+        kwargs: dict[str, Any] = {"model": self.model_name, "messages": messages}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if seed is not None:
+            kwargs["seed"] = seed
+        if max_tokens is not None:
+            kwargs[self._max_tokens_field] = max_tokens
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
+    def _response(self, completion: Any, started: float) -> ChatResponse:
+        latency = time.perf_counter() - started
+        choices = completion.choices or ()
+        if choices:
+            text = choices[0].message.content or ""
+            finish = choices[0].finish_reason or "stop"
+        else:
+            text, finish = "", "empty"
+        u = completion.usage
+        if u is None:
+            usage = Usage()
+        else:
+            details = getattr(u, "prompt_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+            usage = Usage(u.prompt_tokens or 0, u.completion_tokens or 0, cached)
+        if finish == "length" and self.raise_on_truncation:
+            raise ModelOutputTruncated(
+                f"reply cut at max tokens after {usage.output_tokens} tokens", self.spec, text
+            )
+        return ChatResponse(text, usage, finish, latency, completion.model or self.model_name)
+
+    def _error(self, exc: openai.OpenAIError) -> ModelError:
+        tries = f"{self.max_retries + 1} attempt(s)"
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelTimeout(f"no reply from {self.endpoint} within {self.timeout:g} s ({tries})", self.spec)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return ModelUnavailable(f"cannot reach {self.endpoint} ({tries}): {cause}", self.spec)
+        if isinstance(exc, openai.APIStatusError):
+            detail = str(getattr(exc, "message", "") or "")[:300]
+            return ModelUnavailable(
+                f"{self.endpoint} answered HTTP {exc.status_code} ({tries}): {detail}", self.spec
+            )
+        return ModelError(f"{self.endpoint}: {type(exc).__name__}: {exc}", self.spec)
+
+    def complete(
+        self, messages: list[ChatMessage], settings: GenerationSettings | None = None
+    ) -> ChatResponse:
+        """Send ``messages`` and return the reply.
+
+        Args:
+            messages: the chat so far, OpenAI-shaped.
+            settings: per-call overrides of the defaults (``None`` fields keep the defaults).
+
+        Returns:
+            The reply; ``latency_s`` is wall seconds including retries. A reply cut at max
+            tokens has ``finish_reason == "length"``.
+
+        Raises:
+            ModelTimeout: an attempt ran past ``timeout`` and the retries were spent.
+            ModelUnavailable: unreachable, or HTTP errors until the retries were spent.
+            ModelOutputTruncated: cut at max tokens and ``raise_on_truncation`` is set.
+            ModelError: any other client failure.
+        """
+        kwargs = self._request(messages, settings)
+        started = time.perf_counter()
+        try:
+            completion = self._sync_client().chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        return self._response(completion, started)
+
+    async def acomplete(
+        self, messages: list[ChatMessage], settings: GenerationSettings | None = None
+    ) -> ChatResponse:
+        """Async twin of :meth:`complete` (same arguments, result and errors)."""
+        kwargs = self._request(messages, settings)
+        started = time.perf_counter()
+        try:
+            completion = await self._async_client().chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        return self._response(completion, started)
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the sync client's connections (the async client closes with its event loop)."""
+        with self._lock:
+            client, self._sync = self._sync, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close both clients' connections."""
+        with self._lock:
+            client, self._async = self._async, None
+        if client is not None:
+            await client.close()
+        self.close()
+
+    def __enter__(self) -> OpenAICompatibleModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,132 @@
+"""The exception tree of stepguard.
+
+Every error stepguard raises on purpose derives from :class:`StepguardError`, and says what was
+wrong and where (a file, a step, a line, an endpoint)::
+
+    StepguardError
+    ├── EvaluationError          an expression is unsafe, malformed, too large, or fails to evaluate
+    ├── ProcedureError           a procedure file or object is invalid (names the file, step, field)
+    ├── TraceError               model text could not be read at all (parsing never raises on odd text;
+    │                            this is for inputs outside the caps it was given)
+    ├── ModelError               a model call failed
+    │   ├── ModelSpecError       a model specification string is not one of the valid forms
+    │   ├── ModelUnavailable     the endpoint is unreachable or keeps failing after retries
+    │   ├── ModelTimeout         the call ran past its timeout
+    │   └── ModelOutputTruncated the reply was cut at max tokens (finish_reason == "length")
+    ├── LocalServerError         the embedded llama.cpp server could not be found, verified or started
+    ├── StepDeviation            the guard's ``raise`` policy: a step deviated; carries the partial result
+    ├── BudgetExhausted          a re-prompt or token budget is spent and ``on_exhausted`` is ``raise``
+    └── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BudgetExhausted",
+    "EvaluationError",
+    "LocalServerError",
+    "ModelError",
+    "ModelOutputTruncated",
+    "ModelSpecError",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "ProcedureError",
+    "RunStoreError",
+    "StepDeviation",
+    "StepguardError",
+    "TraceError",
+]
+
+
+class StepguardError(Exception):
+    """Base class of every error stepguard raises on purpose."""
+
+
+class EvaluationError(StepguardError):
+    """An expression is unsafe, malformed, exceeds a size cap, or fails to evaluate.
+
+    Attributes:
+        expression: the offending source text (truncated to 200 characters), or ``None``.
+    """
+
+    def __init__(self, message: str, expression: str | None = None) -> None:
+        self.expression = expression[:200] if expression is not None else None
+        super().__init__(message if expression is None else f"{message} in {self.expression!r}")
+
+
+class ProcedureError(StepguardError):
+    """A procedure is invalid. ``location`` names where: ``file``, ``steps[3].expr`` and so on."""
+
+    def __init__(self, message: str, location: str | None = None) -> None:
+        self.location = location
+        super().__init__(f"{location}: {message}" if location else message)
+
+
+class TraceError(StepguardError):
+    """Model text could not be read at all (outside the parser's caps)."""
+
+
+class ModelError(StepguardError):
+    """A model call failed. ``model`` names the model specification when known."""
+
+    def __init__(self, message: str, model: str | None = None) -> None:
+        self.model = model
+        super().__init__(f"{model}: {message}" if model else message)
+
+
+class ModelSpecError(ModelError):
+    """A model specification string is not one of the valid forms (the message lists them)."""
+
+
+class ModelUnavailable(ModelError):
+    """The endpoint is unreachable, or answered errors until the retries were spent."""
+
+
+class ModelTimeout(ModelError):
+    """A model call ran past its timeout (seconds)."""
+
+
+class ModelOutputTruncated(ModelError):
+    """A reply was cut at max tokens (``finish_reason == "length"``). ``text`` holds what came."""
+
+    def __init__(self, message: str, model: str | None = None, text: str = "") -> None:
+        self.text = text
+        super().__init__(message, model)
+
+
+class LocalServerError(StepguardError):
+    """The embedded llama.cpp server could not be found, verified (sha256) or started."""
+
+
+class StepDeviation(StepguardError):
+    """Raised by the guard's ``raise`` policy at the first deviation.
+
+    Attributes:
+        deviation: the :class:`stepguard.verify.Deviation` that triggered it.
+        result: the partial :class:`stepguard.guard.GuardResult` (committed prefix, trace, usage).
+    """
+
+    def __init__(self, message: str, deviation: Any = None, result: Any = None) -> None:
+        self.deviation = deviation
+        self.result = result
+        super().__init__(message)
+
+
+class BudgetExhausted(StepguardError):
+    """A re-prompt or token budget is spent and ``on_exhausted`` is ``raise``.
+
+    Attributes:
+        budget: which budget (``"reprompts_per_step"``, ``"reprompts_per_run"``, ``"tokens"``).
+        result: the partial :class:`stepguard.guard.GuardResult`.
+    """
+
+    def __init__(self, message: str, budget: str, result: Any = None) -> None:
+        self.budget = budget
+        self.result = result
+        super().__init__(message)
+
+
+class RunStoreError(StepguardError):
+    """A run store is unreadable or corrupt; the message names the file and line."""

@@ -1,0 +1,20 @@
+"""Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema."""
+
+from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
+from stepguard.procedure._model import InputSpec, Procedure, Step, ValueType
+from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
+
+__all__ = [
+    "InputSpec",
+    "LoadLimits",
+    "Procedure",
+    "Step",
+    "ValueType",
+    "apply_scale",
+    "coerce_value",
+    "load_procedure",
+    "parse_procedure",
+    "procedure_json_schema",
+    "round_to_scale",
+    "save_procedure",
+]

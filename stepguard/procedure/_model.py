@@ -1,0 +1,206 @@
+"""The procedure model: declared inputs and ordered steps, validated with pydantic v2."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from stepguard.errors import EvaluationError, ProcedureError
+from stepguard.evaluator import CompiledExpression, Number, compile_expression, normalize
+
+__all__ = ["InputSpec", "Procedure", "Step", "ValueType"]
+
+_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+_RESERVED = frozenset({"value", "abs", "min", "max", "round", "and", "or", "not", "if", "else", "in", "True", "False"})
+ValueType = Literal["integer", "decimal", "boolean", "string", "one_of", "number"]
+"""What a step's value is: ``number`` (int or exact decimal, the default), ``integer``, ``decimal``
+(with ``scale`` places), ``boolean``, ``string``, or ``one_of`` a fixed set of ``choices``."""
+
+Rounding = Literal["ROUND_HALF_EVEN", "ROUND_HALF_UP"]
+
+
+def _check_name(name: str, where: str) -> str:
+    if not isinstance(name, str) or not _IDENT.match(name) or name in _RESERVED:
+        raise ValueError(
+            f"{where} name {name!r} must be a letter then letters, digits or _ (at most 64), not a reserved word"
+        )
+    return name
+
+
+class InputSpec(BaseModel):
+    """One declared input of a procedure (``x``, ``subtotal``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Input name, used in expressions.")
+    type: ValueType = Field("number", description="Value type of the input.")
+    description: str | None = Field(None, max_length=2000, description="What the input means.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _check_name(v, "input")
+
+
+class Step(BaseModel):
+    """One step: the variable it produces and how its value is verified.
+
+    ``expr`` is the expected-value expression over inputs and earlier variables (``S3 - S1``,
+    ``subtotal * rate``); the guard computes it with the safe evaluator. ``check`` is a predicate
+    over ``value`` (``0 <= value <= subtotal``) for steps whose value is not determined. A step
+    with neither is still verified for presence, order and type.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    var: str = Field(description="The variable this step produces.")
+    expr: str | None = Field(None, max_length=2000, description="Expected-value expression over earlier variables and inputs.")
+    instruction: str | None = Field(None, max_length=4000, description="Natural-language instruction shown to the model.")
+    type: ValueType = Field("number", description="Value type of the variable.")
+    scale: Annotated[int, Field(ge=0, le=30)] | None = Field(None, description="Decimal places for type decimal.")
+    rounding: Rounding = Field("ROUND_HALF_EVEN", description="Rounding applied to the expected value at `scale` places.")
+    choices: tuple[str, ...] | None = Field(None, max_length=1000, description="Allowed values for type one_of.")
+    check: str | None = Field(None, max_length=2000, description="Predicate over `value` and earlier variables, e.g. `0 <= value <= subtotal`.")
+
+    @field_validator("var")
+    @classmethod
+    def _var(cls, v: str) -> str:
+        return _check_name(v, "variable")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Step:
+        if self.type == "one_of" and not self.choices:
+            raise ValueError("type one_of needs choices")
+        if self.type == "decimal" and self.scale is None:
+            raise ValueError("type decimal needs scale (decimal places)")
+        return self
+
+
+class Procedure(BaseModel):
+    """A multi-step procedure: a name, declared inputs, ordered steps.
+
+    Validation (errors name the step and field, e.g. ``steps[4].expr``): at least one step;
+    no duplicate variable; no variable shadowing an input; every expression is accepted by the
+    safe evaluator and reads only inputs and variables defined by earlier steps.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field("procedure", max_length=200, description="Procedure name (used in traces and reports).")
+    description: str | None = Field(None, max_length=20_000, description="What the procedure computes.")
+    inputs: tuple[InputSpec, ...] = Field((), max_length=1000, description="Declared inputs.")
+    steps: tuple[Step, ...] = Field(description="Ordered steps.", max_length=100_000)
+    answer: str | None = Field(None, description="Variable holding the final answer; default: the last step's.")
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _inputs(cls, v: Any) -> Any:
+        if isinstance(v, Mapping):  # {"x": "integer"} or {"x": {...}}
+            return [{"name": k, **(t if isinstance(t, Mapping) else {"type": t})} for k, t in v.items()]
+        if isinstance(v, (list, tuple)):
+            return [{"name": i} if isinstance(i, str) else i for i in v]
+        return v
+
+    @model_validator(mode="after")
+    def _validate(self) -> Procedure:
+        if not self.steps:
+            raise ValueError("a procedure needs at least one step")
+        known: set[str] = set()
+        for i, inp in enumerate(self.inputs):
+            if inp.name in known:
+                raise ProcedureError(f"duplicate input {inp.name!r}", f"inputs[{i}].name")
+            known.add(inp.name)
+        inputs = frozenset(known)
+        for i, step in enumerate(self.steps):
+            if step.var in known:
+                what = "an input" if step.var in inputs else "an earlier step"
+                raise ProcedureError(f"variable {step.var!r} is already defined by {what}", f"steps[{i}].var")
+            for field in ("expr", "check"):
+                src = getattr(step, field)
+                if src is None:
+                    continue
+                try:
+                    compiled = compile_expression(src)
+                except EvaluationError as exc:
+                    raise ProcedureError(str(exc), f"steps[{i}].{field} ({step.var})") from None
+                allowed = known | {"value"} if field == "check" else known
+                for name in compiled.names:
+                    if name not in allowed:
+                        later = any(s.var == name for s in self.steps[i:])
+                        why = "is defined by a later step" if later else "is not an input or an earlier variable"
+                        raise ProcedureError(f"reads {name!r}, which {why}", f"steps[{i}].{field} ({step.var})")
+            known.add(step.var)
+        if self.answer is not None and self.answer not in known - inputs:
+            raise ProcedureError(f"answer {self.answer!r} is not a step variable", "answer")
+        return self
+
+    @property
+    def answer_var(self) -> str:
+        """The variable holding the final answer (``answer`` or the last step's ``var``)."""
+        return self.answer or self.steps[-1].var
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Step variables, in order."""
+        return tuple(s.var for s in self.steps)
+
+    @cached_property
+    def compiled(self) -> tuple[CompiledExpression | None, ...]:
+        """Each step's compiled ``expr`` (``None`` where the step has none), compiled once."""
+        return tuple(compile_expression(s.expr) if s.expr is not None else None for s in self.steps)
+
+    @cached_property
+    def compiled_checks(self) -> tuple[CompiledExpression | None, ...]:
+        """Each step's compiled ``check`` predicate (``None`` where absent)."""
+        return tuple(compile_expression(s.check) if s.check is not None else None for s in self.steps)
+
+    def reads(self, index: int) -> tuple[str, ...]:
+        """Names (inputs and variables) step ``index`` (0-based) reads in ``expr`` and ``check``."""
+        names: list[str] = []
+        for c in (self.compiled[index], self.compiled_checks[index]):
+            if c is not None:
+                names.extend(n for n in c.names if n != "value" and n not in names)
+        return tuple(names)
+
+    def bind_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
+        """Check and convert input values to exact numbers.
+
+        Raises:
+            ProcedureError: a declared input is missing, or an undeclared one is given, or a value is not a number.
+        """
+        declared = {i.name: i for i in self.inputs}
+        missing = [n for n in declared if n not in inputs]
+        extra = [n for n in inputs if n not in declared]
+        if missing or extra:
+            raise ProcedureError(
+                f"inputs: missing {missing or 'none'}, undeclared {extra or 'none'} (declared: {sorted(declared)})",
+                f"procedure {self.name!r}",
+            )
+        from stepguard.procedure._values import coerce_value
+
+        return {n: coerce_value(v, declared[n].type, f"inputs.{n}") for n, v in inputs.items()}
+
+    def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
+        """Evaluate every step with an ``expr`` (in order) and return ``{var: value}``.
+
+        Steps without ``expr`` are left out (their value is the model's, checked by ``check``).
+
+        Raises:
+            ProcedureError: bad inputs, or a step fails to evaluate (names the step).
+        """
+        from stepguard.procedure._values import apply_scale
+
+        env: dict[str, Any] = self.bind_inputs(inputs)
+        out: dict[str, Number | str] = {}
+        for i, (step, c) in enumerate(zip(self.steps, self.compiled)):
+            if c is None:
+                continue
+            try:
+                out[step.var] = env[step.var] = apply_scale(normalize(c.evaluate(env)), step)
+            except EvaluationError as exc:
+                raise ProcedureError(str(exc), f"steps[{i}].expr ({step.var})") from None
+        return out

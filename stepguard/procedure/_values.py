@@ -1,0 +1,73 @@
+"""Value types of steps and inputs: coercion to exact numbers and decimal rounding."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from stepguard.errors import EvaluationError, ProcedureError
+from stepguard.evaluator import Number, normalize, parse_number
+
+if TYPE_CHECKING:
+    from stepguard.procedure._model import Step
+
+__all__ = ["apply_scale", "coerce_value", "round_to_scale"]
+
+_ROUNDING = {"ROUND_HALF_EVEN": ROUND_HALF_EVEN, "ROUND_HALF_UP": ROUND_HALF_UP}
+
+
+def coerce_value(value: Any, type_: str, where: str) -> Number | str:
+    """Convert a user-given input value to the evaluator's exact form.
+
+    Args:
+        value: an int, a decimal string (``"12.50"``), a Decimal, a bool, or a string for string types.
+        type_: the declared :data:`stepguard.procedure.ValueType`.
+        where: location for errors, e.g. ``"inputs.x"``.
+
+    Raises:
+        ProcedureError: the value does not fit the type (floats are refused as inexact unless integral).
+    """
+    try:
+        if type_ in ("string", "one_of"):
+            if not isinstance(value, str):
+                raise ProcedureError(f"expected a string, got {type(value).__name__}", where)
+            return value
+        if type_ == "boolean":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+            raise ProcedureError(f"expected true or false, got {value!r}", where)
+        if isinstance(value, bool):
+            raise ProcedureError("expected a number, got a boolean", where)
+        if isinstance(value, float):
+            value = Decimal(repr(value))  # the shortest text that round-trips, e.g. 0.1 -> Decimal("0.1")
+        number = parse_number(value) if isinstance(value, str) else normalize(value)
+        if type_ == "integer" and type(number) is not int:
+            raise ProcedureError(f"expected an integer, got {value!r}", where)
+        return number
+    except EvaluationError as exc:
+        raise ProcedureError(str(exc), where) from None
+
+
+def round_to_scale(value: Number, scale: int, rounding: str = "ROUND_HALF_EVEN") -> Number:
+    """Round an exact number to ``scale`` decimal places with ``rounding`` (HALF_EVEN or HALF_UP).
+
+    Returns an ``int`` or an exact ``Fraction`` (``Fraction(1234, 100)`` for 12.34).
+    """
+    frac = Fraction(value)
+    with localcontext() as ctx:
+        ctx.prec = 400
+        dec = Decimal(frac.numerator) / Decimal(frac.denominator)
+        q = dec.quantize(Decimal(1).scaleb(-scale), rounding=_ROUNDING[rounding])
+    return normalize(Fraction(q))
+
+
+def apply_scale(value: Number | str, step: Step) -> Number | str:
+    """Round ``value`` per the step's ``scale``/``rounding`` when the step is a decimal with a scale."""
+    if step.scale is not None and not isinstance(value, (str, bool)):
+        return round_to_scale(value, step.scale, step.rounding)
+    if step.type == "integer" and isinstance(value, Fraction):
+        return round_to_scale(value, 0, step.rounding)
+    return value
