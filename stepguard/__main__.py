@@ -1,0 +1,5 @@
+"""``python -m stepguard``: the command line."""
+
+from stepguard.cli import main
+
+main()

@@ -1,0 +1,3 @@
+from stepguard.cli import main
+
+main()

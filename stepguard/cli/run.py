@@ -1,0 +1,94 @@
+"""``stepguard run``: execute one procedure under the guard and print the verified result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from stepguard.errors import BudgetExhausted, StepDeviation, StepguardError
+from stepguard.guard import Guard, GuardConfig, GuardResult, sqlite_checkpointer
+from stepguard.procedure import load_procedure
+
+__all__ = ["register"]
+
+
+def _parse_inputs(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--input")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def print_result(result: GuardResult) -> None:
+    """Print a per-step table and the outcome line for a person."""
+    sim = "  [SIMULATED model: not a model's accuracy]" if result.simulated else ""
+    typer.echo(f"procedure {result.procedure}  model {result.model}{sim}")
+    typer.echo(f"{'step':<12} {'value':>14}  {'provenance':<15} reprompts")
+    for s in result.steps:
+        typer.echo(f"{s.var:<12} {s.value if s.value is not None else '-':>14}  {s.provenance:<15} {s.reprompts}")
+    for d in result.deviations:
+        typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
+    u = result.usage
+    typer.echo(
+        f"status {result.status}  answer {result.answer_var} = {result.answer}  chunks {result.chunks}  "
+        f"re-prompts {result.reprompts}  repaired {result.repaired}  calls {u.model_calls}  "
+        f"tokens in/out {u.input_tokens}/{u.output_tokens}  wall {u.wall_s:.2f}s"
+    )
+    if result.first_unverified:
+        typer.echo(f"first unverified step: {result.first_unverified}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``run`` command to ``app``."""
+
+    @app.command("run")
+    def run(
+        procedure: Annotated[Path, typer.Argument(help="Procedure file (.yaml, .yml, .json).")],
+        input: Annotated[list[str], typer.Option("--input", "-i", help="Input value, NAME=VALUE (repeat).")] = [],  # noqa: B006
+        model: Annotated[str, typer.Option(help="Model spec: local, local:qwen2.5-coder-1.5b, sim:paper, http://host/v1#name, ...")] = "local",
+        policy: Annotated[str, typer.Option(help="reprompt | repair | raise | flag")] = "reprompt",
+        chunk_size: Annotated[int, typer.Option(help="Steps per model call.")] = GuardConfig.chunk_size,
+        adaptive: Annotated[bool, typer.Option(help="Shrink chunks after deviations, grow after clean ones.")] = False,
+        on_exhausted: Annotated[str, typer.Option(help="raise | repair | flag, when a budget is spent.")] = "raise",
+        max_reprompts: Annotated[int, typer.Option(help="Re-prompts per step.")] = GuardConfig.max_reprompts_per_step,
+        checkpoint: Annotated[Optional[Path], typer.Option(help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
+        thread_id: Annotated[Optional[str], typer.Option(help="Checkpoint thread id.")] = None,  # noqa: UP007
+        as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
+    ) -> None:
+        """Execute PROCEDURE stepwise under the guard and print the verified result."""
+        from stepguard.adapters import load_model
+
+        try:
+            proc = load_procedure(procedure)
+            config = GuardConfig(
+                chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
+                on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
+            )
+            saver = sqlite_checkpointer(checkpoint) if checkpoint else None
+            chat = load_model(model)
+            try:
+                result = Guard(chat, config, saver).run(proc, _parse_inputs(input), thread_id=thread_id)
+            finally:
+                close = getattr(chat, "close", None)
+                if close:
+                    close()
+        except (StepDeviation, BudgetExhausted) as exc:
+            typer.echo(f"stopped: {exc}", err=True)
+            if exc.result is not None:
+                print_result(exc.result) if not as_json else typer.echo(exc.result.model_dump_json(indent=2))
+            raise typer.Exit(3) from None
+        except (StepguardError, ValueError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        if as_json:
+            json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            print_result(result)

@@ -1,0 +1,28 @@
+"""The guard: stepwise execution of a procedure under a LangGraph controller.
+
+Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its parts,
+:func:`sqlite_checkpointer`, :class:`PromptSet`, :func:`render_raw_prompt`.
+"""
+
+from stepguard.guard._config import ExhaustedAction, GuardConfig, Policy, Rung
+from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
+from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
+from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, UsageTotals
+
+__all__ = [
+    "DeviationEvent",
+    "ExhaustedAction",
+    "Guard",
+    "GuardConfig",
+    "GuardResult",
+    "Policy",
+    "PromptSet",
+    "Provenance",
+    "Rung",
+    "StepOutcome",
+    "UsageTotals",
+    "build_result",
+    "format_value",
+    "render_raw_prompt",
+    "sqlite_checkpointer",
+]

@@ -1,0 +1,80 @@
+"""Guard configuration: chunking, the deviation policy, the re-prompt ladder and budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["ExhaustedAction", "GuardConfig", "Policy", "Rung"]
+
+Policy = Literal["reprompt", "repair", "raise", "flag"]
+"""What the guard does at a deviation.
+
+- ``reprompt``: keep the verified prefix and re-ask from the first wrong step (climbing the ladder).
+- ``repair``: supply the evaluator's value for the step, mark it ``repaired``, go on.
+- ``raise``: raise :class:`stepguard.errors.StepDeviation` carrying the partial result.
+- ``flag``: shadow mode: record the deviation, keep the model's value, never intervene.
+"""
+
+ExhaustedAction = Literal["raise", "repair", "flag"]
+"""What happens when a re-prompt or token budget is spent (see :class:`Policy`)."""
+
+Rung = Literal["restate", "narrow", "resample"]
+"""One rung of the re-prompt ladder.
+
+- ``restate``: the same chunk from the failing step, with the committed operands and the correction.
+- ``narrow``: the failing step alone.
+- ``resample``: the failing step alone, with a different seed and ``resample_temperature``.
+"""
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    """How a :class:`stepguard.guard.Guard` executes a procedure.
+
+    Every number here is a default chosen by measurement on the embedded model where noted in
+    ``docs/guard.md``; all are parameters.
+    """
+
+    chunk_size: int = 5
+    """Steps per model call."""
+    adaptive: bool = False
+    """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
+    policy: Policy = "reprompt"
+    """What to do at a deviation."""
+    ladder: tuple[Rung, ...] = ("restate", "narrow", "resample", "resample")
+    """Re-prompt rungs in order, one attempt each; the ladder restarts for every new failing step."""
+    max_reprompts_per_step: int = 4
+    """Re-prompts for one step before ``on_exhausted``."""
+    max_reprompts_per_run: int = 200
+    """Re-prompts for the whole run before ``on_exhausted``."""
+    max_total_tokens: int | None = None
+    """Input plus output tokens for the whole run; ``None`` = unbounded."""
+    on_exhausted: ExhaustedAction = "raise"
+    """What happens when a budget is spent."""
+    temperature: float = 0.0
+    """Sampling temperature of first tries and non-resample rungs."""
+    seed: int = 0
+    """Sampling seed of first tries; resample rungs use ``seed + attempt``."""
+    resample_temperature: float = 0.7
+    """Temperature of the ``resample`` rung."""
+    max_tokens_per_step: int = 48
+    """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
+    prompt_dir: Path | None = None
+    """A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones."""
+    extra: dict[str, str] = field(default_factory=dict)
+    """Free-form labels recorded with the result (e.g. the instance id)."""
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        if self.max_reprompts_per_step < 0 or self.max_reprompts_per_run < 0:
+            raise ValueError("re-prompt budgets must be >= 0")
+        if self.policy not in ("reprompt", "repair", "raise", "flag"):
+            raise ValueError(f"policy must be reprompt, repair, raise or flag, not {self.policy!r}")
+        if self.on_exhausted not in ("raise", "repair", "flag"):
+            raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
+        for rung in self.ladder:
+            if rung not in ("restate", "narrow", "resample"):
+                raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow or resample")

@@ -1,0 +1,282 @@
+"""The controller: a LangGraph ``StateGraph`` that plans chunks, asks, verifies and applies the policy.
+
+::
+
+    plan ──> ask ──> verify ──> commit ──┬── (clean) ──────────> plan ... ──> finish
+      │                                  ├── reprompt ──> plan
+      │                                  ├── repair ────> plan
+      │                                  ├── flag ──────> plan
+      └── (all steps committed) ──> finish  └── stop (raise / budget) ──> finish
+
+The deviation travels in state along conditional edges; a re-ask is a new, corrected prompt,
+never a node retry (which would resend the same input).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+
+from stepguard.errors import EvaluationError
+from stepguard.guard._corrections import correction_note
+from stepguard.guard._state import GuardState, RunContext, to_text
+from stepguard.model import ChatResponse, GenerationSettings
+from stepguard.trace import parse_trace
+from stepguard.verify import Deviation, expected_value, verify_chunk
+
+__all__ = ["build_graph"]
+
+CONTEXT_KEY = "stepguard_context"
+
+
+def _ctx(config: RunnableConfig) -> RunContext:
+    return config["configurable"][CONTEXT_KEY]  # type: ignore[no-any-return]
+
+
+def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on narrow/resample rungs)."""
+    ctx = _ctx(config)
+    n = len(ctx.procedure.steps)
+    cursor = state.get("cursor", 0)
+    size = state.get("chunk_size", ctx.config.chunk_size)
+    if state.get("rung") in ("narrow", "resample"):
+        size = 1
+    return {"chunk_end": min(n, cursor + size), "chunk_no": state.get("chunk_no", 0) + 1}
+
+
+def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
+    cfg = ctx.config
+    indices = list(range(state["cursor"], state["chunk_end"]))
+    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.get("note"))
+    resample = state.get("rung") == "resample"
+    settings = GenerationSettings(
+        temperature=cfg.resample_temperature if resample else cfg.temperature,
+        seed=cfg.seed + state.get("attempt", 0) if resample else cfg.seed,
+        max_tokens=cfg.max_tokens_per_step * len(indices) + 32,
+    )
+    return messages, settings
+
+
+def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
+    usage = dict(state.get("usage", {}))
+    usage["model_calls"] = usage.get("model_calls", 0) + 1
+    usage["input_tokens"] = usage.get("input_tokens", 0) + resp.usage.input_tokens
+    usage["output_tokens"] = usage.get("output_tokens", 0) + resp.usage.output_tokens
+    usage["cached_tokens"] = usage.get("cached_tokens", 0) + resp.usage.cached_tokens
+    usage["model_s"] = usage.get("model_s", 0.0) + resp.latency_s
+    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage}
+
+
+def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Send the chunk (or corrective) prompt to the model."""
+    ctx = _ctx(config)
+    messages, settings = _messages_and_settings(state, ctx)
+    return _record_reply(state, ctx.model.complete(messages, settings))
+
+
+async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Async twin of :func:`ask`."""
+    ctx = _ctx(config)
+    messages, settings = _messages_and_settings(state, ctx)
+    return _record_reply(state, await ctx.model.acomplete(messages, settings))
+
+
+def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Parse the reply (never evaluating it) and check it step by step against the evaluator."""
+    ctx = _ctx(config)
+    trace = parse_trace(state.get("reply", ""), var_names=ctx.procedure.variables)
+    verdict = verify_chunk(
+        ctx.procedure, state["cursor"], state["chunk_end"], ctx.env(state), trace,
+        truncated=state.get("finish_reason") == "length",
+    )
+    notes = [
+        _event(d, state, "note") for d in verdict.others
+    ]
+    return {
+        "verified": [[v, to_text(x)] for v, x in verdict.verified],
+        "deviation": verdict.deviation.model_dump() if verdict.deviation else None,
+        "model_value": to_text(verdict.model_value) if verdict.model_value is not None else None,
+        "events": notes,
+    }
+
+
+def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None) -> dict[str, Any]:
+    d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
+    return {**d, "attempt": state.get("attempt", 0), "chunk": state.get("chunk_no", 1) - 1, "action": action, "rung": rung}
+
+
+def commit(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Commit the verified prefix (the checkpoint after this node is the resume point)."""
+    ctx = _ctx(config)
+    verified = state.get("verified", [])
+    values = dict(state.get("values", {}))
+    prov = dict(state.get("provenance", {}))
+    reprompts = dict(state.get("step_reprompts", {}))
+    chunks = dict(state.get("step_chunk", {}))
+    for i, (var, text) in enumerate(verified):
+        values[var] = text
+        prov[var] = "unverifiable" if _unchecked(ctx, var) else "model_verified"
+        if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.variables.index(var))):
+            prov[var] = "flagged"  # verified only against a flagged (unverified) operand
+        reprompts[var] = state.get("attempt", 0) if i == 0 else 0
+        chunks[var] = state.get("chunk_no", 1) - 1
+    out: dict[str, Any] = {
+        "values": values, "provenance": prov, "step_reprompts": reprompts, "step_chunk": chunks,
+        "cursor": state["cursor"] + len(verified),
+    }
+    size = state.get("chunk_size", ctx.config.chunk_size)
+    if state.get("deviation") is None:
+        out.update(attempt=0, rung=None, note=None)
+        if ctx.config.adaptive:
+            out["chunk_size"] = min(2 * ctx.config.chunk_size, size + 1)
+    else:
+        if verified:  # the failing step is a new one: its ladder starts afresh
+            out.update(attempt=0)
+        if ctx.config.adaptive:
+            out["chunk_size"] = max(1, size // 2)
+    return out
+
+
+def _unchecked(ctx: RunContext, var: str) -> bool:
+    i = ctx.procedure.variables.index(var)
+    return ctx.procedure.compiled[i] is None and ctx.procedure.compiled_checks[i] is None
+
+
+Route = Literal["plan", "reprompt", "repair", "flag", "stop", "finish"]
+
+
+def _budget_left(state: GuardState, ctx: RunContext) -> str | None:
+    cfg = ctx.config
+    usage = state.get("usage", {})
+    if cfg.max_total_tokens is not None and usage.get("input_tokens", 0) + usage.get("output_tokens", 0) >= cfg.max_total_tokens:
+        return "tokens"
+    if state.get("attempt", 0) >= cfg.max_reprompts_per_step:
+        return "reprompts_per_step"
+    if state.get("reprompts", 0) >= cfg.max_reprompts_per_run:
+        return "reprompts_per_run"
+    return None
+
+
+def route_after_commit(state: GuardState, config: RunnableConfig) -> Route:
+    """Pick the policy's node for a deviation, or go on."""
+    ctx = _ctx(config)
+    n = len(ctx.procedure.steps)
+    if state.get("deviation") is None:
+        if state["cursor"] >= n:
+            return "finish"
+        if ctx.config.max_total_tokens is not None and _budget_left(state, ctx) == "tokens":
+            return _exhausted(ctx)
+        return "plan"
+    policy = ctx.config.policy
+    if policy == "reprompt":
+        return "reprompt" if _budget_left(state, ctx) is None else _exhausted(ctx)
+    if policy == "flag" and state.get("model_value") is None:
+        return "reprompt" if _budget_left(state, ctx) is None else "stop"
+    return {"repair": "repair", "flag": "flag", "raise": "stop"}[policy]  # type: ignore[return-value]
+
+
+def _exhausted(ctx: RunContext) -> Route:
+    return {"repair": "repair", "flag": "flag", "raise": "stop"}[ctx.config.on_exhausted]  # type: ignore[return-value]
+
+
+def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Prepare a corrective prompt for the failing step, on the next ladder rung."""
+    ctx = _ctx(config)
+    attempt = state.get("attempt", 0) + 1
+    ladder = ctx.config.ladder or ("restate",)
+    rung = ladder[min(attempt, len(ladder)) - 1]
+    dev = state["deviation"] or {}
+    note = correction_note(ctx.procedure, state["cursor"], dev, ctx.env(state))
+    return {
+        "attempt": attempt, "rung": rung, "note": note, "reprompts": state.get("reprompts", 0) + 1,
+        "events": [_event(dev, state, "reprompt", rung)],
+    }
+
+
+def repair(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Supply the evaluator's value for the failing step and mark it ``repaired``."""
+    ctx = _ctx(config)
+    i = state["cursor"]
+    var = ctx.procedure.steps[i].var
+    try:
+        value = expected_value(ctx.procedure, i, ctx.env(state))
+    except EvaluationError:
+        value = None
+    dev = state.get("deviation") or {"kind": "truncated", "step": var, "detail": "token budget spent"}
+    if value is None:  # nothing to supply (no expr): stop here
+        return {"stop": "unrepairable", "events": [_event(dev, state, "repair")]}
+    return {
+        "values": {**state.get("values", {}), var: to_text(value)},
+        "provenance": {**state.get("provenance", {}), var: "repaired"},
+        "step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)},
+        "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,
+        "events": [_event(dev, state, "repair")],
+    }
+
+
+def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Shadow mode: keep the model's value unverified, record the deviation, go on."""
+    ctx = _ctx(config)
+    i = state["cursor"]
+    var = ctx.procedure.steps[i].var
+    dev = state.get("deviation") or {"kind": "truncated", "step": var, "detail": "token budget spent"}
+    if state.get("model_value") is None:
+        return {"stop": "budget", "events": [_event(dev, state, "flag")]}
+    return {
+        "values": {**state.get("values", {}), var: state["model_value"]},
+        "provenance": {**state.get("provenance", {}), var: "flagged"},
+        "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,
+        "events": [_event(dev, state, "flag")],
+    }
+
+
+def stop(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Stop early: the ``raise`` policy, or a spent budget with ``on_exhausted='raise'``."""
+    ctx = _ctx(config)
+    why = "raise" if ctx.config.policy == "raise" else f"budget:{_budget_left(state, ctx) or 'spent'}"
+    dev = state.get("deviation")
+    events = [_event(dev, state, "raise")] if dev else []
+    return {"stop": why, "events": events}
+
+
+def route_after_policy(state: GuardState, config: RunnableConfig) -> Route:
+    """Continue unless the run stopped or every step is committed; a spent token budget repairs or stops."""
+    ctx = _ctx(config)
+    if state.get("stop") or state["cursor"] >= len(ctx.procedure.steps):
+        return "finish"
+    if ctx.config.max_total_tokens is not None and _budget_left(state, ctx) == "tokens":
+        return _exhausted(ctx)
+    return "plan"
+
+
+def finish(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Record the end time; the result is built from the final state."""
+    return {"usage": {**state.get("usage", {}), "finished_at": time.time()}}
+
+
+def build_graph(use_async: bool = False) -> StateGraph:
+    """The controller graph (uncompiled). ``use_async`` picks the async model call node."""
+    g = StateGraph(GuardState)
+    g.add_node("plan", plan)
+    g.add_node("ask", aask if use_async else ask)
+    g.add_node("verify", verify)
+    g.add_node("commit", commit)
+    g.add_node("reprompt", reprompt)
+    g.add_node("repair", repair)
+    g.add_node("flag", flag)
+    g.add_node("stop", stop)
+    g.add_node("finish", finish)
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "ask")
+    g.add_edge("ask", "verify")
+    g.add_edge("verify", "commit")
+    g.add_conditional_edges("commit", route_after_commit, ["plan", "reprompt", "repair", "flag", "stop", "finish"])
+    g.add_edge("reprompt", "plan")
+    g.add_conditional_edges("repair", route_after_policy, ["plan", "repair", "flag", "stop", "finish"])
+    g.add_conditional_edges("flag", route_after_policy, ["plan", "repair", "flag", "stop", "finish"])
+    g.add_edge("stop", "finish")
+    g.add_edge("finish", END)
+    return g

@@ -1,0 +1,180 @@
+"""The public face of the controller: ``Guard(model, config).run(procedure, inputs) -> GuardResult``."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from stepguard.errors import BudgetExhausted, StepDeviation
+from stepguard.guard._config import GuardConfig
+from stepguard.guard._graph import CONTEXT_KEY, build_graph
+from stepguard.guard._prompts import PromptSet, format_value
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
+from stepguard.guard._state import GuardState, RunContext
+from stepguard.model import ChatModel
+from stepguard.procedure import Procedure
+
+__all__ = ["Guard", "sqlite_checkpointer"]
+
+
+def sqlite_checkpointer(path: str | Path) -> BaseCheckpointSaver[Any]:
+    """A LangGraph SQLite checkpointer on ``path`` (the embedded default; WAL mode, one writer).
+
+    For multi-worker deployments pass LangGraph's Postgres checkpointer to :class:`Guard` instead.
+    """
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    return SqliteSaver(conn)
+
+
+class Guard:
+    """Executes procedures stepwise under the controller graph, checking every value.
+
+    Args:
+        model: any :class:`stepguard.model.ChatModel`.
+        config: chunking, policy, ladder and budgets (:class:`GuardConfig`).
+        checkpointer: a LangGraph checkpointer (``sqlite_checkpointer(path)``, Postgres, memory),
+            or ``None`` for no checkpoints. With one, a run killed mid-procedure resumes from its
+            last committed chunk when :meth:`run` is called again with the same ``thread_id``.
+
+    Example:
+        >>> guard = Guard(load_model("sim:perfect"))            # doctest: +SKIP
+        >>> guard.run(procedure, {"x": 7, "y": 3}).answer        # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        config: GuardConfig | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config or GuardConfig()
+        self.checkpointer = checkpointer
+        self._prompts = PromptSet(self.config.prompt_dir)
+        self._graph = build_graph(use_async=False).compile(checkpointer=checkpointer)
+        self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
+
+    def _setup(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None) -> tuple[RunContext, dict[str, Any], str]:
+        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts)
+        tid = thread_id or uuid.uuid4().hex
+        limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
+        cfg = {"configurable": {"thread_id": tid, CONTEXT_KEY: ctx}, "recursion_limit": limit}
+        return ctx, cfg, tid
+
+    def _start_input(self, graph: Any, cfg: dict[str, Any]) -> GuardState | None:
+        if self.checkpointer is None:
+            return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+        snapshot = graph.get_state(cfg)
+        if snapshot.values and snapshot.next:
+            return None  # resume from the last checkpoint
+        if snapshot.values:
+            return None  # finished earlier: the state is returned as is
+        return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+
+    def run(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
+        """Execute ``procedure`` on ``inputs`` under the guard.
+
+        Args:
+            procedure: the procedure.
+            inputs: input values (ints, decimal strings, Decimals).
+            thread_id: checkpoint thread; reuse it to resume a killed run (needs a checkpointer).
+
+        Returns:
+            A :class:`GuardResult` (``status`` verified / repaired / flagged / failed).
+
+        Raises:
+            ProcedureError: bad inputs.
+            StepDeviation: ``policy='raise'`` and a step deviated (``.result`` holds the partial result).
+            BudgetExhausted: a budget was spent with ``on_exhausted='raise'`` (``.result`` likewise).
+            ModelError: the model failed (unreachable, timeout); committed chunks stay checkpointed.
+        """
+        ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
+        t0 = time.perf_counter()
+        start = self._start_input(self._graph, cfg)
+        if start is None and self.checkpointer is not None and not self._graph.get_state(cfg).next:
+            state = self._graph.get_state(cfg).values
+        else:
+            state = self._graph.invoke(start, cfg)
+        return self._finish(ctx, state, tid, time.perf_counter() - t0)
+
+    async def arun(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
+        """Async twin of :meth:`run` (model calls through ``acomplete``). Same errors."""
+        ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
+        t0 = time.perf_counter()
+        if self.checkpointer is not None:
+            snap = await self._agraph.aget_state(cfg)
+            if snap.values and not snap.next:
+                return self._finish(ctx, snap.values, tid, time.perf_counter() - t0)
+            start: GuardState | None = None if snap.values else {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+        else:
+            start = {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+        state = await self._agraph.ainvoke(start, cfg)
+        return self._finish(ctx, state, tid, time.perf_counter() - t0)
+
+    def _finish(self, ctx: RunContext, state: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
+        result = build_result(ctx, state, tid, wall_s)
+        why = state.get("stop")
+        if why == "raise":
+            dev = state.get("deviation") or {}
+            raise StepDeviation(f"step {dev.get('step')} deviated ({dev.get('kind')}): {dev.get('detail')}", dev, result)
+        if why and why.startswith("budget:") and ctx.config.on_exhausted == "raise":
+            budget = why.split(":", 1)[1]
+            raise BudgetExhausted(f"{budget} budget spent at step {result.first_unverified}", budget, result)
+        return result
+
+
+def build_result(ctx: RunContext, state: dict[str, Any], thread_id: str | None, wall_s: float) -> GuardResult:
+    """Turn the controller's final state into a :class:`GuardResult` (every value with its provenance)."""
+    proc = ctx.procedure
+    values = state.get("values", {})
+    prov = state.get("provenance", {})
+    reprompts = state.get("step_reprompts", {})
+    chunks = state.get("step_chunk", {})
+    steps = [
+        StepOutcome(var=s.var, value=values.get(s.var), provenance=prov.get(s.var, "missing"),  # type: ignore[arg-type]
+                    reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
+        for s in proc.steps
+    ]
+    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "unverifiable")), None)
+    kinds = {s.provenance for s in steps}
+    if "missing" in kinds:
+        status = "failed"
+    elif "flagged" in kinds:
+        status = "flagged"
+    elif "repaired" in kinds:
+        status = "repaired"
+    else:
+        status = "verified"
+    usage = state.get("usage", {})
+    events = [DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields}) for e in state.get("events", [])]
+    return GuardResult(
+        procedure=proc.name,
+        model=ctx.model.spec,
+        simulated=bool(getattr(ctx.model, "simulated", False)),
+        inputs={k: format_value(v) for k, v in ctx.inputs.items()},
+        status=status,  # type: ignore[arg-type]
+        answer=values.get(proc.answer_var),
+        answer_var=proc.answer_var,
+        first_unverified=first_bad,
+        steps=steps,
+        deviations=events,
+        chunks=state.get("chunk_no", 0),
+        reprompts=state.get("reprompts", 0),
+        repaired=sum(1 for s in steps if s.provenance == "repaired"),
+        usage=UsageTotals(
+            model_calls=int(usage.get("model_calls", 0)), input_tokens=int(usage.get("input_tokens", 0)),
+            output_tokens=int(usage.get("output_tokens", 0)), cached_tokens=int(usage.get("cached_tokens", 0)),
+            wall_s=round(wall_s, 6), model_s=round(float(usage.get("model_s", 0.0)), 6),
+        ),
+        thread_id=thread_id,
+        labels=dict(ctx.config.extra),
+    )

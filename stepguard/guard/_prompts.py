@@ -1,0 +1,105 @@
+"""Prompt templates (files users can swap) and their rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+
+from stepguard.evaluator import Number, format_number
+from stepguard.model import ChatMessage
+from stepguard.procedure import Procedure
+
+__all__ = ["PromptSet", "format_value", "render_raw_prompt"]
+
+_BUILTIN = Path(__file__).parent / "prompts"
+
+
+def format_value(value: Number | str) -> str:
+    """A value as it appears in prompts: ``-12``, ``3.5``, a string as written."""
+    return value if isinstance(value, str) else format_number(value)
+
+
+@lru_cache(maxsize=32)
+def _read(folder: Path, name: str) -> Template:
+    path = folder / name
+    if not path.exists():
+        path = _BUILTIN / name
+    return Template(path.read_text(encoding="utf-8"))
+
+
+def _step_line(procedure: Procedure, index: int) -> str:
+    step = procedure.steps[index]
+    if step.expr is not None:
+        line = f"{step.var} = {step.expr}"
+        return f"{line}    ({step.instruction})" if step.instruction else line
+    return f"{step.var} = ? ({step.instruction or 'as the procedure says'})"
+
+
+def _example(procedure: Procedure, index: int) -> str:
+    step = procedure.steps[index]
+    if step.expr is not None and procedure.reads(index):
+        return f"{step.var} = {step.expr} = <the numbers substituted> = <result>"
+    return f"{step.var} = <result>"
+
+
+class PromptSet:
+    """The guard's templates, from ``folder`` where given, else the built-in files.
+
+    Templates use ``string.Template`` placeholders (``$known``, ``$steps``, ``$example``, ``$note``).
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = Path(folder) if folder else _BUILTIN
+
+    def system(self) -> str:
+        """The system message text."""
+        return _read(self.folder, "system.txt").template.strip()
+
+    def chunk_messages(
+        self,
+        procedure: Procedure,
+        indices: Sequence[int],
+        env: Mapping[str, Number | str],
+        note: str | None = None,
+    ) -> list[ChatMessage]:
+        """Messages asking for steps ``indices`` (0-based), restating exactly the committed values they read.
+
+        Args:
+            procedure: the procedure.
+            indices: the steps of this chunk, consecutive.
+            env: committed values (inputs and verified variables).
+            note: a correction to put first (uses ``correction.txt``), or ``None`` (``chunk.txt``).
+        """
+        inside = {procedure.steps[i].var for i in indices}
+        known: list[str] = []
+        for i in indices:
+            for name in procedure.reads(i):
+                if name not in inside and name in env:
+                    line = f"{name} = {format_value(env[name])}"
+                    if line not in known:
+                        known.append(line)
+        fields = {
+            "known": "\n".join(known) if known else "(none)",
+            "steps": "\n".join(_step_line(procedure, i) for i in indices),
+            "example": _example(procedure, indices[0]),
+            "note": note or "",
+        }
+        template = _read(self.folder, "correction.txt" if note else "chunk.txt")
+        return [
+            {"role": "system", "content": self.system()},
+            {"role": "user", "content": template.safe_substitute(fields).strip()},
+        ]
+
+
+def render_raw_prompt(procedure: Procedure, inputs: Mapping[str, Number | str], folder: Path | None = None) -> list[ChatMessage]:
+    """The raw-mode (paper setting) messages: the whole procedure and the inputs in one prompt."""
+    ps = PromptSet(folder)
+    fields = {
+        "inputs": "\n".join(f"{k} = {format_value(v)}" for k, v in inputs.items()),
+        "steps": "\n".join(_step_line(procedure, i) for i in range(len(procedure.steps))),
+        "last": procedure.steps[-1].var,
+    }
+    text = _read(ps.folder, "raw.txt").safe_substitute(fields).strip()
+    return [{"role": "system", "content": ps.system()}, {"role": "user", "content": text}]

@@ -1,0 +1,78 @@
+"""The controller's state (checkpointed by LangGraph) and the per-run context (not checkpointed)."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+from stepguard.evaluator import Number, parse_number
+from stepguard.guard._config import GuardConfig
+from stepguard.guard._prompts import PromptSet, format_value
+from stepguard.model import ChatModel
+from stepguard.procedure import Procedure
+
+__all__ = ["GuardState", "RunContext"]
+
+
+class GuardState(TypedDict, total=False):
+    """Everything the controller needs to resume a run, as JSON-friendly values.
+
+    Values are exact number text (``"-12"``, ``"7/2"``) so every checkpointer can store them.
+    """
+
+    cursor: int  # 0-based index of the next uncommitted step
+    values: dict[str, str]  # committed step values
+    provenance: dict[str, str]  # var -> Provenance
+    step_reprompts: dict[str, int]
+    step_chunk: dict[str, int]
+    chunk_no: int  # model-call groups started so far
+    chunk_size: int  # current size (adaptive)
+    chunk_end: int  # end (exclusive) of the chunk being asked
+    attempt: int  # re-prompts so far for the step at ``cursor``
+    rung: str | None  # rung of the pending ask, None on a first try
+    note: str | None  # correction note of the pending ask
+    reply: str  # the last reply's text
+    finish_reason: str
+    verified: list[list[str]]  # [[var, value text], ...] verified prefix of the last reply
+    deviation: dict[str, Any] | None  # first deviation of the last reply (Deviation.model_dump())
+    model_value: str | None  # what the model wrote for the deviating step
+    events: Annotated[list[dict[str, Any]], operator.add]  # DeviationEvent dicts, appended
+    usage: dict[str, float]
+    reprompts: int
+    stop: str | None  # why the run stopped early: "raise", "budget:<name>", None
+
+
+@dataclass
+class RunContext:
+    """Objects a run needs that are not state: passed in LangGraph's ``configurable``."""
+
+    procedure: Procedure
+    model: ChatModel
+    config: GuardConfig
+    inputs: dict[str, Number | str]
+    prompts: PromptSet = field(default_factory=PromptSet)
+
+    def env(self, state: GuardState) -> dict[str, Number | str]:
+        """Inputs plus committed values, exact."""
+        env = dict(self.inputs)
+        types = {s.var: s.type for s in self.procedure.steps}
+        for var, text in state.get("values", {}).items():
+            env[var] = text if types.get(var) in ("string", "one_of") else _parse(text, types.get(var))
+        return env
+
+
+def _parse(text: str, type_: str | None) -> Number | str:
+    if type_ == "boolean":
+        return text == "true"
+    if "/" in text:
+        num, den = text.split("/", 1)
+        from fractions import Fraction
+
+        return Fraction(int(num), int(den))
+    return parse_number(text)
+
+
+def to_text(value: Number | str) -> str:
+    """A value as exact text for the state (``format_value``)."""
+    return format_value(value)

@@ -1,0 +1,201 @@
+"""Stepwise verification: the guard's check of one chunk of model output against the procedure.
+
+In generation order, each record is checked for presence, order, its substituted operands
+(against the committed values) and its value (against the safe evaluator). The first deviation
+ends the check; everything before it is the verified prefix.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from stepguard.errors import EvaluationError
+from stepguard.evaluator import Number, format_number, normalize
+from stepguard.procedure import Procedure, apply_scale
+from stepguard.trace import Record, Trace
+from stepguard.verify._deviation import Deviation
+
+__all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "verify_chunk"]
+
+
+@dataclass
+class ChunkVerdict:
+    """The outcome of checking one reply for steps ``start..end-1`` (0-based, end exclusive).
+
+    Attributes:
+        verified: ``(var, value)`` for each step verified, in order (a prefix of the chunk).
+        deviation: the first deviation, or ``None`` when the whole chunk verified.
+        step_index: 0-based index of the step the deviation concerns (``start + len(verified)``).
+        model_value: what the model wrote for that step, when it wrote a value.
+        others: further deviations seen after the first (for reporting only).
+    """
+
+    verified: list[tuple[str, Number | str]] = field(default_factory=list)
+    deviation: Deviation | None = None
+    step_index: int | None = None
+    model_value: Number | str | None = None
+    others: list[Deviation] = field(default_factory=list)
+
+
+def expected_value(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Number | str | None:
+    """The evaluator's value of step ``index`` given ``env`` (``None`` if the step has no ``expr``).
+
+    Raises:
+        EvaluationError: the expression fails on these values (e.g. division by zero).
+    """
+    compiled = procedure.compiled[index]
+    if compiled is None:
+        return None
+    return apply_scale(normalize(compiled.evaluate(env)), procedure.steps[index])
+
+
+def operand_leaves(procedure: Procedure, index: int) -> tuple[tuple[str | None, Number | str | None], ...]:
+    """The leaves of step ``index``'s expression in source order: ``(name, None)`` or ``(None, constant)``."""
+    compiled = procedure.compiled[index]
+    if compiled is None:
+        return ()
+    leaves = [n for n in ast.walk(compiled.tree) if isinstance(n, (ast.Name, ast.Constant))]
+    called = {id(n.func) for n in ast.walk(compiled.tree) if isinstance(n, ast.Call)}
+    leaves = [n for n in leaves if id(n) not in called]
+    leaves.sort(key=lambda n: (n.lineno, n.col_offset))
+    return tuple((n.id, None) if isinstance(n, ast.Name) else (None, n.value) for n in leaves)
+
+
+def _check_operands(
+    procedure: Procedure, index: int, record: Record, env: Mapping[str, Number | str]
+) -> Deviation | None:
+    leaves = operand_leaves(procedure, index)
+    ops = record.operands
+    if not ops or len(ops) != len(leaves):
+        return None
+    var = procedure.steps[index].var
+    for (name, const), got in zip(leaves, ops):
+        if name is None:
+            continue
+        want = env.get(name)
+        if want is None or isinstance(want, str) or got == want:
+            continue
+        return Deviation(
+            kind="lookback_confusion",
+            step=var,
+            detail=f"in {var} = {procedure.steps[index].expr}, {name} is {format_number(want)}, not {format_number(got)}",
+            got=record.text,
+        )
+    return None
+
+
+def _type_ok(value: Number | str | None, type_: str, choices: Sequence[str] | None) -> bool:
+    if value is None:
+        return False
+    if type_ == "integer":
+        return type(value) is int
+    if type_ in ("number", "decimal"):
+        return isinstance(value, (int, Fraction)) and not isinstance(value, bool)
+    if type_ == "boolean":
+        return isinstance(value, bool)
+    if type_ == "one_of":
+        return isinstance(value, str) and value in (choices or ())
+    return isinstance(value, str)
+
+
+def verify_chunk(
+    procedure: Procedure,
+    start: int,
+    end: int,
+    env: Mapping[str, Number | str],
+    trace: Trace,
+    *,
+    truncated: bool = False,
+) -> ChunkVerdict:
+    """Check a parsed reply that should hold steps ``start..end-1`` of ``procedure``.
+
+    Args:
+        procedure: the procedure being executed.
+        start: 0-based index of the chunk's first step.
+        end: 0-based index one past its last step.
+        env: committed values (inputs and every verified earlier variable), exact.
+        trace: the parsed reply (:func:`stepguard.trace.parse_trace`).
+        truncated: True when the reply hit max tokens (a missing tail is then ``truncated``).
+
+    Returns:
+        A :class:`ChunkVerdict`: the verified prefix and the first deviation, in the order
+        missing step (``under_executed``), out-of-order step, extra (invented or repeated-with-a-
+        different-value) step, wrong operand (``lookback_confusion``), wrong value
+        (``arithmetic_error``, ``type_error``, ``check_failed``), premature final answer.
+    """
+    steps = procedure.steps
+    chunk_vars = [s.var for s in steps[start:end]]
+    all_vars = {s.var: i for i, s in enumerate(steps)}
+    local: dict[str, Number | str] = dict(env)
+    verdict = ChunkVerdict()
+    pos = start
+    seen_lines: dict[str, Record] = {}
+    last_line_of_chunk = -1
+
+    def fail(dev: Deviation, value: Number | str | None = None) -> ChunkVerdict:
+        verdict.deviation, verdict.step_index, verdict.model_value = dev, pos, value
+        return verdict
+
+    for rec in trace.records:
+        if pos >= end:
+            break
+        want_var = steps[pos].var
+        if rec.var != want_var:
+            if rec.var in seen_lines or (rec.var in local and rec.var in all_vars):
+                if rec.value is not None and local.get(rec.var) == rec.value:
+                    continue  # a harmless restatement of a verified value
+                return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value", got=rec.text))
+            if rec.var in chunk_vars[pos - start + 1 :]:
+                later = any(r.var == want_var for r in trace.records if r.line > rec.line)
+                kind = "out_of_order" if later else "under_executed"
+                detail = f"{rec.var} was written before {want_var}" if later else f"step {want_var} was skipped"
+                return fail(Deviation(kind=kind, step=want_var, detail=detail, got=rec.text))
+            if rec.var not in all_vars:
+                return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} is not a step of this procedure", got=rec.text))
+            continue  # a variable outside this chunk (an input restated, or beyond the chunk): ignored
+        seen_lines[rec.var] = rec
+        step = steps[pos]
+        value: Number | str | None = rec.value
+        if value is None:
+            return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"no readable value for {want_var} ({rec.error or 'no number'})", got=rec.text))
+        dev = _check_operands(procedure, pos, rec, local)
+        if dev is not None:
+            return fail(dev, value)
+        try:
+            want = expected_value(procedure, pos, local)
+        except EvaluationError as exc:
+            return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} cannot be evaluated: {exc}"), value)
+        if want is not None and value != want:
+            expr = f" = {step.expr}" if step.expr else ""
+            return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"{want_var}{expr} was computed as {format_number(value) if not isinstance(value, str) else value}, which is wrong", got=rec.text), value)
+        if want is None and not _type_ok(value, step.type, step.choices):
+            return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}", got=rec.text), value)
+        check = procedure.compiled_checks[pos]
+        if check is not None:
+            try:
+                ok = check.evaluate({**local, "value": value})
+            except EvaluationError as exc:
+                ok, why = False, str(exc)
+            else:
+                why = f"check {step.check!r} is false"
+            if ok is not True:
+                return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} = {value}: {why}", got=rec.text), value)
+        local[want_var] = value
+        verdict.verified.append((want_var, value))
+        last_line_of_chunk = rec.line
+        pos += 1
+    if pos < end:
+        if trace.has_code and not verdict.verified:
+            return fail(Deviation(kind="code_instead_of_steps", step=steps[pos].var, detail="the reply holds code or program output instead of step lines"))
+        if truncated:
+            return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
+        return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing"))
+    final_step_in_chunk = end == len(steps)
+    for ans in trace.answers:
+        if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
+            verdict.others.append(Deviation(kind="premature_answer", detail="a final answer came before the last step of the chunk"))
+            break
+    return verdict

@@ -1,0 +1,80 @@
+"""A scripted ChatModel for guard tests: computes chunk prompts exactly, with faults on demand."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from stepguard.evaluator import compile_expression, format_number, parse_number
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+
+_BLOCK = re.compile(r"^(Known values|Steps):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
+
+
+def _fmt(v) -> str:
+    s = format_number(v)
+    return f"({s})" if s.startswith("-") else s
+
+
+class ScriptedModel:
+    """Answers the guard's chunk prompts; ``faults[var]`` is a list of faults, one per time the var is asked.
+
+    Faults: ``"wrong"`` (value + 1), ``"operand"`` (first operand replaced by 999), ``"skip"``
+    (omit the line), ``"code"`` (reply with a code block only), ``None`` (correct).
+    """
+
+    spec = "scripted"
+    provider = "test"
+    model_name = "scripted"
+    simulated = True
+
+    def __init__(self, faults: dict[str, list[str | None]] | None = None, always_wrong: set[str] | None = None) -> None:
+        self.faults = {k: list(v) for k, v in (faults or {}).items()}
+        self.always_wrong = always_wrong or set()
+        self.calls: list[list[ChatMessage]] = []
+        self.asked: dict[str, int] = defaultdict(int)
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        self.calls.append(messages)
+        text = messages[-1]["content"]
+        blocks = dict(_BLOCK.findall(text))
+        env = {}
+        for line in blocks.get("Known values", "").splitlines():
+            if " = " in line:
+                k, v = line.split(" = ", 1)
+                env[k.strip()] = parse_number(v)
+        out = []
+        for line in blocks.get("Steps", "").splitlines():
+            var, expr = (p.strip() for p in line.split(" = ", 1))
+            c = compile_expression(expr)
+            value = c.evaluate(env)
+            fault = None
+            queue = self.faults.get(var)
+            if queue:
+                fault = queue.pop(0)
+            if var in self.always_wrong:
+                fault = "wrong"
+            self.asked[var] += 1
+            if fault == "code":
+                return self._reply("```python\nprint(1)\n```\nOutput: 1")
+            if fault == "skip":
+                env[var] = value
+                continue
+            operands = [_fmt(env[n]) for n in c.names]
+            if fault == "operand":
+                operands[-1] = "999"
+                value = value + 1
+            if fault == "wrong":
+                value = value + 1
+            env[var] = value
+            sub = expr
+            for n, o in zip(c.names, operands):
+                sub = re.sub(rf"\b{n}\b", o, sub)
+            out.append(f"{var} = {expr} = {sub} = {format_number(value)}")
+        return self._reply("\n".join(out))
+
+    def _reply(self, text: str) -> ChatResponse:
+        return ChatResponse(text=text, usage=Usage(100, len(text) // 4), model="scripted", simulated=True)
+
+    async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        return self.complete(messages, settings)

@@ -1,0 +1,185 @@
+"""The guard's controller: policies, ladder, budgets, provenance, chunking, and no silent errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepguard import BudgetExhausted, Guard, GuardConfig, Procedure, StepDeviation
+from tests._fakes import ScriptedModel
+
+
+def _procedure(n: int = 12) -> Procedure:
+    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
+    ops = ["+", "-", "*"]
+    for k in range(3, n + 1):
+        back = max(1, k - 3)
+        op = ops[k % 3] if k % 3 != 2 else "+"
+        steps.append({"var": f"S{k}", "expr": f"S{k - 1} {op} S{back}" if op != "*" else f"S{k - 1} * 2"})
+    return Procedure.model_validate({"name": "t", "inputs": ["x", "y"], "steps": steps})
+
+
+INPUTS = {"x": 7, "y": 3}
+
+
+def _expected(proc: Procedure) -> dict[str, str]:
+    from stepguard.evaluator import format_number
+
+    return {k: format_number(v) for k, v in proc.expected_values(INPUTS).items()}
+
+
+def _assert_no_silent_errors(result, proc) -> None:
+    """Every returned value is model-verified and right, or explicitly marked."""
+    want = _expected(proc)
+    for s in result.steps:
+        if s.provenance == "model_verified":
+            assert s.value == want[s.var], s
+        else:
+            assert s.provenance in ("repaired", "flagged", "missing")
+            assert result.status != "verified"
+
+
+def test_clean_run_verifies_every_step_in_chunks():
+    proc = _procedure(12)
+    model = ScriptedModel()
+    result = Guard(model, GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    assert result.status == "verified"
+    assert result.values == _expected(proc)
+    assert result.answer == _expected(proc)["S12"]
+    assert len(model.calls) == 3 and result.chunks == 3  # 5 + 5 + 2
+    assert result.usage.model_calls == 3 and result.reprompts == 0
+
+
+def test_chunk_prompt_restates_exactly_the_committed_values_it_reads():
+    proc = _procedure(12)
+    model = ScriptedModel()
+    Guard(model, GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    second = model.calls[1][-1]["content"]
+    known = second.split("Known values:\n")[1].split("\n\n")[0].splitlines()
+    # steps S6..S10 read S5 (previous), S3..S7 (look-back 3): committed ones are S3, S4, S5
+    assert sorted(k.split(" = ")[0] for k in known) == ["S3", "S4", "S5"]
+
+
+def test_wrong_value_is_reprompted_from_the_first_wrong_step_without_leaking_the_answer():
+    proc = _procedure(12)
+    model = ScriptedModel(faults={"S7": ["wrong"]})
+    result = Guard(model, GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    assert result.status == "verified" and result.values == _expected(proc)
+    assert result.reprompts == 1
+    s7 = next(s for s in result.steps if s.var == "S7")
+    assert s7.reprompts == 1 and s7.provenance == "model_verified"
+    dev = result.deviations[0]
+    assert (dev.kind, dev.step, dev.action, dev.rung) == ("arithmetic_error", "S7", "reprompt", "restate")
+    correction = model.calls[2][-1]["content"]
+    assert correction.splitlines()[0].startswith("Your line `S7 =")
+    assert "Steps:\nS7 = " in correction  # re-asked from S7, S6 kept
+    assert f"= {_expected(proc)['S7']}" not in correction.split("Known values")[0]
+
+
+def test_wrong_operand_is_a_lookback_confusion_named_with_the_committed_value():
+    proc = _procedure(12)
+    model = ScriptedModel(faults={"S8": ["operand"]})
+    result = Guard(model, GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    assert result.status == "verified"
+    assert result.deviations[0].kind == "lookback_confusion"
+    assert "not 999" in result.deviations[0].detail
+
+
+@pytest.mark.parametrize("fault,kind", [("skip", "under_executed"), ("code", "code_instead_of_steps")])
+def test_missing_steps_and_code_are_deviations(fault, kind):
+    proc = _procedure(8)
+    result = Guard(ScriptedModel(faults={"S4": [fault]}), GuardConfig(chunk_size=4)).run(proc, INPUTS)
+    assert result.status == "verified"
+    assert result.deviations[0].kind == kind and result.deviations[0].step in ("S4", "S1")
+
+
+def test_ladder_narrows_then_resamples_with_a_new_seed_and_temperature():
+    proc = _procedure(10)
+    model = ScriptedModel(faults={"S6": ["wrong", "wrong", "wrong", None]})
+    cfg = GuardConfig(chunk_size=5, ladder=("restate", "narrow", "resample"))
+    result = Guard(model, cfg).run(proc, INPUTS)
+    assert [d.rung for d in result.deviations] == ["restate", "narrow", "resample"]
+    assert result.rung_fixes() == {"resample": 1}
+    narrow_prompt = model.calls[3][-1]["content"].split("Steps:\n")[1]
+    assert narrow_prompt.splitlines()[0].startswith("S6 = ") and "S7 = " not in narrow_prompt
+
+
+def test_repair_policy_supplies_and_marks_the_value():
+    proc = _procedure(8)
+    result = Guard(ScriptedModel(faults={"S5": ["wrong"]}), GuardConfig(chunk_size=4, policy="repair")).run(proc, INPUTS)
+    s5 = next(s for s in result.steps if s.var == "S5")
+    assert s5.provenance == "repaired" and s5.value == _expected(proc)["S5"]
+    assert result.status == "repaired" and result.repaired == 1 and result.first_unverified == "S5"
+    _assert_no_silent_errors(result, proc)
+
+
+def test_raise_policy_raises_with_the_partial_result():
+    proc = _procedure(8)
+    with pytest.raises(StepDeviation) as info:
+        Guard(ScriptedModel(faults={"S6": ["wrong"]}), GuardConfig(chunk_size=4, policy="raise")).run(proc, INPUTS)
+    partial = info.value.result
+    assert partial.status == "failed" and partial.first_unverified == "S6"
+    assert [s.provenance for s in partial.steps[:5]] == ["model_verified"] * 5
+    _assert_no_silent_errors(partial, proc)
+
+
+def test_flag_policy_keeps_the_models_value_marked():
+    proc = _procedure(8)
+    result = Guard(ScriptedModel(faults={"S6": ["wrong"]}), GuardConfig(chunk_size=4, policy="flag")).run(proc, INPUTS)
+    s6 = next(s for s in result.steps if s.var == "S6")
+    assert s6.provenance == "flagged" and s6.value != _expected(proc)["S6"]
+    assert result.status == "flagged" and result.reprompts == 0
+    _assert_no_silent_errors(result, proc)
+
+
+@pytest.mark.parametrize("on_exhausted", ["raise", "repair", "flag"])
+def test_per_step_budget_exhausted(on_exhausted):
+    proc = _procedure(8)
+    model = ScriptedModel(always_wrong={"S6"})
+    cfg = GuardConfig(chunk_size=4, max_reprompts_per_step=2, on_exhausted=on_exhausted)
+    if on_exhausted == "raise":
+        with pytest.raises(BudgetExhausted) as info:
+            Guard(model, cfg).run(proc, INPUTS)
+        assert info.value.budget == "reprompts_per_step" and info.value.result.first_unverified == "S6"
+        result = info.value.result
+    else:
+        result = Guard(model, cfg).run(proc, INPUTS)
+        s6 = next(s for s in result.steps if s.var == "S6")
+        assert s6.provenance == ("repaired" if on_exhausted == "repair" else "flagged")
+        assert result.complete
+    assert result.reprompts == 2
+    _assert_no_silent_errors(result, proc)
+
+
+def test_run_budget_and_token_budget():
+    proc = _procedure(12)
+    cfg = GuardConfig(chunk_size=3, max_reprompts_per_run=1, on_exhausted="repair")
+    result = Guard(ScriptedModel(faults={"S4": ["wrong"], "S9": ["wrong"]}), cfg).run(proc, INPUTS)
+    assert result.reprompts == 1 and result.repaired == 1
+    tokens = GuardConfig(chunk_size=3, max_total_tokens=250, on_exhausted="repair")
+    result = Guard(ScriptedModel(), tokens).run(proc, INPUTS)
+    assert result.usage.model_calls == 3 and result.repaired == 12 - 9
+    _assert_no_silent_errors(result, proc)
+
+
+def test_adaptive_chunking_shrinks_after_a_deviation():
+    proc = _procedure(20)
+    model = ScriptedModel(faults={"S3": ["wrong"]})
+    result = Guard(model, GuardConfig(chunk_size=6, adaptive=True, ladder=("restate",))).run(proc, INPUTS)
+    assert result.status == "verified"
+    sizes = [c[-1]["content"].split("Steps:\n")[1].split("\n\n")[0].count(" = ") for c in model.calls]
+    assert sizes[0] == 6 and sizes[1] == 3 and max(sizes[2:]) > 3
+
+
+async def test_arun_matches_run():
+    proc = _procedure(12)
+    a = await Guard(ScriptedModel(faults={"S7": ["wrong"]}), GuardConfig(chunk_size=5)).arun(proc, INPUTS)
+    b = Guard(ScriptedModel(faults={"S7": ["wrong"]}), GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    assert a.values == b.values and a.reprompts == b.reprompts == 1
+
+
+def test_result_serializes_to_json():
+    from stepguard import GuardResult
+
+    result = Guard(ScriptedModel(faults={"S7": ["wrong"]}), GuardConfig(chunk_size=5)).run(_procedure(12), INPUTS)
+    again = GuardResult.model_validate_json(result.model_dump_json())
+    assert again == result
