@@ -20,6 +20,7 @@ Number = Union[int, Fraction, bool]
 DEFAULT_MAX_BITS = 1024
 """Largest integer (or numerator/denominator) size in bits: about 308 decimal digits."""
 
+_INT_TEXT = re.compile(r"[+-]?\d+")
 _NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,4})?")
 
 
@@ -70,6 +71,8 @@ def parse_number(text: str, max_digits: int = 400) -> Number:
         EvaluationError: malformed text or more than ``max_digits`` digits.
     """
     t = text.strip()
+    if len(t) <= 18 and _INT_TEXT.fullmatch(t):
+        return int(t)  # the common case, fast
     if len(t) > max_digits + 8:
         raise EvaluationError(f"number has more than {max_digits} digits")
     if not _NUMBER_TEXT.fullmatch(t):

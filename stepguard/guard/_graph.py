@@ -119,7 +119,7 @@ def commit(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     for i, (var, text) in enumerate(verified):
         values[var] = text
         prov[var] = "unverifiable" if _unchecked(ctx, var) else "model_verified"
-        if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.variables.index(var))):
+        if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.index_of[var])):
             prov[var] = "flagged"  # verified only against a flagged (unverified) operand
         reprompts[var] = state.get("attempt", 0) if i == 0 else 0
         chunks[var] = state.get("chunk_no", 1) - 1
@@ -141,7 +141,7 @@ def commit(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
 
 
 def _unchecked(ctx: RunContext, var: str) -> bool:
-    i = ctx.procedure.variables.index(var)
+    i = ctx.procedure.index_of[var]
     return ctx.procedure.compiled[i] is None and ctx.procedure.compiled_checks[i] is None
 
 

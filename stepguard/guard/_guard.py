@@ -60,6 +60,9 @@ class Guard:
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer
         self._prompts = PromptSet(self.config.prompt_dir)
+        # With a checkpointer, each step's checkpoint is written before the next step starts, so a
+        # SIGKILL loses at most the model call in flight.
+        self._durability = "sync" if checkpointer is not None else "exit"
         self._graph = build_graph(use_async=False).compile(checkpointer=checkpointer)
         self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
 
@@ -103,7 +106,7 @@ class Guard:
         if start is None and self.checkpointer is not None and not self._graph.get_state(cfg).next:
             state = self._graph.get_state(cfg).values
         else:
-            state = self._graph.invoke(start, cfg)
+            state = self._graph.invoke(start, cfg, durability=self._durability)
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
     async def arun(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
@@ -117,7 +120,7 @@ class Guard:
             start: GuardState | None = None if snap.values else {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
         else:
             start = {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
-        state = await self._agraph.ainvoke(start, cfg)
+        state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
     def _finish(self, ctx: RunContext, state: dict[str, Any], tid: str, wall_s: float) -> GuardResult:

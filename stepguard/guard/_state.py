@@ -52,17 +52,26 @@ class RunContext:
     config: GuardConfig
     inputs: dict[str, Number | str]
     prompts: PromptSet = field(default_factory=PromptSet)
+    _parsed: dict[str, tuple[str, Number | str]] = field(default_factory=dict, repr=False)
 
     def env(self, state: GuardState) -> dict[str, Number | str]:
-        """Inputs plus committed values, exact."""
+        """Inputs plus committed values, exact (each value text is parsed once per run)."""
         env = dict(self.inputs)
-        types = {s.var: s.type for s in self.procedure.steps}
+        cache = self._parsed
         for var, text in state.get("values", {}).items():
-            env[var] = text if types.get(var) in ("string", "one_of") else _parse(text, types.get(var))
+            hit = cache.get(var)
+            if hit is None or hit[0] != text:
+                hit = cache[var] = (text, _parse(text, self._types.get(var)))
+            env[var] = hit[1]
         return env
+
+    def __post_init__(self) -> None:
+        self._types: dict[str, str] = {s.var: s.type for s in self.procedure.steps}
 
 
 def _parse(text: str, type_: str | None) -> Number | str:
+    if type_ in ("string", "one_of"):
+        return text
     if type_ == "boolean":
         return text == "true"
     if "/" in text:

@@ -143,10 +143,15 @@ class Procedure(BaseModel):
         """The variable holding the final answer (``answer`` or the last step's ``var``)."""
         return self.answer or self.steps[-1].var
 
-    @property
+    @cached_property
     def variables(self) -> tuple[str, ...]:
         """Step variables, in order."""
         return tuple(s.var for s in self.steps)
+
+    @cached_property
+    def index_of(self) -> dict[str, int]:
+        """``{var: 0-based step index}``."""
+        return {s.var: i for i, s in enumerate(self.steps)}
 
     @cached_property
     def compiled(self) -> tuple[CompiledExpression | None, ...]:
@@ -160,11 +165,18 @@ class Procedure(BaseModel):
 
     def reads(self, index: int) -> tuple[str, ...]:
         """Names (inputs and variables) step ``index`` (0-based) reads in ``expr`` and ``check``."""
-        names: list[str] = []
-        for c in (self.compiled[index], self.compiled_checks[index]):
-            if c is not None:
-                names.extend(n for n in c.names if n != "value" and n not in names)
-        return tuple(names)
+        return self._reads[index]
+
+    @cached_property
+    def _reads(self) -> tuple[tuple[str, ...], ...]:
+        out = []
+        for expr, check in zip(self.compiled, self.compiled_checks):
+            names: list[str] = []
+            for c in (expr, check):
+                if c is not None:
+                    names.extend(n for n in c.names if n != "value" and n not in names)
+            out.append(tuple(names))
+        return tuple(out)
 
     def bind_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
         """Check and convert input values to exact numbers.

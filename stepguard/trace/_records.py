@@ -9,7 +9,7 @@ from stepguard.evaluator import Number
 __all__ = ["Answer", "Record", "Trace"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One parsed step line, e.g. ``S11 = S10 - S4 = -159 - (-12) = -147``.
 
@@ -34,7 +34,7 @@ class Record:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Answer:
     """One final-answer mention (``Final answer: 42``, ``Answer: 42``, ``\\boxed{42}``).
 
@@ -43,15 +43,17 @@ class Answer:
         offset: character offset in the text (generation order).
         line: 0-based line number.
         text: the matched text, capped at 200 characters.
+        error: why the value is ``None`` (``"too many digits"``, ``"no number"``), else ``None``.
     """
 
     value: Number | None
     offset: int
     line: int = 0
     text: str = ""
+    error: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Trace:
     """A parsed generation.
 

@@ -128,7 +128,7 @@ def verify_chunk(
     """
     steps = procedure.steps
     chunk_vars = [s.var for s in steps[start:end]]
-    all_vars = {s.var: i for i, s in enumerate(steps)}
+    all_vars = procedure.index_of
     local: dict[str, Number | str] = dict(env)
     verdict = ChunkVerdict()
     pos = start

@@ -1,0 +1,492 @@
+"""The seeded, fault-injecting simulated executor behind ``sim:<preset>``.
+
+It reads the procedure from the **last user message** (the system message is ignored), executes
+it with stepguard's safe evaluator, and writes the reply a model would write, injecting the
+failure modes named by Panda et al., "When LLMs Stop Following Steps" (arXiv 2605.00817): wrong
+values, a wrong look-back operand, skipped steps, stopping early, a premature final answer,
+invented extra steps, and self-correction after a wrong first answer. Errors propagate: later
+steps use the (wrong) values already written, as a real model would.
+
+Prompt contract (see ``stepguard/guard/prompts``)::
+
+    raw mode      Inputs:        name = <number> lines, then a blank line
+                  Procedure:     var = <expr> lines, then a blank line
+                  -> "S1 = 7" lines, then "Final answer: <value>"
+    chunk mode    Known values:  name = <number> lines, then a blank line
+                  Steps:         var = <expr> lines, then a blank line
+                  -> "S11 = S10 - S4 = -159 - (-12) = -147" lines; a final answer only if the
+                     prompt contains "Final answer:"
+    anything else -> a short non-answer, never an exception
+
+Randomness: one ``random.Random`` per call, seeded with sha256 of (executor seed, every message's
+role and text, ``settings.seed``, ``settings.temperature``). The same request gives the same reply;
+a different prompt (a correction, a smaller chunk), seed or temperature gives an independent draw
+(``None`` and ``0`` count as different settings). Even at a temperature above 0, an identical
+request gives the identical reply: vary ``settings.seed`` to sample again.
+
+Simulated replies are never a model's accuracy: every response has ``simulated=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ast
+import hashlib
+import operator
+import random
+import re
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Callable, NamedTuple
+
+from stepguard.errors import EvaluationError, ModelSpecError
+from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+
+__all__ = ["DEFAULT_PRESET", "PRESETS", "SimPreset", "SimulatedExecutor"]
+
+
+@dataclass(frozen=True)
+class SimPreset:
+    """Fault rates of the simulated executor. Every rate is a probability in [0, 1].
+
+    "Position" ``p`` is the number of step lines already written in the current reply (0 for the
+    first line), so long replies err more than short ones; "distance" ``d`` is how many steps
+    back (in the prompt's step order) the farthest operand of a step was defined.
+    """
+
+    name: str = "custom"
+    """The preset's name; the executor's spec is ``f"sim:{name}"``."""
+    arithmetic_base: float = 0.0
+    """Per-step chance of a wrong value (off by 1-2, a carry slip of 10/100, one wrong digit, a
+    dropped sign) at position 0; only steps with an operator, never plain copies like ``S1 = x``."""
+    arithmetic_growth: float = 0.0
+    """Added to the wrong-value chance per step line already written in this reply."""
+    lookback_base: float = 0.0
+    """Per-step chance, per unit of distance beyond 1, of reading a nearer variable's value instead
+    of the far operand (``d = 7`` -> ``6 * rate``) at position 0."""
+    lookback_growth: float = 0.0
+    """Added to ``lookback_base`` per step line already written in this reply."""
+    restated_confusion: float = 0.0
+    """Per-step chance of misreading an operand restated as a number in ``Inputs:`` / ``Known
+    values:`` (taking the previous result or a neighbouring known value); much lower than a look-back."""
+    skip_rate: float = 0.0
+    """Per-step chance that a step's line is left out (its value is still computed silently)."""
+    stop_growth: float = 0.0
+    """Hazard of stopping early before the next step, per step line already written (``p * rate``);
+    in raw mode the reply then ends with a final answer taken from the last value reached."""
+    premature_answer: float = 0.0
+    """Per-reply chance of a ``Final answer:`` line after a random step before the last one; the
+    trace then goes on and ends with a second final answer."""
+    missing_answer: float = 0.0
+    """Per-reply chance that no final answer is written at all."""
+    extra_steps: float = 0.0
+    """Per-reply chance (when a final answer is asked for) of 1-3 invented steps ``S_{N+1}...``
+    after the last; the final answer is then the last invented value."""
+    extra_steps_chunk: float = 0.0
+    """The same, in chunk mode (no final answer asked for): invented lines the guard must reject."""
+    self_correction: float = 0.0
+    """Per-reply chance of a wrong first final answer, then "Wait, ..." and a corrected one."""
+    max_step_rate: float = 0.5
+    """Cap on any per-step probability after growth."""
+
+
+PRESETS: dict[str, SimPreset] = {
+    "perfect": SimPreset(name="perfect"),
+    # Tuned (benchmarks/calibrate_sim.py) so raw first-answer accuracy, averaged over look-backs
+    # 1, 2, 3, 5, 7, falls from about 61% at 5 steps to about 20% at 95 steps: the paper's reported
+    # means over 14 models (arXiv 2605.00817), and look-back 1 -> 7 costs about 18 points (paper:
+    # 18.43). These rates were chosen to match those headline means; they are not measured from
+    # any model. Calibration (200 per configuration, seed 0): 59% at 5 steps, 19% at 95, 18.6
+    # points. In 5-step chunk replies with restated operands about 1% of steps go wrong.
+    "paper": SimPreset(
+        name="paper",
+        arithmetic_base=0.003,
+        arithmetic_growth=0.000015,
+        lookback_base=0.002,
+        lookback_growth=0.000015,
+        restated_confusion=0.004,
+        skip_rate=0.003,
+        stop_growth=0.00008,
+        premature_answer=0.12,
+        missing_answer=0.14,
+        extra_steps=0.09,
+        extra_steps_chunk=0.01,
+        self_correction=0.12,
+    ),
+    # Roughly a third of ``paper``'s rates: a stronger "model", not calibrated against anything.
+    "mild": SimPreset(
+        name="mild",
+        arithmetic_base=0.001,
+        arithmetic_growth=0.000005,
+        lookback_base=0.0007,
+        lookback_growth=0.000005,
+        restated_confusion=0.0013,
+        skip_rate=0.001,
+        stop_growth=0.000027,
+        premature_answer=0.04,
+        missing_answer=0.045,
+        extra_steps=0.03,
+        extra_steps_chunk=0.003,
+        self_correction=0.04,
+    ),
+}
+"""The built-in presets by name: ``perfect`` (no faults), ``paper`` (calibrated), ``mild``."""
+
+DEFAULT_PRESET = "paper"
+"""The preset ``sim:`` with no name selects."""
+
+_Env = dict[str, Number]
+
+
+class _Expr(NamedTuple):
+    fn: Callable[[_Env], Any]  # env -> exact value (raises EvaluationError)
+    names: tuple[str, ...]  # variables read, first-use order
+    has_op: bool  # an operator or call: arithmetic can go wrong (a plain copy cannot)
+    parts: tuple[str, ...]  # source split around names: text, name, text, name, ..., text
+
+
+# One step: (var, src, expr or None when invalid, farthest step variable read 2+ steps back or
+# None, its distance, an operand restated as a number in Inputs/Known values or None).
+_Step = tuple[str, str, "_Expr | None", "str | None", int, "str | None"]
+
+
+class _Prompt(NamedTuple):
+    chunk: bool  # chunk mode (substitution lines) vs raw mode
+    wants_final: bool
+    known: tuple[tuple[str, Number], ...]
+    steps: tuple[_Step, ...]
+
+
+_HEAD = re.compile(r"^[ \t]*(inputs|known values|procedure|steps):[ \t]*\r?$\n?", re.IGNORECASE | re.MULTILINE)
+_BLOCK = re.compile(r"(?:[ \t]*\S[^\n]*(?:\n|$))*")  # consecutive non-blank lines
+_ASSIGN = re.compile(r"^[ \t]*(?:[-*][ \t]+)?([A-Za-z_]\w*)[ \t]*=[ \t]*(\S[^\n]*)", re.MULTILINE)
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_NUMBERED = re.compile(r"(.*?)(\d+)$")
+_FUNCS = frozenset({"abs", "min", "max", "round"})
+_FAST_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+_NON_ANSWERS = (
+    "I could not find a procedure to execute. Please give the inputs and the steps.",
+    "There are no steps here for me to compute. Could you share the procedure?",
+    "I'm not sure what to calculate: no inputs or steps were given.",
+)
+
+
+def _exact(value: Any) -> Number:
+    if type(value) is int and value.bit_length() <= DEFAULT_MAX_BITS:
+        return value
+    return normalize(check_size(value))
+
+
+def _fast(node: ast.AST) -> Callable[[_Env], Any] | None:
+    """A closure for ``name``, ``constant`` or ``a op b`` (op in + - *, a and b names or constants)."""
+    if isinstance(node, ast.Name):
+        name = node.id
+        return lambda env: env[name]
+    if isinstance(node, ast.Constant) and type(node.value) is not str:
+        value = node.value
+        return lambda env: value
+    if not (isinstance(node, ast.BinOp) and type(node.op) in _FAST_OPS):
+        return None
+    op, lhs, rhs = _FAST_OPS[type(node.op)], node.left, node.right
+    if isinstance(lhs, ast.Name) and isinstance(rhs, ast.Name):
+        a, b = lhs.id, rhs.id
+        return lambda env: _exact(op(env[a], env[b]))
+    if isinstance(lhs, ast.Name) and isinstance(rhs, ast.Constant) and type(rhs.value) is not str:
+        a, c = lhs.id, rhs.value
+        return lambda env: _exact(op(env[a], c))
+    if isinstance(lhs, ast.Constant) and type(lhs.value) is not str and isinstance(rhs, ast.Name):
+        c, b = lhs.value, rhs.id
+        return lambda env: _exact(op(c, env[b]))
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _compile(src: str) -> _Expr | None:
+    """Compile ``src`` with the safe evaluator, once. Names, constants and ``a op b`` (+ - *) then
+    run as a closure over the checked tree, bounded like the evaluator (1024 bits); everything
+    else through ``CompiledExpression.evaluate``. ``None`` if ``src`` is not a valid expression."""
+    try:
+        ce = compile_expression(src)
+    except EvaluationError:
+        return None
+    body = ce.tree.body
+    fn = _fast(body) or ce.evaluate
+    split: list[str] = []
+    pos = 0
+    for m in _NAME.finditer(src):
+        split += [src[pos : m.start()], m.group()]
+        pos = m.end()
+    split.append(src[pos:])
+    return _Expr(fn, ce.names, not isinstance(body, (ast.Name, ast.Constant)), tuple(split))
+
+
+def _number(text: str) -> Number | None:
+    try:
+        return parse_number(text)
+    except EvaluationError:
+        pass
+    expr = _compile(text)
+    if expr is None or expr.names:
+        return None
+    try:
+        value = expr.fn({})
+    except (EvaluationError, KeyError):
+        return None
+    return value if type(value) is int or type(value) is Fraction else None
+
+
+def _block(text: str, start: int) -> list[tuple[str, str]]:
+    """The ``name = text`` lines of the block that starts at ``start`` and ends at a blank line."""
+    m = _BLOCK.match(text, start)
+    return [(a, b.rstrip()) for a, b in _ASSIGN.findall(m.group())] if m else []
+
+
+def _parse(text: str) -> _Prompt | None:
+    """Read the value and step blocks of one user message (cached unless longer than 64 KiB)."""
+    return _parse_cached(text) if len(text) <= 65536 else _read_prompt(text)
+
+
+@lru_cache(maxsize=1024)
+def _parse_cached(text: str) -> _Prompt | None:
+    return _read_prompt(text)
+
+
+def _read_prompt(text: str) -> _Prompt | None:
+    """Read the value and step blocks of one user message; ``None`` when there is no step block."""
+    heads = [(m.group(1).lower(), m.end()) for m in _HEAD.finditer(text)]
+    at = next((i for i in range(len(heads) - 1, -1, -1) if heads[i][0] in ("procedure", "steps")), -1)
+    if at < 0:
+        return None
+    values = next((heads[i] for i in range(at - 1, -1, -1) if heads[i][0] in ("inputs", "known values")), None)
+    chunk = heads[at][0] == "steps" or (values is not None and values[0] == "known values")
+    known: dict[str, Number] = {}
+    for name, txt in _block(text, values[1]) if values else ():
+        value = _number(txt)
+        if value is not None:
+            known[name] = value
+    raw_steps = _block(text, heads[at][1])
+    if not raw_steps:
+        return None
+    index: dict[str, int] = {}
+    for i, (var, _) in enumerate(raw_steps):
+        index.setdefault(var, i)
+    steps = []
+    for i, (var, src) in enumerate(raw_steps):
+        expr = _compile(src)
+        far, far_d, restated = None, 0, None
+        for name in expr.names if expr else ():
+            j = index.get(name, i)
+            if j < i - 1 and i - j > far_d:
+                far, far_d = name, i - j
+            elif j >= i and name in known:
+                restated = name
+        steps.append((var, src, expr, far, far_d, restated))
+    wants_final = not chunk or "final answer:" in text.lower()
+    return _Prompt(chunk, wants_final, tuple(known.items()), tuple(steps))
+
+
+def _perturb(value: Number, rng: random.Random) -> Number:
+    """A plausible arithmetic slip: off by 1-2 (45%), a carry of 10/100 (20%), one wrong digit (20%),
+    a dropped or added sign (15%). Never returns ``value`` itself."""
+    if type(value) is not int:
+        return normalize(value + rng.choice((-1, 1)))
+    r = rng.random()
+    new = value
+    if r < 0.20:
+        new = value + rng.choice((-1, 1)) * (100 if abs(value) >= 100 and rng.random() < 0.3 else 10)
+    elif r < 0.40:
+        digits = str(abs(value))
+        k = rng.randrange(len(digits))
+        choices = ("0123456789" if k or len(digits) == 1 else "123456789").replace(digits[k], "")
+        new = int(digits[:k] + rng.choice(choices) + digits[k + 1 :]) * (-1 if value < 0 else 1)
+    elif r < 0.55:
+        new = -value
+    if new == value:
+        new = value + rng.choice((-2, -1, 1, 2))
+    return new
+
+
+def _sub(value: Number, before: str) -> str:
+    """A substituted operand: negatives and fractions in parentheses unless first or inside ``(``/``,``."""
+    text = format_number(value)
+    if (text[0] == "-" or "/" in text) and before.rstrip()[-1:] not in ("", "(", ","):
+        return f"({text})"
+    return text
+
+
+class SimulatedExecutor:
+    """A :class:`~stepguard.model.ChatModel` that executes the prompt's procedure with injected faults.
+
+    Args:
+        preset: a preset name from :data:`PRESETS` (``""`` selects :data:`DEFAULT_PRESET`) or a
+            :class:`SimPreset` with your own rates.
+        seed: executor seed, mixed into every call's random draw (different seeds: independent replies).
+        latency_s: seconds each call waits before answering (default 0; ``time.sleep`` /
+            ``asyncio.sleep``), to imitate a server in controller-overhead benchmarks.
+
+    Usage is estimated, not counted: ``len(text) // 4`` tokens for the input (every message's
+    content) and for the output. A reply whose estimate exceeds ``settings.max_tokens`` is cut at
+    ``4 * max_tokens`` characters with ``finish_reason == "length"``.
+
+    Raises:
+        ModelSpecError: an unknown preset name (the message lists the known ones).
+    """
+
+    provider = "stepguard.sim"
+    simulated = True
+
+    def __init__(self, preset: str | SimPreset = DEFAULT_PRESET, seed: int = 0, latency_s: float = 0.0) -> None:
+        if isinstance(preset, SimPreset):
+            self.preset = preset
+        else:
+            key = (preset or DEFAULT_PRESET).strip().lower()
+            if key not in PRESETS:
+                raise ModelSpecError(f"unknown simulator preset {preset!r}; known presets: {', '.join(PRESETS)}")
+            self.preset = PRESETS[key]
+        self.seed = int(seed)
+        self.latency_s = float(latency_s)
+        self.model_name = self.spec = f"sim:{self.preset.name}"
+
+    def __repr__(self) -> str:
+        return f"SimulatedExecutor(preset={self.preset.name!r}, seed={self.seed}, latency_s={self.latency_s})"
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        """Answer ``messages`` (see the module docstring for the prompt contract); never raises on odd text."""
+        t0 = time.perf_counter()
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)
+        return self._respond(messages, settings, t0)
+
+    async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        """Async twin of :meth:`complete` (waits ``latency_s`` with ``asyncio.sleep``)."""
+        t0 = time.perf_counter()
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        return self._respond(messages, settings, t0)
+
+    def _respond(self, messages: list[ChatMessage], settings: GenerationSettings | None, t0: float) -> ChatResponse:
+        settings = settings or GenerationSettings()
+        contents = [str(m.get("content") or "") for m in messages]
+        blob = "\x1e".join(f"{m.get('role')}\x1f{c}" for m, c in zip(messages, contents))
+        key = f"{self.seed}\x1d{settings.seed!r}\x1d{settings.temperature!r}\x1d{blob}".encode("utf-8", "replace")
+        rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:16], "big"))
+        user = next((c for m, c in zip(reversed(messages), reversed(contents)) if m.get("role") == "user"), "")
+        prompt = _parse(user)
+        text = self._write(prompt, rng) if prompt is not None else rng.choice(_NON_ANSWERS)
+        out_tokens, finish = len(text) // 4, "stop"
+        if settings.max_tokens is not None and out_tokens > settings.max_tokens:
+            out_tokens, finish = max(settings.max_tokens, 0), "length"
+            text = text[: 4 * out_tokens]
+        usage = Usage(input_tokens=sum(len(c) for c in contents) // 4, output_tokens=out_tokens)
+        return ChatResponse(text, usage, finish, time.perf_counter() - t0, self.model_name, True)
+
+    def _write(self, prompt: _Prompt, rng: random.Random) -> str:
+        """Execute ``prompt``'s steps with this preset's faults; return the reply text."""
+        p, r = self.preset, rng.random
+        cap = p.max_step_rate
+        a_base, a_growth = p.arithmetic_base, p.arithmetic_growth
+        lb_base, lb_growth = p.lookback_base, p.lookback_growth
+        restated_rate, skip_rate, stop_growth = p.restated_confusion, p.skip_rate, p.stop_growth
+        chunk, steps = prompt.chunk, prompt.steps
+        env: _Env = dict(prompt.known)
+        known_names = [k for k, _ in prompt.known]
+        n = len(steps)
+        missing = self_corr = False
+        premature_at = -1
+        if prompt.wants_final:
+            missing = p.missing_answer > 0 and r() < p.missing_answer
+            if p.premature_answer > 0 and r() < p.premature_answer and n >= 2:
+                premature_at = rng.randrange(n - 1)
+            self_corr = p.self_correction > 0 and r() < p.self_correction
+            extra_rate = p.extra_steps
+        else:
+            extra_rate = p.extra_steps_chunk
+        extra = extra_rate > 0 and r() < extra_rate
+        lines: list[str] = []
+        line = self._line
+        written = 0
+        last: tuple[str, Number] | None = None  # the last step reached: (var, value)
+        stopped = False
+        a_rate, lb_unit, stop_rate = min(cap, a_base), lb_base, 0.0  # at position 0
+        for i, (var, src, expr, far, far_d, restated) in enumerate(steps):
+            if expr is None:
+                continue
+            if stop_rate and r() < stop_rate:
+                stopped = True
+                break
+            use = env
+            if far is not None:
+                rate = (far_d - 1) * lb_unit
+                if rate and r() < (rate if rate < cap else cap):
+                    near = steps[i - rng.randint(1, far_d - 1)][0]
+                    if near in env:
+                        use = {**env, far: env[near]}
+            elif restated is not None and restated_rate and r() < restated_rate:
+                if last is not None:
+                    use = {**env, restated: last[1]}
+                elif len(known_names) > 1:
+                    k = known_names.index(restated)
+                    use = {**env, restated: env[known_names[k - 1 if k else 1]]}
+            try:
+                value = expr.fn(use)
+            except (EvaluationError, KeyError):
+                continue  # an unknown name or a value past the bound: the step is left out
+            if a_rate and expr.has_op and r() < a_rate:
+                value = _perturb(value, rng)
+            env[var] = value
+            last = (var, value)
+            if skip_rate and r() < skip_rate:
+                continue
+            lines.append(line(var, src, expr, use, value, chunk))
+            written += 1
+            a_rate, lb_unit, stop_rate = a_base + a_growth * written, lb_base + lb_growth * written, stop_growth * written
+            if a_rate > cap or stop_rate > cap:
+                a_rate, stop_rate = min(cap, a_rate), min(cap, stop_rate)
+            if i == premature_at:
+                lines.append(f"Final answer: {format_number(value)}")
+        if extra and not stopped and last is not None:
+            last = self._invent(last, env, lines, chunk, rng)
+        if prompt.wants_final and not missing and last is not None:
+            if self_corr:
+                lines += [f"Final answer: {format_number(_perturb(last[1], rng))}", "", "Wait, let me double-check that."]
+            lines.append(f"Final answer: {format_number(last[1])}")
+        return "\n".join(lines)
+
+    def _invent(
+        self, last: tuple[str, Number], env: _Env, lines: list[str], chunk: bool, rng: random.Random
+    ) -> tuple[str, Number]:
+        """Append 1-3 invented steps after ``last`` (``S96 = S95 + 4``, ...); return the last one."""
+        m = _NUMBERED.match(last[0])
+        if not m:
+            return last
+        for j in range(1, rng.randint(1, 3) + 1):
+            src = f"{last[0]} {rng.choice('+-')} {rng.randint(1, 9)}"
+            expr = _compile(src)
+            if expr is None:
+                break
+            try:
+                value = expr.fn(env)
+            except (EvaluationError, KeyError):
+                break
+            var = f"{m.group(1)}{int(m.group(2)) + j}"
+            env[var] = value
+            lines.append(self._line(var, src, expr, env, value, chunk))
+            last = (var, value)
+        return last
+
+    @staticmethod
+    def _line(var: str, src: str, expr: _Expr, env: _Env, value: Number, chunk: bool) -> str:
+        """Raw mode: ``S4 = -16``. Chunk mode: ``S4 = S3 * 4 = (-4) * 4 = -16``; a copy ``S1 = x = 7``."""
+        result = format_number(value)
+        if not chunk or not expr.has_op and not expr.names:
+            return f"{var} = {result}"
+        parts = expr.parts
+        if not expr.has_op or not expr.names:
+            return f"{var} = {src} = {result}"
+        subst = "".join(
+            p if k % 2 == 0 or p in _FUNCS or p not in env else _sub(env[p], parts[k - 1]) for k, p in enumerate(parts)
+        )
+        return f"{var} = {src} = {subst} = {result}"

@@ -1,0 +1,106 @@
+"""What run.json records about a run: the model, the generation settings, the instances file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stepguard.model import ChatModel
+
+if TYPE_CHECKING:
+    from stepguard.bench.instances import Instance
+    from stepguard.guard import GuardConfig
+
+__all__ = ["RAW_SEED", "RAW_TEMPERATURE", "describe_model", "instance_source", "run_meta"]
+
+RAW_TEMPERATURE, RAW_SEED = 0.0, 0
+"""Raw-mode sampling: greedy, fixed seed (benchmark.md, "Raw mode")."""
+
+
+def describe_model(model: ChatModel) -> dict[str, Any]:
+    """What run.json records about a model: ``{spec, name, provider, simulated, seed?, server?}``.
+
+    ``server`` holds the embedded server's settings (model file, alias, context, threads, seed)
+    when the model exposes a ``server`` attribute (:class:`stepguard.adapters.LocalModel`).
+    """
+    out: dict[str, Any] = {
+        "spec": getattr(model, "spec", type(model).__name__),
+        "name": getattr(model, "model_name", None),
+        "provider": getattr(model, "provider", None),
+        "simulated": bool(getattr(model, "simulated", False)),
+    }
+    if getattr(model, "seed", None) is not None:
+        out["seed"] = model.seed  # type: ignore[attr-defined]
+    server = getattr(model, "server", None)
+    if server is not None:
+        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "extra_args")
+        out["server"] = {k: (str(v) if isinstance(v, Path) else v) for k in keys if (v := getattr(server, k, None)) is not None}
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _guard_config_dict(cfg: GuardConfig) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(cfg), default=str))
+
+
+def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, dict[str, Any]]:
+    """A re-iterable source of instances and its run.json entry ``{file, sha256}``.
+
+    Returns:
+        ``(make, meta)``: ``make()`` returns a fresh iterator over the instances (a file is
+        streamed again each time; a one-shot iterator can be walked once), ``meta`` is
+        ``{"file": absolute path or None, "sha256": of the file's bytes, of the sequence's JSON, or None}``.
+    """
+    if isinstance(instances, (str, Path)):
+        from stepguard.bench.instances import iter_instances
+
+        path = Path(instances)
+        return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path)}
+    if isinstance(instances, Sequence):
+        h = hashlib.sha256()
+        for inst in instances:
+            h.update(inst.model_dump_json().encode("utf-8") + b"\n")
+        return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest()}
+    once = iter(instances)
+    return (lambda: once), {"file": None, "sha256": None}
+
+
+def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst_meta: dict[str, Any]) -> dict[str, Any]:
+    """The run.json of a new run (``model``, ``mode``, ``guard_config``, ``generation`` and
+    ``instances_sha256`` are its identity: see :data:`stepguard.bench.store.IDENTITY_KEYS`).
+
+    Args:
+        mode: ``"raw"`` or ``"guarded"``.
+        model: the model; described by :func:`describe_model`.
+        guard_config: guarded mode's config (``None`` in raw mode).
+        inst_meta: ``{file, sha256}`` from :func:`instance_source`.
+    """
+    import stepguard
+
+    if mode == "raw":
+        generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": "24*n_steps+64"}
+    else:
+        assert guard_config is not None
+        generation = {"temperature": guard_config.temperature, "seed": guard_config.seed,
+                      "max_tokens": f"{guard_config.max_tokens_per_step}*chunk_steps+32"}
+    info = describe_model(model)
+    identity = {k: info[k] for k in ("spec", "name", "seed") if k in info}
+    return {
+        "format": 1, "mode": mode, "model": identity, "model_info": info, "simulated": info["simulated"],
+        "server": info.get("server"), "guard_config": _guard_config_dict(guard_config) if guard_config else None,
+        "generation": generation, "seed": RAW_SEED if mode == "raw" else guard_config.seed,  # type: ignore[union-attr]
+        "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
+        "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),
+    }

@@ -1,0 +1,181 @@
+"""Streaming aggregation of run-store rows into per-configuration metrics (what summary.json holds).
+
+Rows are read one at a time and folded into counters, so summarising a 55,000-row run holds
+55 small cells, never the rows. Rates carry 95% Wilson intervals (Wilson 1927, via
+:func:`stepguard.bench.stats.wilson_interval`) and the instance count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepguard.bench.store import ERRORS, RESULTS, iter_rows, read_meta
+
+__all__ = ["Cell", "FAILURE_LABELS", "RunAggregate", "aggregate_run", "rate"]
+
+FAILURE_LABELS = ("missing_answer", "premature_answer", "under_executed", "extra_steps", "self_correction", "arithmetic_error")
+"""The six raw-mode labels of benchmark.md's taxonomy (``exact`` is reported as the exact-step rate)."""
+
+_USAGE = ("model_calls", "input_tokens", "output_tokens", "cached_tokens", "wall_s", "model_s")
+
+
+def rate(k: int, n: int) -> dict[str, Any]:
+    """``{k, n, rate, low, high}``: a share with its 95% Wilson interval (``rate`` etc. ``None`` when ``n == 0``)."""
+    from stepguard.bench.stats import wilson_interval
+
+    if n == 0:
+        return {"k": k, "n": 0, "rate": None, "low": None, "high": None}
+    low, high = wilson_interval(k, n)
+    return {"k": k, "n": n, "rate": k / n, "low": low, "high": high}
+
+
+@dataclass
+class Cell:
+    """Counters over the rows of one group (a configuration, a step count, or the whole run)."""
+
+    n: int = 0
+    correct: int = 0
+    exact: int = 0
+    first_answer_correct: int = 0
+    verified_correct: int = 0
+    labels: Counter[str] = field(default_factory=Counter)
+    steps_total: int = 0
+    step_values_correct: int = 0
+    first_error_sum: int = 0
+    first_error_n: int = 0
+    reprompts: int = 0
+    chunks: int = 0
+    repaired: int = 0
+    repaired_rows: int = 0
+    usage: Counter[str] = field(default_factory=Counter)
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Fold one result row in."""
+        self.n += 1
+        self.correct += bool(row.get("correct"))
+        self.exact += bool(row.get("exact"))
+        self.first_answer_correct += bool(row.get("first_answer_correct", row.get("correct")))
+        self.verified_correct += bool(row.get("verified_correct", row.get("exact")))
+        self.labels.update(lb for lb in row.get("labels") or () if lb in FAILURE_LABELS)
+        self.steps_total += int(row.get("n_steps") or 0)
+        self.step_values_correct += int(row.get("step_values_correct") or 0)
+        if row.get("first_error_position") is not None:
+            self.first_error_sum += int(row["first_error_position"])
+            self.first_error_n += 1
+        self.reprompts += int(row.get("reprompts") or 0)
+        self.chunks += int(row.get("chunks") or 0)
+        self.repaired += int(row.get("repaired") or 0)
+        self.repaired_rows += bool(row.get("repaired"))
+        usage = row.get("usage") or {}
+        for k in _USAGE:
+            self.usage[k] += usage.get(k) or 0
+
+    def _mean(self, total: float) -> float | None:
+        return total / self.n if self.n else None
+
+    def metrics(self, mode: str) -> dict[str, Any]:
+        """The cell as summary.json writes it: rates with Wilson intervals, per-instance means.
+
+        Keys: ``n``, ``first_answer_accuracy``, ``exact_step_rate``, ``labels`` (each label's rate),
+        ``step_value_accuracy`` (right step values / required steps), ``mean_first_error_position``
+        (1-based, over instances with an error), ``per_instance`` (means of calls, tokens, seconds,
+        and in guarded mode re-prompts, chunks, repaired values); guarded mode adds
+        ``answer_right_any_provenance``, ``verified_correct_rate`` and ``instances_with_repairs``.
+        """
+        out: dict[str, Any] = {
+            "n": self.n,
+            "first_answer_accuracy": rate(self.correct, self.n),
+            "exact_step_rate": rate(self.exact, self.n),
+            "labels": {lb: rate(self.labels[lb], self.n) for lb in FAILURE_LABELS},
+            "step_value_accuracy": self.step_values_correct / self.steps_total if self.steps_total else None,
+            "mean_first_error_position": self.first_error_sum / self.first_error_n if self.first_error_n else None,
+            "per_instance": {k: self._mean(self.usage[k]) for k in _USAGE},
+        }
+        per = out["per_instance"]
+        per["total_tokens"] = self._mean(self.usage["input_tokens"] + self.usage["output_tokens"])
+        if mode == "guarded":
+            per.update(reprompts=self._mean(self.reprompts), chunks=self._mean(self.chunks), repaired=self._mean(self.repaired))
+            out["answer_right_any_provenance"] = rate(self.first_answer_correct, self.n)
+            out["verified_correct_rate"] = rate(self.verified_correct, self.n)
+            out["instances_with_repairs"] = self.repaired_rows
+        return out
+
+
+@dataclass
+class RunAggregate:
+    """One run folded: its metadata and cells by configuration, by step count, and overall.
+
+    Attributes:
+        rundir: the run folder.
+        meta: its run.json.
+        configs: ``{(n_steps, lookback): Cell}``.
+        by_steps: ``{n_steps: Cell}`` over every look-back.
+        overall: one cell over every row.
+        unresolved_errors: ids with an error row and no result row (not in any rate).
+    """
+
+    rundir: Path
+    meta: dict[str, Any]
+    configs: dict[tuple[int, int], Cell] = field(default_factory=dict)
+    by_steps: dict[int, Cell] = field(default_factory=dict)
+    overall: Cell = field(default_factory=Cell)
+    unresolved_errors: int = 0
+
+    @property
+    def mode(self) -> str:
+        """``raw`` or ``guarded``."""
+        return str(self.meta.get("mode"))
+
+    @property
+    def model(self) -> str:
+        """The model specification string."""
+        return str((self.meta.get("model") or {}).get("spec"))
+
+    @property
+    def simulated(self) -> bool:
+        """True when the run's model is the simulated executor (its numbers are no model's accuracy)."""
+        return bool(self.meta.get("simulated"))
+
+    @property
+    def label(self) -> str:
+        """A short name for tables and plot titles, ``SIMULATED`` included where it applies."""
+        return f"{self.mode} · {self.model}" + (" · SIMULATED" if self.simulated else "")
+
+    def summary(self) -> dict[str, Any]:
+        """The run's entry in summary.json."""
+        def rows(cells: dict[Any, Cell]) -> list[dict[str, Any]]:
+            out = []
+            for key in sorted(cells):
+                n_steps, lookback = key if isinstance(key, tuple) else (key, None)
+                out.append({"n_steps": n_steps, "lookback": lookback, **cells[key].metrics(self.mode)})
+            return out
+
+        return {
+            "rundir": str(self.rundir), "label": self.label, "mode": self.mode, "model": self.model,
+            "simulated": self.simulated, "rows": self.overall.n, "unresolved_errors": self.unresolved_errors,
+            "guard_config": self.meta.get("guard_config"), "generation": self.meta.get("generation"),
+            "instances_sha256": self.meta.get("instances_sha256"),
+            "configs": rows(self.configs), "by_steps": rows(self.by_steps), "overall": self.overall.metrics(self.mode),
+        }
+
+
+def aggregate_run(rundir: str | Path) -> RunAggregate:
+    """Fold a run folder's results.jsonl (streamed) into a :class:`RunAggregate`.
+
+    Raises:
+        RunStoreError: run.json missing, or a corrupt line (names file and line).
+    """
+    rundir = Path(rundir)
+    agg = RunAggregate(rundir, read_meta(rundir))
+    done: set[str] = set()
+    for row in iter_rows(rundir / RESULTS):
+        done.add(row["id"])
+        key = (int(row["n_steps"]), int(row["lookback"]) if row.get("lookback") is not None else 0)
+        agg.configs.setdefault(key, Cell()).add(row)
+        agg.by_steps.setdefault(key[0], Cell()).add(row)
+        agg.overall.add(row)
+    agg.unresolved_errors = len({r["id"] for r in iter_rows(rundir / ERRORS)} - done)
+    return agg

@@ -1,0 +1,162 @@
+"""Paired comparison of a raw and a guarded run on the instances both finished.
+
+For each shared instance id the two outcomes (``correct`` by default, or ``exact``) form a 2x2
+table: both right / only guarded right / only raw right / both wrong. The exact McNemar test
+(McNemar 1947; exact form: a two-sided binomial test of the discordant pairs against p = 1/2,
+``scipy.stats.binomtest``) asks whether the guard changes the success rate on the same instances.
+It is computed per configuration (steps, look-back) and overall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from stepguard.bench.store import RESULTS, iter_rows, read_meta
+
+__all__ = ["Comparison", "Paired", "compare_runs", "mcnemar_exact"]
+
+Metric = Literal["correct", "exact"]
+
+
+def mcnemar_exact(only_b: int, only_a: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (1.0 when there are none)."""
+    from scipy.stats import binomtest
+
+    n = only_a + only_b
+    return 1.0 if n == 0 else float(binomtest(only_b, n, 0.5, alternative="two-sided").pvalue)
+
+
+@dataclass
+class Paired:
+    """The 2x2 table of one group of shared instances.
+
+    Attributes:
+        n_steps, lookback: the configuration (``None`` for the overall table).
+        both_right, only_guarded, only_raw, both_wrong: instance counts.
+        p_value: exact McNemar p-value (two-sided).
+    """
+
+    n_steps: int | None
+    lookback: int | None
+    both_right: int = 0
+    only_guarded: int = 0
+    only_raw: int = 0
+    both_wrong: int = 0
+    p_value: float = 1.0
+
+    @property
+    def n(self) -> int:
+        """Shared instances in this group."""
+        return self.both_right + self.only_guarded + self.only_raw + self.both_wrong
+
+    def add(self, raw_ok: bool, guarded_ok: bool) -> None:
+        """Count one pair."""
+        if raw_ok and guarded_ok:
+            self.both_right += 1
+        elif guarded_ok:
+            self.only_guarded += 1
+        elif raw_ok:
+            self.only_raw += 1
+        else:
+            self.both_wrong += 1
+
+    def finish(self) -> Paired:
+        """Compute the p-value; returns self."""
+        self.p_value = mcnemar_exact(self.only_guarded, self.only_raw)
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: the counts, ``n``, raw and guarded rates on the shared instances, ``p_value``."""
+        d = asdict(self)
+        d.update(n=self.n, raw_rate=(self.both_right + self.only_raw) / self.n if self.n else None,
+                 guarded_rate=(self.both_right + self.only_guarded) / self.n if self.n else None)
+        return d
+
+
+@dataclass
+class Comparison:
+    """The result of :func:`compare_runs`.
+
+    Attributes:
+        metric: the row field compared (``correct`` or ``exact``).
+        raw, guarded: the run folders.
+        simulated: either run used the simulated executor.
+        configs: one :class:`Paired` per configuration present in both runs.
+        overall: all shared instances.
+        only_in_raw, only_in_guarded: ids finished in one run only (left out of every table).
+    """
+
+    metric: str
+    raw: str
+    guarded: str
+    simulated: bool
+    configs: list[Paired] = field(default_factory=list)
+    overall: Paired = field(default_factory=lambda: Paired(None, None))
+    only_in_raw: int = 0
+    only_in_guarded: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"metric": self.metric, "raw": self.raw, "guarded": self.guarded, "simulated": self.simulated,
+                "configs": [p.as_dict() for p in self.configs], "overall": self.overall.as_dict(),
+                "only_in_raw": self.only_in_raw, "only_in_guarded": self.only_in_guarded}
+
+    def table(self) -> str:
+        """A plain-text table for a terminal (SIMULATED in the title when it applies)."""
+        sim = " (SIMULATED executor: not a model's accuracy)" if self.simulated else ""
+        lines = [f"paired comparison on '{self.metric}': raw {self.raw} vs guarded {self.guarded}{sim}",
+                 f"{'config':<10} {'n':>5} {'both':>6} {'guard+':>7} {'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8} {'McNemar p':>10}"]
+        for p in [*self.configs, self.overall]:
+            name = "overall" if p.n_steps is None else f"{p.n_steps}x{p.lookback}"
+            d = p.as_dict()
+            rr = "-" if d["raw_rate"] is None else f"{100 * d['raw_rate']:.1f}"
+            gr = "-" if d["guarded_rate"] is None else f"{100 * d['guarded_rate']:.1f}"
+            lines.append(f"{name:<10} {p.n:>5} {p.both_right:>6} {p.only_guarded:>7} {p.only_raw:>6} {p.both_wrong:>8} "
+                         f"{rr:>7} {gr:>8} {p.p_value:>10.4g}")
+        if self.only_in_raw or self.only_in_guarded:
+            lines.append(f"unpaired (left out): {self.only_in_raw} only in raw, {self.only_in_guarded} only in guarded")
+        return "\n".join(lines)
+
+
+def compare_runs(raw_dir: str | Path, guarded_dir: str | Path, metric: Metric = "correct") -> Comparison:
+    """Pair two runs on their shared instance ids and test the difference (exact McNemar).
+
+    Args:
+        raw_dir: the raw run's folder (any mode is accepted; it is the "A" side).
+        guarded_dir: the guarded run's folder (the "B" side).
+        metric: ``"correct"`` (first answer right; guarded: verified and right) or ``"exact"``
+            (exact-step execution; guarded: every step model-verified).
+
+    Returns:
+        A :class:`Comparison`. Memory: one boolean per raw id (the raw run is indexed, the
+        guarded run streamed).
+
+    Raises:
+        RunStoreError: a folder is not a run store or holds a corrupt line.
+        ValueError: an unknown metric.
+    """
+    if metric not in ("correct", "exact"):
+        raise ValueError(f"metric must be 'correct' or 'exact', not {metric!r}")
+    meta_a, meta_b = read_meta(raw_dir), read_meta(guarded_dir)
+    raw: dict[str, tuple[int, int | None, bool]] = {}
+    for row in iter_rows(Path(raw_dir) / RESULTS):
+        raw[row["id"]] = (int(row["n_steps"]), row.get("lookback"), bool(row.get(metric)))
+    cmp = Comparison(metric, str(raw_dir), str(guarded_dir), bool(meta_a.get("simulated") or meta_b.get("simulated")))
+    groups: dict[tuple[int, Any], Paired] = {}
+    seen = 0
+    for row in iter_rows(Path(guarded_dir) / RESULTS):
+        got = raw.get(row["id"])
+        if got is None:
+            cmp.only_in_guarded += 1
+            continue
+        seen += 1
+        n_steps, lookback, raw_ok = got
+        ok = bool(row.get(metric))
+        groups.setdefault((n_steps, lookback), Paired(n_steps, lookback)).add(raw_ok, ok)
+        cmp.overall.add(raw_ok, ok)
+    cmp.only_in_raw = len(raw) - seen
+    cmp.configs = [groups[k].finish() for k in sorted(groups, key=lambda k: (k[0], k[1] or 0))]
+    cmp.overall.finish()
+    return cmp

@@ -1,0 +1,125 @@
+"""The demo: a small instance set, run raw and guarded on one model, then the report.
+
+``stepguard bench demo`` is the README's first command. With no set-up beyond the install it
+generates :data:`DEFAULT_SIZES` (3 instances at 5 steps, 2 at 23, 1 at 95, look-back 2), runs them
+raw and guarded on the embedded local model, and writes the report::
+
+    ./stepguard-demo/instances.jsonl
+    ./stepguard-demo/raw-<model>/        run store (resumable: run the demo again to finish it)
+    ./stepguard-demo/guarded-<model>/
+    ./stepguard-demo/report-<model>/report.html, report.md, summary.json, *.png
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+from stepguard.bench.report import Report, build_report
+from stepguard.bench.run import RunSummary, run_benchmark
+from stepguard.model import ChatModel
+
+__all__ = ["DEFAULT_SIZES", "DemoResult", "estimate_seconds", "parse_sizes", "run_demo"]
+
+DEFAULT_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 2), (95, 1))
+"""``(steps, instances)`` of the demo: small enough for a few minutes on 2 CPU cores."""
+
+# Seconds per step on the embedded Qwen2.5-Coder-1.5B at 2 CPU cores (llama-cpp-python: about 48
+# prompt / 25 generated tokens per second, /work spec local-models.md): raw ~16 prompt and ~10
+# generated tokens a step; guarded ~30 prompt and ~20 generated tokens a step plus re-prompts.
+_RAW_S_PER_STEP, _GUARDED_S_PER_STEP, _START_S = 0.8, 1.8, 20.0
+
+
+def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
+    """``"5:3,23:2,95:1"`` -> ``((5, 3), (23, 2), (95, 1))`` (steps:instances).
+
+    Raises:
+        ValueError: an item is not ``<steps>:<count>`` with steps >= 3 and count >= 1.
+    """
+    out = []
+    for item in text.replace(" ", "").split(","):
+        n, sep, k = item.partition(":")
+        if not sep or not n.isdigit() or not k.isdigit() or int(n) < 3 or int(k) < 1:
+            raise ValueError(f"size {item!r} is not <steps>:<count> (steps >= 3, count >= 1), e.g. 95:1")
+        out.append((int(n), int(k)))
+    return tuple(out)
+
+
+def estimate_seconds(sizes: tuple[tuple[int, int], ...], simulated: bool) -> tuple[float, float]:
+    """A rough (low, high) wall-time estimate of the demo in seconds: raw plus guarded plus start-up.
+
+    For a real local model on 2 CPU cores (see the constants above); a simulated model takes seconds.
+    """
+    steps = sum(n * k for n, k in sizes)
+    if simulated:
+        return 2.0, 5.0 + 0.05 * steps
+    mid = _START_S + steps * (_RAW_S_PER_STEP + _GUARDED_S_PER_STEP)
+    return 0.6 * mid, 1.6 * mid
+
+
+def _slug(spec: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:60] or "model"
+
+
+@dataclass
+class DemoResult:
+    """What :func:`run_demo` produced: the instances file, both run summaries, the report."""
+
+    instances: Path
+    raw: RunSummary
+    guarded: RunSummary
+    report: Report
+
+
+def run_demo(
+    model: ChatModel,
+    out: str | Path = "stepguard-demo",
+    *,
+    sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES,
+    lookback: int = 2,
+    seed: int = 0,
+    concurrency: int = 1,
+    guard_config: object | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] = print,
+) -> DemoResult:
+    """Generate the demo instances, run them raw then guarded on ``model``, and build the report.
+
+    Args:
+        model: the model (the caller closes it).
+        out: the demo folder (created; an earlier demo there is resumed).
+        sizes: ``(steps, instances)`` pairs.
+        lookback: the look-back depth of every instance.
+        seed: the generator seed.
+        concurrency: instances in flight (1 suits a single local server on a small machine).
+        guard_config: a :class:`~stepguard.guard.GuardConfig` (default: reprompt, flag when spent).
+        progress: show progress bars.
+        echo: where status lines go.
+
+    Raises:
+        RunStoreError, ModelError, LocalServerError: as :func:`~stepguard.bench.run.run_benchmark`.
+    """
+    from stepguard.bench.generate import generate_grid
+    from stepguard.bench.instances import write_instances
+
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    instances = root / "instances.jsonl"
+    grid = chain.from_iterable(generate_grid([n], [lookback], k, seed) for n, k in sizes)
+    count = write_instances(grid, instances)
+    slug = _slug(getattr(model, "spec", "model"))
+    echo(f"{count} instances ({', '.join(f'{k} x {n} steps' for n, k in sizes)}, look-back {lookback}) -> {instances}")
+    runs = {}
+    for mode in ("raw", "guarded"):
+        rundir = root / f"{mode}-{slug}"
+        echo(f"{mode} mode -> {rundir}")
+        runs[mode] = run_benchmark(instances, mode, model, rundir, concurrency=concurrency,
+                                   guard_config=guard_config if mode == "guarded" else None,  # type: ignore[arg-type]
+                                   progress=progress)
+        s = runs[mode]
+        echo(f"  {s.written} new rows, {s.skipped} already done, {s.errors} errors, {s.wall_s:.1f} s")
+    report = build_report([root / f"raw-{slug}", root / f"guarded-{slug}"], root / f"report-{slug}")
+    return DemoResult(instances, runs["raw"], runs["guarded"], report)

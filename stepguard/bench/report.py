@@ -1,0 +1,198 @@
+"""The benchmark report: summary.json, report.md, a self-contained report.html and PNG plots.
+
+``build_report([raw_dir, guarded_dir], out)`` reads the run stores (streamed), folds them into
+per-configuration metrics with 95% Wilson intervals (:mod:`stepguard.bench.aggregate`), draws the
+plots (:mod:`stepguard.bench.plots`) and writes::
+
+    out/summary.json     every number in the report, machine-readable
+    out/report.md        headline table, per-run tables, links to the PNGs
+    out/report.html      the same, one file: PNGs embedded as base64, no outside resource
+    out/accuracy.png, out/labels.png, out/guard_cost.png (when a guarded run is present)
+
+Every table and plot title says SIMULATED when its run's model is the simulated executor.
+The benchmark is this project's reconstruction of Panda et al. (arXiv 2605.00817); its numbers
+are never the paper's.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stepguard.bench.aggregate import FAILURE_LABELS, RunAggregate, aggregate_run
+from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
+
+__all__ = ["Report", "Table", "build_report", "headline_steps"]
+
+NOTE = ("Benchmark: stepguard's reconstruction of the procedural-execution benchmark of Panda et al. "
+        "(arXiv 2605.00817); generator, prompt and scoring rules are ours, so these are not the paper's numbers.")
+SIM_BANNER = "SIMULATED: at least one run used the simulated executor; its numbers measure the harness, not a model."
+
+
+@dataclass
+class Table:
+    """A titled table rendered to both Markdown and HTML."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+
+    def markdown(self) -> str:
+        """The table as GitHub-flavoured Markdown under a ``###`` title."""
+        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        return "\n".join(lines) + "\n"
+
+    def html(self) -> str:
+        """The table as an HTML ``<table>`` under an ``<h3>`` title (escaped)."""
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        return f"<h3>{html.escape(self.title)}</h3>\n<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+
+
+@dataclass
+class Report:
+    """Paths written by :func:`build_report`."""
+
+    outdir: Path
+    summary_json: Path
+    report_md: Path
+    report_html: Path
+    plots: list[Path]
+
+
+def _pct(m: dict[str, Any] | None) -> str:
+    if not m or m.get("rate") is None:
+        return "-"
+    return f"{100 * m['rate']:.1f}% [{100 * m['low']:.1f}, {100 * m['high']:.1f}] ({m['k']}/{m['n']})"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def headline_steps(runs: Sequence[RunAggregate]) -> int | None:
+    """The step count of the headline table: the largest present in any run (95 on the default grid)."""
+    steps = {n for r in runs for n in r.by_steps}
+    return max(steps) if steps else None
+
+
+def _sim(runs: Sequence[RunAggregate]) -> str:
+    return " (SIMULATED)" if any(r.simulated for r in runs) else ""
+
+
+def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table, list[dict[str, Any]]]:
+    header = ["run", "n", "first-answer accuracy [95% CI]", "exact-step rate [95% CI]", "tokens / inst",
+              "calls / inst", "wall s / inst", "re-prompts / inst", "repaired / inst", "unresolved errors"]
+    rows, data = [], []
+    for r in runs:
+        cell = r.by_steps.get(n_steps) if n_steps is not None else None
+        m = cell.metrics(r.mode) if cell else None
+        per = m["per_instance"] if m else {}
+        guarded = r.mode == "guarded"
+        rows.append([r.label, str(m["n"]) if m else "0", _pct(m and m["first_answer_accuracy"]), _pct(m and m["exact_step_rate"]),
+                     _num(per.get("total_tokens"), 0), _num(per.get("model_calls")), _num(per.get("wall_s"), 2),
+                     _num(per.get("reprompts")) if guarded else "-", _num(per.get("repaired"), 2) if guarded else "-",
+                     str(r.unresolved_errors)])
+        data.append({"rundir": str(r.rundir), "label": r.label, "mode": r.mode, "model": r.model, "simulated": r.simulated,
+                     "metrics": m})
+    title = f"Headline: raw vs guarded at {n_steps} steps, all look-backs pooled{_sim(runs)}"
+    return Table(title, header, rows), data
+
+
+def _run_table(run: RunAggregate) -> Table:
+    guarded = run.mode == "guarded"
+    short = {"missing_answer": "missing", "premature_answer": "premature", "under_executed": "under-exec",
+             "extra_steps": "extra", "self_correction": "self-corr", "arithmetic_error": "arith"}
+    header = ["steps", "look-back", "n", "first-answer [95% CI]", "exact-step [95% CI]", "step values", "1st error at"]
+    header += [f"{short[lb]} %" for lb in FAILURE_LABELS] + ["tokens / inst", "calls / inst"]
+    header += ["re-prompts / inst", "repaired"] if guarded else []
+    rows = []
+    for (n, lb), cell in sorted(run.configs.items()):
+        m = cell.metrics(run.mode)
+        per = m["per_instance"]
+        sva = m["step_value_accuracy"]
+        row = [str(n), str(lb), str(m["n"]), _pct(m["first_answer_accuracy"]), _pct(m["exact_step_rate"]),
+               "-" if sva is None else f"{100 * sva:.1f}%", _num(m["mean_first_error_position"])]
+        row += [f"{100 * m['labels'][lb2]['rate']:.1f}" for lb2 in FAILURE_LABELS]
+        row += [_num(per["total_tokens"], 0), _num(per["model_calls"])]
+        row += [_num(per["reprompts"]), str(cell.repaired)] if guarded else []
+        rows.append(row)
+    what = "deviations the guard caught" if guarded else "failure labels"
+    return Table(f"{run.label}: per configuration ({what} as % of instances)", header, rows)
+
+
+def _write_md(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
+    parts = ["# stepguard benchmark report" + _sim(runs), "", NOTE, ""]
+    if any(r.simulated for r in runs):
+        parts += [f"**{SIM_BANNER}**", ""]
+    parts += ["Runs:", ""] + [f"- `{r.rundir}`: {r.label}, {r.overall.n} rows" for r in runs] + [""]
+    parts += [t.markdown() for t in tables]
+    parts += [f"![{p.stem}]({p.name})\n" for p in plots]
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin-bottom:1.5em;"
+        "font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}td:first-child"
+        "{text-align:left}.sim{background:#fff3cd;border:1px solid #d39e00;padding:.6em 1em;font-weight:bold}img{max-width:100%}")
+
+
+def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
+    title = "stepguard benchmark report" + _sim(runs)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>"]
+    if any(r.simulated for r in runs):
+        parts.append(f"<p class='sim'>{html.escape(SIM_BANNER)}</p>")
+    parts.append("<ul>" + "".join(f"<li><code>{html.escape(str(r.rundir))}</code>: {html.escape(r.label)}, {r.overall.n} rows</li>"
+                                  for r in runs) + "</ul>")
+    parts += [t.html() for t in tables]
+    for p in plots:
+        data = base64.b64encode(p.read_bytes()).decode("ascii")
+        parts.append(f"<h3>{html.escape(p.stem)}</h3><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'>")
+    parts.append("</body></html>\n")
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
+    """Read run folders and write summary.json, report.md, report.html and the PNG plots into ``outdir``.
+
+    Args:
+        rundirs: run store folders (raw and/or guarded, any models), in the order to show them.
+        outdir: the output folder (created; files in it are overwritten).
+
+    Returns:
+        A :class:`Report` with the paths written.
+
+    Raises:
+        RunStoreError: a folder is not a run store, or holds a corrupt line (names file and line).
+        ValueError: no run folders given.
+    """
+    if not rundirs:
+        raise ValueError("give at least one run directory")
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [aggregate_run(d) for d in rundirs]
+    n_head = headline_steps(runs)
+    head_table, head_data = _headline(runs, n_head)
+    tables = [head_table] + [_run_table(r) for r in runs]
+    plots = [plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
+    cost = plot_guard_cost(runs, out / "guard_cost.png")
+    plots += [cost] if cost else []
+    summary = {
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "note": NOTE,
+        "simulated": any(r.simulated for r in runs),
+        "headline": {"n_steps": n_head, "runs": head_data},
+        "runs": [r.summary() for r in runs],
+    }
+    summary_path = out / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    md, page = out / "report.md", out / "report.html"
+    _write_md(md, runs, tables, plots)
+    _write_html(page, runs, tables, plots)
+    return Report(out, summary_path, md, page, plots)

@@ -1,0 +1,287 @@
+"""Run the benchmark: raw or guarded mode over a stream of instances, concurrent and resumable.
+
+::
+
+    instances (file, streamed) ──> select (configs, limit) ──> skip finished ids
+        ──> N workers (asyncio semaphore) ──> model ──> score / guard ──> one row ──> run store
+
+Rows land in the run store (:mod:`stepguard.bench.store`) as they finish, so a killed run loses
+at most the instances in flight; running again on the same RUNDIR skips finished ids and retries
+error rows. Memory stays flat in the number of instances: instances are streamed from the file,
+rows are written and dropped; only the set of finished ids is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from stepguard.bench._rows import error_row, guarded_row, raw_row
+from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, describe_model, instance_source, run_meta
+from stepguard.bench.store import RunStore, TornLine
+from stepguard.errors import BudgetExhausted, ModelError, ModelOutputTruncated, StepDeviation
+from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
+
+if TYPE_CHECKING:
+    from stepguard.bench.instances import Instance
+    from stepguard.guard import GuardConfig
+
+__all__ = ["Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
+
+Mode = Literal["raw", "guarded"]
+
+def raw_max_tokens(n_steps: int) -> int:
+    """Raw-mode cap on generated tokens: 24 per step plus 64 (*ours*: a step line is ~6-12 tokens)."""
+    return 24 * n_steps + 64
+
+
+def parse_configs(text: str | Iterable[tuple[int, int]] | None) -> frozenset[tuple[int, int]] | None:
+    """``"95x7,23x2"`` -> ``{(95, 7), (23, 2)}`` (steps x look-back); ``None``/``""`` -> ``None`` (all).
+
+    Raises:
+        ValueError: an item is not ``<steps>x<lookback>`` with positive integers.
+    """
+    if text is None or text == "":
+        return None
+    if not isinstance(text, str):
+        return frozenset((int(n), int(lb)) for n, lb in text)
+    out = set()
+    for item in text.replace(" ", "").split(","):
+        n, sep, lb = item.lower().partition("x")
+        if not sep or not n.isdigit() or not lb.isdigit() or int(n) < 1 or int(lb) < 1:
+            raise ValueError(f"configuration {item!r} is not <steps>x<lookback>, e.g. 95x7")
+        out.add((int(n), int(lb)))
+    return frozenset(out)
+
+
+@dataclass
+class RunSummary:
+    """What a call of :func:`run_benchmark` did.
+
+    Attributes:
+        rundir: the run store folder.
+        mode: raw or guarded.
+        selected: instances selected by ``configs`` / ``limit``.
+        skipped: of those, already finished before this call.
+        written: rows written by this call.
+        errors: error rows written by this call (ids retried next time).
+        correct: of the rows written, how many have ``correct`` true.
+        torn: torn last lines cut when the store was opened.
+        wall_s: seconds this call took.
+        resumed: the store existed before.
+    """
+
+    rundir: Path
+    mode: str
+    selected: int = 0
+    skipped: int = 0
+    written: int = 0
+    errors: int = 0
+    correct: int = 0
+    torn: list[TornLine] = field(default_factory=list)
+    wall_s: float = 0.0
+    resumed: bool = False
+
+
+def _select(source: Iterable[Instance], configs: frozenset[tuple[int, int]] | None, limit: int | None) -> Iterator[Instance]:
+    """Instances of the wanted configurations, at most ``limit`` per configuration, each id once, in order."""
+    taken: dict[tuple[int, int], int] = {}
+    seen: set[str] = set()
+    for inst in source:
+        key = (inst.n_steps, inst.lookback)
+        if configs is not None and key not in configs:
+            continue
+        if limit is not None and taken.get(key, 0) >= limit:
+            continue
+        if inst.id in seen:
+            continue
+        seen.add(inst.id)
+        taken[key] = taken.get(key, 0) + 1
+        yield inst
+
+
+class _Runner:
+    """One run's workers: holds the model, the store, the guard and the counters."""
+
+    def __init__(self, mode: Mode, model: ChatModel, store: RunStore, guard_config: GuardConfig | None,
+                 summary: RunSummary, bar: Any, max_consecutive_errors: int) -> None:
+        self.mode, self.model, self.store, self.summary, self.bar = mode, model, store, summary, bar
+        self.max_consecutive_errors = max_consecutive_errors
+        self.consecutive_errors = 0
+        self.guard = None
+        if mode == "guarded":
+            from stepguard.guard import Guard
+
+            self.guard = Guard(model, guard_config)
+
+    async def one(self, inst: Instance) -> None:
+        """Execute one instance and write its row (or an error row); never writes a row twice."""
+        t0 = time.perf_counter()
+        try:
+            row = await (self._raw(inst, t0) if self.mode == "raw" else self._guarded(inst))
+        except ModelError as exc:
+            self.store.add_error(error_row(inst, self.mode, exc, time.perf_counter() - t0))
+            self.summary.errors += 1
+            self.consecutive_errors += 1
+            self._tick()
+            if self.consecutive_errors >= self.max_consecutive_errors:
+                raise ModelError(f"stopping after {self.consecutive_errors} model errors in a row; last: {exc}") from exc
+            return
+        self.consecutive_errors = 0
+        self.store.add_result(row)
+        self.summary.written += 1
+        self.summary.correct += bool(row.get("correct"))
+        self._tick()
+
+    def _tick(self) -> None:
+        s = self.summary
+        self.bar.set_postfix_str(f"correct {s.correct}/{s.written} errors {s.errors}", refresh=False)
+        self.bar.update(1)
+
+    async def _raw(self, inst: Instance, t0: float) -> dict[str, Any]:
+        from stepguard.guard import render_raw_prompt
+        from stepguard.verify import score_generation
+
+        messages = render_raw_prompt(inst.to_procedure(), inst.inputs)
+        settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED, max_tokens=raw_max_tokens(inst.n_steps))
+        try:
+            resp = await self.model.acomplete(messages, settings)
+        except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
+            resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=self.model.simulated)
+        return raw_row(inst, resp, score_generation(inst, resp.text), time.perf_counter() - t0)
+
+    async def _guarded(self, inst: Instance) -> dict[str, Any]:
+        assert self.guard is not None
+        try:
+            result = await self.guard.arun(inst.to_procedure(), inst.inputs, thread_id=inst.id)
+        except StepDeviation as exc:
+            return guarded_row(inst, exc.result, "deviation")
+        except BudgetExhausted as exc:
+            return guarded_row(inst, exc.result, f"budget:{exc.budget}")
+        return guarded_row(inst, result)
+
+
+async def arun_benchmark(
+    instances: str | Path | Iterable[Instance],
+    mode: Mode,
+    model: ChatModel,
+    rundir: str | Path,
+    *,
+    limit: int | None = None,
+    configs: str | Iterable[tuple[int, int]] | None = None,
+    concurrency: int = 4,
+    guard_config: GuardConfig | None = None,
+    progress: bool = True,
+    max_consecutive_errors: int = 10,
+) -> RunSummary:
+    """Async form of :func:`run_benchmark` (same arguments, same errors)."""
+    from tqdm.auto import tqdm
+
+    if mode not in ("raw", "guarded"):
+        raise ValueError(f"mode must be 'raw' or 'guarded', not {mode!r}")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if mode == "guarded" and guard_config is None:
+        from stepguard.guard import GuardConfig
+
+        guard_config = GuardConfig(on_exhausted="flag")
+    # LangGraph warns once per graph call that durability needs a checkpointer; the benchmark's
+    # durability is the run store, so the warning is noise here.
+    warnings.filterwarnings("ignore", message="`durability` has no effect", category=UserWarning)
+    wanted = parse_configs(configs)
+    make, inst_meta = instance_source(instances)
+    t0 = time.perf_counter()
+    store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta))
+    summary = RunSummary(Path(rundir), mode, torn=list(store.torn), resumed=store.resumed)
+    try:
+        todo = None
+        if inst_meta["file"] is not None or isinstance(instances, Sequence):
+            todo = 0
+            for inst in _select(make(), wanted, limit):
+                summary.selected += 1
+                todo += inst.id not in store.finished
+        bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
+        runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors)
+        sem = asyncio.Semaphore(concurrency)
+
+        async def guarded_one(inst: Instance) -> None:
+            try:
+                await runner.one(inst)
+            finally:
+                sem.release()
+
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for inst in _select(make(), wanted, limit):
+                    if inst.id in store.finished:
+                        summary.skipped += 1
+                        continue
+                    await sem.acquire()
+                    tg.create_task(guarded_one(inst))
+        except BaseExceptionGroup as group:
+            raise _first(group) from None
+        finally:
+            bar.close()
+    finally:
+        store.close()
+        summary.wall_s = time.perf_counter() - t0
+    if todo is None:
+        summary.selected = summary.skipped + summary.written + summary.errors
+    return summary
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+def run_benchmark(
+    instances: str | Path | Iterable[Instance],
+    mode: Mode,
+    model: ChatModel,
+    rundir: str | Path,
+    *,
+    limit: int | None = None,
+    configs: str | Iterable[tuple[int, int]] | None = None,
+    concurrency: int = 4,
+    guard_config: GuardConfig | None = None,
+    progress: bool = True,
+    max_consecutive_errors: int = 10,
+) -> RunSummary:
+    """Execute instances in raw or guarded mode and append one row per instance to the run store.
+
+    Args:
+        instances: an instances JSONL file (streamed; its sha256 goes into run.json) or an
+            iterable of :class:`~stepguard.bench.instances.Instance`.
+        mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = 24 N + 64``) or
+            ``"guarded"`` (:class:`~stepguard.guard.Guard`).
+        model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
+        rundir: the run store folder; an existing one is resumed (finished ids skipped, error
+            rows retried) if its run.json matches.
+        limit: at most this many instances per configuration (steps, look-back), in file order.
+        configs: only these configurations: ``"95x7,23x2"`` or ``[(95, 7), (23, 2)]``.
+        concurrency: instances in flight at once.
+        guard_config: guarded mode's config; default ``GuardConfig(on_exhausted="flag")``.
+        progress: show a tqdm bar (rate and ETA) on stderr.
+        max_consecutive_errors: stop after this many model errors in a row (a dead endpoint).
+
+    Returns:
+        A :class:`RunSummary`.
+
+    Raises:
+        RunStoreError: RUNDIR is locked by another process, holds a different run, or is corrupt.
+        ModelError: ``max_consecutive_errors`` model errors in a row (rows so far are kept).
+        KeyboardInterrupt: Ctrl-C; every finished row is already on disk.
+        ValueError: a bad ``mode``, ``concurrency`` or ``configs``.
+    """
+    return asyncio.run(arun_benchmark(
+        instances, mode, model, rundir, limit=limit, configs=configs, concurrency=concurrency,
+        guard_config=guard_config, progress=progress, max_consecutive_errors=max_consecutive_errors,
+    ))

@@ -1,0 +1,155 @@
+"""``stepguard bench``: generate instances, score raw-mode generations, summarize scores.
+
+Files (all JSONL, one object per line):
+
+* instances: :class:`stepguard.bench.instances.Instance` (schema: docs/schemas/instance.schema.json);
+* generations: ``{"id": "...", "text": "..."}`` (other keys are ignored);
+* scores: :class:`stepguard.verify.Score`, one per generation, in generation order.
+
+Exit codes: 0 done; 1 a file is unreadable or invalid, or generations name unknown ids; 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from tqdm import tqdm
+
+from stepguard.bench.generate import DEFAULT_LOOKBACKS, DEFAULT_PER_CONFIG, DEFAULT_STEPS, generate_grid
+from stepguard.bench.instances import load_instances, read_jsonl, write_instances
+from stepguard.bench.stats import Rate
+from stepguard.bench.summary import render_table, summarize
+from stepguard.errors import RunStoreError, StepguardError
+from stepguard.verify import Score, score_generation
+
+__all__ = ["app"]
+
+app = typer.Typer(name="bench", help="The procedural-execution benchmark: generate, score, summarize.", no_args_is_help=True)
+
+GENERATION_LINE_CHARS = 64_000_000
+"""Longest line read from a generations file (a reply is capped at 1,000,000 characters when parsed)."""
+
+
+def _ints(text: str, option: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
+    if not values:
+        raise typer.BadParameter("expected at least one integer", param_hint=option)
+    return values
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=1)
+
+
+# --------------------------------------------------------------------------------------- generate
+@app.command("generate")
+def generate_command(
+    out: Path = typer.Option(..., "--out", help="Instances file to write (JSONL)."),
+    steps: str = typer.Option(",".join(map(str, DEFAULT_STEPS)), "--steps", help="Procedure lengths N, comma-separated."),
+    lookback: str = typer.Option(",".join(map(str, DEFAULT_LOOKBACKS)), "--lookback", help="Look-back depths L, comma-separated."),
+    per_config: int = typer.Option(DEFAULT_PER_CONFIG, "--per-config", min=0, help="Instances per (N, L)."),
+    seed: int = typer.Option(0, "--seed", help="Grid seed."),
+) -> None:
+    """Write the benchmark grid (default: 11 lengths x 5 look-backs x 1,000 = 55,000 instances).
+
+    The file is byte-identical for the same options on any machine.
+    """
+    ns, ls = _ints(steps, "--steps"), _ints(lookback, "--lookback")
+    total = len(ns) * len(ls) * per_config
+    try:
+        grid = tqdm(generate_grid(ns, ls, per_config, seed), total=total, unit="inst", disable=None, leave=False)
+        count = write_instances(grid, out)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{out}: cannot write ({exc.strerror or exc})") from None
+    typer.echo(f"wrote {count} instances ({len(ns)} lengths x {len(ls)} look-backs x {per_config}) to {out}")
+
+
+# ------------------------------------------------------------------------------------------ score
+@app.command("score")
+def score_command(
+    instances: Path = typer.Argument(..., help="Instances file (JSONL)."),
+    generations: Path = typer.Argument(..., help='Generations file (JSONL of {"id", "text"}).'),
+    out: Path = typer.Option(..., "--out", help="Scores file to write (JSONL)."),
+) -> None:
+    """Score raw-mode generations with the failure taxonomy (one score per generation id)."""
+    try:
+        by_id = {inst.id: inst for inst in load_instances(instances)}
+    except StepguardError as exc:
+        raise _fail(str(exc)) from None
+    unknown: list[tuple[int, str]] = []
+    duplicates: list[tuple[int, str]] = []
+    scored: set[str] = set()
+    try:
+        with out.open("w", encoding="utf-8", newline="\n") as fh:
+            rows = read_jsonl(generations, max_line_chars=GENERATION_LINE_CHARS, error=RunStoreError)
+            for number, row in tqdm(rows, unit="gen", disable=None, leave=False):
+                if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("text"), str):
+                    raise RunStoreError(f'{generations}:{number}: expected {{"id": string, "text": string}}')
+                gid = row["id"]
+                if gid not in by_id:
+                    unknown.append((number, gid))
+                elif gid in scored:
+                    duplicates.append((number, gid))
+                else:
+                    scored.add(gid)
+                    fh.write(score_generation(by_id[gid], row["text"]).model_dump_json() + "\n")
+    except StepguardError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{out}: cannot write ({exc.strerror or exc})") from None
+    typer.echo(f"scored {len(scored)} generations to {out}; {len(by_id) - len(scored)} instances have none")
+    if duplicates:
+        listed = ", ".join(f"{gid} (line {n})" for n, gid in duplicates[:5])
+        typer.echo(f"warning: {len(duplicates)} repeated ids were skipped (the first is scored): {listed}", err=True)
+    if unknown:
+        listed = ", ".join(f"{gid!r} (line {n})" for n, gid in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise _fail(f"{len(unknown)} generations name ids not in {instances}: {listed}{more}")
+
+
+# -------------------------------------------------------------------------------------- summarize
+@app.command("summarize")
+def summarize_command(
+    scores: Path = typer.Argument(..., help="Scores file (JSONL, from `bench score`)."),
+    instances: Path | None = typer.Option(None, "--instances", help="Instances file: configurations and missing counts from it."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON to this file."),
+    intervals: bool = typer.Option(True, "--intervals/--no-intervals", help="Show the 95% Wilson intervals."),
+) -> None:
+    """Print per-configuration rates with 95% Wilson intervals (percent)."""
+    try:
+        rows = list(read_jsonl(scores, max_line_chars=1_000_000, error=RunStoreError))
+        parsed = []
+        for number, row in rows:
+            try:
+                parsed.append(Score.model_validate(row))
+            except ValueError as exc:
+                raise RunStoreError(f"{scores}:{number}: not a score ({str(exc).splitlines()[0]})") from None
+        table = summarize(parsed, load_instances(instances) if instances is not None else None)
+    except StepguardError as exc:
+        raise _fail(str(exc)) from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(render_table(table, intervals=intervals), nl=False)
+    if json_out is not None:
+        data = [
+            {
+                "n_steps": r.n_steps, "lookback": r.lookback, "count": r.count, "missing": r.missing,
+                "accuracy": _rate_json(r.accuracy), "exact": _rate_json(r.exact), "step_accuracy": _rate_json(r.step_accuracy),
+                "labels": {k: _rate_json(v) for k, v in r.labels.items()}, "first_error_mean": r.first_error_mean,
+                "lookback_confusion": _rate_json(r.lookback_confusion),
+            }
+            for r in table
+        ]
+        json_out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def _rate_json(r: Rate | None) -> dict[str, float] | None:
+    return r._asdict() if r is not None and r.n else None

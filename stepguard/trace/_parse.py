@@ -1,0 +1,277 @@
+"""Model text -> :class:`Trace`: step records and final answers, by linear-time regexes only.
+
+Nothing here evaluates model text. Every regex is free of nested or overlapping quantifiers (the
+adjacent ones are possessive, Python 3.11+), so matching is linear in the text length; the text is
+capped at ``max_chars`` and numbers at ``max_digits`` before any ``int()``.
+
+Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see docs/benchmark.md):
+
+* A step line starts, after optional indentation, ``>``, a list marker (``-``, ``*``, ``+``,
+  ``•``, ``7.``, ``7)``), emphasis/code/math marks (``*``, ``_``, `````, ``$``) and an optional
+  ``Step 7:`` prefix, with a variable name, then ``=`` (or ``:``), then the right-hand side.
+* Variable names: ``S<digits>`` (also ``S_7``, ``S_{7}``; all read as ``S7``) plus ``var_names``.
+* The right-hand side is split at ``=``: the value is the number that *starts* the last part
+  (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42); a last part that is an unevaluated expression
+  (``40 + 2``) or has no number gives ``value=None``. The first part with letters is the
+  ``expression``; the last all-numeric middle part gives the ``operands``.
+* ``S7: 42`` is a step line only if a number is read (so ``S7: add S6 and S2`` is prose).
+* ``S1 = 3, S2 = 5``: several assignments on one line, split at ``,``/``;`` before a name.
+* Numbers: sign (``-``, ``+``, U+2212), thousands separators (``1,234``), decimals (``3.50``
+  -> 7/2 exactly, ``42.0`` -> 42).
+* Final answers: ``Final answer:`` / ``Final answer is`` / ``Answer:`` / ``\\boxed{...}``,
+  case-insensitive, in generation order; the value follows on the same line (or the next, if
+  the rest of the line is blank); ``Final answer: S95 = 42`` reads 42.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from stepguard.evaluator import Number, parse_number
+from stepguard.trace._records import Answer, Record, Trace
+
+__all__ = ["parse_trace"]
+
+_S_NAME = r"S(?:_\{(?P<k1>\d{1,9}+)\}|_?(?P<k2>\d{1,9}+))"
+_PREFIX = (
+    r"^[ \t>]*+(?:(?:[-*+•]|\d{1,9}+[.)])[ \t]++)?[*_`$ \t]*+"
+    r"(?:(?i:step)[ \t]*+\d{1,9}+[ \t]*+[:.)\-–]?[*_`$ \t]*+)?"
+)
+_NUM = re.compile(
+    r"[ \t*_`$]*+(?:\\boxed[ \t]*+\{)?[ \t*_`$]*+\(?[ \t]*+(?P<sign>[-+−]?)[ \t]*+"
+    r"(?P<int>\d{1,3}+(?:,\d{3})++(?!\d)|\d++)(?P<frac>\.\d++)?"
+)
+_EXPR_TAIL = re.compile(r"\)?[ \t]*+[-+*/×÷^−]{1,2}+[ \t]*+[\d(]")
+_PLAIN = re.compile(r"[ \t]*+(-?\d++)[ \t\r]*+")  # fast path: " 42", the requested format
+_BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
+    r"[ \t]*+\(?[ \t]*+(-?\d++)[ \t]*+\)?[ \t]*+[-+*/×÷][ \t]*+\(?[ \t]*+(-?\d++)[ \t]*+\)?[ \t\r]*+"
+)
+_TOKEN = re.compile(r"(\d{1,3}+(?:,\d{3})++(?!\d)|\d++)(\.\d++)?|([-−])|([(+*/×÷^])|[A-Za-z_]")
+_LETTER = re.compile(r"[A-Za-z_]")
+# Final answers are searched in an ASCII-lowercased copy of the text (same length, same offsets).
+_ANSWER = re.compile(r"answer(?![a-z0-9_])[ \t*_]*+(?:[:=]|(?P<is>is(?![a-z0-9_])))|\\boxed[ \t]*+\{")
+_FINAL_BEFORE = re.compile(r"(?<![a-z0-9_])final[ \t]++\Z")
+_FINAL_WINDOW = 32
+_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
+_S_STYLE = re.compile(r"S[1-9]\d{0,8}")
+_BLANK = re.compile(r"[ \t*_`$]*+")
+_NON_BLANK = re.compile(r"[^\s*_`$]")
+_PRINT = re.compile(r"\bprint\(")
+_CODE_LINE = re.compile(r"^[ \t]*+(?:def |>>>)", re.MULTILINE)
+
+_MAX_OPERANDS = 32
+_MAX_SEGMENT = 1_000
+_TEXT_CAP = 200
+_REGION_SLACK = 1_000  # characters of an answer's region beyond max_digits
+
+
+class _Patterns:
+    """The regexes that depend on the known variable names (compiled once per name set)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        alt = "|".join(re.escape(n) for n in names)
+        name = f"(?P<name>{alt})|{_S_NAME}" if alt else _S_NAME
+        tail = r"(?![A-Za-z0-9_])[*_`$ \t]*+"
+        self.line = re.compile(f"{_PREFIX}(?:{name}){tail}(?P<sep>=|:)(?!=)(?P<rhs>[^\\n]*+)", re.MULTILINE)
+        self.clause = re.compile(f"[,;][ \\t]*+(?:and[ \\t]++)?[*_`$]*+(?:{name}){tail}=(?!=)")
+        self.lead = re.compile(f"[ \\t*_`$]*+(?:\\\\boxed[ \\t]*+\\{{)?[ \\t*_`$]*+(?:{name}){tail}=")
+
+
+@lru_cache(maxsize=64)
+def _compiled_patterns(names: tuple[str, ...]) -> _Patterns:
+    return _Patterns(names)
+
+
+@lru_cache(maxsize=256)
+def _patterns(var_names: tuple[str, ...]) -> _Patterns:
+    """Patterns for these names; ``S<digits>`` names need no entry (the generic S-name pattern reads them)."""
+    names = {n for n in var_names if isinstance(n, str) and n and not _S_STYLE.fullmatch(n)}
+    return _compiled_patterns(tuple(sorted(names, key=lambda n: (-len(n), n))))
+
+
+def _var(m: re.Match[str]) -> str:
+    k = m.group("k1") or m.group("k2")
+    return f"S{int(k)}" if k is not None else m.group("name")
+
+
+def _to_number(sign: str, digits: str, frac: str | None) -> Number:
+    value: Number = int(digits) if not frac else parse_number(digits + frac)
+    return -value if sign in ("-", "−") else value
+
+
+def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
+    """The number that starts ``seg``, or ``(None, why)``."""
+    plain = _PLAIN.fullmatch(seg)
+    if plain is not None and len(plain.group(1).lstrip("-")) <= max_digits:
+        return int(plain.group(1)), None
+    m = _NUM.match(seg)
+    if m is None:
+        return None, "no number"
+    digits = m.group("int").replace(",", "")
+    frac = m.group("frac")
+    if len(digits) + (len(frac) - 1 if frac else 0) > max_digits:
+        return None, "too many digits"
+    if _EXPR_TAIL.match(seg, m.end()):
+        return None, "unevaluated expression"
+    return _to_number(m.group("sign"), digits, frac), None
+
+
+def _operands(seg: str, max_digits: int) -> tuple[Number, ...] | None:
+    """The numbers of an all-numeric segment (``-159 - (-12)`` -> (-159, -12)); None if it has letters."""
+    out: list[Number] = []
+    expect_operand, negative = True, False
+    for m in _TOKEN.finditer(seg):
+        digits, frac, minus, op = m.group(1, 2, 3, 4)
+        if digits is not None:
+            digits = digits.replace(",", "")
+            if len(digits) + (len(frac) if frac else 0) > max_digits or len(out) >= _MAX_OPERANDS:
+                return ()
+            out.append(_to_number("-" if negative else "", digits, frac))
+            expect_operand, negative = False, False
+        elif minus is not None:
+            if expect_operand:
+                negative = not negative
+            expect_operand = True
+        elif op is not None:
+            expect_operand = True
+        else:
+            return None
+    return tuple(out)
+
+
+def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str) -> Record | None:
+    parts = rhs.split("=")
+    value, error = _value(parts[-1], max_digits)
+    if value is None and sep == ":":
+        return None  # "S7: add S6 and S2" is prose, not a step line
+    expression = ""
+    operands: tuple[Number, ...] = ()
+    if len(parts) > 1:
+        for seg in parts[:-1]:
+            if _LETTER.search(seg):
+                expression = seg.strip(" \t*_`$")[:_TEXT_CAP]
+                break
+        for seg in reversed(parts[:-1]):
+            if len(seg) > _MAX_SEGMENT or _LETTER.search(seg):
+                continue
+            b = _BINARY.fullmatch(seg)
+            if b is not None and max(len(b.group(1)), len(b.group(2))) <= max_digits:
+                operands = (int(b.group(1)), int(b.group(2)))
+                break
+            found = _operands(seg, max_digits)
+            if found:
+                operands = found
+                break
+    if value is None and not expression and _LETTER.search(parts[-1]):
+        expression = parts[-1].strip(" \t*_`$")[:_TEXT_CAP]
+    return Record(var, value, operands, expression, line, offset, text, error)
+
+
+def _answer_region(text: str, start: int, boxed: bool, cap: int) -> tuple[int, int]:
+    """Where an answer's value is: the rest of the line, the next non-blank line if that is blank,
+    or ``{...}``; at most ``cap`` characters (enough to see that a number has too many digits)."""
+    end = text.find("\n", start, start + cap)
+    end = min(len(text), start + cap) if end < 0 else end
+    if boxed:
+        close = text.find("}", start, end)
+        return start, close if close >= 0 else end
+    if _BLANK.match(text, start, end).end() == end:  # type: ignore[union-attr]
+        nxt = _NON_BLANK.search(text, end)
+        if nxt is not None:
+            stop = text.find("\n", nxt.start(), nxt.start() + cap)
+            return nxt.start(), min(len(text), nxt.start() + cap) if stop < 0 else stop
+    return start, end
+
+
+def _answers(text: str, pats: _Patterns, max_digits: int) -> list[Answer]:
+    low = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+    out: list[Answer] = []
+    consumed = line = last = 0
+    for m in _ANSWER.finditer(low):
+        begin = m.start()
+        boxed = low.startswith("\\", begin)
+        if not boxed:
+            if begin and (low[begin - 1].isalnum() or low[begin - 1] == "_"):
+                continue  # "canswer:" is not an answer
+            final = _FINAL_BEFORE.search(low, max(0, begin - _FINAL_WINDOW), begin)
+            if final is not None:
+                begin = final.start()
+            elif m.group("is") is not None:
+                continue  # "answer is" counts only as "final answer is"
+        if begin < consumed:
+            continue  # a \boxed{} inside "Final answer: $\boxed{42}$" is the same answer
+        start, end = _answer_region(text, m.end(), boxed, max_digits + _REGION_SLACK)
+        region = text[start:end]
+        if pats.lead.match(region):
+            region = region.rsplit("=", 1)[1]
+        value, error = _value(region, max_digits)
+        line += text.count("\n", last, begin)
+        last = begin
+        out.append(Answer(value, begin, line, text[begin : min(end, begin + _TEXT_CAP)], error))
+        consumed = end if start == m.end() else m.end()
+    return out
+
+
+def _has_code(text: str) -> bool:
+    if "```" in text:
+        return True
+    if "print(" in text and _PRINT.search(text):
+        return True
+    return ("def " in text or ">>>" in text) and _CODE_LINE.search(text) is not None
+
+
+def parse_trace(
+    text: str,
+    *,
+    var_names: Iterable[str] | None = None,
+    max_chars: int = 1_000_000,
+    max_digits: int = 400,
+) -> Trace:
+    """Parse a model's generation into step records and final answers. Never raises on odd text.
+
+    Args:
+        text: what the model wrote.
+        var_names: the procedure's variable names; ``S<digits>`` names are always recognised
+            (so ``S96`` in a 95-step trace is seen as an extra step). ``None``: only ``S<digits>``.
+        max_chars: only the first ``max_chars`` characters are read (``Trace.capped`` then True).
+        max_digits: a number with more digits gets ``value=None``, ``error="too many digits"``.
+
+    Returns:
+        A :class:`Trace`; records and answers in generation order, repeats kept.
+
+    Raises:
+        TypeError: ``text`` is not a string.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    capped = len(text) > max_chars
+    if capped:
+        text = text[:max_chars]
+    pats = _patterns(tuple(var_names) if var_names is not None else ())
+    records: list[Record] = []
+    line = last = 0
+    for m in pats.line.finditer(text):
+        start = m.start()
+        line += text.count("\n", last, start)
+        last = start
+        snippet = text[start : min(m.end(), start + _TEXT_CAP)]
+        # (variable, separator, where its right-hand side starts, where its clause starts)
+        clauses = [(_var(m), m.group("sep"), m.start("rhs"), start)]
+        rhs = m.group("rhs")
+        if "," in rhs or ";" in rhs:
+            base = m.start("rhs")
+            clauses += [(_var(c), "=", base + c.end(), base + c.start()) for c in pats.clause.finditer(rhs)]
+        for i, (var, sep, rhs_start, _) in enumerate(clauses):
+            rhs_end = clauses[i + 1][3] if i + 1 < len(clauses) else m.end()
+            rec = _record(var, sep, text[rhs_start:rhs_end], max_digits, line, start, snippet)
+            if rec is not None:
+                records.append(rec)
+    return Trace(
+        records=tuple(records),
+        answers=tuple(_answers(text, pats, max_digits)),
+        chars=len(text),
+        capped=capped,
+        has_code=_has_code(text),
+    )

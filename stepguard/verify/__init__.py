@@ -1,0 +1,27 @@
+"""Records vs procedure -> deviations: one vocabulary for raw-mode scoring and the guard.
+
+Public face:
+
+* the vocabulary: :class:`Deviation`, :data:`DeviationKind`, :data:`DEVIATION_KINDS`;
+* raw-mode scoring (the failure taxonomy of benchmark.md): :func:`score_generation` -> :class:`Score`;
+* stepwise verification for the guard: :func:`verify_chunk`, :func:`expected_value`,
+  :func:`operand_leaves`, :class:`ChunkVerdict`.
+"""
+
+from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
+from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, verify_chunk
+from stepguard.verify._taxonomy import SCORE_LABELS, Score, ScoreLabel, score_generation
+
+__all__ = [
+    "DEVIATION_KINDS",
+    "SCORE_LABELS",
+    "ChunkVerdict",
+    "Deviation",
+    "DeviationKind",
+    "Score",
+    "ScoreLabel",
+    "expected_value",
+    "operand_leaves",
+    "score_generation",
+    "verify_chunk",
+]

@@ -1,0 +1,217 @@
+"""Raw-mode scoring: one generation against one procedure -> a :class:`Score` with taxonomy labels.
+
+The label names follow the failure modes of Panda et al., arXiv 2605.00817; the rules are *ours*
+(benchmark.md, "Failure taxonomy"; the points the paper leaves open are in docs/benchmark.md):
+
+* ``exact``: S1..SN each once, in order, every value right, first answer present and right,
+  nothing extra (and, *ours*, the answer not premature: ``exact`` never co-occurs with a failure label).
+* ``missing_answer``: no final answer at all.
+* ``premature_answer``: the first final answer comes before the first line for S_N (or there is
+  no line for S_N at all).
+* ``under_executed``: fewer distinct required step lines than N.
+* ``extra_steps``: lines for variables that do not exist (S_{N+1}, ...), or repeated steps.
+* ``self_correction``: two or more distinct final answers, the first one wrong.
+* ``arithmetic_error``: a line for a required step with a wrong (or unreadable) value; the first
+  such line in generation order is the first error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stepguard.errors import EvaluationError
+from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number
+from stepguard.procedure import Procedure
+from stepguard.trace import Record, parse_trace
+
+if TYPE_CHECKING:
+    from stepguard.bench.instances import Instance
+
+__all__ = ["SCORE_LABELS", "Score", "ScoreLabel", "score_generation"]
+
+ScoreLabel = Literal[
+    "exact", "missing_answer", "premature_answer", "under_executed", "extra_steps", "self_correction", "arithmetic_error"
+]
+"""A raw-mode label: ``exact`` or one of the six raw-mode :data:`~stepguard.verify.DeviationKind` values."""
+
+SCORE_LABELS: tuple[str, ...] = ScoreLabel.__args__  # type: ignore[attr-defined]
+
+_compile = lru_cache(maxsize=16_384)(compile_expression)
+_MISSING = object()
+
+
+class Score(BaseModel):
+    """The raw-mode score of one generation (one JSONL line of a scores file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="Instance id (or procedure name).")
+    n_steps: int = Field(description="Required steps N (variables of the procedure).")
+    lookback: int | None = Field(None, description="Look-back depth L of a generated instance, else null.")
+    first_answer: int | str | None = Field(description="The first final answer: an int, a decimal string, or null if absent/unreadable.")
+    correct: bool = Field(description="The first answer equals the expected answer.")
+    exact: bool = Field(description="Exact-step execution (the `exact` label).")
+    labels: list[ScoreLabel] = Field(description="Every label that applies, in SCORE_LABELS order.")
+    steps_emitted: int = Field(description="Step lines parsed, extras and repeats included.")
+    distinct_steps: int = Field(description="Distinct required variables with at least one line.")
+    step_values_correct: int = Field(description="Required variables whose first line has the right value.")
+    first_error_step: str | None = Field(None, description="Variable of the first line with a wrong value.")
+    first_error_position: int | None = Field(None, description="1-based position k of that variable in the procedure.")
+    lookback_confusion: bool = Field(False, description="The first wrong value equals a wrong-operand reading.")
+    code: bool = Field(False, description="The generation contains code (fences, print(, def, >>>).")
+    capped: bool = Field(False, description="The generation was longer than the parser's cap; only its head was read.")
+
+
+@dataclass(frozen=True)
+class _Key:
+    """What scoring needs from an instance or a (procedure, expected values) pair."""
+
+    id: str
+    vars: tuple[str, ...]
+    expected: Mapping[str, Any]
+    answer: Any
+    lookback: int | None
+    compiled: Callable[[int], CompiledExpression | None]
+    env: Callable[[], Mapping[str, Any]]
+
+
+def _key(target: Any, id: str | None) -> _Key:
+    if isinstance(target, tuple):
+        procedure, expected = target
+        if not isinstance(procedure, Procedure):
+            raise TypeError("a (procedure, expected values) pair needs a Procedure first")
+        return _Key(
+            id if id is not None else procedure.name, procedure.variables, expected,
+            expected.get(procedure.answer_var, _MISSING), None, lambda i: procedure.compiled[i], lambda: expected,
+        )
+    steps = target.steps
+    return _Key(
+        id if id is not None else target.id, tuple(s.var for s in steps), target.expected, target.answer,
+        target.lookback, lambda i: _compile(steps[i].expr), lambda: {**target.inputs, **target.expected},
+    )
+
+
+def _right(value: Number | None, expected: Any) -> bool:
+    if expected is _MISSING:  # a step without an expected value: any readable value counts
+        return value is not None
+    return value is not None and value == expected
+
+
+def _as_json(value: Number | None) -> int | str | None:
+    if value is None or type(value) is int:
+        return value
+    return format_number(value)
+
+
+def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
+    """Does ``got`` equal step ``index`` evaluated with one operand replaced by a nearer variable?
+
+    For ``S_k = S_{k-1} op S_{k-L}`` that is ``S_{k-L}`` replaced by one of ``S_{k-L+1}..S_{k-1}``;
+    in general, any variable the expression reads replaced by any variable defined after it and
+    before step ``index``. Operand values are the expected ones (the true environment).
+    """
+    compiled = key.compiled(index)
+    if got is None or compiled is None:
+        return False
+    position = {v: i for i, v in enumerate(key.vars[:index])}
+    env = key.env()
+    try:
+        base = {n: env[n] for n in compiled.names}
+    except KeyError:
+        return False
+    for name in compiled.names:
+        p = position.get(name)
+        if p is None:
+            continue
+        for nearer in key.vars[p + 1 : index]:
+            if nearer not in env:
+                continue
+            try:
+                if compiled.evaluate({**base, name: env[nearer]}) == got:
+                    return True
+            except EvaluationError:
+                continue
+    return False
+
+
+def score_generation(
+    target: Union[Instance, tuple[Procedure, Mapping[str, Any]]],
+    text: str,
+    *,
+    id: str | None = None,
+    max_chars: int = 1_000_000,
+    max_digits: int = 400,
+) -> Score:
+    """Score one raw-mode generation against its procedure (rules: benchmark.md, *ours*).
+
+    Args:
+        target: a generated :class:`~stepguard.bench.Instance`, or ``(procedure, expected)`` where
+            ``expected`` maps each step variable to its value (as from
+            :meth:`Procedure.expected_values`; input values may be included, for the look-back check).
+        text: the model's generation.
+        id: overrides the score's id (default: the instance id or the procedure name).
+        max_chars, max_digits: the parser's caps (see :func:`stepguard.trace.parse_trace`).
+
+    Returns:
+        A :class:`Score`.
+
+    Raises:
+        TypeError: ``target`` is neither shape, or ``text`` is not a string.
+    """
+    key = _key(target, id)
+    trace = parse_trace(text, var_names=key.vars, max_chars=max_chars, max_digits=max_digits)
+    position = {v: i for i, v in enumerate(key.vars)}
+    expected = key.expected
+    first: dict[str, Record] = {}
+    order: list[int] = []
+    extra = False
+    wrong: Record | None = None
+    for rec in trace.records:
+        p = position.get(rec.var)
+        if p is None or rec.var in first:
+            extra = True
+            if p is None:
+                continue
+        else:
+            first[rec.var] = rec
+        order.append(p)
+        if wrong is None and not _right(rec.value, expected.get(rec.var, _MISSING)):
+            wrong = rec
+    n = len(key.vars)
+    answers = trace.answers
+    answer = answers[0] if answers else None
+    correct = answer is not None and _right(answer.value, key.answer) and key.answer is not _MISSING
+    last = first.get(key.vars[-1]) if key.vars else None
+    flags = {
+        "missing_answer": answer is None,
+        "premature_answer": answer is not None and (last is None or answer.offset < last.offset),
+        "under_executed": len(first) < n,
+        "extra_steps": extra,
+        "self_correction": len({a.value for a in answers}) >= 2 and not correct,
+        "arithmetic_error": wrong is not None,
+    }
+    exact = correct and not any(flags.values()) and order == list(range(n))
+    labels = [label for label in SCORE_LABELS if (exact if label == "exact" else flags[label])]
+    wrong_index = position[wrong.var] if wrong is not None else None
+    return Score(
+        id=key.id,
+        n_steps=n,
+        lookback=key.lookback,
+        first_answer=_as_json(answer.value) if answer is not None else None,
+        correct=correct,
+        exact=exact,
+        labels=labels,
+        steps_emitted=len(trace.records),
+        distinct_steps=len(first),
+        step_values_correct=sum(_right(r.value, expected.get(v, _MISSING)) for v, r in first.items()),
+        first_error_step=wrong.var if wrong is not None else None,
+        first_error_position=wrong_index + 1 if wrong_index is not None else None,
+        lookback_confusion=wrong is not None and _lookback_confusion(key, wrong_index, wrong.value),  # type: ignore[arg-type]
+        code=trace.has_code,
+        capped=trace.capped,
+    )
