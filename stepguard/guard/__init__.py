@@ -6,6 +6,7 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 
 from stepguard.guard._config import ExhaustedAction, GuardConfig, Policy, Rung
 from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
+from stepguard.guard._observer import GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
 from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, UsageTotals
 
@@ -14,7 +15,10 @@ __all__ = [
     "ExhaustedAction",
     "Guard",
     "GuardConfig",
+    "GuardObserver",
     "GuardResult",
+    "ModelCallRecord",
+    "NullObserver",
     "Policy",
     "PromptSet",
     "Provenance",

@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph
 
 from stepguard.errors import EvaluationError
 from stepguard.guard._corrections import correction_note
-from stepguard.guard._state import GuardState, RunContext, to_text
+from stepguard.guard._state import GuardState, RunContext, notify, to_text
 from stepguard.model import ChatResponse, GenerationSettings
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, expected_value, verify_chunk
@@ -44,7 +44,9 @@ def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     size = state.get("chunk_size", ctx.config.chunk_size)
     if state.get("rung") in ("narrow", "resample"):
         size = 1
-    return {"chunk_end": min(n, cursor + size), "chunk_no": state.get("chunk_no", 0) + 1}
+    end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
+    notify(ctx.observer, "chunk_started", chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
+    return {"chunk_end": end, "chunk_no": chunk}
 
 
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
@@ -74,14 +76,20 @@ def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     """Send the chunk (or corrective) prompt to the model."""
     ctx = _ctx(config)
     messages, settings = _messages_and_settings(state, ctx)
-    return _record_reply(state, ctx.model.complete(messages, settings))
+    with ctx.observer.model_call(messages, settings) as record:
+        resp = ctx.model.complete(messages, settings)
+        record.response(resp)
+    return _record_reply(state, resp)
 
 
 async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     """Async twin of :func:`ask`."""
     ctx = _ctx(config)
     messages, settings = _messages_and_settings(state, ctx)
-    return _record_reply(state, await ctx.model.acomplete(messages, settings))
+    with ctx.observer.model_call(messages, settings) as record:
+        resp = await ctx.model.acomplete(messages, settings)
+        record.response(resp)
+    return _record_reply(state, resp)
 
 
 def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
@@ -103,8 +111,10 @@ def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     }
 
 
-def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None) -> dict[str, Any]:
+def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
+    if ctx is not None:
+        notify(ctx.observer, "step_checked", d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""))
     return {**d, "attempt": state.get("attempt", 0), "chunk": state.get("chunk_no", 1) - 1, "action": action, "rung": rung}
 
 
@@ -123,6 +133,9 @@ def commit(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
             prov[var] = "flagged"  # verified only against a flagged (unverified) operand
         reprompts[var] = state.get("attempt", 0) if i == 0 else 0
         chunks[var] = state.get("chunk_no", 1) - 1
+        notify(ctx.observer, "step_checked", var, "pass", None, None)
+    dev = state.get("deviation")
+    notify(ctx.observer, "chunk_finished", state.get("chunk_no", 1) - 1, len(verified), dev["kind"] if dev else None)
     out: dict[str, Any] = {
         "values": values, "provenance": prov, "step_reprompts": reprompts, "step_chunk": chunks,
         "cursor": state["cursor"] + len(verified),
@@ -192,7 +205,7 @@ def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     note = correction_note(ctx.procedure, state["cursor"], dev, ctx.env(state))
     return {
         "attempt": attempt, "rung": rung, "note": note, "reprompts": state.get("reprompts", 0) + 1,
-        "events": [_event(dev, state, "reprompt", rung)],
+        "events": [_event(dev, state, "reprompt", rung, ctx)],
     }
 
 
@@ -207,13 +220,13 @@ def repair(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
         value = None
     dev = state.get("deviation") or {"kind": "truncated", "step": var, "detail": "token budget spent"}
     if value is None:  # nothing to supply (no expr): stop here
-        return {"stop": "unrepairable", "events": [_event(dev, state, "repair")]}
+        return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)]}
     return {
         "values": {**state.get("values", {}), var: to_text(value)},
         "provenance": {**state.get("provenance", {}), var: "repaired"},
         "step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)},
         "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,
-        "events": [_event(dev, state, "repair")],
+        "events": [_event(dev, state, "repair", ctx=ctx)],
     }
 
 
@@ -224,12 +237,12 @@ def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     var = ctx.procedure.steps[i].var
     dev = state.get("deviation") or {"kind": "truncated", "step": var, "detail": "token budget spent"}
     if state.get("model_value") is None:
-        return {"stop": "budget", "events": [_event(dev, state, "flag")]}
+        return {"stop": "budget", "events": [_event(dev, state, "flag", ctx=ctx)]}
     return {
         "values": {**state.get("values", {}), var: state["model_value"]},
         "provenance": {**state.get("provenance", {}), var: "flagged"},
         "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,
-        "events": [_event(dev, state, "flag")],
+        "events": [_event(dev, state, "flag", ctx=ctx)],
     }
 
 
@@ -238,7 +251,7 @@ def stop(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     why = "raise" if ctx.config.policy == "raise" else f"budget:{_budget_left(state, ctx) or 'spent'}"
     dev = state.get("deviation")
-    events = [_event(dev, state, "raise")] if dev else []
+    events = [_event(dev, state, "raise", ctx=ctx)] if dev else []
     return {"stop": why, "events": events}
 
 

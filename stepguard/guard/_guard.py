@@ -14,9 +14,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from stepguard.errors import BudgetExhausted, StepDeviation
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import CONTEXT_KEY, build_graph
+from stepguard.guard._observer import GuardObserver, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
-from stepguard.guard._state import GuardState, RunContext
+from stepguard.guard._state import GuardState, RunContext, notify
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
 
@@ -44,6 +45,7 @@ class Guard:
         checkpointer: a LangGraph checkpointer (``sqlite_checkpointer(path)``, Postgres, memory),
             or ``None`` for no checkpoints. With one, a run killed mid-procedure resumes from its
             last committed chunk when :meth:`run` is called again with the same ``thread_id``.
+        observer: hooks for tracing and metrics (``stepguard.telemetry.OtelObserver``); default none.
 
     Example:
         >>> guard = Guard(load_model("sim:perfect"))            # doctest: +SKIP
@@ -55,33 +57,36 @@ class Guard:
         model: ChatModel,
         config: GuardConfig | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        observer: GuardObserver | None = None,
     ) -> None:
         self.model = model
+        self.observer: GuardObserver = observer or NullObserver()
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer
         self._prompts = PromptSet(self.config.prompt_dir)
         # With a checkpointer, each step's checkpoint is written before the next step starts, so a
         # SIGKILL loses at most the model call in flight.
-        self._durability = "sync" if checkpointer is not None else "exit"
+        self._durability = "sync" if checkpointer is not None else None
         self._graph = build_graph(use_async=False).compile(checkpointer=checkpointer)
         self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
 
     def _setup(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None) -> tuple[RunContext, dict[str, Any], str]:
-        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts)
+        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer)
         tid = thread_id or uuid.uuid4().hex
+        notify(self.observer, "run_started", procedure, self.model, self.config, tid)
         limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
         cfg = {"configurable": {"thread_id": tid, CONTEXT_KEY: ctx}, "recursion_limit": limit}
         return ctx, cfg, tid
 
     def _start_input(self, graph: Any, cfg: dict[str, Any]) -> GuardState | None:
         if self.checkpointer is None:
-            return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+            return self._fresh()
         snapshot = graph.get_state(cfg)
         if snapshot.values and snapshot.next:
             return None  # resume from the last checkpoint
         if snapshot.values:
             return None  # finished earlier: the state is returned as is
-        return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+        return self._fresh()
 
     def run(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
         """Execute ``procedure`` on ``inputs`` under the guard.
@@ -102,29 +107,41 @@ class Guard:
         """
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
-        start = self._start_input(self._graph, cfg)
-        if start is None and self.checkpointer is not None and not self._graph.get_state(cfg).next:
-            state = self._graph.get_state(cfg).values
-        else:
-            state = self._graph.invoke(start, cfg, durability=self._durability)
+        try:
+            start = self._start_input(self._graph, cfg)
+            if start is None and self.checkpointer is not None and not self._graph.get_state(cfg).next:
+                state = self._graph.get_state(cfg).values
+            else:
+                state = self._graph.invoke(start, cfg, durability=self._durability)
+        except BaseException as exc:
+            notify(self.observer, "run_finished", None, exc)
+            raise
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
     async def arun(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
         """Async twin of :meth:`run` (model calls through ``acomplete``). Same errors."""
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
-        if self.checkpointer is not None:
-            snap = await self._agraph.aget_state(cfg)
-            if snap.values and not snap.next:
-                return self._finish(ctx, snap.values, tid, time.perf_counter() - t0)
-            start: GuardState | None = None if snap.values else {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
-        else:
-            start = {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
-        state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
+        try:
+            if self.checkpointer is not None:
+                snap = await self._agraph.aget_state(cfg)
+                if snap.values and not snap.next:
+                    return self._finish(ctx, snap.values, tid, time.perf_counter() - t0)
+                start: GuardState | None = None if snap.values else self._fresh()
+            else:
+                start = self._fresh()
+            state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
+        except BaseException as exc:
+            notify(self.observer, "run_finished", None, exc)
+            raise
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
+
+    def _fresh(self) -> GuardState:
+        return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
 
     def _finish(self, ctx: RunContext, state: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
         result = build_result(ctx, state, tid, wall_s)
+        notify(self.observer, "run_finished", result, None)
         why = state.get("stop")
         if why == "raise":
             dev = state.get("deviation") or {}

@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypedDict
 
 from stepguard.evaluator import Number, parse_number
 from stepguard.guard._config import GuardConfig
+from stepguard.guard._observer import GuardObserver, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
@@ -52,6 +53,7 @@ class RunContext:
     config: GuardConfig
     inputs: dict[str, Number | str]
     prompts: PromptSet = field(default_factory=PromptSet)
+    observer: GuardObserver = field(default_factory=NullObserver)
     _parsed: dict[str, tuple[str, Number | str]] = field(default_factory=dict, repr=False)
 
     def env(self, state: GuardState) -> dict[str, Number | str]:
@@ -67,6 +69,14 @@ class RunContext:
 
     def __post_init__(self) -> None:
         self._types: dict[str, str] = {s.var: s.type for s in self.procedure.steps}
+
+
+def notify(observer: GuardObserver, method: str, *args: Any, **kwargs: Any) -> None:
+    """Call ``observer.method(*args)``; an observer's exception never breaks a run."""
+    try:
+        getattr(observer, method)(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - telemetry must not break the run
+        pass
 
 
 def _parse(text: str, type_: str | None) -> Number | str:
