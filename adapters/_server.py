@@ -1,0 +1,284 @@
+"""Private: the llama.cpp server process (``python -m llama_cpp.server``), started and stopped.
+
+A :class:`LocalServer` runs the server in its own session (so a terminal's Ctrl-C reaches
+stepguard, not the server), waits until ``GET /v1/models`` answers, and stops it by its own
+process group: SIGTERM, then SIGKILL after a grace period. Every live server is also stopped at
+interpreter exit, and is sent SIGTERM when the caller receives SIGINT or SIGTERM, after which
+the caller's previous handler runs as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import httpx
+
+from stepguard.errors import LocalServerError
+
+_LIVE: set[LocalServer] = set()
+_LIVE_LOCK = threading.RLock()
+_PREVIOUS: dict[int, Any] = {}
+_INSTALLED = False
+_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        servers = list(_LIVE)
+    for server in servers:
+        server.stop()
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    # Only send signals here, never wait: the interrupted code may be inside Popen.wait itself.
+    # SIGINT then unwinds as KeyboardInterrupt through the callers' stop(); SIGTERM ends us.
+    with _LIVE_LOCK:
+        servers = list(_LIVE)
+    for server in servers:
+        server.terminate()
+    previous = _PREVIOUS.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL:  # we die now: tidy what no stop() will
+        for server in servers:
+            server._remove_log()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_cleanup() -> None:
+    """Register the atexit hook and, from the main thread, the SIGINT/SIGTERM handlers (once)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    _INSTALLED = True
+    atexit.register(_stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if previous in (None, signal.SIG_IGN) or previous is _on_signal:  # set from C, ignored, or ours
+            continue
+        _PREVIOUS[signum] = previous
+        signal.signal(signum, _on_signal)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def check_llama_cpp() -> None:
+    """Raise :class:`LocalServerError` unless llama-cpp-python with its server extras is importable."""
+    missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise LocalServerError(
+            f"the embedded model server needs llama-cpp-python[server] (missing: {', '.join(missing)}): "
+            'pip install -e ".[local]"'
+        )
+
+
+class LocalServer:
+    """A llama.cpp server on 127.0.0.1 serving one GGUF file; a context manager.
+
+    Args:
+        model_path: the GGUF file.
+        alias: the model name the server answers to (``--model_alias``); default the file stem.
+        port: TCP port; ``None`` picks a free one.
+        n_ctx: context window, tokens.
+        n_threads: CPU threads for generation.
+        seed: the server's sampling seed (``None`` = llama.cpp's default).
+        ready_timeout: seconds to wait for ``/v1/models`` to answer.
+        stop_grace: seconds between SIGTERM and SIGKILL when stopping.
+        log_path: where the server's output goes; ``None`` = a temporary file removed on stop.
+        extra_args: more command-line arguments for ``llama_cpp.server``.
+    """
+
+    host = "127.0.0.1"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        alias: str | None = None,
+        port: int | None = None,
+        n_ctx: int = 4096,
+        n_threads: int = 2,
+        seed: int | None = None,
+        ready_timeout: float = 120.0,
+        stop_grace: float = 5.0,
+        log_path: str | Path | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.alias = alias or self.model_path.stem
+        self.port = port
+        self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
+        self.ready_timeout, self.stop_grace = ready_timeout, stop_grace
+        self.extra_args = tuple(extra_args)
+        self._log_path = Path(log_path) if log_path else None
+        self._own_log = log_path is None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.ready_s: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs, else ``None``."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def command(self) -> list[str]:
+        """The command line that starts the server."""
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+               "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+               "--n_threads", str(self.n_threads), "--model_alias", self.alias]
+        if self.seed is not None:
+            cmd += ["--seed", str(self.seed)]
+        return cmd + list(self.extra_args)
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            with self._log_path.open("rb") as f:  # type: ignore[union-attr]
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+                text = f.read().decode("utf-8", "replace")
+        except (OSError, AttributeError):
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def start(self) -> LocalServer:
+        """Start the server and wait until it answers.
+
+        Returns:
+            ``self``, running.
+
+        Raises:
+            LocalServerError: llama-cpp-python is missing, the model file is missing, or the
+                server died or did not answer within ``ready_timeout`` seconds (the message
+                holds the last lines of its log).
+        """
+        if self.pid is not None:
+            return self
+        check_llama_cpp()
+        if not self.model_path.is_file():
+            raise LocalServerError(f"model file not found: {self.model_path}")
+        self.port = self.port or free_port(self.host)
+        if self._log_path is None:
+            fd, name = tempfile.mkstemp(prefix="stepguard-llama-", suffix=".log")
+            os.close(fd)
+            self._log_path = Path(name)
+        _install_cleanup()
+        started = time.monotonic()
+        with self._log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        try:
+            self._wait_ready(started + self.ready_timeout)
+        except BaseException:  # not ready, or interrupted: leave nothing behind
+            self.stop()
+            raise
+        self.ready_s = time.monotonic() - started
+        return self
+
+    def _wait_ready(self, deadline: float) -> None:
+        assert self._proc is not None
+        with httpx.Client(trust_env=False, timeout=2.0) as client:
+            while True:
+                code = self._proc.poll()
+                if code is not None:
+                    raise LocalServerError(
+                        f"llama.cpp server for {self.model_path.name} exited with code {code} before it was "
+                        f"ready; last lines of its log ({self._log_path}):\n{self._log_tail()}"
+                    )
+                try:
+                    if client.get(f"{self.base_url}/models").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise LocalServerError(
+                        f"llama.cpp server for {self.model_path.name} did not answer on {self.base_url} within "
+                        f"{self.ready_timeout:g} s; last lines of its log:\n{self._log_tail()}"
+                    )
+                time.sleep(0.1)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the server process to exit by itself.
+
+        Args:
+            timeout: seconds to wait; ``None`` waits until it exits.
+
+        Returns:
+            Its exit code, or ``None`` if it is not running or still runs after ``timeout``.
+        """
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the server's log (``"(no log)"`` once removed)."""
+        return self._log_tail(lines)
+
+    def terminate(self) -> None:
+        """Send SIGTERM to the server's process group without waiting (safe in a signal handler)."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, SIGKILL after ``stop_grace`` s) and wait for it. Idempotent."""
+        proc, self._proc = self._proc, None
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        if proc is not None:
+            for sig, wait in ((signal.SIGTERM, self.stop_grace), (signal.SIGKILL, 10.0)):
+                if proc.poll() is not None:
+                    break
+                try:
+                    os.killpg(proc.pid, sig)  # its own group: start_new_session made pgid == pid
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    continue
+            proc.poll()
+        self._remove_log()
+
+    def _remove_log(self) -> None:
+        if self._own_log and self._log_path is not None:
+            self._log_path.unlink(missing_ok=True)
+            self._log_path = None
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
