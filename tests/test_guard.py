@@ -183,3 +183,15 @@ def test_result_serializes_to_json():
     result = Guard(ScriptedModel(faults={"S7": ["wrong"]}), GuardConfig(chunk_size=5)).run(_procedure(12), INPUTS)
     again = GuardResult.model_validate_json(result.model_dump_json())
     assert again == result
+
+
+def test_decompose_rung_splits_the_step_into_checked_place_value_sub_steps():
+    proc = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
+        {"var": "S1", "expr": "a"}, {"var": "S2", "expr": "b"}, {"var": "S3", "expr": "S1 + S2"}]})
+    model = ScriptedModel(faults={"S3": ["wrong"]})
+    result = Guard(model, GuardConfig(ladder=("decompose",))).run(proc, {"a": 204, "b": 192})
+    assert result.status == "verified" and result.answer == "396"
+    assert result.rung_fixes() == {"decompose": 1}
+    sub_prompt = model.calls[1][-1]["content"]
+    assert "t1 = 204 + 100" in sub_prompt and "t3 = t2 + 2" in sub_prompt
+    assert result.usage.model_calls == len(model.calls) == 2

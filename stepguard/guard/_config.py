@@ -20,12 +20,14 @@ Policy = Literal["reprompt", "repair", "raise", "flag"]
 ExhaustedAction = Literal["raise", "repair", "flag"]
 """What happens when a re-prompt or token budget is spent (see :class:`Policy`)."""
 
-Rung = Literal["restate", "narrow", "resample"]
+Rung = Literal["restate", "narrow", "resample", "decompose"]
 """One rung of the re-prompt ladder.
 
 - ``restate``: the same chunk from the failing step, with the committed operands and the correction.
 - ``narrow``: the failing step alone.
 - ``resample``: the failing step alone, with a different seed and ``resample_temperature``.
+- ``decompose``: the failing step split into place-value sub-steps the guard derives and checks
+  (``stepguard.guard._decompose``); the step verifies when the model's sub-steps all do.
 """
 
 
@@ -76,5 +78,5 @@ class GuardConfig:
         if self.on_exhausted not in ("raise", "repair", "flag"):
             raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
         for rung in self.ladder:
-            if rung not in ("restate", "narrow", "resample"):
-                raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow or resample")
+            if rung not in ("restate", "narrow", "resample", "decompose"):
+                raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow, resample or decompose")

@@ -15,6 +15,7 @@ never a node retry (which would resend the same input).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -22,8 +23,10 @@ from langgraph.graph import END, START, StateGraph
 
 from stepguard.errors import EvaluationError
 from stepguard.guard._corrections import correction_note
+from stepguard.guard._decompose import decompose_step
 from stepguard.guard._state import GuardState, RunContext, notify, to_text
-from stepguard.model import ChatResponse, GenerationSettings
+from stepguard.model import ChatResponse, GenerationSettings, Usage
+from stepguard.procedure import Procedure
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, expected_value, verify_chunk
 
@@ -42,7 +45,7 @@ def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     n = len(ctx.procedure.steps)
     cursor = state.get("cursor", 0)
     size = state.get("chunk_size", ctx.config.chunk_size)
-    if state.get("rung") in ("narrow", "resample"):
+    if state.get("rung") in ("narrow", "resample", "decompose"):
         size = 1
     end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
     notify(ctx.observer, "chunk_started", chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
@@ -72,9 +75,37 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage}
 
 
+def _decomposed(state: GuardState, ctx: RunContext) -> Procedure | None:
+    if state.get("rung") != "decompose":
+        return None
+    return decompose_step(ctx.procedure, state["cursor"], ctx.env(state))
+
+
+def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
+    """The nested run's outcome as a reply line for the failing step, with its usage added."""
+    var = ctx.procedure.steps[state["cursor"]].var
+    text = f"{var} = {result.answer}" if result.status == "verified" else ""
+    u = result.usage
+    usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
+    out = _record_reply(state, usage)
+    out["usage"]["model_calls"] += u.model_calls - 1
+    return out
+
+
+def _sub_guard(ctx: RunContext) -> Any:
+    from stepguard.guard._guard import Guard
+
+    cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=("narrow", "resample"), max_reprompts_per_step=2,
+                  policy="reprompt", on_exhausted="flag", max_total_tokens=None)
+    return Guard(ctx.model, cfg)
+
+
 def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
-    """Send the chunk (or corrective) prompt to the model."""
+    """Send the chunk (or corrective) prompt to the model; on the decompose rung, run the sub-steps."""
     ctx = _ctx(config)
+    sub = _decomposed(state, ctx)
+    if sub is not None:
+        return _decompose_reply(state, ctx, sub, _sub_guard(ctx).run(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -85,6 +116,9 @@ def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
 async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     """Async twin of :func:`ask`."""
     ctx = _ctx(config)
+    sub = _decomposed(state, ctx)
+    if sub is not None:
+        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx).arun(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
