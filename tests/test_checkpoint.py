@@ -1,0 +1,52 @@
+"""A guarded run killed with SIGKILL resumes from its last committed chunk."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from stepguard import GuardResult
+from tests.test_guard import _expected, _procedure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child(tmp: Path, delay: float) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "tests._resume_child", str(tmp / "ck.sqlite"), str(tmp / "calls.log"), str(delay), str(tmp / "out.json")]
+    return subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_sigkill_mid_run_resumes_without_repeating_committed_chunks(tmp_path):
+    proc = _child(tmp_path, 0.3)
+    log = tmp_path / "calls.log"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not log.exists() or len(log.read_text().split()) < 4):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = log.read_text().split()
+    assert 4 <= len(before) < 10, before  # killed mid-procedure (30 steps = 10 chunks)
+    assert not (tmp_path / "out.json").exists()
+
+    again = _child(tmp_path, 0.0)
+    assert again.wait(timeout=120) == 0
+    after = log.read_text().split()[len(before):]
+    # it resumes at the first uncommitted chunk: at most the chunk in flight at the kill is asked again
+    committed_starts = before[:-1]
+    assert not set(after) & set(committed_starts), (before, after)
+    assert len(before) + len(after) <= 11
+    result = GuardResult.model_validate_json((tmp_path / "out.json").read_text())
+    assert result.status == "verified"
+    assert result.values == _expected(_procedure(30))
+    assert [s.var for s in result.steps] == [f"S{k}" for k in range(1, 31)]
+
+
+def test_a_finished_thread_returns_its_result_without_model_calls(tmp_path):
+    assert _child(tmp_path, 0.0).wait(timeout=120) == 0
+    calls = len((tmp_path / "calls.log").read_text().split())
+    assert _child(tmp_path, 0.0).wait(timeout=120) == 0
+    assert len((tmp_path / "calls.log").read_text().split()) == calls
