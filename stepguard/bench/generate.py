@@ -55,14 +55,15 @@ DEFAULT_INPUT_RANGE: tuple[int, int] = (2, 20)
 """Inputs x and y are drawn from this inclusive range (ours)."""
 
 _OP_ORDERS = tuple(permutations("+-*"))
+_DIGITS = tuple(str(c) for c in range(10))
 _SMALL_FACTOR = 12  # '*' only when an operand has |v| <= 12 (ours: products a person does in their head)
-_compile = lru_cache(maxsize=65_536)(compile_expression)
 
 
 @lru_cache(maxsize=65_536)
-def _step(k: int, expr: str) -> InstanceStep:
-    """Steps are immutable, so instances share them (the grid has about 7,000 distinct ones)."""
-    return InstanceStep(f"S{k}", expr)
+def _step(k: int, expr: str) -> tuple[InstanceStep, CompiledExpression]:
+    """Step k with its compiled expression. Steps are immutable, so instances share them (the grid
+    has about 7,000 distinct ones) and each expression is compiled once per process."""
+    return InstanceStep(f"S{k}", expr), compile_expression(expr)
 
 
 def instance_id(n_steps: int, lookback: int, seed: int, index: int) -> str:
@@ -119,15 +120,16 @@ def generate_instance(
     x, y = lo + int(rand() * span), lo + int(rand() * span)
     env: dict[str, int] = {"x": x, "y": y}
     values = [x, y]  # values[k - 1] is S_k; the plain-int twin of env, used to pick ops
-    exprs = ["x", "y"]
+    steps = [_step(1, "x"), _step(2, "y")]
+    names = _names(n_steps)
     for k in range(3, n_steps + 1):
-        a_name, a = f"S{k - 1}", values[k - 2]
+        a_name, a = names[k - 1], values[k - 2]
         if lookback == 1:
             c = 1 + int(rand() * 9)
-            b_name, b = str(c), c
+            b_name, b = _DIGITS[c], c
         else:
             j = max(1, k - lookback)
-            b_name, b = f"S{j}", values[j - 1]
+            b_name, b = names[j], values[j - 1]
         if rand() < 0.5:
             a_name, a, b_name, b = b_name, b, a_name, a
         for op in _OP_ORDERS[int(rand() * 6)]:
@@ -143,9 +145,9 @@ def generate_instance(
                 break
         else:  # pragma: no cover - unreachable, see the module docstring
             raise AssertionError(f"no operator fits {a} and {b} under bound {bound}")
-        exprs.append(f"{a_name} {op} {b_name}")
+        steps.append(_step(k, f"{a_name} {op} {b_name}"))
         values.append(result)
-    expected = _evaluate(exprs, env)
+    expected = _evaluate(steps, env)
     if list(expected.values()) != values:  # pragma: no cover - the evaluator and the op choice agree
         raise AssertionError(f"evaluator disagrees with the generator on {instance_id(n_steps, lookback, seed, index)}")
     return Instance(
@@ -155,19 +157,24 @@ def generate_instance(
         seed=seed,
         index=index,
         inputs={"x": x, "y": y},
-        steps=tuple(_step(k, e) for k, e in enumerate(exprs, 1)),
+        steps=tuple(step for step, _ in steps),
         expected=expected,
         answer=expected[f"S{n_steps}"],
     )
 
 
-def _evaluate(exprs: list[str], env: dict[str, int]) -> dict[str, int]:
-    """Expected values of S1, S2, ... by the safe evaluator (each distinct expression compiled once per process)."""
+def _evaluate(steps: list[tuple[InstanceStep, CompiledExpression]], env: dict[str, int]) -> dict[str, int]:
+    """Expected values, in step order, by the safe evaluator."""
     out: dict[str, int] = {}
-    for k, expr in enumerate(exprs, 1):
-        compiled: CompiledExpression = _compile(expr)
-        out[f"S{k}"] = env[f"S{k}"] = compiled.evaluate(env)  # type: ignore[assignment]
+    for step, compiled in steps:
+        out[step.var] = env[step.var] = compiled.evaluate(env)  # type: ignore[assignment]
     return out
+
+
+@lru_cache(maxsize=256)
+def _names(n: int) -> tuple[str, ...]:
+    """``("", "S1", ..., "Sn")``: variable names by index, built once per length."""
+    return ("", *(f"S{k}" for k in range(1, n + 1)))
 
 
 def generate_grid(

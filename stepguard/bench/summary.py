@@ -22,9 +22,10 @@ from stepguard.bench.instances import Instance
 from stepguard.bench.stats import Rate, rate
 from stepguard.verify import SCORE_LABELS, Score
 
-__all__ = ["ConfigSummary", "render_table", "summarize"]
+__all__ = ["FAILURE_LABELS", "ConfigSummary", "render_table", "summarize"]
 
 FAILURE_LABELS: tuple[str, ...] = tuple(label for label in SCORE_LABELS if label != "exact")
+"""The six raw-mode failure labels, in report order (every score label but ``exact``)."""
 
 
 @dataclass(frozen=True)

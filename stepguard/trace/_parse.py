@@ -26,7 +26,7 @@ Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see doc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from stepguard.evaluator import Number, parse_number
@@ -35,6 +35,8 @@ from stepguard.trace._records import Answer, Record, Trace
 __all__ = ["parse_trace"]
 
 _S_NAME = r"S(?:_\{(?P<k1>\d{1,9}+)\}|_?(?P<k2>\d{1,9}+))"
+_IDENT = r"[A-Za-z][A-Za-z0-9_]{0,63}+"
+_NAME_TAIL = r"(?![A-Za-z0-9_])[*_`$ \t]*+"
 _PREFIX = (
     r"^[ \t>]*+(?:(?:[-*+•]|\d{1,9}+[.)])[ \t]++)?[*_`$ \t]*+"
     r"(?:(?i:step)[ \t]*+\d{1,9}+[ \t]*+[:.)\-–]?[*_`$ \t]*+)?"
@@ -61,6 +63,7 @@ _NON_BLANK = re.compile(r"[^\s*_`$]")
 _PRINT = re.compile(r"\bprint\(")
 _CODE_LINE = re.compile(r"^[ \t]*+(?:def |>>>)", re.MULTILINE)
 
+_MAX_DIGITS = 4_000  # ceiling on max_digits: Python refuses int() of strings over 4,300 digits
 _MAX_OPERANDS = 32
 _MAX_SEGMENT = 1_000
 _TEXT_CAP = 200
@@ -68,36 +71,43 @@ _REGION_SLACK = 1_000  # characters of an answer's region beyond max_digits
 
 
 class _Patterns:
-    """The regexes that depend on the known variable names (compiled once per name set)."""
+    """The step-line regex: S-names only, or (``generic``) any identifier, filtered by name afterwards."""
 
-    def __init__(self, names: tuple[str, ...]) -> None:
-        alt = "|".join(re.escape(n) for n in names)
-        name = f"(?P<name>{alt})|{_S_NAME}" if alt else _S_NAME
-        tail = r"(?![A-Za-z0-9_])[*_`$ \t]*+"
-        self.line = re.compile(f"{_PREFIX}(?:{name}){tail}(?P<sep>=|:)(?!=)(?P<rhs>[^\\n]*+)", re.MULTILINE)
-        self.clause = re.compile(f"[,;][ \\t]*+(?:and[ \\t]++)?[*_`$]*+(?:{name}){tail}=(?!=)")
-        self.lead = re.compile(f"[ \\t*_`$]*+(?:\\\\boxed[ \\t]*+\\{{)?[ \\t*_`$]*+(?:{name}){tail}=")
+    def __init__(self, generic: bool) -> None:
+        name = f"(?P<var>{_S_NAME}|{_IDENT})" if generic else f"(?P<var>{_S_NAME})"
+        # the right-hand side: a lone integer (the requested format, read without further work) or anything
+        rhs = r"(?:[ \t]*+(?P<num>-?\d++)[ \t\r]*+(?=\n|\Z)|[^\n]*+)"
+        self.line = re.compile(f"{_PREFIX}{name}{_NAME_TAIL}(?P<sep>=|:)(?!=){rhs}", re.MULTILINE)
 
 
-@lru_cache(maxsize=64)
-def _compiled_patterns(names: tuple[str, ...]) -> _Patterns:
-    return _Patterns(names)
+_S_ONLY, _GENERIC = _Patterns(False), _Patterns(True)
+_ANY_NAME = f"(?P<var>{_S_NAME}|{_IDENT})"
+_CLAUSE = re.compile(f"[,;][ \\t]*+(?:and[ \\t]++)?[*_`$]*+{_ANY_NAME}{_NAME_TAIL}=(?!=)")
+_LEAD = re.compile(f"[ \\t*_`$]*+(?:\\\\boxed[ \\t]*+\\{{)?[ \\t*_`$]*+{_ANY_NAME}{_NAME_TAIL}=")
 
 
 @lru_cache(maxsize=256)
-def _patterns(var_names: tuple[str, ...]) -> _Patterns:
-    """Patterns for these names; ``S<digits>`` names need no entry (the generic S-name pattern reads them)."""
-    names = {n for n in var_names if isinstance(n, str) and n and not _S_STYLE.fullmatch(n)}
-    return _compiled_patterns(tuple(sorted(names, key=lambda n: (-len(n), n))))
+def _known(var_names: tuple[str, ...]) -> frozenset[str]:
+    """The names the S-name pattern does not read as written (``total``, ``S07``)."""
+    return frozenset(n for n in var_names if isinstance(n, str) and not _S_STYLE.fullmatch(n))
 
 
-def _var(m: re.Match[str]) -> str:
-    k = m.group("k1") or m.group("k2")
-    return f"S{int(k)}" if k is not None else m.group("name")
+def _var(m: re.Match[str], known: frozenset[str]) -> str | None:
+    """The variable a match names: a known name as written, an S-name as ``S<k>``, else None."""
+    if known:
+        raw = m.group("var")
+        if raw in known:
+            return raw  # type: ignore[no-any-return]
+    k1, k2 = m.group("k1", "k2")
+    k = k1 or k2
+    if k is None:
+        return None  # an identifier that is not a variable of the procedure
+    return "S" + k if k[0] != "0" else f"S{int(k)}"
 
 
 def _to_number(sign: str, digits: str, frac: str | None) -> Number:
-    value: Number = int(digits) if not frac else parse_number(digits + frac)
+    """An exact number from checked parts (at most ``_MAX_DIGITS`` digits in all)."""
+    value: Number = int(digits) if not frac else parse_number(digits + frac, _MAX_DIGITS)
     return -value if sign in ("-", "−") else value
 
 
@@ -126,7 +136,7 @@ def _operands(seg: str, max_digits: int) -> tuple[Number, ...] | None:
         digits, frac, minus, op = m.group(1, 2, 3, 4)
         if digits is not None:
             digits = digits.replace(",", "")
-            if len(digits) + (len(frac) if frac else 0) > max_digits or len(out) >= _MAX_OPERANDS:
+            if len(digits) + (len(frac) - 1 if frac else 0) > max_digits or len(out) >= _MAX_OPERANDS:
                 return ()
             out.append(_to_number("-" if negative else "", digits, frac))
             expect_operand, negative = False, False
@@ -185,11 +195,24 @@ def _answer_region(text: str, start: int, boxed: bool, cap: int) -> tuple[int, i
     return start, end
 
 
-def _answers(text: str, pats: _Patterns, max_digits: int) -> list[Answer]:
+def _answer_matches(low: str) -> Iterator[re.Match[str]]:
+    """``_ANSWER`` matches in order, tried only where ``str.find`` sees "answer" or "\\boxed" (fast)."""
+    i, j = low.find("answer"), low.find("\\boxed")
+    while i >= 0 or j >= 0:
+        if j < 0 or 0 <= i < j:
+            pos, i = i, low.find("answer", i + 1)
+        else:
+            pos, j = j, low.find("\\boxed", j + 1)
+        m = _ANSWER.match(low, pos)
+        if m is not None:
+            yield m
+
+
+def _answers(text: str, max_digits: int) -> list[Answer]:
     low = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
     out: list[Answer] = []
     consumed = line = last = 0
-    for m in _ANSWER.finditer(low):
+    for m in _answer_matches(low):
         begin = m.start()
         boxed = low.startswith("\\", begin)
         if not boxed:
@@ -204,7 +227,7 @@ def _answers(text: str, pats: _Patterns, max_digits: int) -> list[Answer]:
             continue  # a \boxed{} inside "Final answer: $\boxed{42}$" is the same answer
         start, end = _answer_region(text, m.end(), boxed, max_digits + _REGION_SLACK)
         region = text[start:end]
-        if pats.lead.match(region):
+        if _LEAD.match(region):
             region = region.rsplit("=", 1)[1]
         value, error = _value(region, max_digits)
         line += text.count("\n", last, begin)
@@ -236,7 +259,8 @@ def parse_trace(
         var_names: the procedure's variable names; ``S<digits>`` names are always recognised
             (so ``S96`` in a 95-step trace is seen as an extra step). ``None``: only ``S<digits>``.
         max_chars: only the first ``max_chars`` characters are read (``Trace.capped`` then True).
-        max_digits: a number with more digits gets ``value=None``, ``error="too many digits"``.
+        max_digits: a number with more digits gets ``value=None``, ``error="too many digits"``
+            (at most 4,000: Python itself refuses ``int()`` of longer digit strings).
 
     Returns:
         A :class:`Trace`; records and answers in generation order, repeats kept.
@@ -246,31 +270,43 @@ def parse_trace(
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
+    max_digits = min(max_digits, _MAX_DIGITS)
     capped = len(text) > max_chars
     if capped:
         text = text[:max_chars]
-    pats = _patterns(tuple(var_names) if var_names is not None else ())
+    known = _known(tuple(var_names)) if var_names is not None else frozenset()
+    pats = _GENERIC if known else _S_ONLY
     records: list[Record] = []
     line = last = 0
     for m in pats.line.finditer(text):
-        start = m.start()
+        start, end = m.start(), m.end()
+        var, num = _var(m, known), m.group("num")
+        if num is not None and var is not None and len(num) - (num[0] == "-") <= max_digits:
+            line += text.count("\n", last, start)
+            last = start
+            records.append(Record(var, int(num), (), "", line, start, text[start : min(end, start + _TEXT_CAP)]))
+            continue  # the requested format, "S7 = 42": nothing more to read
+        rhs = text[m.end("sep") : end]
+        clauses = _CLAUSE.finditer(rhs) if ("," in rhs or ";" in rhs) else None
+        if var is None and clauses is None:
+            continue
         line += text.count("\n", last, start)
         last = start
-        snippet = text[start : min(m.end(), start + _TEXT_CAP)]
-        # (variable, separator, where its right-hand side starts, where its clause starts)
-        clauses = [(_var(m), m.group("sep"), m.start("rhs"), start)]
-        rhs = m.group("rhs")
-        if "," in rhs or ";" in rhs:
-            base = m.start("rhs")
-            clauses += [(_var(c), "=", base + c.end(), base + c.start()) for c in pats.clause.finditer(rhs)]
-        for i, (var, sep, rhs_start, _) in enumerate(clauses):
-            rhs_end = clauses[i + 1][3] if i + 1 < len(clauses) else m.end()
-            rec = _record(var, sep, text[rhs_start:rhs_end], max_digits, line, start, snippet)
+        snippet = text[start : min(end, start + _TEXT_CAP)]
+        # one or more assignments: (variable, separator, where its right-hand side starts, where its clause starts)
+        base = m.end("sep")
+        parts = [(var, m.group("sep"), base, start)]
+        parts += [(_var(c, known), "=", base + c.end(), base + c.start()) for c in clauses or ()]
+        for i, (name, sep, rhs_start, _) in enumerate(parts):
+            if name is None:
+                continue
+            rhs_end = parts[i + 1][3] if i + 1 < len(parts) else end
+            rec = _record(name, sep, text[rhs_start:rhs_end], max_digits, line, start, snippet)
             if rec is not None:
                 records.append(rec)
     return Trace(
         records=tuple(records),
-        answers=tuple(_answers(text, pats, max_digits)),
+        answers=tuple(_answers(text, max_digits)),
         chars=len(text),
         capped=capped,
         has_code=_has_code(text),

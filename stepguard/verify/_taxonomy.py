@@ -150,7 +150,7 @@ def score_generation(
     """Score one raw-mode generation against its procedure (rules: benchmark.md, *ours*).
 
     Args:
-        target: a generated :class:`~stepguard.bench.Instance`, or ``(procedure, expected)`` where
+        target: a generated :class:`~stepguard.bench.instances.Instance`, or ``(procedure, expected)`` where
             ``expected`` maps each step variable to its value (as from
             :meth:`Procedure.expected_values`; input values may be included, for the look-back check).
         text: the model's generation.
@@ -170,17 +170,21 @@ def score_generation(
     first: dict[str, Record] = {}
     order: list[int] = []
     extra = False
+    right = 0  # required variables whose first line has the right value
     wrong: Record | None = None
     for rec in trace.records:
         p = position.get(rec.var)
-        if p is None or rec.var in first:
+        if p is None:
             extra = True
-            if p is None:
-                continue
+            continue
+        ok = _right(rec.value, expected.get(rec.var, _MISSING))
+        if rec.var in first:
+            extra = True
         else:
             first[rec.var] = rec
+            right += ok
         order.append(p)
-        if wrong is None and not _right(rec.value, expected.get(rec.var, _MISSING)):
+        if not ok and wrong is None:
             wrong = rec
     n = len(key.vars)
     answers = trace.answers
@@ -208,7 +212,7 @@ def score_generation(
         labels=labels,
         steps_emitted=len(trace.records),
         distinct_steps=len(first),
-        step_values_correct=sum(_right(r.value, expected.get(v, _MISSING)) for v, r in first.items()),
+        step_values_correct=right,
         first_error_step=wrong.var if wrong is not None else None,
         first_error_position=wrong_index + 1 if wrong_index is not None else None,
         lookback_confusion=wrong is not None and _lookback_confusion(key, wrong_index, wrong.value),  # type: ignore[arg-type]
