@@ -61,11 +61,19 @@ def register(app: typer.Typer) -> None:
         checkpoint: Annotated[Optional[Path], typer.Option(help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
         thread_id: Annotated[Optional[str], typer.Option(help="Checkpoint thread id.")] = None,  # noqa: UP007
         as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
+        otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
+        trace_file: Annotated[Optional[Path], typer.Option("--trace-file", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
     ) -> None:
         """Execute PROCEDURE stepwise under the guard and print the verified result."""
         from stepguard.adapters import load_model
 
+        observer = None
         try:
+            if otel or trace_file is not None:
+                from stepguard.telemetry import DEFAULT_OTLP_ENDPOINT, OtelObserver, configure_telemetry, otlp_endpoint_from_env
+
+                endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
+                observer = OtelObserver(*configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel))
             proc = load_procedure(procedure)
             config = GuardConfig(
                 chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
@@ -74,11 +82,15 @@ def register(app: typer.Typer) -> None:
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             chat = load_model(model)
             try:
-                result = Guard(chat, config, saver).run(proc, _parse_inputs(input), thread_id=thread_id)
+                result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input), thread_id=thread_id)
             finally:
                 close = getattr(chat, "close", None)
                 if close:
                     close()
+                if observer is not None:
+                    from stepguard.telemetry import shutdown
+
+                    shutdown()
         except (StepDeviation, BudgetExhausted) as exc:
             typer.echo(f"stopped: {exc}", err=True)
             if exc.result is not None:

@@ -148,7 +148,7 @@ def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
 def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
     if ctx is not None:
-        notify(ctx.observer, "step_checked", d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""))
+        notify(ctx.observer, "step_checked", d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
     return {**d, "attempt": state.get("attempt", 0), "chunk": state.get("chunk_no", 1) - 1, "action": action, "rung": rung}
 
 

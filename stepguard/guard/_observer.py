@@ -43,8 +43,10 @@ class GuardObserver(Protocol):
         """Context manager around one model call."""
         ...
 
-    def step_checked(self, var: str, outcome: str, kind: str | None, action: str | None, detail: str = "") -> None:
-        """A step was checked: ``outcome`` pass/fail; ``kind`` the deviation kind; ``action`` the policy's action."""
+    def step_checked(
+        self, var: str, outcome: str, kind: str | None, action: str | None, detail: str = "", rung: str | None = None
+    ) -> None:
+        """A step was checked: ``outcome`` pass/fail; ``kind`` the deviation kind; ``action`` the policy's action; ``rung`` the re-prompt rung."""
         ...
 
     def chunk_finished(self, chunk: int, verified: int, deviation: str | None) -> None:

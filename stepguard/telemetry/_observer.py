@@ -1,0 +1,295 @@
+"""``OtelObserver``: the guard's observer hooks as OpenTelemetry spans, events and metrics.
+
+Span tree of one run (names and attributes in :mod:`stepguard.telemetry._names`)::
+
+    invoke_workflow {procedure}          INTERNAL  gen_ai.operation.name=invoke_workflow, stepguard.*
+      stepguard.chunk                    INTERNAL  steps, rung, attempt; gen_ai.evaluation.result events
+        chat {model}                     CLIENT    gen_ai.operation.name=chat, gen_ai.request.* / response.* / usage.*
+      stepguard.chunk ...
+
+LangGraph may run nodes in other threads or tasks, so spans are never taken from the current-span
+stack: each is started with an explicit parent context kept in a per-run record. The run span is
+live from start to end; a chunk's span, its ``chat`` spans and its events are recorded as plain
+data while the chunk runs and created in one burst, with their real start and end times, when the
+chunk ends (that is when they would be exported anyway). So the ``chat`` span is not the current
+span during the model call: instrumented HTTP clients do not nest under it. The record is
+found through a context variable set by ``run_started``; LangGraph copies the caller's context
+into every node (threads and asyncio tasks alike), so concurrent ``arun`` calls on one guard, each
+in its own task, never see each other's record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from opentelemetry import trace
+from opentelemetry.metrics import MeterProvider, get_meter_provider
+from opentelemetry.trace import SpanKind, TracerProvider
+
+from stepguard.telemetry import _names as n
+from stepguard.telemetry._content import capture_from_env, input_messages_json, output_messages_json, scrub_url, server_of
+from stepguard.telemetry._metrics import Instruments
+from stepguard.telemetry._records import Call, Chunk, NullRecord, Run, clean, finish_run_span, mark_error
+
+__all__ = ["OtelObserver"]
+
+_SCOPE = "stepguard"
+_SCHEMA = "https://opentelemetry.io/schemas/1.41.0"
+
+
+class OtelObserver:
+    """A :class:`stepguard.guard.GuardObserver` that records OpenTelemetry spans, events and metrics.
+
+    Args:
+        tracer_provider: where spans go; ``None`` = the global provider (a no-op until one is set).
+            :func:`stepguard.telemetry.configure_telemetry` builds one.
+        meter_provider: where metrics go; ``None`` = the global provider.
+        capture_content: record prompt and reply text (``gen_ai.input.messages``,
+            ``gen_ai.output.messages``), deviation details and the answer. ``None`` (default) =
+            the GenAI opt-in variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``,
+            off when unset. API keys are never recorded either way.
+        openinference: also set ``openinference.span.kind`` (CHAIN / GUARDRAIL / LLM) so Arize
+            Phoenix draws the spans natively (it derives the rest of its view from ``gen_ai.*``).
+        step_events: ``"all"`` (default): one ``gen_ai.evaluation.result`` event per checked step;
+            ``"deviations"``: only for failed checks (passes are still counted in the chunk's
+            ``stepguard.chunk.verified`` and the ``stepguard.steps.verified`` metric). Events are
+            most of the per-step cost of tracing: see ``benchmarks/bench_tracing.py``.
+
+    Example:
+        >>> tp, mp = configure_telemetry(trace_file="trace.jsonl")            # doctest: +SKIP
+        >>> Guard(model, observer=OtelObserver(tp, mp)).run(procedure, inputs)  # doctest: +SKIP
+
+    Observers must not raise: every hook swallows its own errors, and the model-call context
+    manager re-raises only the model's exception.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        capture_content: bool | None = None,
+        openinference: bool = True,
+        step_events: Literal["all", "deviations"] = "all",
+    ) -> None:
+        from stepguard import __version__
+
+        tp = tracer_provider or trace.get_tracer_provider()
+        mp = meter_provider or get_meter_provider()
+        self._tracer = tp.get_tracer(_SCOPE, __version__, schema_url=_SCHEMA)
+        self._inst = Instruments(mp.get_meter(_SCOPE, __version__, schema_url=_SCHEMA))
+        self.capture_content = capture_from_env() if capture_content is None else bool(capture_content)
+        self.openinference = openinference
+        if step_events not in ("all", "deviations"):
+            raise ValueError(f"step_events must be 'all' or 'deviations', not {step_events!r}")
+        self.step_events = step_events
+        self._current: contextvars.ContextVar[Run | None] = contextvars.ContextVar(f"stepguard_otel_{id(self)}", default=None)
+        self._active: dict[int, Run] = {}
+        self._lock = threading.Lock()
+
+    # --- run ------------------------------------------------------------------------------
+    def run_started(self, procedure: Any, model: Any, config: Any, thread_id: str) -> None:
+        """Start the ``invoke_workflow {procedure}`` span (child of the caller's current span, if any)."""
+        with contextlib.suppress(Exception):
+            name = procedure.name
+            model_attrs = clean({
+                n.GEN_AI_PROVIDER_NAME: getattr(model, "provider", None) or "unknown",
+                n.GEN_AI_REQUEST_MODEL: getattr(model, "model_name", None) or None,
+            })
+            server = server_of(model)
+            if server:
+                model_attrs[n.SERVER_ADDRESS] = server[0]
+                if server[1]:
+                    model_attrs[n.SERVER_PORT] = server[1]
+            attrs = clean({
+                n.GEN_AI_OPERATION_NAME: n.OP_WORKFLOW, n.GEN_AI_WORKFLOW_NAME: name, n.GEN_AI_AGENT_NAME: name,
+                n.GEN_AI_CONVERSATION_ID: thread_id, n.PROCEDURE_NAME: name, n.STEPS: len(procedure.steps),
+                n.CHUNK_SIZE: config.chunk_size, n.POLICY: config.policy, n.ON_EXHAUSTED: config.on_exhausted,
+                n.MODEL_SPEC: scrub_url(str(getattr(model, "spec", ""))) or None,
+                n.SIMULATED: bool(getattr(model, "simulated", False)), n.THREAD_ID: thread_id,
+            })  # no gen_ai.provider/request.* here: the workflow span has none (and Phoenix would read it as an LLM)
+            if self.openinference:
+                attrs[n.OI_SPAN_KIND] = n.OI_CHAIN
+            span = self._tracer.start_span(f"{n.OP_WORKFLOW} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
+            run = Run(span, trace.set_span_in_context(span), [s.var for s in procedure.steps], model_attrs,
+                       {**{k: v for k, v in model_attrs.items() if k.startswith("gen_ai.")}, n.POLICY: config.policy})
+            run.token = self._current.set(run)
+            with self._lock:
+                self._active[id(run)] = run
+
+    def run_finished(self, result: Any, error: BaseException | None) -> None:
+        """End the open chunk span and the run span, with the result's status and totals."""
+        with contextlib.suppress(Exception):
+            run = self._run()
+            if run is None:
+                return
+            try:
+                self._emit_chunk(run, None, error)
+                finish_run_span(run.span, result, error, self.capture_content)
+            finally:
+                with self._lock:
+                    self._active.pop(id(run), None)
+                self._reset(run)
+
+    # --- chunks and steps -----------------------------------------------------------------
+    def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
+        """Emit the previous chunk (its re-prompt events get ``rung``) and begin recording this one."""
+        with contextlib.suppress(Exception):
+            run = self._run()
+            if run is None:
+                return
+            self._emit_chunk(run, rung, None)
+            names = run.steps[start:end] or ["?"]
+            attrs = clean({n.CHUNK_INDEX: chunk, n.CHUNK_FIRST_STEP: names[0], n.CHUNK_LAST_STEP: names[-1],
+                           n.CHUNK_STEPS: end - start, n.ATTEMPT: attempt, n.RUNG: rung})
+            if self.openinference:
+                attrs[n.OI_SPAN_KIND] = n.OI_GUARDRAIL
+            run.chunk = Chunk(time.time_ns(), attrs)
+
+    def step_checked(self, var: str | None, outcome: str, kind: str | None, action: str | None, detail: str = "", rung: str | None = None) -> None:
+        """Record a ``gen_ai.evaluation.result`` event for the chunk span and count the step.
+
+        A ``reprompt`` event without ``rung`` gets the rung of the next chunk, the re-prompt it caused.
+        """
+        with contextlib.suppress(Exception):
+            run = self._run()
+            if run is None:
+                return
+            chunk = run.chunk
+            if outcome == "pass" and chunk is not None:
+                chunk.passed += 1  # one counter add per chunk, not per step
+                if self.step_events != "all":
+                    return
+            attrs = clean({
+                n.EVALUATION_NAME: n.EVALUATION_NAME_VALUE, n.EVALUATION_SCORE_LABEL: outcome,
+                n.EVALUATION_SCORE_VALUE: 1.0 if outcome == "pass" else 0.0, n.STEP: var,
+                n.DEVIATION_KIND: kind, n.POLICY_ACTION: action, n.RUNG: rung,
+                n.EVALUATION_EXPLANATION: (detail or None) if self.capture_content else None,
+            })
+            if chunk is not None:
+                chunk.events.append((attrs, time.time_ns()))
+            else:
+                run.span.add_event(n.EVALUATION_EVENT, attrs)
+            if outcome != "pass" or chunk is None:
+                self._inst.record_step(run.metric_attrs, outcome, kind, action)
+
+    def chunk_finished(self, chunk: int, verified: int, deviation: str | None) -> None:
+        """Note how many steps verified and the first deviation's kind.
+
+        The chunk stays open for the policy's action; it ends when the next chunk starts or the run ends.
+        """
+        with contextlib.suppress(Exception):
+            run = self._run()
+            if run is not None and run.chunk is not None:
+                run.chunk.outcome = clean({n.CHUNK_VERIFIED: verified, n.DEVIATION_KIND: deviation})
+
+    def _emit_chunk(self, run: Run, rung: str | None, error: BaseException | None) -> None:
+        """Create the chunk span, its chat spans and events in one burst, with their recorded times.
+
+        One burst per chunk, instead of SDK calls spread over the controller's nodes, keeps the
+        OpenTelemetry SDK's code hot in the CPU caches: about a third of the cost (see
+        ``benchmarks/bench_tracing.py``). The spans are exported no later than they would be
+        anyway (a span is exported when it ends).
+        """
+        chunk, run.chunk = run.chunk, None
+        if chunk is None:
+            return
+        span = self._tracer.start_span(n.CHUNK_SPAN, context=run.ctx, kind=SpanKind.INTERNAL,
+                                       attributes={**chunk.attrs, **chunk.outcome}, start_time=chunk.start_ns)
+        ctx = trace.set_span_in_context(span)
+        for call in chunk.calls:
+            self._emit_call(call, ctx)
+        for attrs, ts in chunk.events:
+            if rung and n.RUNG not in attrs and attrs.get(n.POLICY_ACTION) == "reprompt":
+                attrs = {**attrs, n.RUNG: rung}
+            span.add_event(n.EVALUATION_EVENT, attrs, timestamp=ts)
+        if chunk.passed:
+            self._inst.steps_verified.add(chunk.passed, run.metric_attrs)
+        if error is not None:
+            mark_error(span, error, record=False)
+        span.end()
+
+    # --- model calls ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def model_call(self, messages: list[Any], settings: Any) -> Iterator[Any]:
+        """Time one model call; its ``chat {model}`` CLIENT span is emitted with the chunk's."""
+        call = None
+        with contextlib.suppress(Exception):
+            call = self._start_call(messages, settings)
+        if call is None:
+            yield NullRecord()
+            return
+        try:
+            yield call
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                self._end_call(call, exc)
+            raise
+        with contextlib.suppress(Exception):
+            self._end_call(call, None)
+
+    def _start_call(self, messages: list[Any], settings: Any) -> Call | None:
+        run = self._run()
+        if run is None:
+            return None
+        model = run.model_attrs.get(n.GEN_AI_REQUEST_MODEL, "")
+        metric_attrs = {n.GEN_AI_OPERATION_NAME: n.OP_CHAT, **run.model_attrs}
+        attrs = clean({**metric_attrs, n.GEN_AI_REQUEST_TEMPERATURE: getattr(settings, "temperature", None),
+                       n.GEN_AI_REQUEST_SEED: getattr(settings, "seed", None),
+                       n.GEN_AI_REQUEST_MAX_TOKENS: getattr(settings, "max_tokens", None)})
+        if self.openinference:  # Phoenix derives the rest of its llm.* view from the gen_ai.* attributes
+            attrs[n.OI_SPAN_KIND] = n.OI_LLM
+        if self.capture_content:
+            attrs[n.GEN_AI_INPUT_MESSAGES] = input_messages_json(messages)
+        return Call(f"{n.OP_CHAT} {model}".strip(), attrs, metric_attrs)
+
+    def _end_call(self, call: Call, error: BaseException | None) -> None:
+        call.finish(error)
+        run = self._run()
+        if run is not None and run.chunk is not None:
+            run.chunk.calls.append(call)
+        elif run is not None:
+            self._emit_call(call, run.ctx)
+
+    def _emit_call(self, call: Call, parent: Any) -> None:
+        resp, attrs, metric_attrs = call.resp, dict(call.attrs), dict(call.metric_attrs)
+        tokens_in = tokens_out = None
+        if resp is not None:
+            usage = resp.usage
+            tokens_in, tokens_out = int(usage.input_tokens), int(usage.output_tokens)
+            if resp.model:
+                metric_attrs[n.GEN_AI_RESPONSE_MODEL] = resp.model
+            attrs.update(clean({
+                n.GEN_AI_RESPONSE_MODEL: resp.model or None, n.GEN_AI_RESPONSE_FINISH_REASONS: (resp.finish_reason,),
+                n.GEN_AI_USAGE_INPUT_TOKENS: tokens_in, n.GEN_AI_USAGE_OUTPUT_TOKENS: tokens_out,
+                n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: int(usage.cached_tokens) or None,
+                n.SIMULATED: True if resp.simulated else None,
+            }))
+            if self.capture_content:
+                attrs[n.GEN_AI_OUTPUT_MESSAGES] = output_messages_json(resp.text, resp.finish_reason)
+        span = self._tracer.start_span(call.name, context=parent, kind=SpanKind.CLIENT, attributes=attrs, start_time=call.start_ns)
+        if call.error is not None:
+            metric_attrs[n.ERROR_TYPE] = type(call.error).__name__
+            mark_error(span, call.error)
+        span.end(end_time=call.end_ns)
+        self._inst.record_call(metric_attrs, call.seconds, tokens_in, tokens_out)
+
+    # --- per-run record -------------------------------------------------------------------
+    def _run(self) -> Run | None:
+        run = self._current.get()
+        if run is not None:
+            return run
+        with self._lock:  # a context that did not inherit the variable: only safe with one run
+            return next(iter(self._active.values())) if len(self._active) == 1 else None
+
+    def _reset(self, run: Run) -> None:
+        try:
+            if run.token is not None:
+                self._current.reset(run.token)
+        except ValueError:  # finished in a context other than the one it started in
+            if self._current.get() is run:
+                self._current.set(None)

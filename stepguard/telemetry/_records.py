@@ -1,0 +1,115 @@
+"""Per-run records of :class:`~stepguard.telemetry.OtelObserver` and the span-finishing helpers."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, Status, StatusCode
+
+from stepguard.telemetry import _names as n
+
+__all__ = ["Call", "Chunk", "NullRecord", "Run", "clean", "finish_run_span", "mark_error"]
+
+
+def clean(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` without the None values (the SDK warns on them)."""
+    return {k: v for k, v in attrs.items() if v is not None}
+
+
+@dataclass
+class Chunk:
+    """A chunk in progress: what its span will carry, emitted in one burst when the chunk ends.
+
+    Attributes:
+        start_ns: start time, ns since the epoch (the span's start_time).
+        attrs: the chunk span's attributes at its start.
+        calls: its model calls, ended.
+        events: ``(attributes, time_ns)`` of its ``gen_ai.evaluation.result`` events.
+        passed: steps that passed (one counter add per chunk).
+        outcome: attributes known when the chunk's reply was checked.
+    """
+
+    start_ns: int
+    attrs: dict[str, Any]
+    calls: list[Call] = field(default_factory=list)
+    events: list[tuple[dict[str, Any], int]] = field(default_factory=list)
+    passed: int = 0
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Run:
+    """One run: its live span and context, constant attributes, and the chunk in progress."""
+
+    span: Span
+    ctx: Context
+    steps: list[str]
+    model_attrs: dict[str, Any]  # gen_ai.provider.name, gen_ai.request.model (+ server.*)
+    metric_attrs: dict[str, Any]  # attributes of the stepguard.* counters
+    chunk: Chunk | None = None
+    token: contextvars.Token[Any] | None = None
+
+
+class NullRecord:
+    """The model-call record when no run is being traced."""
+
+    def response(self, response: Any) -> None:
+        """Ignore the response."""
+        return None
+
+
+class Call:
+    """One model call: request attributes, times, and the response or error once known."""
+
+    def __init__(self, name: str, attrs: dict[str, Any], metric_attrs: dict[str, Any]) -> None:
+        self.name, self.attrs, self.metric_attrs = name, attrs, metric_attrs
+        self.start_ns, self.t0 = time.time_ns(), time.perf_counter()
+        self.end_ns, self.seconds = self.start_ns, 0.0
+        self.resp: Any = None
+        self.error: BaseException | None = None
+
+    def response(self, response: Any) -> None:
+        """Keep the response; its attributes are set when the span is emitted."""
+        self.resp = response
+
+    def finish(self, error: BaseException | None) -> None:
+        """Stamp the end time (and the error, if the call raised)."""
+        self.seconds = time.perf_counter() - self.t0
+        self.end_ns = self.start_ns + int(self.seconds * 1e9)
+        self.error = error
+
+
+def mark_error(span: Span, error: BaseException, record: bool = True) -> None:
+    """Set ``error.type`` (the exception's class name) and ERROR status; record the exception event."""
+    span.set_attribute(n.ERROR_TYPE, type(error).__name__)
+    if record:
+        span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+
+
+def finish_run_span(span: Span, result: Any, error: BaseException | None, capture_content: bool) -> None:
+    """Set the result's status and totals (or the error) on the run span, and end it."""
+    if result is not None:
+        u = result.usage
+        span.set_attributes(clean({
+            n.RESULT_STATUS: result.status, n.REPROMPTS: result.reprompts, n.REPAIRED: result.repaired,
+            n.CHUNKS: result.chunks, n.FIRST_UNVERIFIED: result.first_unverified,
+            n.USAGE_MODEL_CALLS: u.model_calls, n.USAGE_INPUT_TOKENS: u.input_tokens, n.USAGE_OUTPUT_TOKENS: u.output_tokens,
+        }))
+        if capture_content:
+            span.set_attributes(clean({n.ANSWER: result.answer, n.OI_INPUT_VALUE: json.dumps(result.inputs),
+                                       n.OI_OUTPUT_VALUE: result.answer}))
+        if result.status == "failed" and error is None:
+            span.set_attribute(n.ERROR_TYPE, "stepguard.run_failed")
+            span.set_status(Status(StatusCode.ERROR, f"unverified from step {result.first_unverified}"))
+    if error is not None:
+        if result is None:
+            span.set_attribute(n.RESULT_STATUS, "error")
+        mark_error(span, error)
+    span.end()
+
