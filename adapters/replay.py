@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.errors import ModelError
-from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings, Usage
+from stepguard.model import ClosableModel, ChatMessage, ChatModel, ChatResponse, GenerationSettings, Usage
 
 __all__ = ["RecordingModel", "ReplayModel", "request_key"]
 
@@ -58,7 +58,7 @@ def _response_from_json(d: dict[str, Any]) -> ChatResponse:
     )
 
 
-class RecordingModel:
+class RecordingModel(ClosableModel):
     """Wrap a model and append every call it answers to a cassette (JSONL).
 
     Failed calls are not recorded. Safe to share between threads and tasks.
@@ -116,7 +116,7 @@ class RecordingModel:
             close()
 
 
-class ReplayModel:
+class ReplayModel(ClosableModel):
     """A model that answers from a cassette and never calls anything.
 
     Args:

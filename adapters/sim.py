@@ -43,7 +43,7 @@ from typing import Any, Callable, NamedTuple
 
 from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
-from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+from stepguard.model import ClosableModel, ChatMessage, ChatResponse, GenerationSettings, Usage
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "SimPreset", "SimulatedExecutor"]
 
@@ -317,7 +317,7 @@ def _sub(value: Number, before: str) -> str:
     return text
 
 
-class SimulatedExecutor:
+class SimulatedExecutor(ClosableModel):
     """A :class:`~stepguard.model.ChatModel` that executes the prompt's procedure with injected faults.
 
     Args:

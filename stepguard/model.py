@@ -7,9 +7,9 @@ llama.cpp server, the seeded simulated executor and record/replay. The core impo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-__all__ = ["ChatMessage", "ChatModel", "ChatResponse", "GenerationSettings", "Usage"]
+__all__ = ["ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings", "Usage"]
 
 
 class ChatMessage(TypedDict):
@@ -105,3 +105,17 @@ class ChatModel(Protocol):
     ) -> ChatResponse:
         """Async twin of :meth:`complete`."""
         ...
+
+
+class ClosableModel:
+    """Mixin giving an adapter ``close()`` (a no-op unless overridden) and ``with model:`` support,
+    so every model from ``stepguard.adapters.load_model`` is used the same way."""
+
+    def close(self) -> None:
+        """Release what the model holds (a server, a connection pool); nothing by default."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

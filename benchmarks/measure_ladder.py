@@ -1,0 +1,129 @@
+"""Fidelity on a real model: raw vs guarded (the escalation ladder), same instances, per rung.
+
+Runs the benchmark raw and guarded on one model over a fixed grid (default: 5, 23, 50 and 95
+steps x look-back 2 and 7, N instances per cell, the same instances for every variant), smallest
+cells first so that an interrupted measurement still has whole cells; re-running resumes. Then
+prints, per cell: raw first-answer accuracy, guarded verified completion (correct with no
+repaired value), Wilson 95% intervals, re-prompts, calls and tokens per instance, wall time;
+and per rung: times used and times it fixed the step. Writes the report (plots) to OUT/report.
+
+Run: python benchmarks/measure_ladder.py --model local:qwen2.5-coder-1.5b --out runs/ladder --per-cell 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from stepguard.bench.generate import generate_grid
+from stepguard.bench.instances import write_instances
+from stepguard.bench.report import build_report
+from stepguard.bench.run import run_benchmark
+from stepguard.bench.stats import wilson_interval
+from stepguard.guard import GuardConfig
+
+
+def _rows(rundir: Path) -> list[dict]:
+    path = rundir / "results.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _pct(k: int, n: int) -> str:
+    if not n:
+        return "-"
+    lo, hi = wilson_interval(k, n)
+    return f"{k}/{n} {100 * k / n:.0f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
+
+
+def rung_table(rows: list[dict]) -> dict[str, tuple[int, int]]:
+    """``{rung: (times used, times the step then verified on that rung)}`` over guarded rows."""
+    used: Counter[str] = Counter()
+    fixed: Counter[str] = Counter()
+    for row in rows:
+        guard = row.get("guard") or {}
+        steps = {s["var"]: s for s in guard.get("steps", [])}
+        last: dict[str, str] = {}
+        for d in guard.get("deviations", []):
+            if d.get("rung") and d.get("step"):
+                used[d["rung"]] += 1
+                last[d["step"]] = d["rung"]
+        for var, rung in last.items():
+            s = steps.get(var)
+            if s and s["provenance"] == "model_verified" and s["reprompts"]:
+                fixed[rung] += 1
+    return {r: (used[r], fixed[r]) for r in used}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    ap.add_argument("--out", type=Path, default=Path("runs/ladder"))
+    ap.add_argument("--steps", default="5,23,50,95")
+    ap.add_argument("--lookback", default="2,7")
+    ap.add_argument("--per-cell", type=int, default=5)
+    ap.add_argument("--variants", default="raw,guarded", help="raw, guarded (default ladder), naive (restate x4 at temperature 0)")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args()
+    steps = [int(s) for s in args.steps.split(",")]
+    lookbacks = [int(s) for s in args.lookback.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    inst_file = args.out / "instances.jsonl"
+    if not inst_file.exists():
+        write_instances(generate_grid(steps, lookbacks, args.per_cell, 0), inst_file)
+    variants = {
+        "raw": ("raw", None),
+        "guarded": ("guarded", GuardConfig(on_exhausted="flag")),
+        "naive": ("guarded", GuardConfig(on_exhausted="flag", ladder=("restate",), max_reprompts_per_step=4)),
+    }
+    chosen = [v for v in args.variants.split(",") if v]
+    if not args.report_only:
+        from stepguard.adapters import load_model
+
+        with load_model(args.model) as model:
+            (args.out / "model.json").write_text(json.dumps({
+                "spec": args.model, "repr": repr(model), "python": platform.python_version(),
+                "server": getattr(model, "server_info", lambda: None)() if callable(getattr(model, "server_info", None)) else None,
+            }, indent=2, default=str))
+            for n in steps:
+                for name in chosen:
+                    mode, cfg = variants[name]
+                    run_benchmark(inst_file, mode, model, args.out / name, configs=[(n, lb) for lb in lookbacks],
+                                  concurrency=1, guard_config=cfg)
+    print(f"model {args.model}   instances {inst_file}")
+    print(f"{'cell':<10}" + "".join(f"{v:>34}" for v in chosen))
+    data = {v: _rows(args.out / v) for v in chosen}
+    for n in steps:
+        for lb in lookbacks:
+            cells = []
+            for v in chosen:
+                rows = [r for r in data[v] if r["n_steps"] == n and r["lookback"] == lb]
+                key = "correct" if v == "raw" else "verified_correct"
+                cells.append(_pct(sum(bool(r.get(key)) for r in rows), len(rows)))
+            print(f"{n}x{lb:<7}" + "".join(f"{c:>34}" for c in cells))
+    for v in chosen:
+        rows = data[v]
+        per: dict[int, list[dict]] = defaultdict(list)
+        for r in rows:
+            per[r["n_steps"]].append(r)
+        print(f"\n{v}: per step count (mean per instance)")
+        for n, rs in sorted(per.items()):
+            u = [r["usage"] for r in rs]
+            k = len(rs)
+            toks = sum(x["input_tokens"] + x["output_tokens"] for x in u) / k
+            print(f"  {n:>3} steps  n={k}  calls {sum(x['model_calls'] for x in u) / k:.1f}  tokens {toks:.0f}  "
+                  f"re-prompts {sum(r.get('reprompts', 0) for r in rs) / k:.1f}  repaired {sum(r.get('repaired', 0) for r in rs)}  "
+                  f"wall {sum(x['wall_s'] for x in u) / k:.0f}s")
+        if v != "raw":
+            print(f"  rungs (used, fixed): {rung_table(rows)}")
+            # a step marked model_verified whose value is not the expected one would be a silent error
+            wrong_verified = sum(r["steps_model_verified"] - r["step_values_correct"] for r in rows)
+            print(f"  silent errors (a wrong value marked model_verified): {wrong_verified}")
+    report = build_report([args.out / v for v in chosen], args.out / "report")
+    print(f"\nreport: {report.report_html}")
+
+
+if __name__ == "__main__":
+    main()
