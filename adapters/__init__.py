@@ -24,10 +24,14 @@ from .replay import RecordingModel, ReplayModel, request_key
 from .spec import VALID_FORMS, ModelSpec, parse_model_spec
 
 if TYPE_CHECKING:
+    from .langgraph_node import guarded_node
     from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
     from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
+    from .openai_wrapper import ClientChatModel, GuardedOpenAI
 
 __all__ = [
+    "ClientChatModel",
+    "GuardedOpenAI",
     "HTTP_KEY_ENV",
     "LocalModel",
     "LocalModelInfo",
@@ -39,6 +43,7 @@ __all__ = [
     "ReplayModel",
     "VALID_FORMS",
     "best_installed_model",
+    "guarded_node",
     "list_local_models",
     "load_model",
     "parse_model_spec",
@@ -56,6 +61,7 @@ _LAZY = {
     "best_installed_model": "local", "list_local_models": "local",
     "OPENAI_BASE_URL": "openai_compat", "OpenAICompatibleModel": "openai_compat",
     "provider_for_url": "openai_compat",
+    "GuardedOpenAI": "openai_wrapper", "ClientChatModel": "openai_wrapper", "guarded_node": "langgraph_node",
 }
 
 

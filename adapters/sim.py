@@ -163,6 +163,8 @@ class _Prompt(NamedTuple):
 _HEAD = re.compile(r"^[ \t]*(inputs|known values|procedure|steps):[ \t]*\r?$\n?", re.IGNORECASE | re.MULTILINE)
 _BLOCK = re.compile(r"(?:[ \t]*\S[^\n]*(?:\n|$))*")  # consecutive non-blank lines
 _ASSIGN = re.compile(r"^[ \t]*(?:[-*][ \t]+)?([A-Za-z_]\w*)[ \t]*=[ \t]*(\S[^\n]*)", re.MULTILINE)
+_NOTE = re.compile(r"[ \t]{2,}\(.*\)[ \t]*$")
+_ROUND_NOTE = re.compile(r"round (half up|half to even) to (\d+) decimal places")
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _NUMBERED = re.compile(r"(.*?)(\d+)$")
 _FUNCS = frozenset({"abs", "min", "max", "round"})
@@ -241,7 +243,29 @@ def _number(text: str) -> Number | None:
 def _block(text: str, start: int) -> list[tuple[str, str]]:
     """The ``name = text`` lines of the block that starts at ``start`` and ends at a blank line."""
     m = _BLOCK.match(text, start)
-    return [(a, b.rstrip()) for a, b in _ASSIGN.findall(m.group())] if m else []
+    return [(a, b) for a, b in _ASSIGN.findall(m.group())] if m else []
+
+
+def _strip_note(src: str) -> str:
+    """Drop a step's trailing ``    (instruction)`` note, keeping the expression."""
+    note = _NOTE.search(src)
+    return src[: note.start()].rstrip() if note else src.rstrip()
+
+
+def _rounding(src: str) -> tuple[int, str] | None:
+    """``(places, ROUND_HALF_UP|ROUND_HALF_EVEN)`` from a step's rounding note, if it has one."""
+    note = _NOTE.search(src)
+    places = _ROUND_NOTE.search(note.group()) if note else None
+    if places is None:
+        return None
+    return int(places.group(2)), "ROUND_HALF_UP" if places.group(1) == "half up" else "ROUND_HALF_EVEN"
+
+
+def _rounded(expr: _Expr, rounding: tuple[int, str]) -> _Expr:
+    from stepguard.procedure import round_to_scale
+
+    fn = expr.fn
+    return expr._replace(fn=lambda env: round_to_scale(fn(env), *rounding))
 
 
 def _parse(text: str) -> _Prompt | None:
@@ -274,8 +298,11 @@ def _read_prompt(text: str) -> _Prompt | None:
     for i, (var, _) in enumerate(raw_steps):
         index.setdefault(var, i)
     steps = []
-    for i, (var, src) in enumerate(raw_steps):
+    for i, (var, line) in enumerate(raw_steps):
+        src, rounding = _strip_note(line), _rounding(line)
         expr = _compile(src)
+        if expr is not None and rounding is not None:
+            expr = _rounded(expr, rounding)
         far, far_d, restated = None, 0, None
         for name in expr.names if expr else ():
             j = index.get(name, i)

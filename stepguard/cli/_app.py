@@ -27,6 +27,7 @@ for _module, _name in (("stepguard.cli.bench", "bench"), ("stepguard.cli.model",
 from stepguard.cli import run as _run  # noqa: E402  (registers `stepguard run`)
 
 _run.register(app)
+importlib.import_module("stepguard.cli.authoring").register(app)  # `stepguard init`, `stepguard check`
 
 
 def main() -> None:

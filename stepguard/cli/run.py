@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -45,6 +45,39 @@ def print_result(result: GuardResult) -> None:
         typer.echo(f"first unverified step: {result.first_unverified}")
 
 
+class _PromptEcho:
+    """An observer that prints each re-prompt's correction note, then forwards every hook to ``inner``.
+
+    The note is the first paragraph of a re-prompt's user message (``correction.txt`` starts with
+    ``$note``). Like every observer it never raises.
+    """
+
+    def __init__(self, inner: Any | None) -> None:
+        from stepguard.guard import NullObserver
+
+        self.inner = inner or NullObserver()
+        self._rung: str | None = None
+        self._step = ""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
+        """Remember the rung; forward."""
+        self._rung, self._step = rung, f"{attempt}"
+        self.inner.chunk_started(chunk, start, end, rung, attempt)
+
+    def model_call(self, messages: list[Any], settings: Any) -> Any:
+        """Print the correction note of a re-prompt; forward."""
+        if self._rung is not None:
+            try:
+                note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
+                typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
+            except Exception:  # noqa: BLE001 - an observer never breaks a run
+                pass
+        return self.inner.model_call(messages, settings)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``run`` command to ``app``."""
 
@@ -63,6 +96,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
         otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
         trace_file: Annotated[Optional[Path], typer.Option("--trace-file", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
+        show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
     ) -> None:
         """Execute PROCEDURE stepwise under the guard and print the verified result."""
         from stepguard.adapters import load_model
@@ -74,6 +108,8 @@ def register(app: typer.Typer) -> None:
 
                 endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
                 observer = OtelObserver(*configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel))
+            if show_prompts:
+                observer = _PromptEcho(observer)
             proc = load_procedure(procedure)
             config = GuardConfig(
                 chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
@@ -87,7 +123,7 @@ def register(app: typer.Typer) -> None:
                 close = getattr(chat, "close", None)
                 if close:
                     close()
-                if observer is not None:
+                if observer is not None and (otel or trace_file is not None):
                     from stepguard.telemetry import shutdown
 
                     shutdown()

@@ -45,9 +45,10 @@ class GuardConfig:
     """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
-    ladder: tuple[Rung, ...] = ("restate", "narrow", "resample", "resample")
-    """Re-prompt rungs in order, one attempt each; the ladder restarts for every new failing step."""
-    max_reprompts_per_step: int = 4
+    ladder: tuple[Rung, ...] = ("restate", "narrow", "decompose", "resample", "resample")
+    """Re-prompt rungs in order, one attempt each (the last repeats while the budget lasts); the ladder
+    restarts for every new failing step. See docs/fidelity.md for the measurements behind it."""
+    max_reprompts_per_step: int = 5
     """Re-prompts for one step before ``on_exhausted``."""
     max_reprompts_per_run: int = 200
     """Re-prompts for the whole run before ``on_exhausted``."""

@@ -29,12 +29,23 @@ def _read(folder: Path, name: str) -> Template:
     return Template(path.read_text(encoding="utf-8"))
 
 
+_ROUNDING_WORDS = {"ROUND_HALF_EVEN": "half to even", "ROUND_HALF_UP": "half up"}
+
+
 def _step_line(procedure: Procedure, index: int) -> str:
+    """``var = expr`` plus, after a gap in parentheses, the instruction and any rounding rule."""
     step = procedure.steps[index]
+    notes = [step.instruction] if step.instruction else []
+    if step.scale is not None:
+        notes.append(f"round {_ROUNDING_WORDS[step.rounding]} to {step.scale} decimal places")
+    if step.type == "one_of" and step.choices:
+        notes.append("one of: " + ", ".join(step.choices))
+    elif step.type in ("boolean", "string", "integer"):
+        notes.append(f"a {step.type}" if step.type != "integer" else "a whole number")
+    note = f"    ({'; '.join(notes)})" if notes else ""
     if step.expr is not None:
-        line = f"{step.var} = {step.expr}"
-        return f"{line}    ({step.instruction})" if step.instruction else line
-    return f"{step.var} = ? ({step.instruction or 'as the procedure says'})"
+        return f"{step.var} = {step.expr}{note}"
+    return f"{step.var} = ?{note or '    (as the procedure says)'}"
 
 
 def _example(procedure: Procedure, index: int) -> str:
@@ -99,7 +110,7 @@ def render_raw_prompt(procedure: Procedure, inputs: Mapping[str, Number | str], 
     fields = {
         "inputs": "\n".join(f"{k} = {format_value(v)}" for k, v in inputs.items()),
         "steps": "\n".join(_step_line(procedure, i) for i in range(len(procedure.steps))),
-        "last": procedure.steps[-1].var,
+        "last": procedure.answer_var,
     }
     text = _read(ps.folder, "raw.txt").safe_substitute(fields).strip()
     return [{"role": "system", "content": ps.system()}, {"role": "user", "content": text}]

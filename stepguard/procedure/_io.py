@@ -1,13 +1,15 @@
 """Loading and saving procedure files (YAML or JSON), treating them as untrusted input.
 
-Caps (all configurable through :class:`LoadLimits`): file size, YAML nesting depth, and no YAML
-aliases at all (so a billion-laughs file is refused before anything is built). Every error names
-the file and, for validation errors, the location inside it (``steps[4].expr``).
+Caps (all configurable through :class:`LoadLimits`): file size, YAML/JSON nesting depth, number of
+steps, and no YAML aliases at all (so a billion-laughs file is refused before anything is built).
+Duplicate mapping keys are refused (YAML and JSON would otherwise keep the last one silently).
+Every error names the file and, for validation errors, the location inside it (``steps[4].expr``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,22 +31,75 @@ class LoadLimits(NamedTuple):
     """Largest file accepted, bytes (10 MiB)."""
     max_depth: int = 32
     """Deepest YAML/JSON nesting accepted."""
+    max_steps: int = 10_000
+    """Most steps accepted in a file, counted before validation (10,000 validate in about 0.5 s;
+    the paper's longest procedures have 95). ``Procedure`` itself allows up to 100,000 when built in code."""
 
 
 def _check_yaml_events(text: str, limits: LoadLimits, where: str) -> None:
-    depth = 0
+    """One pass over the YAML events, before anything is built: refuse aliases, nesting deeper than
+    ``max_depth``, duplicate mapping keys and a top-level ``steps`` list longer than ``max_steps``."""
+    # one entry per open collection: [keys seen, expecting a key?, is the top-level steps list, item count]
+    stack: list[list[Any]] = []
+    next_is_steps = False
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, yaml.AliasEvent):
                 raise ProcedureError("YAML aliases (*name) are not allowed in procedure files", where)
+            top = stack[-1] if stack else None
+            if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and top is not None:
+                if top[0] is not None:  # inside a mapping: this node is a key or a value
+                    if top[1] and isinstance(event, yaml.ScalarEvent):
+                        if event.value in top[0]:
+                            line = event.start_mark.line + 1 if event.start_mark else "?"
+                            raise ProcedureError(f"duplicate key {event.value[:64]!r} (line {line})", where)
+                        top[0].add(event.value)
+                        next_is_steps = len(stack) == 1 and event.value == "steps"
+                    elif not top[1]:
+                        pass  # a value: next_is_steps stays as the key set it
+                    top[1] = not top[1]
+                elif top[2]:
+                    top[3] += 1
+                    if top[3] > limits.max_steps:
+                        raise ProcedureError(f"more than {limits.max_steps} steps (LoadLimits.max_steps)", where)
+            if isinstance(event, yaml.MappingStartEvent):
+                stack.append([set(), True, False, 0])
+            elif isinstance(event, yaml.SequenceStartEvent):
+                stack.append([None, False, next_is_steps and len(stack) == 1, 0])
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > limits.max_depth:
+                next_is_steps = False
+                if len(stack) > limits.max_depth:
                     raise ProcedureError(f"nesting deeper than {limits.max_depth} levels", where)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
+                stack.pop()
     except yaml.YAMLError as exc:
         raise ProcedureError(f"not valid YAML: {exc}", where) from None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads``: a dict, refusing duplicate keys."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k[:64]!r}")
+        out[k] = v
+    return out
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]++|\\.)*+"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_depth(text: str, limits: LoadLimits, where: str) -> None:
+    """Refuse JSON nested deeper than ``max_depth`` (brackets outside strings); linear-time regexes."""
+    depth = 0
+    for m in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > limits.max_depth:
+                raise ProcedureError(f"nesting deeper than {limits.max_depth} levels", where)
+        else:
+            depth -= 1
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -69,9 +124,11 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
     if len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
         raise ProcedureError(f"larger than {limits.max_bytes} bytes", where)
     if fmt == "json":
+        if text.count("[") + text.count("{") > limits.max_depth:  # cheap pre-test; the scan is exact
+            _json_depth(text, limits, where)
         try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, duplicate keys, ints over 4,300 digits
             raise ProcedureError(f"not valid JSON: {exc}", where) from None
     else:
         _check_yaml_events(text, limits, where)
@@ -79,8 +136,13 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
             data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader, aliases already refused
         except yaml.YAMLError as exc:
             raise ProcedureError(f"not valid YAML: {exc}", where) from None
+        except (ValueError, OverflowError) as exc:  # e.g. an integer over Python's 4,300-digit limit
+            raise ProcedureError(f"not valid YAML: {exc}", where) from None
     if not isinstance(data, dict):
         raise ProcedureError(f"expected a mapping with 'steps', got {type(data).__name__}", where)
+    steps = data.get("steps")
+    if isinstance(steps, (list, tuple)) and len(steps) > limits.max_steps:
+        raise ProcedureError(f"more than {limits.max_steps} steps (LoadLimits.max_steps)", where)
     try:
         return Procedure.model_validate(data)
     except ValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -31,6 +32,36 @@ def _check_name(name: str, where: str) -> str:
     return name
 
 
+_COMPUTING = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call)
+
+
+def _fold_constants(compiled: CompiledExpression) -> None:
+    """Evaluate every maximal subexpression that reads no variable (``2**1000000``, ``'a' * 10**9``,
+    ``1/0``), so that it is refused when the file is loaded rather than when a run reaches the step.
+
+    Raises:
+        EvaluationError: such a subexpression fails (too large, a type misuse, division by zero).
+    """
+    has_name: dict[int, bool] = {}
+    called = {id(n.func) for n in ast.walk(compiled.tree) if isinstance(n, ast.Call)}
+
+    def visit(node: ast.AST) -> bool:
+        own = isinstance(node, ast.Name) and id(node) not in called
+        kids = [visit(child) for child in ast.iter_child_nodes(node)]
+        has_name[id(node)] = own or any(kids)
+        return has_name[id(node)]
+
+    visit(compiled.tree)
+    todo: list[ast.AST] = [compiled.tree.body]
+    while todo:
+        node = todo.pop()
+        if not has_name[id(node)]:
+            if isinstance(node, _COMPUTING):
+                CompiledExpression(compiled.source, (), ast.Expression(body=node), compiled.limits).evaluate({})
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
 class InputSpec(BaseModel):
     """One declared input of a procedure (``x``, ``subtotal``)."""
 
@@ -50,9 +81,19 @@ class Step(BaseModel):
     """One step: the variable it produces and how its value is verified.
 
     ``expr`` is the expected-value expression over inputs and earlier variables (``S3 - S1``,
-    ``subtotal * rate``); the guard computes it with the safe evaluator. ``check`` is a predicate
-    over ``value`` (``0 <= value <= subtotal``) for steps whose value is not determined. A step
-    with neither is still verified for presence, order and type.
+    ``subtotal * rate``); the guard computes it with the safe evaluator and shows it to the model.
+    ``check`` comes in two kinds, told apart by whether it mentions ``value``:
+
+    * a **predicate** over ``value`` (``0 <= value <= subtotal``): the model's value must make it true;
+    * an **expected-value expression** (``subtotal * rate``, no ``value``): the model's value must
+      equal it (after ``scale``/``rounding``). Unlike ``expr`` it is never shown to the model, so a
+      step with an ``instruction`` and such a check is checked against a hidden formula.
+
+    A step with neither is still verified for presence, order and type. ``scale`` and
+    ``rounding`` round every expected value of the step (``expr`` or expected-value ``check``),
+    and the guard applies the same rule to the model's value before comparing and committing it
+    (``12.3`` equals ``12.30``; ``5.005`` becomes ``5.01`` under ``ROUND_HALF_UP``): the rounding
+    rule is the procedure's, applied exactly, so a model that writes more places is not penalised.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -64,7 +105,12 @@ class Step(BaseModel):
     scale: Annotated[int, Field(ge=0, le=30)] | None = Field(None, description="Decimal places for type decimal.")
     rounding: Rounding = Field("ROUND_HALF_EVEN", description="Rounding applied to the expected value at `scale` places.")
     choices: tuple[str, ...] | None = Field(None, max_length=1000, description="Allowed values for type one_of.")
-    check: str | None = Field(None, max_length=2000, description="Predicate over `value` and earlier variables, e.g. `0 <= value <= subtotal`.")
+    check: str | None = Field(
+        None,
+        max_length=2000,
+        description="A predicate over `value` and earlier variables (`0 <= value <= subtotal`), or, when it "
+        "does not mention `value`, a hidden expected-value expression the model's value must equal (`subtotal * rate`).",
+    )
 
     @field_validator("var")
     @classmethod
@@ -125,6 +171,7 @@ class Procedure(BaseModel):
                     continue
                 try:
                     compiled = compile_expression(src)
+                    _fold_constants(compiled)
                 except EvaluationError as exc:
                     raise ProcedureError(str(exc), f"steps[{i}].{field} ({step.var})") from None
                 allowed = known | {"value"} if field == "check" else known
@@ -163,6 +210,11 @@ class Procedure(BaseModel):
         """Each step's compiled ``check`` predicate (``None`` where absent)."""
         return tuple(compile_expression(s.check) if s.check is not None else None for s in self.steps)
 
+    @cached_property
+    def check_is_expected(self) -> tuple[bool, ...]:
+        """Per step: True when its ``check`` is an expected-value expression (it does not mention ``value``)."""
+        return tuple(c is not None and "value" not in c.names for c in self.compiled_checks)
+
     def reads(self, index: int) -> tuple[str, ...]:
         """Names (inputs and variables) step ``index`` (0-based) reads in ``expr`` and ``check``."""
         return self._reads[index]
@@ -197,9 +249,11 @@ class Procedure(BaseModel):
         return {n: coerce_value(v, declared[n].type, f"inputs.{n}") for n, v in inputs.items()}
 
     def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
-        """Evaluate every step with an ``expr`` (in order) and return ``{var: value}``.
+        """Evaluate every step with an expected value (in order) and return ``{var: value}``.
 
-        Steps without ``expr`` are left out (their value is the model's, checked by ``check``).
+        A step's expected value is its ``expr``, else its ``check`` when that does not mention
+        ``value``; both are rounded per ``scale``/``rounding``. Other steps are left out (their
+        value is the model's, checked by a predicate), and so is every later step that reads one.
 
         Raises:
             ProcedureError: bad inputs, or a step fails to evaluate (names the step).
@@ -209,10 +263,14 @@ class Procedure(BaseModel):
         env: dict[str, Any] = self.bind_inputs(inputs)
         out: dict[str, Number | str] = {}
         for i, (step, c) in enumerate(zip(self.steps, self.compiled)):
-            if c is None:
+            field = "expr"
+            if c is None and self.check_is_expected[i]:
+                c, field = self.compiled_checks[i], "check"
+            if c is None or any(n not in env for n in c.names):
                 continue
             try:
-                out[step.var] = env[step.var] = apply_scale(normalize(c.evaluate(env)), step)
+                value = c.evaluate(env)
+                out[step.var] = env[step.var] = value if isinstance(value, str) else apply_scale(normalize(value), step)
             except EvaluationError as exc:
-                raise ProcedureError(str(exc), f"steps[{i}].expr ({step.var})") from None
+                raise ProcedureError(str(exc), f"steps[{i}].{field} ({step.var})") from None
         return out

@@ -5,11 +5,11 @@ Public face:
 * the vocabulary: :class:`Deviation`, :data:`DeviationKind`, :data:`DEVIATION_KINDS`;
 * raw-mode scoring (the failure taxonomy of benchmark.md): :func:`score_generation` -> :class:`Score`;
 * stepwise verification for the guard: :func:`verify_chunk`, :func:`expected_value`,
-  :func:`operand_leaves`, :class:`ChunkVerdict`.
+  :func:`operand_leaves`, :func:`read_raw_value`, :class:`ChunkVerdict`.
 """
 
 from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
-from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, verify_chunk
+from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, read_raw_value, verify_chunk
 from stepguard.verify._taxonomy import SCORE_LABELS, Score, ScoreLabel, score_generation
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "ScoreLabel",
     "expected_value",
     "operand_leaves",
+    "read_raw_value",
     "score_generation",
     "verify_chunk",
 ]

@@ -18,7 +18,11 @@ from stepguard.procedure import Procedure, apply_scale
 from stepguard.trace import Record, Trace
 from stepguard.verify._deviation import Deviation
 
-__all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "verify_chunk"]
+__all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "read_raw_value", "verify_chunk"]
+
+_NON_NUMERIC = frozenset({"boolean", "string", "one_of"})
+_MARKS = " \t\r*_`$\"'."
+_BOOLS = {"true": True, "false": False, "yes": True, "no": False}
 
 
 @dataclass
@@ -41,15 +45,55 @@ class ChunkVerdict:
 
 
 def expected_value(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Number | str | None:
-    """The evaluator's value of step ``index`` given ``env`` (``None`` if the step has no ``expr``).
+    """The evaluator's value of step ``index`` given ``env``, rounded per the step's ``scale``/``rounding``.
+
+    The expected value comes from ``expr``, else from a ``check`` that does not mention ``value``
+    (an expected-value check); ``None`` when the step has neither.
 
     Raises:
         EvaluationError: the expression fails on these values (e.g. division by zero).
     """
     compiled = procedure.compiled[index]
+    if compiled is None and procedure.check_is_expected[index]:
+        compiled = procedure.compiled_checks[index]
     if compiled is None:
         return None
-    return apply_scale(normalize(compiled.evaluate(env)), procedure.steps[index])
+    value = compiled.evaluate(env)
+    return value if isinstance(value, str) else apply_scale(normalize(value), procedure.steps[index])
+
+
+def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = None) -> bool | str | None:
+    """The value of a boolean, string or one_of step, read from the raw right-hand side of its line.
+
+    The trace parser reads only numbers, so ``tier = gold`` or ``eligible = total >= 100 = true``
+    arrive with ``value=None``; this takes the text after the line's last ``=`` (or ``:``), strips
+    markdown marks, quotes and a trailing period, and reads it as ``type_``. Never evaluates it.
+
+    Args:
+        record: the parsed line (its ``text``, capped at 200 characters).
+        type_: ``"boolean"`` (``true``/``false``/``yes``/``no``, any case), ``"one_of"`` (a choice,
+            matched exactly, else case-insensitively and returned as the choice is spelled), or
+            ``"string"`` (the stripped text, at least one character).
+        choices: the allowed values for ``one_of``.
+
+    Returns:
+        ``True``/``False`` for booleans, a string otherwise, or ``None`` when nothing fits
+        (the guard then reports a ``type_error``).
+    """
+    text = record.text
+    cut = text.rfind("=") if "=" in text else text.find(":")
+    raw = text[cut + 1 :].strip(_MARKS) if cut >= 0 else ""
+    if not raw:
+        return None
+    if type_ == "boolean":
+        return _BOOLS.get(raw.lower())
+    if type_ == "one_of":
+        options = tuple(choices or ())
+        if raw in options:
+            return raw
+        folded = [c for c in options if c.lower() == raw.lower()]
+        return folded[0] if len(folded) == 1 else None
+    return raw
 
 
 def operand_leaves(procedure: Procedure, index: int) -> tuple[tuple[str | None, Number | str | None], ...]:
@@ -159,8 +203,14 @@ def verify_chunk(
         seen_lines[rec.var] = rec
         step = steps[pos]
         value: Number | str | None = rec.value
+        if step.type in _NON_NUMERIC:
+            value = read_raw_value(rec, step.type, step.choices)
+            if value is None:
+                return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}" + (f" (one of {', '.join(step.choices)})" if step.choices else ""), got=rec.text))
         if value is None:
             return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"no readable value for {want_var} ({rec.error or 'no number'})", got=rec.text))
+        if step.scale is not None:
+            value = apply_scale(value, step)  # the procedure's rounding rule, applied exactly: 5.005 -> 5.01 (HALF_UP)
         dev = _check_operands(procedure, pos, rec, local)
         if dev is not None:
             return fail(dev, value)
@@ -168,13 +218,13 @@ def verify_chunk(
             want = expected_value(procedure, pos, local)
         except EvaluationError as exc:
             return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} cannot be evaluated: {exc}"), value)
-        if want is not None and value != want:
+        if want is not None and (value != want or isinstance(value, bool) != isinstance(want, bool)):
             expr = f" = {step.expr}" if step.expr else ""
             return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"{want_var}{expr} was computed as {format_number(value) if not isinstance(value, str) else value}, which is wrong", got=rec.text), value)
         if want is None and not _type_ok(value, step.type, step.choices):
             return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}", got=rec.text), value)
         check = procedure.compiled_checks[pos]
-        if check is not None:
+        if check is not None and not procedure.check_is_expected[pos]:
             try:
                 ok = check.evaluate({**local, "value": value})
             except EvaluationError as exc:

@@ -1,0 +1,106 @@
+"""A LangGraph node that runs a guarded procedure inside a user's own graph.
+
+::
+
+    from langgraph.graph import StateGraph
+    from stepguard.adapters import guarded_node, load_model
+
+    node = guarded_node(load_model("local"), load_procedure("examples/invoice.yaml"),
+                        inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
+                        output_key="invoice", answer_key="invoice_total", checkpointer=saver)
+    graph = StateGraph(MyState)
+    graph.add_node("invoice", node)          # works with graph.invoke and graph.ainvoke
+
+The node reads the procedure's inputs from the user's state keys and writes back the
+:class:`~stepguard.guard.GuardResult` as a JSON-able dict (``output_key``), optionally the answer
+text (``answer_key``) and ``{var: value}`` (``values_key``). With a ``checkpointer`` (pass the
+same one the user's graph compiles with), the guard checkpoints under the thread
+``"<parent thread id>/stepguard/<procedure name>"``, so a resumed parent run also resumes the
+procedure from its last committed chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from stepguard.guard import Guard, GuardConfig, GuardResult
+from stepguard.model import ChatModel
+from stepguard.procedure import Procedure
+
+__all__ = ["guarded_node"]
+
+
+def _thread(config: RunnableConfig | None, procedure: Procedure) -> str | None:
+    parent = ((config or {}).get("configurable") or {}).get("thread_id")
+    return f"{parent}/stepguard/{procedure.name}" if parent is not None else None
+
+
+def guarded_node(
+    model: ChatModel | Guard,
+    procedure: Procedure,
+    *,
+    inputs: Mapping[str, str] | Sequence[str] | None = None,
+    output_key: str = "stepguard_result",
+    answer_key: str | None = None,
+    values_key: str | None = None,
+    config: GuardConfig | None = None,
+    checkpointer: Any | None = None,
+) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
+    """Build a LangGraph node (sync and async) that runs ``procedure`` under the guard.
+
+    Args:
+        model: a :class:`~stepguard.model.ChatModel`, or a ready :class:`Guard` (then ``config``
+            and ``checkpointer`` must be left out).
+        procedure: the procedure to run.
+        inputs: where each procedure input comes from: ``{input name: state key}``, or a list of
+            names read from state keys of the same name; default: every declared input by its name.
+        output_key: state key for the result, ``GuardResult.model_dump(mode="json")`` (a dict).
+        answer_key: state key for the answer text (``None``: not written).
+        values_key: state key for ``{var: value text}`` (``None``: not written).
+        config: guard configuration (default :class:`GuardConfig`).
+        checkpointer: a LangGraph checkpointer, typically the one the user's graph uses.
+
+    Returns:
+        A ``RunnableLambda`` for ``StateGraph.add_node``: state in, a partial state update out.
+
+    Raises (when the node runs):
+        KeyError: a state key named in ``inputs`` is absent.
+        ProcedureError, StepDeviation, BudgetExhausted, ModelError: as :meth:`Guard.run`.
+    """
+    if isinstance(model, Guard):
+        if config is not None or checkpointer is not None:
+            raise ValueError("pass config and checkpointer to the Guard, not to guarded_node")
+        guard = model
+    else:
+        guard = Guard(model, config, checkpointer)
+    if inputs is None:
+        mapping = {i.name: i.name for i in procedure.inputs}
+    elif isinstance(inputs, Mapping):
+        mapping = dict(inputs)
+    else:
+        mapping = {n: n for n in inputs}
+
+    def read(state: Mapping[str, Any]) -> dict[str, Any]:
+        missing = [k for k in mapping.values() if k not in state]
+        if missing:
+            raise KeyError(f"guarded_node({procedure.name!r}): state has no key(s) {missing}")
+        return {name: state[key] for name, key in mapping.items()}
+
+    def write(result: GuardResult) -> dict[str, Any]:
+        out: dict[str, Any] = {output_key: result.model_dump(mode="json")}
+        if answer_key is not None:
+            out[answer_key] = result.answer
+        if values_key is not None:
+            out[values_key] = result.values
+        return out
+
+    def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return write(guard.run(procedure, read(state), thread_id=_thread(config, procedure)))
+
+    async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return write(await guard.arun(procedure, read(state), thread_id=_thread(config, procedure)))
+
+    return RunnableLambda(run, afunc=arun, name=f"stepguard:{procedure.name}")

@@ -1,0 +1,92 @@
+"""Run one example procedure raw and guarded on the same model and print both outcomes.
+
+Usage::
+
+    python examples/run_example.py invoice                     # the embedded local model
+    python examples/run_example.py tax_brackets --model sim:paper
+
+Raw mode: the whole procedure in one prompt (``render_raw_prompt``), the reply parsed with
+``parse_trace`` and compared, step by step, with the evaluator's expected values. Guarded mode:
+``Guard.run``. Values of steps with a ``scale`` are compared after the step's rounding rule, as the
+guard does.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from stepguard import Guard, GuardConfig, load_procedure, parse_trace, render_raw_prompt
+from stepguard.adapters import load_model
+from stepguard.evaluator import format_number
+from stepguard.procedure import Procedure, apply_scale
+from stepguard.verify import read_raw_value
+
+HERE = Path(__file__).parent
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "invoice": {"subtotal": "100.10", "rate": "0.1"},
+    "medication": {"weight_kg": "72.5", "mg_per_kg": "15", "max_single_mg": "1000", "doses_per_day": 4, "max_daily_mg": "3000"},
+    "tax_brackets": {"income": "52345.67"},
+    "benchmark_n23": {"x": 6, "y": 10},
+}
+"""Each example's procedure file (``examples/NAME.yaml``) and the inputs it runs on."""
+
+
+def _text(value: Any) -> str:
+    return "-" if value is None else value if isinstance(value, str) else format_number(value)
+
+
+def raw_outcome(procedure: Procedure, inputs: dict[str, Any], model: Any) -> tuple[int, int, str]:
+    """Run ``procedure`` in raw mode; return (steps right, steps, first answer text)."""
+    expected = procedure.expected_values(inputs)
+    reply = model.complete(render_raw_prompt(procedure, procedure.bind_inputs(inputs)))
+    trace = parse_trace(reply.text, var_names=procedure.variables)
+    got: dict[str, Any] = {}
+    for rec in trace.records:
+        if rec.var in expected and rec.var not in got:
+            got[rec.var] = _read(procedure, rec.var, rec.value, rec)
+    right = sum(1 for var, want in expected.items() if got.get(var) == want)
+    first = trace.first_answer
+    if first is None:
+        return right, len(expected), "(none)"
+    return right, len(expected), _text(_read(procedure, procedure.answer_var, first.value, None))
+
+
+def _read(procedure: Procedure, var: str, value: Any, record: Any) -> Any:
+    """A model value as the guard reads it: raw text for boolean/string/one_of, the step's rounding for decimals."""
+    step = procedure.steps[procedure.index_of[var]]
+    if step.type in ("boolean", "string", "one_of") and record is not None:
+        return read_raw_value(record, step.type, step.choices)
+    return apply_scale(value, step) if step.scale is not None and value is not None else value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry: ``run_example.py NAME [--model SPEC]``; returns the exit status."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("name", choices=sorted(EXAMPLES))
+    ap.add_argument("--model", default="local", help="model spec: local, sim:paper, http://host/v1#name, ...")
+    args = ap.parse_args(argv)
+    procedure = load_procedure(HERE / f"{args.name}.yaml")
+    inputs = EXAMPLES[args.name]
+    want = procedure.expected_values(inputs).get(procedure.answer_var)
+    model = load_model(args.model)
+    try:
+        right, total, first = raw_outcome(procedure, inputs, model)
+        result = Guard(model, GuardConfig(on_exhausted="flag")).run(procedure, inputs)
+    finally:
+        close = getattr(model, "close", None)
+        if close:
+            close()
+    sim = "  [SIMULATED: not a model's accuracy]" if getattr(model, "simulated", False) else ""
+    print(f"{procedure.name} on {args.model}{sim}; inputs {inputs}; expected {procedure.answer_var} = {_text(want)}")
+    print(f"raw:     {right}/{total} steps right; first answer {first} ({'right' if first == _text(want) else 'wrong'})")
+    print(f"guarded: status {result.status}; answer {result.answer} ({'right' if result.answer == _text(want) else 'wrong'}); "
+          f"re-prompts {result.reprompts}; model calls {result.usage.model_calls}")
+    for d in result.deviations:
+        print(f"  caught at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""``stepguard init`` and ``stepguard check``: write a starter procedure file, and validate one.
+
+``init`` writes a commented YAML procedure that explains every field; ``check`` loads a file with
+the same loader the guard uses and prints, step by step, what the guard will verify. Errors name
+the file, the step and the field (``invoice.yaml: steps[2].expr (tax): reads 'rat', ...``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stepguard.errors import ProcedureError
+from stepguard.procedure import Procedure, load_procedure
+
+__all__ = ["STARTER", "describe_step", "register"]
+
+STARTER = """\
+# A stepguard procedure. Reference: docs/procedures.md; JSON Schema: docs/schemas/procedure.schema.json
+# Validate:  stepguard check {name}
+# Run:       stepguard run {name} -i subtotal=100.10 -i rate=0.1 --model local
+
+# name: used in traces, reports and the GuardResult.
+name: invoice
+# description: free text for people (optional).
+description: Net, tax and total of an invoice, money rounded to cents.
+
+# inputs: NAME: TYPE, or NAME: {{type: TYPE, description: TEXT}}.
+# TYPE is number (the default: an int or an exact decimal), integer, decimal, boolean, string or one_of.
+inputs:
+  subtotal: {{type: decimal, description: "Sum of the line items."}}
+  rate: {{type: decimal, description: "Tax rate as a fraction (0.1 = 10%)."}}
+
+# steps: in order; each produces one variable (var) that later steps may read.
+steps:
+  # expr: the expected-value expression, shown to the model and computed exactly by the safe
+  #   evaluator (+ - * / // % **, comparisons, and/or/not, `a if c else b`, abs min max round;
+  #   decimal literals such as 0.05 are exact).
+  # type/scale/rounding: decimal with `scale` places, rounded ROUND_HALF_EVEN (the default) or
+  #   ROUND_HALF_UP; the guard applies the rule to the expected value and to the model's value.
+  # check: a predicate over `value` (the model's value) and earlier variables.
+  - var: discount
+    expr: subtotal * 0.05 if subtotal >= 100 else 0
+    type: decimal
+    scale: 2
+    rounding: ROUND_HALF_UP
+    check: 0 <= value <= subtotal
+  - var: net
+    expr: subtotal - discount
+    type: decimal
+    scale: 2
+  # instruction: natural language shown to the model. With no expr, a check that does NOT mention
+  #   `value` is a hidden expected-value expression: the model's value must equal it.
+  - var: tax
+    instruction: Apply the tax rate to the net amount.
+    check: net * rate
+    type: decimal
+    scale: 2
+    rounding: ROUND_HALF_UP
+  - var: total
+    expr: net + tax
+    type: decimal
+    scale: 2
+  # Other value types (the model's line is read as written: `large_order = true`, `size = large`):
+  - var: large_order
+    expr: total >= 1000
+    type: boolean
+  - var: size
+    instruction: Classify the order as small, medium or large by its total.
+    type: one_of
+    choices: [small, medium, large]
+    check: value == ('large' if total >= 1000 else 'medium' if total >= 100 else 'small')
+
+# answer: the variable holding the final answer (default: the last step's).
+answer: total
+"""
+"""The commented starter procedure ``stepguard init`` writes (``{name}`` is the file name)."""
+
+
+def describe_step(procedure: Procedure, index: int) -> list[str]:
+    """What the guard verifies for step ``index`` (0-based), as short lines for a person.
+
+    Returns:
+        Lines such as ``"expected value: subtotal * rate"``, ``"predicate: 0 <= value <= subtotal"``,
+        ``"type: decimal, 2 places, ROUND_HALF_UP"``.
+    """
+    step = procedure.steps[index]
+    lines: list[str] = []
+    if step.instruction:
+        lines.append(f"instruction: {step.instruction}")
+    if step.expr:
+        lines.append(f"expected value: {step.expr}  (shown to the model)")
+    if step.check and procedure.check_is_expected[index]:
+        lines.append(f"expected value: {step.check}  (hidden check, not shown to the model)")
+    elif step.check:
+        lines.append(f"predicate: {step.check}")
+    kind = step.type
+    if step.scale is not None:
+        kind += f", {step.scale} places, {step.rounding}"
+    if step.choices:
+        kind += f", one of {', '.join(step.choices)}"
+    lines.append(f"type: {kind}")
+    if not step.expr and not step.check:
+        lines.append("unverifiable: presence, order and type only")
+    reads = procedure.reads(index)
+    if reads:
+        lines.append(f"reads: {', '.join(reads)}")
+    return lines
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``init`` and ``check`` commands to ``app``."""
+
+    @app.command("init")
+    def init(
+        file: Annotated[Path, typer.Argument(help="Where to write the starter procedure.")] = Path("procedure.yaml"),
+        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    ) -> None:
+        """Write a commented starter procedure (YAML) explaining every field."""
+        if file.exists() and not force:
+            typer.echo(f"error: {file} exists (use --force to overwrite)", err=True)
+            raise typer.Exit(2)
+        file.write_text(STARTER.format(name=file), encoding="utf-8")
+        typer.echo(f"wrote {file}; next: stepguard check {file}")
+
+    @app.command("check")
+    def check(file: Annotated[Path, typer.Argument(help="Procedure file (.yaml, .yml, .json).")]) -> None:
+        """Validate a procedure file and print what each step will verify."""
+        try:
+            proc = load_procedure(file)
+        except ProcedureError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        inputs = ", ".join(f"{i.name} ({i.type})" for i in proc.inputs) or "none"
+        typer.echo(f"{file}: procedure {proc.name!r} is valid: {len(proc.steps)} steps; inputs {inputs}; answer {proc.answer_var}")
+        for i, step in enumerate(proc.steps):
+            typer.echo(f"  {i + 1}. {step.var}")
+            for line in describe_step(proc, i):
+                typer.echo(f"       {line}")

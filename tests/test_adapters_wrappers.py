@@ -1,0 +1,131 @@
+"""GuardedOpenAI (over a fake client and a real client on the stub server) and the LangGraph node."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TypedDict
+
+import pytest
+from openai.types.chat import ChatCompletion
+
+from stepguard.adapters import GuardedOpenAI, guarded_node, load_model
+from stepguard.procedure import load_procedure
+from tests._stub_server import StubServer
+
+INVOICE = load_procedure("examples/invoice.yaml")
+INPUTS = {"subtotal": "100.10", "rate": "0.1"}
+SIM = load_model("sim:perfect")
+
+
+def _chat(body: dict[str, Any]) -> ChatCompletion:
+    reply = SIM.complete(body["messages"])
+    return ChatCompletion.model_validate({
+        "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    })
+
+
+class _Completions:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def create(self, **kw: Any) -> ChatCompletion:
+        self.calls.append(kw)
+        return _chat(kw)
+
+
+class _AsyncCompletions(_Completions):
+    async def create(self, **kw: Any) -> ChatCompletion:  # type: ignore[override]
+        self.calls.append(kw)
+        return _chat(kw)
+
+
+class FakeClient:
+    """Duck-types ``openai.OpenAI`` (``chat.completions.create``), answering like sim:perfect."""
+
+    def __init__(self, completions: _Completions) -> None:
+        self.chat = type("Chat", (), {"completions": completions})()
+        self.base_url = "fake://"
+
+
+def _guarded_call(client: GuardedOpenAI, **extra: Any) -> Any:
+    return client.chat.completions.create(
+        model="m", messages=[], temperature=0, extra_body={"stepguard": {"procedure": "invoice", "inputs": INPUTS, **extra}}
+    )
+
+
+def test_guarded_call_returns_verified_answer_and_result() -> None:
+    inner = _Completions()
+    client = GuardedOpenAI(FakeClient(inner), procedures={"invoice": INVOICE})
+    resp = _guarded_call(client)
+    assert resp.choices[0].message.content == "104.6"
+    assert resp.stepguard.status == "verified"
+    assert resp.stepguard.values["discount"] == "5.01"  # ROUND_HALF_UP of 5.005
+    assert inner.calls and all(c["model"] == "m" and c["temperature"] == 0 for c in inner.calls)
+    assert resp.usage.prompt_tokens == 10 * len(inner.calls)
+    assert client.base_url == "fake://"  # other attributes are the client's own
+
+
+def test_async_client_is_awaited() -> None:
+    client = GuardedOpenAI(FakeClient(_AsyncCompletions()), procedures={"invoice": INVOICE})
+    resp = asyncio.run(_guarded_call(client))
+    assert resp.stepguard.status == "verified" and resp.choices[0].message.content == "104.6"
+
+
+def test_unknown_procedure_is_a_clear_error() -> None:
+    client = GuardedOpenAI(FakeClient(_Completions()), procedures={"invoice": INVOICE})
+    with pytest.raises(KeyError, match="unknown procedure 'nope'"):
+        client.chat.completions.create(model="m", messages=[], extra_body={"stepguard": {"procedure": "nope"}})
+
+
+def test_calls_without_a_procedure_pass_straight_through() -> None:
+    import openai
+
+    with StubServer(hang_s=1.0) as stub:
+        real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
+        client = GuardedOpenAI(real, procedures={"invoice": INVOICE})
+        resp = client.chat.completions.create(model="ok", messages=[{"role": "user", "content": "hi"}])
+        assert resp.choices[0].message.content == "reply to: hi"
+        assert not hasattr(resp, "stepguard") or getattr(resp, "stepguard", None) is None
+        assert len(stub.requests) == 1
+        real.close()
+
+
+class _State(TypedDict, total=False):
+    order_subtotal: str
+    tax_rate: str
+    invoice: dict[str, Any]
+    total: str | None
+
+
+def _graph(checkpointer: Any = None) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    node = guarded_node(SIM, INVOICE, inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
+                        output_key="invoice", answer_key="total", checkpointer=checkpointer)
+    g = StateGraph(_State)
+    g.add_node("invoice", node)
+    g.add_edge(START, "invoice")
+    g.add_edge("invoice", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_langgraph_node_sync_and_async_share_the_checkpointer() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    graph = _graph(saver)
+    cfg = {"configurable": {"thread_id": "order-1"}}
+    out = graph.invoke({"order_subtotal": "100.10", "tax_rate": "0.1"}, cfg)
+    assert out["total"] == "104.6" and out["invoice"]["status"] == "verified"
+    assert out["invoice"]["thread_id"] == "order-1/stepguard/invoice"
+    threads = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
+    assert {"order-1", "order-1/stepguard/invoice"} <= threads
+    out2 = asyncio.run(_graph().ainvoke({"order_subtotal": "100.10", "tax_rate": "0.1"}))
+    assert out2["total"] == "104.6"
+
+
+def test_langgraph_node_missing_state_key() -> None:
+    with pytest.raises(KeyError, match="tax_rate"):
+        _graph().invoke({"order_subtotal": "100.10"})

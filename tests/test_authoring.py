@@ -1,0 +1,91 @@
+"""Procedure authoring: value checks vs predicates, decimals, non-numeric steps, init/check, --show-prompts."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stepguard.cli._app import app
+from stepguard.procedure import parse_procedure, procedure_json_schema
+from stepguard.trace import Record, parse_trace
+from stepguard.verify import read_raw_value, verify_chunk
+
+SCHEMA = Path(__file__).parent.parent / "docs" / "schemas" / "procedure.schema.json"
+PROC = parse_procedure("""
+inputs: {subtotal: decimal, rate: decimal}
+steps:
+  - {var: tax, instruction: apply the rate, check: subtotal * rate, type: decimal, scale: 2, rounding: ROUND_HALF_UP}
+  - {var: tip, check: 0 <= value <= subtotal}
+  - {var: big, expr: subtotal >= 100, type: boolean}
+  - {var: tier, type: one_of, choices: [gold, silver], check: "value == ('gold' if big else 'silver')"}
+  - {var: note, type: string}
+""")
+ENV = PROC.bind_inputs({"subtotal": "100.10", "rate": "0.05"})
+
+
+def _verify(text: str):
+    return verify_chunk(PROC, 0, len(PROC.steps), ENV, parse_trace(text, var_names=PROC.variables))
+
+
+def test_schema_file_is_up_to_date() -> None:
+    on_disk = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    assert on_disk == procedure_json_schema(), "regenerate: python scripts/gen_docs.py"
+
+
+def test_check_without_value_is_an_expected_value() -> None:
+    assert PROC.check_is_expected == (True, False, False, False, False)
+    assert PROC.expected_values({"subtotal": "100.10", "rate": "0.05"}) == {"tax": Fraction(501, 100), "big": True}
+    good = _verify("tax = 5.005\ntip = 3\nbig = true\ntier = Gold\nnote = thanks, all fine")
+    assert good.deviation is None
+    assert dict(good.verified) == {"tax": Fraction(501, 100), "tip": 3, "big": True, "tier": "gold", "note": "thanks, all fine"}
+    bad = _verify("tax = 5.00\ntip = 3")
+    assert bad.deviation.kind == "arithmetic_error" and bad.step_index == 0
+
+
+def test_decimal_scale_equality_and_predicates() -> None:
+    assert _verify("tax = 5.010\ntip = 200\n").deviation.kind == "check_failed"  # 12.3 == 12.30; tip > subtotal
+    assert _verify("tax = 5.01\ntip = 1\nbig = maybe").deviation.kind == "type_error"
+    assert _verify("tax = 5.01\ntip = 1\nbig = false").deviation.kind == "arithmetic_error"
+    assert _verify("tax = 5.01\ntip = 1\nbig = true\ntier = bronze").deviation.kind == "type_error"
+    assert _verify("tax = 5.01\ntip = 1\nbig = true\ntier = silver").deviation.kind == "check_failed"
+
+
+@pytest.mark.parametrize(("line", "type_", "want"), [
+    ("eligible = total >= 100 = true", "boolean", True),
+    ("**eligible** = `False`", "boolean", False),
+    ('tier = "gold".', "one_of", "gold"),
+    ("tier = platinum", "one_of", None),
+    ("name = Ada Lovelace", "string", "Ada Lovelace"),
+    ("name =", "string", None),
+])
+def test_read_raw_value(line: str, type_: str, want: object) -> None:
+    assert read_raw_value(Record(var="v", value=None, text=line), type_, ("gold", "silver")) == want
+
+
+def test_init_then_check(tmp_path: Path) -> None:
+    runner = CliRunner()
+    path = tmp_path / "p.yaml"
+    assert runner.invoke(app, ["init", str(path)]).exit_code == 0
+    assert runner.invoke(app, ["init", str(path)]).exit_code == 2  # no overwrite without --force
+    out = runner.invoke(app, ["check", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "expected value: net * rate  (hidden check" in out.output and "ROUND_HALF_UP" in out.output
+
+
+def test_check_names_file_step_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("steps:\n  - {var: a, expr: x + 1}\n  - {var: b, check: a + c}\n", encoding="utf-8")
+    out = CliRunner().invoke(app, ["check", str(path)])
+    assert out.exit_code == 2
+    assert f"{path}: steps[0].expr (a): reads 'x'" in out.output
+
+
+def test_run_show_prompts_prints_each_correction() -> None:
+    out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "sim:perfect", "--show-prompts"])
+    assert out.exit_code == 0, out.output
+    assert "re-prompt 1 (restate): Your line `tax = tax1 + tax2 + tax3" in out.output
+    assert "status verified" in out.output
