@@ -15,6 +15,7 @@ outside systems live in ``stepguard.adapters``.
 
 from stepguard.errors import (
     BudgetExhausted,
+    CheckpointError,
     EvaluationError,
     LocalServerError,
     ModelError,
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Answer",
     "BudgetExhausted",
+    "CheckpointError",
     "ChatMessage",
     "ChatModel",
     "ChatResponse",

@@ -16,7 +16,8 @@ wrong and where (a file, a step, a line, an endpoint)::
     ├── LocalServerError         the embedded llama.cpp server could not be found, verified or started
     ├── StepDeviation            the guard's ``raise`` policy: a step deviated; carries the partial result
     ├── BudgetExhausted          a re-prompt or token budget is spent and ``on_exhausted`` is ``raise``
-    └── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
+    ├── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
+    └── CheckpointError          a checkpoint database is unreadable or corrupt (names the file)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 __all__ = [
     "BudgetExhausted",
+    "CheckpointError",
     "EvaluationError",
     "LocalServerError",
     "ModelError",
@@ -130,3 +132,8 @@ class BudgetExhausted(StepguardError):
 
 class RunStoreError(StepguardError):
     """A run store is unreadable or corrupt; the message names the file and line."""
+
+
+class CheckpointError(StepguardError):
+    """A checkpoint database is unreadable or corrupt; the message names the file. Nothing is
+    overwritten: a run never silently starts over on a database it cannot read."""

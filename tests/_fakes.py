@@ -8,6 +8,8 @@ from collections import defaultdict
 from stepguard.evaluator import compile_expression, format_number, parse_number
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 
+_NOTE = re.compile(r"[ \t]{2,}\((.*)\)[ \t]*$")
+_ROUND = re.compile(r"round (half up|half to even) to (\d+) decimal places")
 _BLOCK = re.compile(r"^(Known values|Steps):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
 
 
@@ -46,8 +48,16 @@ class ScriptedModel:
         out = []
         for line in blocks.get("Steps", "").splitlines():
             var, expr = (p.strip() for p in line.split(" = ", 1))
+            note = _NOTE.search(expr)
+            rounding = _ROUND.search(note.group(1)) if note else None
+            expr = expr[: note.start()].strip() if note else expr
             c = compile_expression(expr)
             value = c.evaluate(env)
+            if rounding:
+                from stepguard.procedure import round_to_scale
+
+                mode = "ROUND_HALF_UP" if rounding.group(1) == "half up" else "ROUND_HALF_EVEN"
+                value = round_to_scale(value, int(rounding.group(2)), mode)
             fault = None
             queue = self.faults.get(var)
             if queue:

@@ -9,11 +9,22 @@ serves every case at once:
     error500  500 (with ``retry-after-ms: 10`` so the client's retries are quick)
     error429  429 (same), then ok from the third request of that model on
     hang      accepts the request and answers nothing for ``hang_s`` seconds
+    reset     sends headers and half a body, then resets the connection (RST)
+    retry_after  429 with ``Retry-After: 1`` (seconds) on the first request of that model, then ok
+    error503  503 always (with ``retry-after-ms: 10``)
+    truncated 200 with a JSON body cut in the middle
+    renamed   200, but the reply names another model (``renamed-by-server``)
+    scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
+
+``StubServer.down = True`` makes every request answer 503 until it is set back to False (a server
+that fails mid-run and recovers).
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -59,7 +70,33 @@ class _Handler(BaseHTTPRequestHandler):
             n = srv.counts[model]
             srv.requests.append(body)
         retry_fast = {"retry-after-ms": "10"}
-        if model == "error500":
+        if srv.down or model == "error503":
+            self._send(503, {"error": {"message": "unavailable"}}, retry_fast)
+        elif model == "reset":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"id": "chatcmpl-stub", "choi')
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        elif model == "retry_after" and n <= 1:
+            self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "1"})
+        elif model == "truncated":
+            data = json.dumps(_completion(model, "S1 = 1", "stop")).encode()[:40]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif model == "renamed":
+            self._send(200, _completion("renamed-by-server", "reply", "stop"))
+        elif model == "scripted":
+            last = body["messages"][-1]["content"] if body.get("messages") else ""
+            self._send(200, _completion(model, srv.script(last) if srv.script else "", "stop"))
+        elif model == "error500":
             self._send(500, {"error": {"message": "boom"}}, retry_fast)
         elif model == "error429" and n <= 2:
             self._send(429, {"error": {"message": "slow down"}}, retry_fast)
@@ -101,6 +138,8 @@ class _Server(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.stopping = threading.Event()
         self.hang_s = hang_s
+        self.down = False
+        self.script: Any = None
 
 
 class StubServer:
@@ -128,6 +167,24 @@ class StubServer:
     def requests(self) -> list[dict[str, Any]]:
         """The JSON bodies received so far."""
         return self._server.requests
+
+    @property
+    def down(self) -> bool:
+        """While True, every request is answered 503."""
+        return self._server.down
+
+    @down.setter
+    def down(self, value: bool) -> None:
+        self._server.down = value
+
+    @property
+    def script(self) -> Any:
+        """``callable(last user message) -> reply text`` for the ``scripted`` model."""
+        return self._server.script
+
+    @script.setter
+    def script(self, fn: Any) -> None:
+        self._server.script = fn
 
     def __enter__(self) -> StubServer:
         self._thread.start()

@@ -84,8 +84,15 @@ def test_check_names_file_step_and_field(tmp_path: Path) -> None:
     assert f"{path}: steps[0].expr (a): reads 'x'" in out.output
 
 
-def test_run_show_prompts_prints_each_correction() -> None:
-    out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "sim:perfect", "--show-prompts"])
+def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
+    """A user-written procedure with a step the model gets wrong, seen from the CLI."""
+    import stepguard.adapters
+    from tests._fakes import ScriptedModel
+
+    model = ScriptedModel(faults={"tax": ["wrong", "wrong"]})
+    monkeypatch.setattr(stepguard.adapters, "load_model", lambda spec, **kw: model)
+    out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted", "--show-prompts"])
     assert out.exit_code == 0, out.output
     assert "re-prompt 1 (restate): Your line `tax = tax1 + tax2 + tax3" in out.output
-    assert "status verified" in out.output
+    assert "re-prompt 2 (narrow): " in out.output
+    assert "status verified" in out.output and "re-prompts 2" in out.output

@@ -77,7 +77,8 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
     return (lambda: once), {"file": None, "sha256": None}
 
 
-def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst_meta: dict[str, Any]) -> dict[str, Any]:
+def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst_meta: dict[str, Any],
+             raw_tokens_per_step: int = 32) -> dict[str, Any]:
     """The run.json of a new run (``model``, ``mode``, ``guard_config``, ``generation`` and
     ``instances_sha256`` are its identity: see :data:`stepguard.bench.store.IDENTITY_KEYS`).
 
@@ -86,20 +87,22 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         model: the model; described by :func:`describe_model`.
         guard_config: guarded mode's config (``None`` in raw mode).
         inst_meta: ``{file, sha256}`` from :func:`instance_source`.
+        raw_tokens_per_step: raw mode's ``max_tokens`` allowance per step.
     """
     import stepguard
 
     if mode == "raw":
-        generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": "24*n_steps+64"}
+        generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64"}
     else:
         assert guard_config is not None
         generation = {"temperature": guard_config.temperature, "seed": guard_config.seed,
                       "max_tokens": f"{guard_config.max_tokens_per_step}*chunk_steps+32"}
     info = describe_model(model)
+    server = info.pop("server", None)
     identity = {k: info[k] for k in ("spec", "name", "seed") if k in info}
     return {
         "format": 1, "mode": mode, "model": identity, "model_info": info, "simulated": info["simulated"],
-        "server": info.get("server"), "guard_config": _guard_config_dict(guard_config) if guard_config else None,
+        "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,
         "generation": generation, "seed": RAW_SEED if mode == "raw" else guard_config.seed,  # type: ignore[union-attr]
         "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
         "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),

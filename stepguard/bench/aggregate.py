@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepguard.bench.stats import rate as stats_rate
 from stepguard.bench.store import ERRORS, RESULTS, iter_rows, read_meta
 
 __all__ = ["Cell", "FAILURE_LABELS", "RunAggregate", "aggregate_run", "rate"]
@@ -23,13 +24,12 @@ _USAGE = ("model_calls", "input_tokens", "output_tokens", "cached_tokens", "wall
 
 
 def rate(k: int, n: int) -> dict[str, Any]:
-    """``{k, n, rate, low, high}``: a share with its 95% Wilson interval (``rate`` etc. ``None`` when ``n == 0``)."""
-    from stepguard.bench.stats import wilson_interval
-
+    """``{k, n, value, low, high}``: a share with its 95% Wilson interval (:func:`stepguard.bench.stats.rate`,
+    the same keys ``stepguard bench summarize --json`` writes); ``value``, ``low``, ``high`` are
+    ``None`` when ``n == 0``."""
     if n == 0:
-        return {"k": k, "n": 0, "rate": None, "low": None, "high": None}
-    low, high = wilson_interval(k, n)
-    return {"k": k, "n": n, "rate": k / n, "low": low, "high": high}
+        return {"k": k, "n": 0, "value": None, "low": None, "high": None}
+    return stats_rate(k, n)._asdict()
 
 
 @dataclass
@@ -44,6 +44,8 @@ class Cell:
     labels: Counter[str] = field(default_factory=Counter)
     steps_total: int = 0
     step_values_correct: int = 0
+    lookback_confusion: int = 0
+    truncated: int = 0
     first_error_sum: int = 0
     first_error_n: int = 0
     reprompts: int = 0
@@ -62,6 +64,8 @@ class Cell:
         self.labels.update(lb for lb in row.get("labels") or () if lb in FAILURE_LABELS)
         self.steps_total += int(row.get("n_steps") or 0)
         self.step_values_correct += int(row.get("step_values_correct") or 0)
+        self.truncated += row.get("finish_reason") == "length" or bool((row.get("deviation_counts") or {}).get("truncated"))
+        self.lookback_confusion += bool(row.get("lookback_confusion") or (row.get("deviation_counts") or {}).get("lookback_confusion"))
         if row.get("first_error_position") is not None:
             self.first_error_sum += int(row["first_error_position"])
             self.first_error_n += 1
@@ -80,7 +84,10 @@ class Cell:
         """The cell as summary.json writes it: rates with Wilson intervals, per-instance means.
 
         Keys: ``n``, ``first_answer_accuracy``, ``exact_step_rate``, ``labels`` (each label's rate),
-        ``step_value_accuracy`` (right step values / required steps), ``mean_first_error_position``
+        ``step_value_accuracy`` (right step values / required steps), ``lookback_confusion`` (raw: the
+        first wrong value is a wrong-operand reading; guarded: the guard caught one), ``truncated``
+        (raw: the reply hit max_tokens; guarded: a chunk reply did),
+        ``mean_first_error_position``
         (1-based, over instances with an error), ``per_instance`` (means of calls, tokens, seconds,
         and in guarded mode re-prompts, chunks, repaired values); guarded mode adds
         ``answer_right_any_provenance``, ``verified_correct_rate`` and ``instances_with_repairs``.
@@ -90,7 +97,9 @@ class Cell:
             "first_answer_accuracy": rate(self.correct, self.n),
             "exact_step_rate": rate(self.exact, self.n),
             "labels": {lb: rate(self.labels[lb], self.n) for lb in FAILURE_LABELS},
-            "step_value_accuracy": self.step_values_correct / self.steps_total if self.steps_total else None,
+            "step_value_accuracy": rate(self.step_values_correct, self.steps_total),
+            "lookback_confusion": rate(self.lookback_confusion, self.n),
+            "truncated": rate(self.truncated, self.n),
             "mean_first_error_position": self.first_error_sum / self.first_error_n if self.first_error_n else None,
             "per_instance": {k: self._mean(self.usage[k]) for k in _USAGE},
         }

@@ -1,8 +1,9 @@
 """The demo: a small instance set, run raw and guarded on one model, then the report.
 
 ``stepguard bench demo`` is the README's first command. With no set-up beyond the install it
-generates :data:`DEFAULT_SIZES` (3 instances at 5 steps, 2 at 23, 1 at 95, look-back 2), runs them
-raw and guarded on the embedded local model, and writes the report::
+generates :data:`DEFAULT_SIZES` (3 instances at 5 steps, 1 at 23, look-back 2; :data:`SIM_SIZES`
+with 95 steps added on the simulator), runs them raw and guarded on the embedded local model, and
+writes the report::
 
     ./stepguard-demo/instances.jsonl
     ./stepguard-demo/raw-<model>/        run store (resumable: run the demo again to finish it)
@@ -12,25 +13,37 @@ raw and guarded on the embedded local model, and writes the report::
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stepguard.bench.report import Report, build_report
-from stepguard.bench.run import RunSummary, run_benchmark
+from stepguard.bench.run import RunSummary, arun_benchmark
 from stepguard.model import ChatModel
 
-__all__ = ["DEFAULT_SIZES", "DemoResult", "estimate_seconds", "parse_sizes", "run_demo"]
+if TYPE_CHECKING:
+    from stepguard.guard import GuardConfig
 
-DEFAULT_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 2), (95, 1))
-"""``(steps, instances)`` of the demo: small enough for a few minutes on 2 CPU cores."""
+__all__ = ["DEFAULT_SIZES", "SIM_SIZES", "DemoResult", "estimate_seconds", "parse_sizes", "run_demo"]
 
-# Seconds per step on the embedded Qwen2.5-Coder-1.5B at 2 CPU cores (llama-cpp-python: about 48
-# prompt / 25 generated tokens per second, /work spec local-models.md): raw ~16 prompt and ~10
-# generated tokens a step; guarded ~30 prompt and ~20 generated tokens a step plus re-prompts.
-_RAW_S_PER_STEP, _GUARDED_S_PER_STEP, _START_S = 0.8, 1.8, 20.0
+DEFAULT_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 1))
+"""``(steps, instances)`` of the demo on a real model: about 3 minutes on 2 idle CPU cores."""
+
+SIM_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 2), (95, 1))
+"""The demo's sizes on the simulated executor (seconds), and the full demo on a real model
+(``--sizes 5:3,23:2,95:1``: about 12 minutes on 2 idle CPU cores, the 95-step headline)."""
+
+# Seconds per step on the embedded Qwen2.5-Coder-1.5B, 2 idle CPU cores (llama-cpp-python, about 48
+# prompt / 25 generated tokens a second: shared/spec/local-models.md). Measured here: raw mode writes
+# ~35 tokens a step (markdown); guarded mode ~90 prompt + ~34 generated tokens a step with re-prompts
+# (a 23-step instance: 2,107 + 786 tokens, 11 calls). A busy machine is slower: under the load of
+# other jobs these ran at 3-4 generated tokens a second, 15-18 s a step.
+_RAW_S_PER_STEP, _GUARDED_S_PER_STEP, _START_S = 1.8, 2.5, 20.0
+_REPORT_S = 10.0  # imports, plots and the report
 
 
 def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
@@ -55,8 +68,8 @@ def estimate_seconds(sizes: tuple[tuple[int, int], ...], simulated: bool) -> tup
     """
     steps = sum(n * k for n, k in sizes)
     if simulated:
-        return 2.0, 5.0 + 0.05 * steps
-    mid = _START_S + steps * (_RAW_S_PER_STEP + _GUARDED_S_PER_STEP)
+        return 5.0, 2 * _REPORT_S + 0.05 * steps
+    mid = _START_S + _REPORT_S + steps * (_RAW_S_PER_STEP + _GUARDED_S_PER_STEP)
     return 0.6 * mid, 1.6 * mid
 
 
@@ -82,7 +95,7 @@ def run_demo(
     lookback: int = 2,
     seed: int = 0,
     concurrency: int = 1,
-    guard_config: object | None = None,
+    guard_config: GuardConfig | None = None,
     progress: bool = True,
     echo: Callable[[str], None] = print,
 ) -> DemoResult:
@@ -112,14 +125,19 @@ def run_demo(
     count = write_instances(grid, instances)
     slug = _slug(getattr(model, "spec", "model"))
     echo(f"{count} instances ({', '.join(f'{k} x {n} steps' for n, k in sizes)}, look-back {lookback}) -> {instances}")
-    runs = {}
-    for mode in ("raw", "guarded"):
-        rundir = root / f"{mode}-{slug}"
-        echo(f"{mode} mode -> {rundir}")
-        runs[mode] = run_benchmark(instances, mode, model, rundir, concurrency=concurrency,
-                                   guard_config=guard_config if mode == "guarded" else None,  # type: ignore[arg-type]
-                                   progress=progress)
-        s = runs[mode]
-        echo(f"  {s.written} new rows, {s.skipped} already done, {s.errors} errors, {s.wall_s:.1f} s")
+    async def both() -> dict[str, RunSummary]:
+        # one event loop for both modes: an async HTTP client is bound to the loop of its first call
+        runs = {}
+        for mode in ("raw", "guarded"):
+            rundir = root / f"{mode}-{slug}"
+            echo(f"{mode} mode -> {rundir}")
+            runs[mode] = await arun_benchmark(instances, mode, model, rundir, concurrency=concurrency,
+                                              guard_config=guard_config if mode == "guarded" else None,
+                                              progress=progress)
+            s = runs[mode]
+            echo(f"  {s.written} new rows, {s.skipped} already done, {s.errors} errors, {s.wall_s:.1f} s")
+        return runs
+
+    runs = asyncio.run(both())
     report = build_report([root / f"raw-{slug}", root / f"guarded-{slug}"], root / f"report-{slug}")
     return DemoResult(instances, runs["raw"], runs["guarded"], report)

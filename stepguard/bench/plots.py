@@ -43,11 +43,13 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
     for col, run in enumerate(runs):
         for row, (key, name) in enumerate((("first_answer_accuracy", "first-answer accuracy"), ("exact_step_rate", "exact-step rate"))):
             a = ax[row][col]
-            for lb in sorted({lb for _, lb in run.configs}):
+            lookbacks = sorted({lb for _, lb in run.configs})
+            for j, lb in enumerate(lookbacks):
                 pts = sorted((n, run.configs[(n, lb)].metrics(run.mode)[key]) for (n, l2) in run.configs if l2 == lb)
-                xs = [n for n, _ in pts]
-                ys = [m["rate"] for _, m in pts]
-                err = [[m["rate"] - m["low"] for _, m in pts], [m["high"] - m["rate"] for _, m in pts]]
+                shift = (j - (len(lookbacks) - 1) / 2) * 0.6  # side by side, so intervals do not hide each other
+                xs = [n + shift for n, _ in pts]
+                ys = [m["value"] for _, m in pts]
+                err = [[m["value"] - m["low"] for _, m in pts], [m["high"] - m["value"] for _, m in pts]]
                 a.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"look-back {lb}")
             a.set_ylim(-0.03, 1.03)
             a.set_xlabel("steps")
@@ -103,8 +105,9 @@ def plot_guard_cost(runs: Sequence[RunAggregate], path: Path) -> Path | None:
             right.plot(xs, tokens, style, marker="o", label=f"{run.label}, L{lb}")
             if run.mode == "guarded":
                 left.plot(xs, [c.reprompts / c.n for _, c in cells], marker="o", label=f"{run.label}, L{lb}")
-    left.set_title("re-prompts per instance (guarded)", fontsize=9)
-    right.set_title("input + output tokens per instance", fontsize=9)
+    mark = " · SIMULATED" if any(r.simulated for r in runs) else ""
+    left.set_title(f"re-prompts per instance (guarded){mark}", fontsize=9)
+    right.set_title(f"input + output tokens per instance{mark}", fontsize=9)
     for a in (left, right):
         a.set_xlabel("steps")
         a.grid(alpha=0.3)

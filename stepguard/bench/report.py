@@ -65,12 +65,14 @@ class Report:
     report_md: Path
     report_html: Path
     plots: list[Path]
+    headline: Table
+    """The headline table (raw vs guarded at the largest step count), for printing."""
 
 
 def _pct(m: dict[str, Any] | None) -> str:
-    if not m or m.get("rate") is None:
+    if not m or m.get("value") is None:
         return "-"
-    return f"{100 * m['rate']:.1f}% [{100 * m['low']:.1f}, {100 * m['high']:.1f}] ({m['k']}/{m['n']})"
+    return f"{100 * m['value']:.1f}% [{100 * m['low']:.1f}, {100 * m['high']:.1f}] ({m['k']}/{m['n']})"
 
 
 def _num(x: float | None, digits: int = 1) -> str:
@@ -111,17 +113,17 @@ def _run_table(run: RunAggregate) -> Table:
     short = {"missing_answer": "missing", "premature_answer": "premature", "under_executed": "under-exec",
              "extra_steps": "extra", "self_correction": "self-corr", "arithmetic_error": "arith"}
     header = ["steps", "look-back", "n", "first-answer [95% CI]", "exact-step [95% CI]", "step values", "1st error at"]
-    header += [f"{short[lb]} %" for lb in FAILURE_LABELS] + ["tokens / inst", "calls / inst"]
+    header += [f"{short[lb]} %" for lb in FAILURE_LABELS] + ["cut at max tokens %", "tokens / inst", "calls / inst"]
     header += ["re-prompts / inst", "repaired"] if guarded else []
     rows = []
     for (n, lb), cell in sorted(run.configs.items()):
         m = cell.metrics(run.mode)
         per = m["per_instance"]
-        sva = m["step_value_accuracy"]
+        sva = m["step_value_accuracy"]["value"]
         row = [str(n), str(lb), str(m["n"]), _pct(m["first_answer_accuracy"]), _pct(m["exact_step_rate"]),
                "-" if sva is None else f"{100 * sva:.1f}%", _num(m["mean_first_error_position"])]
-        row += [f"{100 * m['labels'][lb2]['rate']:.1f}" for lb2 in FAILURE_LABELS]
-        row += [_num(per["total_tokens"], 0), _num(per["model_calls"])]
+        row += [f"{100 * m['labels'][lb2]['value']:.1f}" for lb2 in FAILURE_LABELS]
+        row += [f"{100 * m['truncated']['value']:.1f}", _num(per["total_tokens"], 0), _num(per["model_calls"])]
         row += [_num(per["reprompts"]), str(cell.repaired)] if guarded else []
         rows.append(row)
     what = "deviations the guard caught" if guarded else "failure labels"
@@ -195,4 +197,4 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     md, page = out / "report.md", out / "report.html"
     _write_md(md, runs, tables, plots)
     _write_html(page, runs, tables, plots)
-    return Report(out, summary_path, md, page, plots)
+    return Report(out, summary_path, md, page, plots, head_table)

@@ -31,13 +31,20 @@ if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.guard import GuardConfig
 
-__all__ = ["Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
+__all__ = ["RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
 
 Mode = Literal["raw", "guarded"]
 
-def raw_max_tokens(n_steps: int) -> int:
-    """Raw-mode cap on generated tokens: 24 per step plus 64 (*ours*: a step line is ~6-12 tokens)."""
-    return 24 * n_steps + 64
+RAW_TOKENS_PER_STEP = 32
+"""Raw-mode token allowance per step (*ours*). Measured: Qwen2.5-Coder-1.5B answers the raw prompt
+in markdown, about 35 tokens a step, and was cut before its final answer at 24 tokens a step on a
+5-step procedure; 32 x 95 + 64 plus a 95-step prompt (~900 tokens) still fits a 4,096-token context."""
+
+
+def raw_max_tokens(n_steps: int, per_step: int = RAW_TOKENS_PER_STEP) -> int:
+    """Raw-mode cap on generated tokens: ``per_step`` per step plus 64. A reply cut there is
+    recorded with ``finish_reason == "length"`` and counted in the report's truncation rate."""
+    return per_step * n_steps + 64
 
 
 def parse_configs(text: str | Iterable[tuple[int, int]] | None) -> frozenset[tuple[int, int]] | None:
@@ -88,29 +95,44 @@ class RunSummary:
     resumed: bool = False
 
 
-def _select(source: Iterable[Instance], configs: frozenset[tuple[int, int]] | None, limit: int | None) -> Iterator[Instance]:
-    """Instances of the wanted configurations, at most ``limit`` per configuration, each id once, in order."""
+def _select(source: Iterable[Any], configs: frozenset[tuple[int, int]] | None, limit: int | None) -> Iterator[Any]:
+    """Instances of the wanted configurations, at most ``limit`` per configuration, each id once, in order.
+
+    Works on :class:`Instance` objects and on the plain dicts of :func:`_light` alike.
+    """
     taken: dict[tuple[int, int], int] = {}
     seen: set[str] = set()
     for inst in source:
-        key = (inst.n_steps, inst.lookback)
+        rid, n_steps, lookback = (inst["id"], inst["n_steps"], inst["lookback"]) if isinstance(inst, dict) else (inst.id, inst.n_steps, inst.lookback)
+        key = (n_steps, lookback)
         if configs is not None and key not in configs:
             continue
         if limit is not None and taken.get(key, 0) >= limit:
             continue
-        if inst.id in seen:
+        if rid in seen:
             continue
-        seen.add(inst.id)
+        seen.add(rid)
         taken[key] = taken.get(key, 0) + 1
         yield inst
+
+
+def _light(path: str | Path) -> Iterator[dict[str, Any]]:
+    """``{id, n_steps, lookback}`` of each line of an instances file, without validating the rest:
+    the counting pass that sizes the progress bar (the run itself validates every line)."""
+    from stepguard.bench.instances import read_jsonl
+
+    for _, data in read_jsonl(path):
+        if isinstance(data, dict):
+            yield {"id": data.get("id"), "n_steps": data.get("n_steps"), "lookback": data.get("lookback")}
 
 
 class _Runner:
     """One run's workers: holds the model, the store, the guard and the counters."""
 
     def __init__(self, mode: Mode, model: ChatModel, store: RunStore, guard_config: GuardConfig | None,
-                 summary: RunSummary, bar: Any, max_consecutive_errors: int) -> None:
+                 summary: RunSummary, bar: Any, max_consecutive_errors: int, raw_tokens_per_step: int) -> None:
         self.mode, self.model, self.store, self.summary, self.bar = mode, model, store, summary, bar
+        self.raw_tokens_per_step = raw_tokens_per_step
         self.max_consecutive_errors = max_consecutive_errors
         self.consecutive_errors = 0
         self.guard = None
@@ -148,7 +170,7 @@ class _Runner:
         from stepguard.verify import score_generation
 
         messages = render_raw_prompt(inst.to_procedure(), inst.inputs)
-        settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED, max_tokens=raw_max_tokens(inst.n_steps))
+        settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED, max_tokens=raw_max_tokens(inst.n_steps, self.raw_tokens_per_step))
         try:
             resp = await self.model.acomplete(messages, settings)
         except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
@@ -176,6 +198,7 @@ async def arun_benchmark(
     configs: str | Iterable[tuple[int, int]] | None = None,
     concurrency: int = 4,
     guard_config: GuardConfig | None = None,
+    raw_tokens_per_step: int = RAW_TOKENS_PER_STEP,
     progress: bool = True,
     max_consecutive_errors: int = 10,
 ) -> RunSummary:
@@ -196,20 +219,21 @@ async def arun_benchmark(
     wanted = parse_configs(configs)
     make, inst_meta = instance_source(instances)
     t0 = time.perf_counter()
-    store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta))
+    store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta, raw_tokens_per_step), group_commit=True)
     summary = RunSummary(Path(rundir), mode, torn=list(store.torn), resumed=store.resumed)
     try:
         todo = None
         if inst_meta["file"] is not None or isinstance(instances, Sequence):
             todo = 0
-            for inst in _select(make(), wanted, limit):
+            light = _light(inst_meta["file"]) if inst_meta["file"] is not None else make()
+            for inst in _select(light, wanted, limit):
                 summary.selected += 1
-                todo += inst.id not in store.finished
+                todo += (inst["id"] if isinstance(inst, dict) else inst.id) not in store.finished
         bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
-        runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors)
+        runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors, raw_tokens_per_step)
         sem = asyncio.Semaphore(concurrency)
 
-        async def guarded_one(inst: Instance) -> None:
+        async def bounded(inst: Instance) -> None:
             try:
                 await runner.one(inst)
             finally:
@@ -222,7 +246,7 @@ async def arun_benchmark(
                         summary.skipped += 1
                         continue
                     await sem.acquire()
-                    tg.create_task(guarded_one(inst))
+                    tg.create_task(bounded(inst))
         except BaseExceptionGroup as group:
             raise _first(group) from None
         finally:
@@ -252,6 +276,7 @@ def run_benchmark(
     configs: str | Iterable[tuple[int, int]] | None = None,
     concurrency: int = 4,
     guard_config: GuardConfig | None = None,
+    raw_tokens_per_step: int = RAW_TOKENS_PER_STEP,
     progress: bool = True,
     max_consecutive_errors: int = 10,
 ) -> RunSummary:
@@ -260,7 +285,7 @@ def run_benchmark(
     Args:
         instances: an instances JSONL file (streamed; its sha256 goes into run.json) or an
             iterable of :class:`~stepguard.bench.instances.Instance`.
-        mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = 24 N + 64``) or
+        mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``) or
             ``"guarded"`` (:class:`~stepguard.guard.Guard`).
         model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
         rundir: the run store folder; an existing one is resumed (finished ids skipped, error
@@ -269,11 +294,17 @@ def run_benchmark(
         configs: only these configurations: ``"95x7,23x2"`` or ``[(95, 7), (23, 2)]``.
         concurrency: instances in flight at once.
         guard_config: guarded mode's config; default ``GuardConfig(on_exhausted="flag")``.
+        raw_tokens_per_step: raw mode's token allowance per step (:data:`RAW_TOKENS_PER_STEP`).
         progress: show a tqdm bar (rate and ETA) on stderr.
         max_consecutive_errors: stop after this many model errors in a row (a dead endpoint).
 
     Returns:
         A :class:`RunSummary`.
+
+    Each call runs its own event loop (``asyncio.run``). A model whose async HTTP client is bound
+    to the loop of its first call (the ``openai``-based adapters) then fails on a second call; to run
+    raw and guarded mode on one model, await :func:`arun_benchmark` twice inside one loop (as
+    :func:`stepguard.bench.demo.run_demo` does), or load the model again.
 
     Raises:
         RunStoreError: RUNDIR is locked by another process, holds a different run, or is corrupt.
@@ -283,5 +314,6 @@ def run_benchmark(
     """
     return asyncio.run(arun_benchmark(
         instances, mode, model, rundir, limit=limit, configs=configs, concurrency=concurrency,
-        guard_config=guard_config, progress=progress, max_consecutive_errors=max_consecutive_errors,
+        guard_config=guard_config, raw_tokens_per_step=raw_tokens_per_step, progress=progress,
+        max_consecutive_errors=max_consecutive_errors,
     ))

@@ -40,6 +40,13 @@ def _model(spec: str) -> Iterator[Any]:
     except (StepguardError, ValueError) as exc:
         raise _fail(str(exc)) from None
     try:
+        start = getattr(model, "start", None)
+        if callable(start):  # a local server: start it here, in the main thread, so its SIGINT/SIGTERM
+            typer.echo(f"starting {spec} (the first run assembles and checks the model file)...", err=True)
+            try:  # clean-up handlers are installed, and a failure shows before any instance runs
+                start()
+            except (StepguardError, OSError) as exc:
+                raise _fail(f"{exc}\n{_LOCAL_HINT}") from None
         yield model
     finally:
         close = getattr(model, "close", None)
@@ -93,6 +100,7 @@ def register(bench_app: typer.Typer) -> None:
         on_exhausted: Annotated[str, typer.Option("--on-exhausted", help="Guarded: flag | repair | raise, when a budget is spent.")] = "flag",
         adaptive: Annotated[bool, typer.Option("--adaptive", help="Guarded: shrink chunks after deviations.")] = False,
         max_reprompts: Annotated[int, typer.Option("--max-reprompts", help="Guarded: re-prompts per step.")] = 4,
+        raw_tokens: Annotated[int, typer.Option("--raw-tokens-per-step", help="Raw: max_tokens = this x steps + 64.")] = 32,
         progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     ) -> None:
         """Execute instances in raw or guarded mode into a resumable run directory (one row per instance)."""
@@ -108,7 +116,7 @@ def register(bench_app: typer.Typer) -> None:
                 typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
             summary = _run_guarded(lambda: run_benchmark(
                 instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
-                guard_config=config, progress=progress))
+                guard_config=config, raw_tokens_per_step=raw_tokens, progress=progress))
         for torn in summary.torn:
             typer.echo(f"note: {torn}", err=True)
         typer.echo(_describe(summary))
@@ -144,22 +152,25 @@ def register(bench_app: typer.Typer) -> None:
     def demo(
         model: Annotated[str, typer.Option("--model", help=_MODEL_HELP)] = "local",
         out: Annotated[Path, typer.Option("--out", help="Demo folder.")] = Path("stepguard-demo"),
-        sizes: Annotated[str, typer.Option("--sizes", help="<steps>:<instances>,... to generate.")] = "5:3,23:2,95:1",
+        sizes: Annotated[Optional[str], typer.Option("--sizes", help=(  # noqa: UP007
+            "<steps>:<instances>,... to generate. Default 5:3,23:1 on a real model (about 3 minutes on 2 idle "
+            "CPU cores); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real model: about 12 minutes)."))] = None,
         lookback: Annotated[int, typer.Option("--lookback", help="Look-back depth of every instance.")] = 2,
         concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
         progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
     ) -> None:
         """Generate a small instance set, run it raw and guarded, and write the report (the README's first command)."""
-        from stepguard.bench.demo import estimate_seconds, parse_sizes, run_demo
+        from stepguard.bench.demo import DEFAULT_SIZES, SIM_SIZES, estimate_seconds, parse_sizes, run_demo
 
         try:
-            plan = parse_sizes(sizes)
+            plan = parse_sizes(sizes) if sizes else None
         except ValueError as exc:
             raise _fail(str(exc)) from None
         with _model(model) as chat:
+            plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)
             low, high = estimate_seconds(plan, chat.simulated)
             when = f"{low:.0f}-{high:.0f} seconds" if high < 120 else f"{low / 60:.0f}-{high / 60:.0f} minutes"
-            where = "" if chat.simulated else " on 2 CPU cores (less with more cores or a GPU endpoint)"
+            where = "" if chat.simulated else " on 2 idle CPU cores (longer on a busy machine; less with more cores or a GPU endpoint)"
             typer.echo(f"stepguard demo: model {model}; expected duration about {when}{where}.")
             if chat.simulated:
                 typer.echo("note: SIMULATED executor: the numbers measure the harness, not a model.")
@@ -167,5 +178,6 @@ def register(bench_app: typer.Typer) -> None:
                 chat, out, sizes=plan, lookback=lookback, concurrency=concurrency or (8 if chat.simulated else 1),
                 progress=progress, echo=typer.echo))
         rep = result.report
-        typer.echo(f"\nreport: {rep.report_html.resolve()}\n        {rep.report_md.resolve()}")
+        typer.echo("\n" + rep.headline.markdown())
+        typer.echo(f"report: {rep.report_html.resolve()}\n        {rep.report_md.resolve()}")
         typer.echo(f"paired comparison: stepguard bench compare {result.raw.rundir} {result.guarded.rundir}")

@@ -11,7 +11,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from stepguard.errors import BudgetExhausted, StepDeviation
+from stepguard.errors import BudgetExhausted, CheckpointError, StepDeviation
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import CONTEXT_KEY, build_graph
 from stepguard.guard._observer import GuardObserver, NullObserver
@@ -28,11 +28,26 @@ def sqlite_checkpointer(path: str | Path) -> BaseCheckpointSaver[Any]:
     """A LangGraph SQLite checkpointer on ``path`` (the embedded default; WAL mode, one writer).
 
     For multi-worker deployments pass LangGraph's Postgres checkpointer to :class:`Guard` instead.
+
+    Raises:
+        CheckpointError: ``path`` cannot be opened or is not an SQLite database (garbage bytes, a
+            truncated file); the file is left as it is, never started over.
     """
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
+    try:
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise CheckpointError(f"{path}: cannot open the checkpoint database: {exc}") from None
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the schema: fails on garbage
+    except sqlite3.Error as exc:
+        conn.close()
+        raise CheckpointError(
+            f"{path}: not a usable checkpoint database ({exc}); it was left unchanged: "
+            "move it away to start the runs it holds over, or restore it"
+        ) from None
     return SqliteSaver(conn)
 
 

@@ -251,6 +251,7 @@ def parse_trace(
     var_names: Iterable[str] | None = None,
     max_chars: int = 1_000_000,
     max_digits: int = 400,
+    max_records: int = 20_000,
 ) -> Trace:
     """Parse a model's generation into step records and final answers. Never raises on odd text.
 
@@ -261,6 +262,8 @@ def parse_trace(
         max_chars: only the first ``max_chars`` characters are read (``Trace.capped`` then True).
         max_digits: a number with more digits gets ``value=None``, ``error="too many digits"``
             (at most 4,000: Python itself refuses ``int()`` of longer digit strings).
+        max_records: at most this many step records are read (``Trace.capped`` then True): a
+            reply of 200,000 step lines costs bounded time. Procedures longer than this need more.
 
     Returns:
         A :class:`Trace`; records and answers in generation order, repeats kept.
@@ -279,6 +282,10 @@ def parse_trace(
     records: list[Record] = []
     line = last = 0
     for m in pats.line.finditer(text):
+        if len(records) >= max_records:
+            capped = True
+            text = text[: m.start()]  # answers too are read only from what was parsed
+            break
         start, end = m.start(), m.end()
         var, num = _var(m, known), m.group("num")
         if num is not None and var is not None and len(num) - (num[0] == "-") <= max_digits:

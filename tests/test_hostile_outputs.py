@@ -1,0 +1,114 @@
+"""Model output as untrusted input: every hostile reply is parsed or labelled, never evaluated,
+never a crash, and the guard never returns a wrong value as ``model_verified``."""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import pytest
+
+from stepguard import BudgetExhausted, Guard, GuardConfig, Procedure
+from stepguard.model import ChatResponse, Usage
+from stepguard.trace import parse_trace
+from stepguard.verify import score_generation
+from tests._hostile_cases import REPLIES
+
+PROC = Procedure.model_validate({"name": "h", "inputs": ["x"], "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}]})
+INPUTS = {"x": 7}
+EXPECTED = PROC.expected_values(INPUTS)  # S1 = 7, S2 = 10: no hostile reply holds the right values
+
+
+class FixedReplyModel:
+    """A ChatModel that answers every prompt with the same (hostile) text."""
+
+    spec = provider = model_name = "fixed"
+    simulated = True
+
+    def __init__(self, text: str) -> None:
+        self.text, self.calls = text, 0
+
+    def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
+        """Return the fixed text."""
+        self.calls += 1
+        return ChatResponse(self.text, Usage(10, 10), "stop", 0.0, "fixed", True)
+
+    async def acomplete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
+        """Async twin of :meth:`complete`."""
+        return self.complete(messages, settings)
+
+
+def _exact(value: object) -> bool:
+    """An exact number (int or Fraction, never a float or a string) or None."""
+    return value is None or type(value) in (int, Fraction)
+
+
+@pytest.mark.parametrize("name", sorted(REPLIES))
+def test_parse_trace_reads_or_labels_and_never_evaluates(name: str) -> None:
+    t0 = time.perf_counter()
+    trace = parse_trace(REPLIES[name], var_names=PROC.variables)
+    assert time.perf_counter() - t0 < 2.0
+    for item in (*trace.records, *trace.answers):
+        assert _exact(item.value), item
+        assert item.value is None or abs(item.value) < 10**401, "past max_digits"  # type: ignore[operator]
+        assert len(item.text) <= 200
+    if name in ("empty", "whitespace", "json_reply"):
+        assert trace.records == () and trace.answers == ()
+
+
+@pytest.mark.parametrize("name", sorted(REPLIES))
+def test_score_generation_labels_every_hostile_reply(name: str) -> None:
+    score = score_generation((PROC, EXPECTED), REPLIES[name])
+    assert not score.exact and not score.correct
+    assert score.labels and "exact" not in score.labels
+
+
+def test_specific_readings_are_the_documented_ones() -> None:
+    """The decisions docs/hostile-input.md records."""
+    t = parse_trace(REPLIES["hundred_thousand_digits"])
+    assert t.records[0].value is None and t.records[0].error == "too many digits"
+    assert t.answers[0].value is None and t.answers[0].error == "too many digits"
+    # Unicode decimal digits (full-width, Arabic-Indic, Devanagari...) are parsed as their values,
+    # exactly as Python's int() reads them; a value is still only ever compared, never evaluated
+    for name in ("fullwidth_digits", "arabic_indic_digits"):
+        t = parse_trace(REPLIES[name])
+        assert [r.value for r in t.records] == [12] and t.answers[0].value == 42, name
+    assert parse_trace("S1 = \u0967\u0968").records[0].value == 12
+    t = parse_trace(REPLIES["scientific"])  # "1e3": the mantissa only, exactly as written before the e
+    assert [r.value for r in t.records] == [1, Fraction(42, 10)] and t.answers[0].value == 1
+    t = parse_trace(REPLIES["thousands"])
+    assert [r.value for r in t.records] == [1234, Fraction(123456750, 100)] and t.answers[0].value == 12
+    t = parse_trace(REPLIES["injection_code"])
+    assert [r.value for r in t.records] == [None, None] and t.answers[0].value is None
+    t = parse_trace(REPLIES["expression_value"])
+    assert [(r.value, r.error) for r in t.records] == [(None, "unevaluated expression")] * 2
+    assert parse_trace(REPLIES["ten_megabytes"]).capped
+    assert parse_trace(REPLIES["injection"]).answers[0].value == 42  # read, not obeyed: scored wrong
+
+
+@pytest.mark.parametrize("name", sorted(REPLIES))
+def test_guard_never_verifies_a_hostile_reply(name: str) -> None:
+    model = FixedReplyModel(REPLIES[name])
+    config = GuardConfig(chunk_size=2, max_reprompts_per_step=2, on_exhausted="flag")
+    result = Guard(model, config).run(PROC, INPUTS)
+    assert result.status != "verified"
+    for step in result.steps:
+        if step.provenance == "model_verified":
+            assert step.value == str(EXPECTED[step.var]), step
+    assert result.first_unverified is not None
+    assert model.calls <= 1 + 2 * 2 + 1  # bounded: first try + the per-step budget (plus the next step's)
+    assert result.deviations and all(d.kind for d in result.deviations)
+
+
+def test_guard_raise_on_exhausted_surfaces_budget_error_with_partial_result() -> None:
+    model = FixedReplyModel(REPLIES["injection"])
+    with pytest.raises(BudgetExhausted) as info:
+        Guard(model, GuardConfig(chunk_size=2, max_reprompts_per_step=1, on_exhausted="raise")).run(PROC, INPUTS)
+    assert info.value.result.status == "failed" and info.value.result.answer is None
+
+
+def test_guard_repair_never_counts_a_hostile_reply_as_the_model_s() -> None:
+    model = FixedReplyModel(REPLIES["nonexistent_vars"])
+    result = Guard(model, GuardConfig(chunk_size=2, policy="repair")).run(PROC, INPUTS)
+    assert result.status == "repaired" and result.answer == "10"
+    assert all(s.provenance == "repaired" for s in result.steps)

@@ -1,0 +1,122 @@
+"""build_report: files, SIMULATED marking, summary numbers against the rows; the CLI commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from stepguard.adapters import load_model
+from stepguard.bench import plots
+from stepguard.bench.generate import generate_grid
+from stepguard.bench.instances import write_instances
+from stepguard.bench.report import build_report
+from stepguard.bench.run import run_benchmark
+from stepguard.bench.store import RESULTS, iter_rows
+from stepguard.cli.bench_run import register
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    write_instances(generate_grid([5, 23], [1, 3], 3, seed=1), root / "inst.jsonl")
+    model = load_model("sim:paper")
+    for mode in ("raw", "guarded"):
+        run_benchmark(root / "inst.jsonl", mode, model, root / mode, concurrency=4, progress=False)  # type: ignore[arg-type]
+    return root, root / "raw", root / "guarded"
+
+
+@pytest.fixture(scope="module")
+def report(runs: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[str]]:
+    titles: list[str] = []
+    save = plots._save
+
+    def capture(fig: Any, path: Path) -> Path:
+        titles.append(fig.get_suptitle())
+        titles.extend(a.get_title() for a in fig.axes)
+        return save(fig, path)
+
+    plots._save = capture  # type: ignore[assignment]
+    try:
+        rep = build_report([runs[1], runs[2]], tmp_path_factory.mktemp("report"))
+    finally:
+        plots._save = save  # type: ignore[assignment]
+    return rep, titles
+
+
+def test_report_files_exist_and_html_is_self_contained(report: tuple[Any, list[str]]) -> None:
+    rep, _ = report
+    names = {p.name for p in rep.outdir.iterdir()}
+    assert {"summary.json", "report.md", "report.html", "accuracy.png", "labels.png", "guard_cost.png"} <= names
+    page = rep.report_html.read_text()
+    assert page.count("data:image/png;base64,") == 3 and "src='http" not in page and "<link" not in page
+    assert "![accuracy](accuracy.png)" in rep.report_md.read_text()
+
+
+def test_every_title_says_simulated(report: tuple[Any, list[str]]) -> None:
+    rep, titles = report
+    md = rep.report_md.read_text()
+    table_titles = [line for line in md.splitlines() if line.startswith("#")]
+    assert len(table_titles) == 4 and all("SIMULATED" in t for t in table_titles)
+    assert titles and all("SIMULATED" in t for t in titles if t)
+    assert "SIMULATED" in rep.report_html.read_text().split("<table>")[0]
+    assert json.loads(rep.summary_json.read_text())["simulated"] is True
+
+
+def test_summary_numbers_match_the_rows(runs: tuple[Path, Path, Path], report: tuple[Any, list[str]]) -> None:
+    rep, _ = report
+    summary = json.loads(rep.summary_json.read_text())
+    assert summary["headline"]["n_steps"] == 23
+    for run in summary["runs"]:
+        rows = list(iter_rows(Path(run["rundir"]) / RESULTS))
+        assert run["rows"] == len(rows) == 12
+        for cfg in run["configs"]:
+            sel = [r for r in rows if (r["n_steps"], r["lookback"]) == (cfg["n_steps"], cfg["lookback"])]
+            assert cfg["n"] == len(sel) == 3
+            assert cfg["first_answer_accuracy"]["k"] == sum(r["correct"] for r in sel)
+            assert cfg["exact_step_rate"]["k"] == sum(r["exact"] for r in sel)
+            lo, hi = cfg["first_answer_accuracy"]["low"], cfg["first_answer_accuracy"]["high"]
+            assert lo <= cfg["first_answer_accuracy"]["value"] <= hi
+            for label, m in cfg["labels"].items():
+                assert m["k"] == sum(label in r["labels"] for r in sel)
+            tokens = sum(r["usage"]["input_tokens"] + r["usage"]["output_tokens"] for r in sel) / len(sel)
+            assert cfg["per_instance"]["total_tokens"] == pytest.approx(tokens)
+            if run["mode"] == "guarded":
+                assert cfg["per_instance"]["reprompts"] == pytest.approx(sum(r["reprompts"] for r in sel) / len(sel))
+        head = next(h for h in summary["headline"]["runs"] if h["rundir"] == run["rundir"])
+        at23 = [r for r in rows if r["n_steps"] == 23]
+        assert head["metrics"]["first_answer_accuracy"]["k"] == sum(r["correct"] for r in at23)
+
+
+def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    app = typer.Typer()
+    register(app)
+    cli = CliRunner()
+    root = runs[0]
+    res = cli.invoke(app, ["run", "--instances", str(root / "inst.jsonl"), "--mode", "guarded", "--model", "sim:paper",
+                           "--out", str(tmp_path / "g"), "--configs", "5x1", "--limit", "2", "--chunk-size", "3", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "2 new rows" in res.output and "SIMULATED" in res.output
+    assert len(list(iter_rows(tmp_path / "g" / RESULTS))) == 2
+    res = cli.invoke(app, ["run", "--instances", str(root / "inst.jsonl"), "--mode", "raw", "--model", "sim:paper",
+                           "--out", str(tmp_path / "g"), "--no-progress"])
+    assert res.exit_code == 2 and "different run" in res.output
+    res = cli.invoke(app, ["report", str(runs[1]), str(runs[2]), "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 0 and (tmp_path / "rep" / "report.html").exists(), res.output
+    res = cli.invoke(app, ["compare", str(runs[1]), str(runs[2])])
+    assert res.exit_code == 0 and "McNemar" in res.output and "overall" in res.output, res.output
+
+
+def test_cli_demo_on_the_simulator(tmp_path: Path) -> None:
+    app = typer.Typer()
+    register(app)
+    res = CliRunner().invoke(app, ["demo", "--model", "sim:paper", "--out", str(tmp_path / "demo"),
+                                   "--sizes", "5:2,23:1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "expected duration" in res.output and "SIMULATED" in res.output
+    assert (tmp_path / "demo" / "report-sim-paper" / "report.html").exists()
+    assert "report.html" in res.output and "report.md" in res.output
