@@ -156,6 +156,10 @@ def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: in
     value, error = _value(parts[-1], max_digits)
     if value is None and sep == ":":
         return None  # "S7: add S6 and S2" is prose, not a step line
+    if value is None and error != "too many digits":
+        # "S3 = S1 - S2" or "S3 = 12 - 12" with no result: a restatement of the step, which models
+        # often write before the line with the value; not a step record of its own
+        return None
     expression = ""
     operands: tuple[Number, ...] = ()
     if len(parts) > 1:
