@@ -267,6 +267,9 @@ class LocalModel:
         self.server.stop()
 
     def __enter__(self) -> LocalModel:
+        # Start now, on the caller's thread: signal clean-up (SIGINT/SIGTERM stop the server) can
+        # only be installed from the main thread, not from the worker thread of a lazy async start.
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import asyncio
 import threading
 import time
 from typing import Any
@@ -146,6 +147,7 @@ class OpenAICompatibleModel:
         self._lock = threading.Lock()
         self._sync: openai.OpenAI | None = None
         self._async: openai.AsyncOpenAI | None = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return (
@@ -163,11 +165,15 @@ class OpenAICompatibleModel:
         return self._sync
 
     def _async_client(self) -> openai.AsyncOpenAI:
-        if self._async is None:
+        # An async client's connection pool belongs to the event loop it first ran on, so each
+        # loop (each asyncio.run) gets its own client.
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async_loop is not loop:
             with self._lock:
-                if self._async is None:
+                if self._async is None or self._async_loop is not loop:
                     http = openai.DefaultAsyncHttpxClient(trust_env=False) if self._loopback else None
                     self._async = openai.AsyncOpenAI(**self._client_args, api_key=self._key.value, http_client=http)
+                    self._async_loop = loop
         return self._async
 
     # -- calls -----------------------------------------------------------------------------

@@ -136,8 +136,6 @@ def test_two_benchmark_processes_on_one_run_directory(tmp_path: Path, instances:
     assert len(ids) == N and len(set(ids)) == N
 
 
-@pytest.mark.xfail(reason="store bug reported to the run-store owner: RunStore._write lets a bare OSError out "
-                          "(no file name; the CLI shows a traceback) instead of a RunStoreError", strict=False)
 def test_full_disk_error_is_a_run_store_error_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def full_disk(self, name, row):  # noqa: ANN001, ANN202
         """Fail like a full disk."""

@@ -120,7 +120,7 @@ class RunAggregate:
     Attributes:
         rundir: the run folder.
         meta: its run.json.
-        configs: ``{(n_steps, lookback): Cell}``.
+        configs: ``{(n_steps, lookback): Cell}`` (look-back 0 for procedures without one).
         by_steps: ``{n_steps: Cell}`` over every look-back.
         overall: one cell over every row.
         unresolved_errors: ids with an error row and no result row (not in any rate).

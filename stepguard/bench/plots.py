@@ -50,13 +50,14 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
                 xs = [n + shift for n, _ in pts]
                 ys = [m["value"] for _, m in pts]
                 err = [[m["value"] - m["low"] for _, m in pts], [m["high"] - m["value"] for _, m in pts]]
-                a.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"look-back {lb}")
+                a.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"look-back {lb}" if lb else "no look-back")
             a.set_ylim(-0.03, 1.03)
             a.set_xlabel("steps")
             a.set_ylabel(name)
             a.set_title(f"{name}\n{run.label}", fontsize=9)
             a.grid(alpha=0.3)
-            a.legend(fontsize=7)
+            if lookbacks:
+                a.legend(fontsize=7)
     fig.suptitle(_title(runs, "Accuracy vs procedure length (95% Wilson intervals)"))
     return _save(fig, path)
 
@@ -83,7 +84,8 @@ def plot_labels(runs: Sequence[RunAggregate], path: Path) -> Path:
         a.set_xlabel("steps")
         a.set_ylabel("labels per instance" if run.mode == "raw" else "deviations caught per instance")
         a.set_title(f"failure labels\n{run.label}", fontsize=9)
-        a.legend(fontsize=6)
+        if steps:
+            a.legend(fontsize=6)
     fig.suptitle(_title(runs, "Failure labels vs procedure length (labels overlap)"))
     return _save(fig, path)
 
@@ -111,6 +113,7 @@ def plot_guard_cost(runs: Sequence[RunAggregate], path: Path) -> Path | None:
     for a in (left, right):
         a.set_xlabel("steps")
         a.grid(alpha=0.3)
-        a.legend(fontsize=6)
+        if a.get_legend_handles_labels()[0]:
+            a.legend(fontsize=6)
     fig.suptitle(_title(runs, "Cost of the guard vs procedure length"))
     return _save(fig, path)

@@ -104,7 +104,8 @@ def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table,
                      str(r.unresolved_errors)])
         data.append({"rundir": str(r.rundir), "label": r.label, "mode": r.mode, "model": r.model, "simulated": r.simulated,
                      "metrics": m})
-    title = f"Headline: raw vs guarded at {n_steps} steps, all look-backs pooled{_sim(runs)}"
+    where = f"at {n_steps} steps, all look-backs pooled" if n_steps is not None else "(no rows yet)"
+    title = f"Headline: raw vs guarded {where}{_sim(runs)}"
     return Table(title, header, rows), data
 
 
@@ -120,7 +121,7 @@ def _run_table(run: RunAggregate) -> Table:
         m = cell.metrics(run.mode)
         per = m["per_instance"]
         sva = m["step_value_accuracy"]["value"]
-        row = [str(n), str(lb), str(m["n"]), _pct(m["first_answer_accuracy"]), _pct(m["exact_step_rate"]),
+        row = [str(n), str(lb) if lb else "-", str(m["n"]), _pct(m["first_answer_accuracy"]), _pct(m["exact_step_rate"]),
                "-" if sva is None else f"{100 * sva:.1f}%", _num(m["mean_first_error_position"])]
         row += [f"{100 * m['labels'][lb2]['value']:.1f}" for lb2 in FAILURE_LABELS]
         row += [f"{100 * m['truncated']['value']:.1f}", _num(per["total_tokens"], 0), _num(per["model_calls"])]

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from stepguard.bench._rows import error_row, guarded_row, raw_row
 from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, describe_model, instance_source, run_meta
+from stepguard.bench._select import count_lines, light, parse_configs, select
 from stepguard.bench.store import RunStore, TornLine
 from stepguard.errors import BudgetExhausted, ModelError, ModelOutputTruncated, StepDeviation
 from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
@@ -35,35 +36,22 @@ __all__ = ["RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "descr
 
 Mode = Literal["raw", "guarded"]
 
-RAW_TOKENS_PER_STEP = 32
-"""Raw-mode token allowance per step (*ours*). Measured: Qwen2.5-Coder-1.5B answers the raw prompt
-in markdown, about 35 tokens a step, and was cut before its final answer at 24 tokens a step on a
-5-step procedure; 32 x 95 + 64 plus a 95-step prompt (~900 tokens) still fits a 4,096-token context."""
+RAW_TOKENS_PER_STEP = 40
+"""Raw-mode token allowance per step (*ours*). Measured here: Qwen2.5-Coder-1.5B answers the raw
+prompt in markdown, three lines a step, 35-37 tokens a step; at 24 it was cut before its final answer
+on a 5-step procedure, at 32 on a 23-step one. (The embedded llama.cpp server shrinks ``max_tokens``
+to what its context window has left; endpoints that refuse instead need a large enough window.)"""
+
+
+SYNC_INTERVAL_S: float | None = 0.05
+"""The run store's group-commit interval, seconds: rows are fsynced by a background thread at most
+this often (``None``: an fsync per row, inline; see :mod:`stepguard.bench.store`)."""
 
 
 def raw_max_tokens(n_steps: int, per_step: int = RAW_TOKENS_PER_STEP) -> int:
     """Raw-mode cap on generated tokens: ``per_step`` per step plus 64. A reply cut there is
     recorded with ``finish_reason == "length"`` and counted in the report's truncation rate."""
     return per_step * n_steps + 64
-
-
-def parse_configs(text: str | Iterable[tuple[int, int]] | None) -> frozenset[tuple[int, int]] | None:
-    """``"95x7,23x2"`` -> ``{(95, 7), (23, 2)}`` (steps x look-back); ``None``/``""`` -> ``None`` (all).
-
-    Raises:
-        ValueError: an item is not ``<steps>x<lookback>`` with positive integers.
-    """
-    if text is None or text == "":
-        return None
-    if not isinstance(text, str):
-        return frozenset((int(n), int(lb)) for n, lb in text)
-    out = set()
-    for item in text.replace(" ", "").split(","):
-        n, sep, lb = item.lower().partition("x")
-        if not sep or not n.isdigit() or not lb.isdigit() or int(n) < 1 or int(lb) < 1:
-            raise ValueError(f"configuration {item!r} is not <steps>x<lookback>, e.g. 95x7")
-        out.add((int(n), int(lb)))
-    return frozenset(out)
 
 
 @dataclass
@@ -73,7 +61,7 @@ class RunSummary:
     Attributes:
         rundir: the run store folder.
         mode: raw or guarded.
-        selected: instances selected by ``configs`` / ``limit``.
+        selected: instances selected by ``configs`` / ``limit`` and reached (all of them unless interrupted).
         skipped: of those, already finished before this call.
         written: rows written by this call.
         errors: error rows written by this call (ids retried next time).
@@ -93,37 +81,6 @@ class RunSummary:
     torn: list[TornLine] = field(default_factory=list)
     wall_s: float = 0.0
     resumed: bool = False
-
-
-def _select(source: Iterable[Any], configs: frozenset[tuple[int, int]] | None, limit: int | None) -> Iterator[Any]:
-    """Instances of the wanted configurations, at most ``limit`` per configuration, each id once, in order.
-
-    Works on :class:`Instance` objects and on the plain dicts of :func:`_light` alike.
-    """
-    taken: dict[tuple[int, int], int] = {}
-    seen: set[str] = set()
-    for inst in source:
-        rid, n_steps, lookback = (inst["id"], inst["n_steps"], inst["lookback"]) if isinstance(inst, dict) else (inst.id, inst.n_steps, inst.lookback)
-        key = (n_steps, lookback)
-        if configs is not None and key not in configs:
-            continue
-        if limit is not None and taken.get(key, 0) >= limit:
-            continue
-        if rid in seen:
-            continue
-        seen.add(rid)
-        taken[key] = taken.get(key, 0) + 1
-        yield inst
-
-
-def _light(path: str | Path) -> Iterator[dict[str, Any]]:
-    """``{id, n_steps, lookback}`` of each line of an instances file, without validating the rest:
-    the counting pass that sizes the progress bar (the run itself validates every line)."""
-    from stepguard.bench.instances import read_jsonl
-
-    for _, data in read_jsonl(path):
-        if isinstance(data, dict):
-            yield {"id": data.get("id"), "n_steps": data.get("n_steps"), "lookback": data.get("lookback")}
 
 
 class _Runner:
@@ -213,22 +170,24 @@ async def arun_benchmark(
         from stepguard.guard import GuardConfig
 
         guard_config = GuardConfig(on_exhausted="flag")
-    # LangGraph warns once per graph call that durability needs a checkpointer; the benchmark's
-    # durability is the run store, so the warning is noise here.
-    warnings.filterwarnings("ignore", message="`durability` has no effect", category=UserWarning)
     wanted = parse_configs(configs)
     make, inst_meta = instance_source(instances)
     t0 = time.perf_counter()
-    store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta, raw_tokens_per_step), group_commit=True)
+    store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta, raw_tokens_per_step),
+                          sync_interval_s=SYNC_INTERVAL_S)
     summary = RunSummary(Path(rundir), mode, torn=list(store.torn), resumed=store.resumed)
+    quiet = warnings.catch_warnings()
+    quiet.__enter__()
+    # LangGraph warns at every graph call that durability needs a checkpointer; the benchmark's
+    # durability is the run store, so the warning is noise here.
+    warnings.filterwarnings("ignore", message="`durability` has no effect", category=UserWarning)
     try:
-        todo = None
-        if inst_meta["file"] is not None or isinstance(instances, Sequence):
-            todo = 0
-            light = _light(inst_meta["file"]) if inst_meta["file"] is not None else make()
-            for inst in _select(light, wanted, limit):
-                summary.selected += 1
-                todo += (inst["id"] if isinstance(inst, dict) else inst.id) not in store.finished
+        todo = None  # the progress bar's total: exact with filters, from a line count without
+        if inst_meta["file"] is not None and wanted is None and limit is None:
+            todo = max(0, count_lines(inst_meta["file"]) - len(store.finished))
+        elif inst_meta["file"] is not None or isinstance(instances, Sequence):
+            ids = light(inst_meta["file"]) if inst_meta["file"] is not None else make()
+            todo = sum((i["id"] if isinstance(i, dict) else i.id) not in store.finished for i in select(ids, wanted, limit))
         bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
         runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors, raw_tokens_per_step)
         sem = asyncio.Semaphore(concurrency)
@@ -241,7 +200,7 @@ async def arun_benchmark(
 
         try:
             async with asyncio.TaskGroup() as tg:
-                for inst in _select(make(), wanted, limit):
+                for inst in select(make(), wanted, limit):
                     if inst.id in store.finished:
                         summary.skipped += 1
                         continue
@@ -252,10 +211,10 @@ async def arun_benchmark(
         finally:
             bar.close()
     finally:
+        quiet.__exit__(None, None, None)
         store.close()
         summary.wall_s = time.perf_counter() - t0
-    if todo is None:
-        summary.selected = summary.skipped + summary.written + summary.errors
+    summary.selected = summary.skipped + summary.written + summary.errors
     return summary
 
 

@@ -11,10 +11,11 @@ Layout of RUNDIR::
     .lock           held with ``fcntl.flock`` while a process writes; holds the holder's PID
 
 Durability: every row is one ``write()`` of a whole line (newline included) to an unbuffered
-append-mode file, then ``os.fsync``: inline by default, or with ``group_commit`` (the benchmark
-runner) by a background thread whose one fsync covers every row written while the previous one ran,
-so concurrent instances never wait on the disk. A killed process loses nothing already written (the
-kernel holds it); a power loss can lose rows not yet synced, which then simply run again.
+append-mode file, then ``os.fsync``: inline by default (``sync_interval_s=None``), or, for the
+benchmark runner, by a background thread (group commit: one fsync covers every row written before
+it, at most one fsync per ``sync_interval_s``), so concurrent instances never wait on the disk. A
+killed process loses nothing already written (the kernel holds it); a power loss can lose the rows
+of the last ``sync_interval_s``, which then simply run again.
 
 A process killed mid-write can leave at most one torn last line without its newline; opening the
 store cuts it off (truncates the file) and reports it in :attr:`RunStore.torn`. A malformed line
@@ -72,8 +73,8 @@ class RunStore:
         resumed: True when the store already existed.
     """
 
-    def __init__(self, rundir: Path, meta: dict[str, Any], lock_fd: int, group_commit: bool = False) -> None:
-        self.rundir, self.meta, self._lock_fd, self.group_commit = rundir, meta, lock_fd, group_commit
+    def __init__(self, rundir: Path, meta: dict[str, Any], lock_fd: int, sync_interval_s: float | None = None) -> None:
+        self.rundir, self.meta, self._lock_fd, self.sync_interval_s = rundir, meta, lock_fd, sync_interval_s
         self.finished: set[str] = set()
         self.failed: set[str] = set()
         self.torn: list[TornLine] = []
@@ -82,15 +83,16 @@ class RunStore:
         self._syncers: dict[str, Syncer] = {}
 
     @classmethod
-    def open(cls, rundir: str | Path, meta: Mapping[str, Any], *, group_commit: bool = False) -> RunStore:
+    def open(cls, rundir: str | Path, meta: Mapping[str, Any], *, sync_interval_s: float | None = None) -> RunStore:
         """Create or resume the store in ``rundir`` and take its lock.
 
         Args:
             rundir: the folder (created if missing).
             meta: the run's metadata (JSON-serialisable); written to run.json for a new run,
                 compared on :data:`IDENTITY_KEYS` with run.json for an existing one.
-            group_commit: fsync rows from a background thread (:class:`~stepguard.bench._storefiles.Syncer`)
-                instead of inline: for many concurrent writers (the benchmark runner).
+            sync_interval_s: ``None``: fsync every row inline. A number: fsync from a background
+                thread at most once per that many seconds (:class:`~stepguard.bench._storefiles.Syncer`),
+                for many concurrent writers (the benchmark runner).
 
         Raises:
             RunStoreError: another process holds the lock (the message gives its PID); run.json
@@ -101,8 +103,9 @@ class RunStore:
         rundir.mkdir(parents=True, exist_ok=True)
         fd = lock(rundir)
         try:
-            store = cls(rundir, dict(meta), fd, group_commit)
-            store._load(dict(meta))
+            plain = json.loads(json.dumps(dict(meta), default=str))  # as run.json will read back
+            store = cls(rundir, plain, fd, sync_interval_s)
+            store._load(plain)
         except BaseException:
             unlock(fd)
             raise
@@ -132,20 +135,44 @@ class RunStore:
         self.torn = [t for t in (torn, torn_err) if t is not None]
 
     def _append(self, name: str, row: Mapping[str, Any]) -> None:
-        """One ``write()`` of the whole line (newline included) to an unbuffered append-mode file,
-        then ``flush`` and ``fsync`` (inline, or by the group-commit thread)."""
+        """Write one row (:meth:`_write`), then ``fsync`` it (inline, or by the group-commit thread).
+
+        Raises:
+            RunStoreError: the store is closed, or the write failed (a full disk): names the file;
+                no partial line is left behind.
+        """
         self._check_open()
-        fh = self._fh.get(name)
-        if fh is None:
-            fh = self._fh[name] = (self.rundir / name).open("ab", buffering=0)
-            if self.group_commit:
-                self._syncers[name] = Syncer(fh)
-        fh.write((json.dumps(row, separators=(",", ":"), default=str) + "\n").encode("utf-8"))
-        fh.flush()
-        if self.group_commit:
+        try:
+            fh = self._write(name, row)
+        except OSError as exc:
+            raise RunStoreError(f"{self.rundir / name}: cannot write a row ({exc.strerror or exc})") from None
+        if self.sync_interval_s is not None:
             self._syncers[name].wrote()
         else:
             fsync(fh)
+
+    def _write(self, name: str, row: Mapping[str, Any]) -> Any:
+        """One ``write()`` of the whole line (newline included) to the unbuffered append-mode file
+        ``name`` (a short write, as on a nearly full disk, is completed); returns the file.
+
+        Raises:
+            OSError: the write failed; the file is cut back to its previous end first.
+        """
+        fh = self._fh.get(name)
+        if fh is None:
+            fh = self._fh[name] = (self.rundir / name).open("ab", buffering=0)
+            if self.sync_interval_s is not None:
+                self._syncers[name] = Syncer(fh, self.sync_interval_s)
+        data = memoryview((json.dumps(row, separators=(",", ":"), default=str) + "\n").encode("utf-8"))
+        start = fh.tell()
+        try:
+            while data:
+                data = data[fh.write(data):]
+            fh.flush()
+        except OSError:
+            os.ftruncate(fh.fileno(), start)
+            raise
+        return fh
 
     def add_result(self, row: Mapping[str, Any]) -> None:
         """Append one finished row (``row["id"]`` a string) durably.

@@ -153,3 +153,7 @@ def summarize_command(
 
 def _rate_json(r: Rate | None) -> dict[str, float] | None:
     return r._asdict() if r is not None and r.n else None
+
+from stepguard.cli.bench_run import register as _register_run  # noqa: E402  (run, report, compare, demo)
+
+_register_run(app)

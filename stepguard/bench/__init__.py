@@ -1,0 +1,1 @@
+"""The benchmark: generate instances, run them raw and guarded, score, report, compare."""
