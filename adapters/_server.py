@@ -54,6 +54,9 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
         previous(signum, frame)
     elif previous == signal.SIG_DFL:  # we die now: tidy what no stop() will
         for server in servers:
+            # nobody is left to wait out a graceful shutdown (uvicorn waits for the request in
+            # flight, which can be minutes of generation): kill the server's group outright
+            server.terminate(signal.SIGKILL)
             server._remove_log()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
@@ -245,12 +248,12 @@ class LocalServer:
         """The last ``lines`` lines of the server's log (``"(no log)"`` once removed)."""
         return self._log_tail(lines)
 
-    def terminate(self) -> None:
-        """Send SIGTERM to the server's process group without waiting (safe in a signal handler)."""
+    def terminate(self, sig: int = signal.SIGTERM) -> None:
+        """Send ``sig`` (default SIGTERM) to the server's process group without waiting (safe in a signal handler)."""
         proc = self._proc
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, sig)
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, SIGKILL after ``stop_grace`` s) and wait for it. Idempotent."""

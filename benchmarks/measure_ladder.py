@@ -65,9 +65,11 @@ def main() -> None:
     ap.add_argument("--lookback", default="2,7")
     ap.add_argument("--per-cell", type=int, default=5)
     ap.add_argument("--variants", default="raw,guarded", help="raw, guarded (default ladder), naive (restate x4 at temperature 0)")
+    ap.add_argument("--limit", default="", help="fewer instances for some step counts, e.g. 95:2 (per look-back)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
+    limits = {int(k): int(v) for k, v in (p.split(":") for p in args.limit.split(",") if p)}
     lookbacks = [int(s) for s in args.lookback.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     inst_file = args.out / "instances.jsonl"
@@ -91,7 +93,7 @@ def main() -> None:
                 for name in chosen:
                     mode, cfg = variants[name]
                     run_benchmark(inst_file, mode, model, args.out / name, configs=[(n, lb) for lb in lookbacks],
-                                  concurrency=1, guard_config=cfg)
+                                  concurrency=1, guard_config=cfg, limit=limits.get(n))
     print(f"model {args.model}   instances {inst_file}")
     print(f"{'cell':<10}" + "".join(f"{v:>34}" for v in chosen))
     data = {v: _rows(args.out / v) for v in chosen}
