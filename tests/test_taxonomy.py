@@ -92,9 +92,9 @@ def test_arithmetic_error_records_the_first_wrong_step() -> None:
     assert not s.lookback_confusion
 
 
-def test_a_step_restated_without_a_value_is_missing() -> None:
+def test_unreadable_value_is_an_arithmetic_error() -> None:
     s = score_generation(INST, gen(values={"S2": "S1 - 4"}))
-    assert "under_executed" in s.labels and not s.exact
+    assert s.labels == ["arithmetic_error"] and s.first_error_step == "S2"
 
 
 def test_lookback_confusion_nearer_operand() -> None:

@@ -73,11 +73,16 @@ def test_substituted_chain_gives_value_operands_and_expression() -> None:
     assert (rec.value, rec.operands) == (Fraction(2005, 2), (1000, Fraction(5, 2)))
 
 
-@pytest.mark.parametrize("line", ["S9 = S8 + S2", "S9 = S8 + S2 = 40 + 2", "S9 ="])
-def test_lines_without_a_value_are_restatements_not_records(line: str) -> None:
-    # models often restate a step ("S9 = S8 + S2", "S9 = 40 + 2") before the line with its value
-    assert parse_trace(line).records == ()
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [("S9 = S8 + S2", "no number"), ("S9 = S8 + S2 = 40 + 2", "unevaluated expression"), ("S9 =", "no number")],
+)
+def test_lines_without_a_value(line: str, error: str) -> None:
+    rec = one(line)
+    assert rec.value is None and rec.error == error
+    # ... unless a later line gives the step's value: then it was a restatement, not a record
     assert [r.value for r in parse_trace(f"{line}\nS9 = 42").records] == [42]
+    assert [r.value for r in parse_trace(f"{line}\nS8 = 1\nS9 = 42").records] == [1, 42]
 
 
 def test_colon_lines_without_a_number_are_prose() -> None:

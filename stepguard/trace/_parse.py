@@ -151,15 +151,31 @@ def _operands(seg: str, max_digits: int) -> tuple[Number, ...] | None:
     return tuple(out)
 
 
+def _without_restatements(records: list[Record]) -> tuple[Record, ...]:
+    """Drop valueless lines for a step whose value a later line gives.
+
+    Models often write ``Step 3: S3 = S1 - S2`` and ``S3 = 12 - 12`` before ``S3 = 0``: those are
+    restatements of one executed step, not wrong values or repeats. A valueless line with no
+    later value (``S3 = S1 - S2`` alone, ``big = true`` for a boolean step) is kept.
+    """
+    if all(r.value is not None for r in records):
+        return tuple(records)
+    valued_after: set[str] = set()
+    keep: list[Record] = []
+    for rec in reversed(records):
+        if rec.value is None and rec.error != "too many digits" and rec.var in valued_after:
+            continue
+        if rec.value is not None:
+            valued_after.add(rec.var)
+        keep.append(rec)
+    return tuple(reversed(keep))
+
+
 def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str) -> Record | None:
     parts = rhs.split("=")
     value, error = _value(parts[-1], max_digits)
     if value is None and sep == ":":
         return None  # "S7: add S6 and S2" is prose, not a step line
-    if value is None and error != "too many digits":
-        # "S3 = S1 - S2" or "S3 = 12 - 12" with no result: a restatement of the step, which models
-        # often write before the line with the value; not a step record of its own
-        return None
     expression = ""
     operands: tuple[Number, ...] = ()
     if len(parts) > 1:
@@ -316,7 +332,7 @@ def parse_trace(
             if rec is not None:
                 records.append(rec)
     return Trace(
-        records=tuple(records),
+        records=_without_restatements(records),
         answers=tuple(_answers(text, max_digits)),
         chars=len(text),
         capped=capped,
