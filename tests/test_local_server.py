@@ -75,11 +75,19 @@ async def test_real_server_async_lazy_start(tmp_path: Path, monkeypatch: pytest.
     from stepguard.adapters.local import LocalModel
 
     monkeypatch.setenv("STEPGUARD_CACHE_DIR", str(tmp_path))
-    with LocalModel("smollm2-135m", n_ctx=1024, n_threads=1, max_tokens=8) as model:
+    model = LocalModel("smollm2-135m", n_ctx=1024, n_threads=1, max_tokens=8)
+    try:
         assert model.server.pid is None  # lazy: nothing runs before the first call
         r = await model.acomplete(QUESTION)
         pid = model.server.pid
+    finally:
+        model.close()
     assert r.text.strip() and pid is not None and gone(pid)
+    # `with` starts it at once, on the caller's thread (where signal clean-up can be installed)
+    with LocalModel("smollm2-135m", n_ctx=1024, n_threads=1, max_tokens=8) as model:
+        pid = model.server.pid
+        assert pid is not None
+    assert gone(pid)
 
 
 @needs_llama
