@@ -93,15 +93,19 @@ class Guard:
         cfg = {"configurable": {"thread_id": tid, CONTEXT_KEY: ctx}, "recursion_limit": limit}
         return ctx, cfg, tid
 
-    def _start_input(self, graph: Any, cfg: dict[str, Any]) -> GuardState | None:
-        if self.checkpointer is None:
-            return self._fresh()
-        snapshot = graph.get_state(cfg)
-        if snapshot.values and snapshot.next:
-            return None  # resume from the last checkpoint
-        if snapshot.values:
-            return None  # finished earlier: the state is returned as is
-        return self._fresh()
+    @staticmethod
+    def _plan_start(values: dict[str, Any]) -> tuple[GuardState, bool]:
+        """``(input, finished)`` for a thread whose last checkpoint holds ``values``.
+
+        A finished run (its ``finish`` node ran) is returned as it is. An unfinished one starts a
+        new pass from ``plan`` with its committed state as input: the chunk in flight when the
+        process died is asked again; nothing committed is. (Replaying LangGraph's own pending
+        writes is not used: a process killed between a node's saved writes and the next
+        checkpoint left the thread with no next task, and the run stalled.)
+        """
+        finished = "finished_at" in values.get("usage", {})
+        state = {k: v for k, v in values.items() if k != "events"}  # events accumulate in their channel
+        return state, finished  # type: ignore[return-value]
 
     def run(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
         """Execute ``procedure`` on ``inputs`` under the guard.
@@ -123,11 +127,14 @@ class Guard:
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
         try:
-            start = self._start_input(self._graph, cfg)
-            if start is None and self.checkpointer is not None and not self._graph.get_state(cfg).next:
-                state = self._graph.get_state(cfg).values
-            else:
-                state = self._graph.invoke(start, cfg, durability=self._durability)
+            start: GuardState | None = self._fresh()
+            if self.checkpointer is not None:
+                values = self._graph.get_state(cfg).values
+                if values:
+                    start, finished = self._plan_start(values)
+                    if finished:
+                        return self._finish(ctx, values, tid, time.perf_counter() - t0)
+            state = self._graph.invoke(start, cfg, durability=self._durability)
         except BaseException as exc:
             notify(self.observer, "run_finished", None, exc)
             raise
@@ -138,13 +145,13 @@ class Guard:
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
         try:
+            start: GuardState | None = self._fresh()
             if self.checkpointer is not None:
-                snap = await self._agraph.aget_state(cfg)
-                if snap.values and not snap.next:
-                    return self._finish(ctx, snap.values, tid, time.perf_counter() - t0)
-                start: GuardState | None = None if snap.values else self._fresh()
-            else:
-                start = self._fresh()
+                values = (await self._agraph.aget_state(cfg)).values
+                if values:
+                    start, finished = self._plan_start(values)
+                    if finished:
+                        return self._finish(ctx, values, tid, time.perf_counter() - t0)
             state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
         except BaseException as exc:
             notify(self.observer, "run_finished", None, exc)
