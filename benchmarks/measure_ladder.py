@@ -38,6 +38,27 @@ def _pct(k: int, n: int) -> str:
     return f"{k}/{n} {100 * k / n:.0f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
 
 
+def rescore_raw(rundir: Path, inst_file: Path) -> int:
+    """Re-score raw rows from their stored text with the current parser (atomic rewrite); returns rows changed."""
+    from stepguard.bench.instances import iter_instances
+    from stepguard.verify import score_generation
+
+    path = rundir / "results.jsonl"
+    if not path.exists():
+        return 0
+    insts = {i.id: i for i in iter_instances(inst_file)}
+    changed, out = 0, []
+    for row in _rows(rundir):
+        fields = score_generation(insts[row["id"]], row["text"]).model_dump(mode="json")
+        new = {**row, **{k: v for k, v in fields.items() if k not in ("id", "n_steps", "lookback")}}
+        changed += new != row
+        out.append(json.dumps(new, separators=(",", ":")))
+    tmp = path.with_suffix(".rescored")
+    tmp.write_text("\n".join(out) + "\n")
+    tmp.replace(path)
+    return changed
+
+
 def rung_table(rows: list[dict]) -> dict[str, tuple[int, int]]:
     """``{rung: (times used, times the step then verified on that rung)}`` over guarded rows."""
     used: Counter[str] = Counter()
@@ -94,6 +115,8 @@ def main() -> None:
                     mode, cfg = variants[name]
                     run_benchmark(inst_file, mode, model, args.out / name, configs=[(n, lb) for lb in lookbacks],
                                   concurrency=1, guard_config=cfg, limit=limits.get(n))
+    if "raw" in chosen:
+        print(f"raw rows re-scored with the current parser: {rescore_raw(args.out / 'raw', inst_file)} changed")
     print(f"model {args.model}   instances {inst_file}")
     print(f"{'cell':<10}" + "".join(f"{v:>34}" for v in chosen))
     data = {v: _rows(args.out / v) for v in chosen}

@@ -256,3 +256,17 @@ def test_parser_never_raises(text: str) -> None:
 def test_non_string_input_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         parse_trace(b"S1 = 3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("Final answer: \\(\\boxed{720}\\)", 720), ("Final answer: \\[ 42 \\]", 42), ("Final Answer: \\( -42 \\)", -42)],
+)
+def test_latex_delimited_answers(text: str, value: int) -> None:
+    # the embedded Qwen model ends long raw traces with "Final answer: \(\boxed{720}\)"
+    assert [a.value for a in parse_trace(text).answers] == [value]
+
+
+def test_a_markdown_latex_block_per_step_reads_one_record_per_step() -> None:
+    text = "14. **S14 = S12 - S13**\n    \\[\n    S14 = -517 - (-168) = -349\n    \\]\n"
+    assert [(r.var, r.value, r.operands) for r in parse_trace(text).records] == [("S14", -349, (-517, -168))]
