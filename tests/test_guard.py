@@ -195,3 +195,18 @@ def test_decompose_rung_splits_the_step_into_checked_place_value_sub_steps():
     sub_prompt = model.calls[1][-1]["content"]
     assert "t1 = 204 + 100" in sub_prompt and "t3 = t2 + 2" in sub_prompt
     assert result.usage.model_calls == len(model.calls) == 2
+
+
+def test_a_right_value_is_accepted_whatever_form_its_working_took():
+    """Qwen writes 'S14 = S12 - S13 = -517 - (-168) = -517 + 168 = -349': right, not a confusion."""
+    from stepguard.trace import parse_trace
+    from stepguard.verify import verify_chunk
+
+    proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [{"var": "S3", "expr": "a - b"}, {"var": "S4", "expr": "S3 + b"}]})
+    env = {"a": -517, "b": -168}
+    ok = verify_chunk(proc, 0, 2, env, parse_trace("S3 = a - b = -517 - (-168) = -517 + 168 = -349\nS4 = S3 + b = -349 + (-168) = -349 - 168 = -517"))
+    assert ok.deviation is None and [v for _, v in ok.verified] == [-349, -517]
+    wrong_operand = verify_chunk(proc, 0, 2, env, parse_trace("S3 = a - b = -517 - 168 = -685"))
+    assert wrong_operand.deviation.kind == "lookback_confusion"
+    wrong_sum = verify_chunk(proc, 0, 2, env, parse_trace("S3 = a - b = -517 - (-168) = -339"))
+    assert wrong_sum.deviation.kind == "arithmetic_error"

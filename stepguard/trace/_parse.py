@@ -13,7 +13,7 @@ Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see doc
 * The right-hand side is split at ``=``: the value is the number that *starts* the last part
   (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42); a last part that is an unevaluated expression
   (``40 + 2``) or has no number gives ``value=None``. The first part with letters is the
-  ``expression``; the last all-numeric middle part gives the ``operands``.
+  ``expression``; the first all-numeric middle part (the substitution) gives the ``operands``.
 * ``S7: 42`` is a step line only if a number is read (so ``S7: add S6 and S2`` is prose).
 * ``S1 = 3, S2 = 5``: several assignments on one line, split at ``,``/``;`` before a name.
 * Numbers: sign (``-``, ``+``, U+2212), thousands separators (``1,234``), decimals (``3.50``
@@ -183,7 +183,7 @@ def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: in
             if _LETTER.search(seg):
                 expression = seg.strip(" \t*_`$")[:_TEXT_CAP]
                 break
-        for seg in reversed(parts[:-1]):
+        for seg in parts[:-1]:  # the first all-numeric part: the substitution itself
             if len(seg) > _MAX_SEGMENT or _LETTER.search(seg):
                 continue
             b = _BINARY.fullmatch(seg)

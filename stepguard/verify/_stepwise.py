@@ -211,14 +211,17 @@ def verify_chunk(
             return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"no readable value for {want_var} ({rec.error or 'no number'})", got=rec.text))
         if step.scale is not None:
             value = apply_scale(value, step)  # the procedure's rounding rule, applied exactly: 5.005 -> 5.01 (HALF_UP)
-        dev = _check_operands(procedure, pos, rec, local)
-        if dev is not None:
-            return fail(dev, value)
         try:
             want = expected_value(procedure, pos, local)
         except EvaluationError as exc:
             return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} cannot be evaluated: {exc}"), value)
         if want is not None and (value != want or isinstance(value, bool) != isinstance(want, bool)):
+            # A wrong value is classified by its substitution: a wrong operand is a look-back
+            # confusion, right operands mean an arithmetic error. A right value is accepted
+            # whatever form its working took ("-517 - (-168) = -517 + 168 = -349" is fine).
+            dev = _check_operands(procedure, pos, rec, local)
+            if dev is not None:
+                return fail(dev, value)
             expr = f" = {step.expr}" if step.expr else ""
             return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"{want_var}{expr} was computed as {format_number(value) if not isinstance(value, str) else value}, which is wrong", got=rec.text), value)
         if want is None and not _type_ok(value, step.type, step.choices):
@@ -242,7 +245,8 @@ def verify_chunk(
             return fail(Deviation(kind="code_instead_of_steps", step=steps[pos].var, detail="the reply holds code or program output instead of step lines"))
         if truncated:
             return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
-        return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing"))
+        tail = trace.records[-1].text if trace.records else ""
+        return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
     final_step_in_chunk = end == len(steps)
     for ans in trace.answers:
         if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
