@@ -61,20 +61,16 @@ def rescore_raw(rundir: Path, inst_file: Path) -> int:
 
 def rung_table(rows: list[dict]) -> dict[str, tuple[int, int]]:
     """``{rung: (times used, times the step then verified on that rung)}`` over guarded rows."""
+    from stepguard.guard import GuardResult
+
     used: Counter[str] = Counter()
     fixed: Counter[str] = Counter()
     for row in rows:
-        guard = row.get("guard") or {}
-        steps = {s["var"]: s for s in guard.get("steps", [])}
-        last: dict[str, str] = {}
-        for d in guard.get("deviations", []):
-            if d.get("rung") and d.get("step"):
-                used[d["rung"]] += 1
-                last[d["step"]] = d["rung"]
-        for var, rung in last.items():
-            s = steps.get(var)
-            if s and s["provenance"] == "model_verified" and s["reprompts"]:
-                fixed[rung] += 1
+        if not row.get("guard"):
+            continue
+        result = GuardResult.model_validate(row["guard"])
+        used.update(d.rung for d in result.deviations if d.rung)
+        fixed.update(result.rung_fixes())
     return {r: (used[r], fixed[r]) for r in used}
 
 
