@@ -37,12 +37,10 @@ SIM_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 2), (95, 1))
 """The demo's sizes on the simulated executor (seconds), and the full demo on a real model
 (``--sizes 5:3,23:2,95:1``: about 12 minutes on 2 idle CPU cores, the 95-step headline)."""
 
-# Seconds per step on the embedded Qwen2.5-Coder-1.5B, 2 idle CPU cores (llama-cpp-python, about 48
-# prompt / 25 generated tokens a second: shared/spec/local-models.md). Measured here: raw mode writes
-# ~35 tokens a step (markdown); guarded mode ~90 prompt + ~34 generated tokens a step with re-prompts
-# (a 23-step instance: 2,107 + 786 tokens, 11 calls). A busy machine is slower: under the load of
-# other jobs these ran at 3-4 generated tokens a second, 15-18 s a step.
-_RAW_S_PER_STEP, _GUARDED_S_PER_STEP, _START_S = 1.8, 2.5, 20.0
+# Seconds per step on the embedded Qwen2.5-Coder-1.5B, 2 CPU cores, measured in the fidelity runs
+# (docs/fidelity.md, 2026-11-29): raw 22 s for 5 steps and 208 s for 23 (~37 generated tokens a
+# step, at 4-5 tokens a second on these machines); guarded 9 s for 5 steps and 152 s for 23.
+_RAW_S_PER_STEP, _GUARDED_S_PER_STEP, _START_S = 7.0, 5.5, 20.0
 _REPORT_S = 10.0  # imports, plots and the report
 
 
