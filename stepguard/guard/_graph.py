@@ -24,7 +24,8 @@ from langgraph.graph import END, START, StateGraph
 from stepguard.errors import EvaluationError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._decompose import decompose_step
-from stepguard.guard._state import GuardState, RunContext, notify, to_text
+from stepguard.guard._prompts import format_value
+from stepguard.guard._state import GuardState, RunContext, notify
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
 from stepguard.trace import parse_trace
@@ -138,9 +139,9 @@ def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
         _event(d, state, "note") for d in verdict.others
     ]
     return {
-        "verified": [[v, to_text(x)] for v, x in verdict.verified],
+        "verified": [[v, format_value(x)] for v, x in verdict.verified],
         "deviation": verdict.deviation.model_dump() if verdict.deviation else None,
-        "model_value": to_text(verdict.model_value) if verdict.model_value is not None else None,
+        "model_value": format_value(verdict.model_value) if verdict.model_value is not None else None,
         "events": notes,
     }
 
@@ -256,7 +257,7 @@ def repair(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     if value is None:  # nothing to supply (no expr): stop here
         return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)]}
     return {
-        "values": {**state.get("values", {}), var: to_text(value)},
+        "values": {**state.get("values", {}), var: format_value(value)},
         "provenance": {**state.get("provenance", {}), var: "repaired"},
         "step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)},
         "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,

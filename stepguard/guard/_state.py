@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypedDict
 from stepguard.evaluator import Number, parse_number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._observer import GuardObserver, NullObserver
-from stepguard.guard._prompts import PromptSet, format_value
+from stepguard.guard._prompts import PromptSet
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
 
@@ -90,8 +90,3 @@ def _parse(text: str, type_: str | None) -> Number | str:
 
         return Fraction(int(num), int(den))
     return parse_number(text)
-
-
-def to_text(value: Number | str) -> str:
-    """A value as exact text for the state (``format_value``)."""
-    return format_value(value)
