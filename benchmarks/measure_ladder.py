@@ -83,6 +83,8 @@ def main() -> None:
     ap.add_argument("--per-cell", type=int, default=5)
     ap.add_argument("--variants", default="raw,guarded", help="raw, guarded (default ladder), naive (restate x4 at temperature 0)")
     ap.add_argument("--limit", default="", help="fewer instances for some step counts, e.g. 95:2 (per look-back)")
+    ap.add_argument("--n-ctx", type=int, default=8192,
+                    help="server context window; a raw 95-step instance needs ~900 prompt + 3,864 reply tokens")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
@@ -101,7 +103,8 @@ def main() -> None:
     if not args.report_only:
         from stepguard.adapters import load_model
 
-        with load_model(args.model) as model:
+        options = {"n_ctx": args.n_ctx} if args.model.startswith("local:") else {}
+        with load_model(args.model, **options) as model:
             (args.out / "model.json").write_text(json.dumps({
                 "spec": args.model, "repr": repr(model), "python": platform.python_version(),
                 "server": getattr(model, "server_info", lambda: None)() if callable(getattr(model, "server_info", None)) else None,

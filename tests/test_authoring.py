@@ -91,7 +91,8 @@ def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
 
     model = ScriptedModel(faults={"tax": ["wrong", "wrong"]})
     monkeypatch.setattr(stepguard.adapters, "load_model", lambda spec, **kw: model)
-    out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted", "--show-prompts"])
+    out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted", "--show-prompts",
+                                 "--ladder", "restate,narrow"])
     assert out.exit_code == 0, out.output
     assert "re-prompt 1 (restate): Your line `tax = tax1 + tax2 + tax3" in out.output
     assert "re-prompt 2 (narrow): " in out.output

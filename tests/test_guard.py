@@ -62,7 +62,7 @@ def test_chunk_prompt_restates_exactly_the_committed_values_it_reads():
 def test_wrong_value_is_reprompted_from_the_first_wrong_step_without_leaking_the_answer():
     proc = _procedure(12)
     model = ScriptedModel(faults={"S7": ["wrong"]})
-    result = Guard(model, GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    result = Guard(model, GuardConfig(chunk_size=5, ladder=("restate",))).run(proc, INPUTS)
     assert result.status == "verified" and result.values == _expected(proc)
     assert result.reprompts == 1
     s7 = next(s for s in result.steps if s.var == "S7")
@@ -210,3 +210,56 @@ def test_a_right_value_is_accepted_whatever_form_its_working_took():
     assert wrong_operand.deviation.kind == "lookback_confusion"
     wrong_sum = verify_chunk(proc, 0, 2, env, parse_trace("S3 = a - b = -517 - (-168) = -339"))
     assert wrong_sum.deviation.kind == "arithmetic_error"
+
+
+def test_commute_rung_asks_the_step_alone_over_swapped_operand_values():
+    """171 - (-168) is asked as 168 + 171: the committed operands, never the answer (339)."""
+    proc = Procedure.model_validate({"name": "c", "inputs": ["a", "b"], "steps": [
+        {"var": "S1", "expr": "a"}, {"var": "S2", "expr": "b"}, {"var": "S3", "expr": "S1 - S2"}, {"var": "S4", "expr": "S3 + S1"}]})
+    model = ScriptedModel(faults={"S3": ["wrong"]})
+    result = Guard(model, GuardConfig(ladder=("commute",))).run(proc, {"a": 171, "b": -168})
+    assert result.status == "verified" and result.values["S3"] == "339" and result.answer == "510"
+    assert result.rung_fixes() == {"commute": 1}
+    sub_steps = model.calls[1][-1]["content"].split("Steps:\n")[1].split("\n\n")[0]
+    assert sub_steps == "S3 = 168 + 171" and "339" not in model.calls[1][-1]["content"]
+    assert all(s.provenance == "model_verified" for s in result.steps)
+
+
+@pytest.mark.parametrize("expr,env,asked", [
+    ("a - b", {"a": 171, "b": -168}, "168 + 171"),
+    ("a - b", {"a": -517, "b": 168}, "-168 - 517"),
+    ("a + b", {"a": -517, "b": 168}, "168 - 517"),
+    ("a * b", {"a": 5, "b": -3}, "(-3) * 5"),
+])
+def test_commute_step_swaps_operands_and_folds_signs_without_changing_the_value(expr, env, asked):
+    from stepguard.evaluator import compile_expression
+    from stepguard.guard._decompose import commute_step
+
+    proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [{"var": "S1", "expr": expr}]})
+    sub = commute_step(proc, 0, env)
+    assert sub is not None and sub.steps[0].expr == asked
+    assert compile_expression(asked).evaluate({}) == compile_expression(expr).evaluate(env)
+
+
+def test_commute_step_leaves_other_expressions_to_the_plain_single_step_ask():
+    from stepguard.guard._decompose import commute_step
+
+    proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [{"var": "S1", "expr": "max(a, b)"}]})
+    assert commute_step(proc, 0, {"a": 1, "b": 2}) is None
+
+
+def test_chunk_prompt_says_how_many_lines_and_names_the_first_and_last_step():
+    proc = _procedure(12)
+    model = ScriptedModel()
+    Guard(model, GuardConfig(chunk_size=5)).run(proc, INPUTS)
+    assert "Write 5 lines, one for each step from S6 to S10, in order" in model.calls[1][-1]["content"]
+    assert "Write 2 lines, one for each step from S11 to S12, in order" in model.calls[2][-1]["content"]
+
+
+def test_default_ladder_counts_a_derived_rung_as_narrow_where_it_cannot_apply():
+    """``max(S1, 3)`` is not one +, - or * of two integers: commute and decompose ask it alone, counted as narrow."""
+    proc = Procedure.model_validate({"inputs": ["a"], "steps": [
+        {"var": "S1", "expr": "a"}, {"var": "S2", "expr": "max(S1, 3)"}]})
+    result = Guard(ScriptedModel(faults={"S2": ["wrong", "wrong"]}), GuardConfig()).run(proc, {"a": 5})
+    assert result.status == "verified"
+    assert [d.rung for d in result.deviations] == ["narrow", "narrow"]

@@ -63,7 +63,19 @@ def traced() -> Traced:
 
 def _run_with_fault(traced: Traced, **kw):
     model = ScriptedModel(faults={"S7": ["wrong"]})
-    return Guard(model, GuardConfig(chunk_size=5), observer=traced.observer(**kw)).run(_procedure(), INPUTS, thread_id="t-1")
+    cfg = GuardConfig(chunk_size=5, ladder=("restate",))
+    return Guard(model, cfg, observer=traced.observer(**kw)).run(_procedure(), INPUTS, thread_id="t-1")
+
+
+def test_a_derived_rungs_model_calls_are_chat_spans_under_the_chunk_that_asked(traced):
+    """The commute rung runs a nested guard: its call is traced, its run and chunks are not."""
+    model = ScriptedModel(faults={"S7": ["wrong"]})
+    result = Guard(model, GuardConfig(chunk_size=5, ladder=("commute",)), observer=traced.observer()).run(_procedure(), INPUTS)
+    assert result.rung_fixes() == {"commute": 1}
+    chunks, calls = traced.named("stepguard.chunk"), traced.named("chat ")
+    assert len(traced.named("invoke_workflow")) == 1
+    assert len(calls) == result.usage.model_calls == len(model.calls) == 4
+    assert {c.parent.span_id for c in calls} <= {c.context.span_id for c in chunks}
 
 
 def test_span_tree_is_run_then_chunk_then_model_call(traced):

@@ -86,7 +86,7 @@ def test_guarded_run_with_a_deviation_lands_in_phoenix(phoenix_url, monkeypatch)
     model = ScriptedModel(faults={"S7": ["wrong"]})
     with warnings.catch_warnings():
         warnings.simplefilter("error", TelemetryExportWarning)
-        result = Guard(model, GuardConfig(chunk_size=5), observer=OtelObserver(tp, mp)).run(_procedure(), {"x": 7, "y": 3})
+        result = Guard(model, GuardConfig(chunk_size=5, ladder=("restate",)), observer=OtelObserver(tp, mp)).run(_procedure(), {"x": 7, "y": 3})
         assert shutdown(timeout_s=15), "spans were not flushed to Phoenix in time"
     assert result.status == "verified" and result.reprompts == 1
     spans = _spans(phoenix_url, project, want=1 + 2 * result.chunks)

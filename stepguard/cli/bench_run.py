@@ -15,7 +15,11 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
+from stepguard.bench.run import RAW_TOKENS_PER_STEP
 from stepguard.errors import LocalServerError, StepguardError
+from stepguard.guard import GuardConfig
+
+_DEFAULT = GuardConfig()
 
 __all__ = ["register"]
 
@@ -54,12 +58,13 @@ def _model(spec: str) -> Iterator[Any]:
             close()
 
 
-def _guard_config(chunk_size: int, policy: str, on_exhausted: str, adaptive: bool, max_reprompts: int) -> Any:
+def _guard_config(chunk_size: int, policy: str, on_exhausted: str, adaptive: bool, max_reprompts: int, ladder: str) -> Any:
     from stepguard.guard import GuardConfig
 
     try:
         return GuardConfig(chunk_size=chunk_size, policy=policy, on_exhausted=on_exhausted,  # type: ignore[arg-type]
-                           adaptive=adaptive, max_reprompts_per_step=max_reprompts)
+                           adaptive=adaptive, max_reprompts_per_step=max_reprompts,
+                           ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()))  # type: ignore[arg-type]
     except ValueError as exc:
         raise _fail(str(exc)) from None
 
@@ -99,8 +104,9 @@ def register(bench_app: typer.Typer) -> None:
         policy: Annotated[str, typer.Option("--policy", help="Guarded: reprompt | repair | raise | flag.")] = "reprompt",
         on_exhausted: Annotated[str, typer.Option("--on-exhausted", help="Guarded: flag | repair | raise, when a budget is spent.")] = "flag",
         adaptive: Annotated[bool, typer.Option("--adaptive", help="Guarded: shrink chunks after deviations.")] = False,
-        max_reprompts: Annotated[int, typer.Option("--max-reprompts", help="Guarded: re-prompts per step.")] = 4,
-        raw_tokens: Annotated[int, typer.Option("--raw-tokens-per-step", help="Raw: max_tokens = this x steps + 64.")] = 32,
+        max_reprompts: Annotated[int, typer.Option("--max-reprompts", help="Guarded: re-prompts per step.")] = _DEFAULT.max_reprompts_per_step,
+        ladder: Annotated[str, typer.Option("--ladder", help="Guarded: re-prompt rungs in order, comma-separated (commute, decompose, resample, restate, narrow).")] = ",".join(_DEFAULT.ladder),
+        raw_tokens: Annotated[int, typer.Option("--raw-tokens-per-step", help="Raw: max_tokens = this x steps + 64.")] = RAW_TOKENS_PER_STEP,
         progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     ) -> None:
         """Execute instances in raw or guarded mode into a resumable run directory (one row per instance)."""
@@ -110,7 +116,7 @@ def register(bench_app: typer.Typer) -> None:
             raise _fail(f"--mode must be raw or guarded, not {mode!r}")
         if not instances.is_file():
             raise _fail(f"instances file not found: {instances}")
-        config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts) if mode == "guarded" else None
+        config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts, ladder) if mode == "guarded" else None
         with _model(model) as chat:
             if chat.simulated:
                 typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)

@@ -91,6 +91,7 @@ def register(app: typer.Typer) -> None:
         adaptive: Annotated[bool, typer.Option(help="Shrink chunks after deviations, grow after clean ones.")] = False,
         on_exhausted: Annotated[str, typer.Option(help="raise | repair | flag, when a budget is spent.")] = "raise",
         max_reprompts: Annotated[int, typer.Option(help="Re-prompts per step.")] = GuardConfig.max_reprompts_per_step,
+        ladder: Annotated[str, typer.Option(help="Re-prompt rungs in order, comma-separated: commute, decompose, resample, restate, narrow.")] = ",".join(GuardConfig.ladder),
         checkpoint: Annotated[Optional[Path], typer.Option(help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
         thread_id: Annotated[Optional[str], typer.Option(help="Checkpoint thread id.")] = None,  # noqa: UP007
         as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
@@ -114,6 +115,7 @@ def register(app: typer.Typer) -> None:
             config = GuardConfig(
                 chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
                 on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
+                ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
             )
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             chat = load_model(model)

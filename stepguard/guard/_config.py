@@ -20,7 +20,7 @@ Policy = Literal["reprompt", "repair", "raise", "flag"]
 ExhaustedAction = Literal["raise", "repair", "flag"]
 """What happens when a re-prompt or token budget is spent (see :class:`Policy`)."""
 
-Rung = Literal["restate", "narrow", "resample", "decompose"]
+Rung = Literal["restate", "narrow", "resample", "decompose", "commute"]
 """One rung of the re-prompt ladder.
 
 - ``restate``: the same chunk from the failing step, with the committed operands and the correction.
@@ -28,6 +28,8 @@ Rung = Literal["restate", "narrow", "resample", "decompose"]
 - ``resample``: the failing step alone, with a different seed and ``resample_temperature``.
 - ``decompose``: the failing step split into place-value sub-steps the guard derives and checks
   (``stepguard.guard._decompose``); the step verifies when the model's sub-steps all do.
+- ``commute``: the failing step alone, over its operand values, with the operands swapped and
+  signs folded (``171 - (-168)`` asked as ``168 + 171``); one resampled retry.
 """
 
 
@@ -45,7 +47,7 @@ class GuardConfig:
     """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
-    ladder: tuple[Rung, ...] = ("restate", "narrow", "decompose", "resample", "resample")
+    ladder: tuple[Rung, ...] = ("commute", "decompose", "resample", "resample", "restate")
     """Re-prompt rungs in order, one attempt each (the last repeats while the budget lasts); the ladder
     restarts for every new failing step. See docs/fidelity.md for the measurements behind it."""
     max_reprompts_per_step: int = 5
@@ -79,5 +81,5 @@ class GuardConfig:
         if self.on_exhausted not in ("raise", "repair", "flag"):
             raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
         for rung in self.ladder:
-            if rung not in ("restate", "narrow", "resample", "decompose"):
-                raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow, resample or decompose")
+            if rung not in ("restate", "narrow", "resample", "decompose", "commute"):
+                raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow, resample, decompose or commute")

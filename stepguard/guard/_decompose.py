@@ -1,4 +1,12 @@
-"""The ``decompose`` rung: split one arithmetic step into smaller sub-steps the guard derives.
+"""The ``decompose`` and ``commute`` rungs: re-ask one arithmetic step in a form the guard derives.
+
+``commute`` writes the failing step once, over its committed operand values, with the operands
+swapped and a subtracted negative folded into a sum: ``S11 = S9 - S10`` with 171 and -168
+becomes ``S11 = 168 + 171``. On the embedded Qwen2.5-Coder-1.5B, ``171 + 168`` and
+``204 + 192`` were answered 349 and 406 at temperature 0 in every wording tried, and right as
+``168 + 171`` and ``192 + 204`` (docs/fidelity.md).
+
+``decompose`` splits the step into smaller sub-steps.
 
 For a failing step ``S7 = S6 + S2`` with committed operands 204 and 192, the guard writes a
 small procedure over the literal operands that adds place values one at a time::
@@ -21,7 +29,7 @@ from collections.abc import Mapping
 from stepguard.evaluator import Number
 from stepguard.procedure import Procedure
 
-__all__ = ["decompose_step"]
+__all__ = ["commute_step", "decompose_step"]
 
 
 def _places(n: int) -> list[int]:
@@ -101,3 +109,36 @@ def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | 
     steps = [{"var": f"t{i}", "expr": e} for i, e in enumerate(exprs, start=1)]
     steps.append({"var": var, "expr": f"-{last}" if negative else last})
     return Procedure.model_validate({"name": f"{procedure.name}:{var}:decompose", "steps": steps})
+
+
+def _term(x: int) -> str:
+    return f"({x})" if x < 0 else str(x)
+
+
+def commute_step(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+    """A one-step procedure computing step ``index`` from its operand values, operands swapped.
+
+    ``a - b`` becomes a sum ``(-b) + a`` written with signs folded (``171 - (-168)`` ->
+    ``168 + 171``, ``-517 - 168`` -> ``-168 - 517``); ``a + b`` becomes ``b + a``; ``a * b``
+    becomes ``b * a`` (negative factors in parentheses).
+
+    Args:
+        procedure: the procedure.
+        index: 0-based index of the failing step.
+        env: committed values (its operands must be there).
+
+    Returns:
+        A :class:`Procedure` with no inputs and one step named like the failing one, or ``None``
+        when the step is not a single ``+``, ``-`` or ``*`` of two integers.
+    """
+    found = _operands(procedure, index, env)
+    if found is None:
+        return None
+    a, op, b = found
+    if op == "*":
+        expr = f"{_term(b)} * {_term(a)}"
+    else:
+        first, second = (-b if op == "-" else b), a
+        expr = f"{first} - {-second}" if second < 0 else f"{first} + {second}"
+    var = procedure.steps[index].var
+    return Procedure.model_validate({"name": f"{procedure.name}:{var}:commute", "steps": [{"var": var, "expr": expr}]})

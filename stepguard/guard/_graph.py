@@ -23,7 +23,8 @@ from langgraph.graph import END, START, StateGraph
 
 from stepguard.errors import EvaluationError
 from stepguard.guard._corrections import correction_note
-from stepguard.guard._decompose import decompose_step
+from stepguard.guard._decompose import commute_step, decompose_step
+from stepguard.guard._observer import ModelCallOnly
 from stepguard.guard._prompts import format_value
 from stepguard.guard._state import GuardState, RunContext, notify
 from stepguard.model import ChatResponse, GenerationSettings, Usage
@@ -46,7 +47,7 @@ def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     n = len(ctx.procedure.steps)
     cursor = state.get("cursor", 0)
     size = state.get("chunk_size", ctx.config.chunk_size)
-    if state.get("rung") in ("narrow", "resample", "decompose"):
+    if state.get("rung") in ("narrow", "resample", "decompose", "commute"):
         size = 1
     end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
     notify(ctx.observer, "chunk_started", chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
@@ -76,10 +77,13 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage}
 
 
+_DERIVED = {"decompose": decompose_step, "commute": commute_step}
+
+
 def _decomposed(state: GuardState, ctx: RunContext) -> Procedure | None:
-    if state.get("rung") != "decompose":
-        return None
-    return decompose_step(ctx.procedure, state["cursor"], ctx.env(state))
+    """The sub-procedure of a ``decompose`` or ``commute`` rung, or ``None`` (ask the step as it is)."""
+    derive = _DERIVED.get(state.get("rung") or "")
+    return derive(ctx.procedure, state["cursor"], ctx.env(state)) if derive else None
 
 
 def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
@@ -93,20 +97,22 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
     return out
 
 
-def _sub_guard(ctx: RunContext) -> Any:
+def _sub_guard(ctx: RunContext, rung: str | None) -> Any:
+    """The nested guard of a derived rung: decompose retries a sub-step twice, commute once (resampled)."""
     from stepguard.guard._guard import Guard
 
-    cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=("narrow", "resample"), max_reprompts_per_step=2,
+    ladder, tries = (("resample",), 1) if rung == "commute" else (("narrow", "resample"), 2)
+    cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=ladder, max_reprompts_per_step=tries,
                   policy="reprompt", on_exhausted="flag", max_total_tokens=None)
-    return Guard(ctx.model, cfg)
+    return Guard(ctx.model, cfg, observer=ModelCallOnly(ctx.observer))
 
 
 def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
-    """Send the chunk (or corrective) prompt to the model; on the decompose rung, run the sub-steps."""
+    """Send the chunk (or corrective) prompt to the model; on a decompose or commute rung, run the derived steps."""
     ctx = _ctx(config)
     sub = _decomposed(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, _sub_guard(ctx).run(sub, {}))
+        return _decompose_reply(state, ctx, sub, _sub_guard(ctx, state.get("rung")).run(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -119,7 +125,7 @@ async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     sub = _decomposed(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx).arun(sub, {}))
+        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx, state.get("rung")).arun(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
@@ -236,6 +242,8 @@ def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     attempt = state.get("attempt", 0) + 1
     ladder = ctx.config.ladder or ("restate",)
     rung = ladder[min(attempt, len(ladder)) - 1]
+    if rung in _DERIVED and _DERIVED[rung](ctx.procedure, state["cursor"], ctx.env(state)) is None:
+        rung = "narrow"  # not one +, - or * of two integers: ask the step alone, and count it as narrow
     dev = state["deviation"] or {}
     note = correction_note(ctx.procedure, state["cursor"], dev, ctx.env(state))
     return {

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings
     from stepguard.procedure import Procedure
 
-__all__ = ["GuardObserver", "ModelCallRecord", "NullObserver"]
+__all__ = ["GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver"]
 
 
 class ModelCallRecord(Protocol):
@@ -85,3 +85,18 @@ class NullObserver:
 
     def run_finished(self, *args: Any, **kwargs: Any) -> None:
         """Do nothing."""
+
+
+class ModelCallOnly(NullObserver):
+    """Passes model calls to ``parent`` and drops the rest: the observer of a nested guard run.
+
+    A ``decompose`` or ``commute`` rung runs a small guard of its own; its model calls belong in
+    the parent's trace (as ``chat`` spans under the chunk that asked), its runs and chunks do not.
+    """
+
+    def __init__(self, parent: GuardObserver) -> None:
+        self.parent = parent
+
+    def model_call(self, messages: ChatMessage | Any, settings: GenerationSettings | Any) -> Any:  # type: ignore[override]
+        """The parent's context manager around this call."""
+        return self.parent.model_call(messages, settings)
