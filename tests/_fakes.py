@@ -34,10 +34,12 @@ class ScriptedModel:
         self.faults = {k: list(v) for k, v in (faults or {}).items()}
         self.always_wrong = always_wrong or set()
         self.calls: list[list[ChatMessage]] = []
+        self.settings: list[GenerationSettings | None] = []
         self.asked: dict[str, int] = defaultdict(int)
 
     def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         self.calls.append(messages)
+        self.settings.append(settings)
         text = messages[-1]["content"]
         blocks = dict(_BLOCK.findall(text))
         env = {}

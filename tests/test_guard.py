@@ -257,9 +257,47 @@ def test_chunk_prompt_says_how_many_lines_and_names_the_first_and_last_step():
 
 
 def test_default_ladder_counts_a_derived_rung_as_narrow_where_it_cannot_apply():
-    """``max(S1, 3)`` is not one +, - or * of two integers: commute and decompose ask it alone, counted as narrow."""
+    """``max(S1, 3)`` is not one +, - or * of two integers: commute and decompose ask it alone (narrow, then resample)."""
     proc = Procedure.model_validate({"inputs": ["a"], "steps": [
         {"var": "S1", "expr": "a"}, {"var": "S2", "expr": "max(S1, 3)"}]})
     result = Guard(ScriptedModel(faults={"S2": ["wrong", "wrong"]}), GuardConfig()).run(proc, {"a": 5})
     assert result.status == "verified"
-    assert [d.rung for d in result.deviations] == ["narrow", "narrow"]
+    assert [d.rung for d in result.deviations] == ["narrow", "resample"]
+
+
+def _sub_proc(name: str = "c", var: str = "S3") -> Procedure:
+    return Procedure.model_validate({"name": name, "inputs": ["a", "b"], "steps": [
+        {"var": "S1", "expr": "a"}, {"var": "S2", "expr": "b"}, {"var": var, "expr": "S1 - S2"}]})
+
+
+def test_a_derived_rung_that_fails_passes_on_the_models_value_so_it_can_be_flagged():
+    """The nested run's wrong value is a wrong value (not a missing step), and is flagged at exhaustion."""
+    proc = _sub_proc()
+    result = Guard(ScriptedModel(always_wrong={"S3"}), GuardConfig(ladder=("commute",), max_reprompts_per_step=2,
+                                                                   on_exhausted="flag")).run(proc, {"a": 171, "b": -168})
+    assert [d.kind for d in result.deviations][:3] == ["arithmetic_error"] * 3
+    assert result.status == "flagged" and result.first_unverified == "S3"
+    s3 = next(s for s in result.steps if s.var == "S3")
+    assert s3.provenance == "flagged" and s3.value != "339"
+
+
+def test_fallback_for_a_step_no_derived_rung_fits_never_resends_the_same_request():
+    proc = Procedure.model_validate({"inputs": ["a"], "steps": [{"var": "S1", "expr": "a"}, {"var": "S2", "expr": "max(S1, 3)"}]})
+    model = ScriptedModel(faults={"S2": ["wrong", "wrong", "wrong", None]})
+    result = Guard(model, GuardConfig()).run(proc, {"a": 5})
+    assert [d.rung for d in result.deviations] == ["narrow", "resample", "resample"]
+    requests = list(zip(model.calls, model.settings))
+    assert all(a != b for a, b in zip(requests, requests[1:]))
+
+
+@pytest.mark.parametrize("rung", ["commute", "decompose"])
+def test_derived_rungs_survive_long_names_and_sub_step_like_variable_names(rung):
+    proc = _sub_proc(name="x" * 200, var="t1")
+    result = Guard(ScriptedModel(faults={"t1": ["wrong"]}), GuardConfig(ladder=(rung,))).run(proc, {"a": 1234, "b": -5678})
+    assert result.status == "verified" and result.values["t1"] == "6912"
+    assert result.rung_fixes() == {rung: 1}
+
+
+def test_an_empty_ladder_is_refused():
+    with pytest.raises(ValueError, match="at least one rung"):
+        GuardConfig(ladder=())

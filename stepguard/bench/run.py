@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from stepguard.bench._rows import error_row, guarded_row, raw_row
-from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, describe_model, instance_source, run_meta
+from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
 from stepguard.bench._select import count_lines, light, parse_configs, select
 from stepguard.bench.store import RunStore, TornLine
 from stepguard.errors import BudgetExhausted, ModelError, ModelOutputTruncated, StepDeviation
@@ -36,11 +36,6 @@ __all__ = ["RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "descr
 
 Mode = Literal["raw", "guarded"]
 
-RAW_TOKENS_PER_STEP = 40
-"""Raw-mode token allowance per step (*ours*). Measured here: Qwen2.5-Coder-1.5B answers the raw
-prompt in markdown, three lines a step, 35-37 tokens a step; at 24 it was cut before its final answer
-on a 5-step procedure, at 32 on a 23-step one. (The embedded llama.cpp server shrinks ``max_tokens``
-to what its context window has left; endpoints that refuse instead need a large enough window.)"""
 
 
 SYNC_INTERVAL_S: float | None = 0.05

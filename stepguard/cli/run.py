@@ -72,7 +72,8 @@ class _PromptEcho:
         if self._rung is not None:
             try:
                 note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
-                typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
+                if not note.startswith("Known values"):  # a derived rung's first sub-prompt has no note
+                    typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
             except Exception:  # noqa: BLE001 - an observer never breaks a run
                 pass
         return self.inner.model_call(messages, settings)

@@ -80,6 +80,8 @@ class GuardConfig:
             raise ValueError(f"policy must be reprompt, repair, raise or flag, not {self.policy!r}")
         if self.on_exhausted not in ("raise", "repair", "flag"):
             raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
+        if not self.ladder:
+            raise ValueError("ladder must name at least one rung (commute, decompose, resample, restate, narrow)")
         for rung in self.ladder:
             if rung not in ("restate", "narrow", "resample", "decompose", "commute"):
                 raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow, resample, decompose or commute")

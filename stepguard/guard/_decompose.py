@@ -31,6 +31,9 @@ from stepguard.procedure import Procedure
 
 __all__ = ["commute_step", "decompose_step"]
 
+_NAME = 100
+"""Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
+
 
 def _places(n: int) -> list[int]:
     """``347 -> [300, 40, 7]`` (non-zero parts, largest first); ``0 -> [0]``."""
@@ -104,11 +107,13 @@ def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | 
         exprs += [f"t1 + t2"] if n >= 2 else []
         exprs += [f"t{n + i} + t{i + 2}" for i in range(1, n - 1)]
         negative = (a < 0) != (b < 0) and a != 0 and b != 0
-    last = f"t{len(exprs)}"
     var = procedure.steps[index].var
-    steps = [{"var": f"t{i}", "expr": e} for i, e in enumerate(exprs, start=1)]
+    prefix = "u" if var.startswith("t") else "t"  # sub-step names never collide with the step's own
+    exprs = [e.replace("t", prefix) for e in exprs]
+    last = f"{prefix}{len(exprs)}"
+    steps = [{"var": f"{prefix}{i}", "expr": e} for i, e in enumerate(exprs, start=1)]
     steps.append({"var": var, "expr": f"-{last}" if negative else last})
-    return Procedure.model_validate({"name": f"{procedure.name}:{var}:decompose", "steps": steps})
+    return Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{var}:decompose", "steps": steps})
 
 
 def _term(x: int) -> str:
@@ -141,4 +146,4 @@ def commute_step(procedure: Procedure, index: int, env: Mapping[str, Number | st
         first, second = (-b if op == "-" else b), a
         expr = f"{first} - {-second}" if second < 0 else f"{first} + {second}"
     var = procedure.steps[index].var
-    return Procedure.model_validate({"name": f"{procedure.name}:{var}:commute", "steps": [{"var": var, "expr": expr}]})
+    return Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{var}:commute", "steps": [{"var": var, "expr": expr}]})

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from stepguard.errors import EvaluationError
+from stepguard.errors import EvaluationError, StepguardError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._decompose import commute_step, decompose_step
 from stepguard.guard._observer import ModelCallOnly
@@ -80,16 +80,29 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
 _DERIVED = {"decompose": decompose_step, "commute": commute_step}
 
 
+def _derive(rung: str | None, ctx: RunContext, index: int, env: Any) -> Procedure | None:
+    """The sub-procedure of a ``decompose`` or ``commute`` rung for step ``index``, or ``None`` where it cannot apply."""
+    derive = _DERIVED.get(rung or "")
+    if derive is None:
+        return None
+    try:
+        return derive(ctx.procedure, index, env)
+    except (ValueError, StepguardError):  # a derived procedure our own limits refuse: ask the step as it is
+        return None
+
+
 def _decomposed(state: GuardState, ctx: RunContext) -> Procedure | None:
-    """The sub-procedure of a ``decompose`` or ``commute`` rung, or ``None`` (ask the step as it is)."""
-    derive = _DERIVED.get(state.get("rung") or "")
-    return derive(ctx.procedure, state["cursor"], ctx.env(state)) if derive else None
+    """The sub-procedure of the current rung, or ``None`` (ask the step as it is)."""
+    return _derive(state.get("rung"), ctx, state["cursor"], ctx.env(state))
 
 
 def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
     """The nested run's outcome as a reply line for the failing step, with its usage added."""
     var = ctx.procedure.steps[state["cursor"]].var
-    text = f"{var} = {result.answer}" if result.status == "verified" else ""
+    # not verified: pass on the value the model gave, if any, so the parent records a wrong value
+    # (arithmetic_error, with a model value to flag) rather than a missing step; it is checked again
+    value = result.answer if result.status == "verified" else result.values.get(var)
+    text = f"{var} = {value}" if value is not None else ""
     u = result.usage
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
     out = _record_reply(state, usage)
@@ -97,13 +110,16 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
     return out
 
 
-def _sub_guard(ctx: RunContext, rung: str | None) -> Any:
-    """The nested guard of a derived rung: decompose retries a sub-step twice, commute once (resampled)."""
+def _sub_guard(ctx: RunContext, rung: str | None, attempt: int) -> Any:
+    """The nested guard of a derived rung: decompose retries a sub-step twice, commute once (resampled).
+
+    Its seed moves with the parent's attempt, so a repeated rung does not resend the same request.
+    """
     from stepguard.guard._guard import Guard
 
     ladder, tries = (("resample",), 1) if rung == "commute" else (("narrow", "resample"), 2)
     cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=ladder, max_reprompts_per_step=tries,
-                  policy="reprompt", on_exhausted="flag", max_total_tokens=None)
+                  policy="reprompt", on_exhausted="flag", max_total_tokens=None, seed=ctx.config.seed + attempt)
     return Guard(ctx.model, cfg, observer=ModelCallOnly(ctx.observer))
 
 
@@ -112,7 +128,7 @@ def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     sub = _decomposed(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, _sub_guard(ctx, state.get("rung")).run(sub, {}))
+        return _decompose_reply(state, ctx, sub, _sub_guard(ctx, state.get("rung"), state.get("attempt", 0)).run(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -125,7 +141,7 @@ async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     sub = _decomposed(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx, state.get("rung")).arun(sub, {}))
+        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx, state.get("rung"), state.get("attempt", 0)).arun(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
@@ -240,10 +256,12 @@ def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     """Prepare a corrective prompt for the failing step, on the next ladder rung."""
     ctx = _ctx(config)
     attempt = state.get("attempt", 0) + 1
-    ladder = ctx.config.ladder or ("restate",)
+    ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
-    if rung in _DERIVED and _DERIVED[rung](ctx.procedure, state["cursor"], ctx.env(state)) is None:
-        rung = "narrow"  # not one +, - or * of two integers: ask the step alone, and count it as narrow
+    if rung in _DERIVED and _derive(rung, ctx, state["cursor"], ctx.env(state)) is None:
+        # not one +, - or * of two integers: ask the step alone (narrow), and after a narrow try
+        # resample, so that the same request is never sent twice in a row
+        rung = "resample" if state.get("rung") == "narrow" else "narrow"
     dev = state["deviation"] or {}
     note = correction_note(ctx.procedure, state["cursor"], dev, ctx.env(state))
     return {
