@@ -120,3 +120,16 @@ def test_cli_demo_on_the_simulator(tmp_path: Path) -> None:
     assert "expected duration" in res.output and "SIMULATED" in res.output
     assert (tmp_path / "demo" / "report-sim-paper" / "report.html").exists()
     assert "report.html" in res.output and "report.md" in res.output
+
+
+def test_two_runs_of_one_mode_are_told_apart_by_their_folder(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from stepguard.bench.aggregate import aggregate_run
+
+    _, raw, guarded = runs
+    other = tmp_path / "guarded-v1"
+    shutil.copytree(guarded, other)
+    labels = [aggregate_run(d).label for d in (raw, guarded, other)]
+    assert labels[0].startswith("raw · ") and labels[1].startswith("guarded · ")
+    assert labels[2].startswith("guarded (guarded-v1) · ") and "SIMULATED" in labels[2]

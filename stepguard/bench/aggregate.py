@@ -150,8 +150,10 @@ class RunAggregate:
 
     @property
     def label(self) -> str:
-        """A short name for tables and plot titles, ``SIMULATED`` included where it applies."""
-        return f"{self.mode} · {self.model}" + (" · SIMULATED" if self.simulated else "")
+        """A short name for tables and plot titles: the mode, the run folder's name where it is not
+        the mode (two guarded runs side by side), the model, and ``SIMULATED`` where it applies."""
+        folder = f" ({self.rundir.name})" if self.rundir.name != self.mode else ""
+        return f"{self.mode}{folder} · {self.model}" + (" · SIMULATED" if self.simulated else "")
 
     def summary(self) -> dict[str, Any]:
         """The run's entry in summary.json."""
