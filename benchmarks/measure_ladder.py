@@ -74,6 +74,19 @@ def rung_table(rows: list[dict]) -> dict[str, tuple[int, int]]:
     return {r: (used[r], fixed[r]) for r in used}
 
 
+def _print_token_ratio(guarded: list[dict], raw: list[dict]) -> None:
+    """Guarded / raw tokens (input + output) per step count, over the instances both variants ran."""
+    def toks(r: dict) -> int:
+        return r["usage"]["input_tokens"] + r["usage"]["output_tokens"]
+
+    raw_by_id = {r["id"]: r for r in raw}
+    for n in sorted({r["n_steps"] for r in guarded}):
+        pairs = [(toks(g), toks(raw_by_id[g["id"]])) for g in guarded if g["n_steps"] == n and g["id"] in raw_by_id]
+        if pairs:
+            g_sum, r_sum = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+            print(f"  tokens guarded/raw at {n} steps ({len(pairs)} paired instances): {g_sum / max(r_sum, 1):.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
@@ -114,7 +127,9 @@ def main() -> None:
                     mode, cfg = variants[name]
                     run_benchmark(inst_file, mode, model, args.out / name, configs=[(n, lb) for lb in lookbacks],
                                   concurrency=1, guard_config=cfg, limit=limits.get(n))
-    if "raw" in chosen:
+    if "raw" in chosen and not args.report_only:
+        # only here, after this process's runs: rewriting results.jsonl beside a live run (another
+        # process appending to it) loses that run's rows
         print(f"raw rows re-scored with the current parser: {rescore_raw(args.out / 'raw', inst_file)} changed")
     print(f"model {args.model}   instances {inst_file}")
     print(f"{'cell':<10}" + "".join(f"{v:>34}" for v in chosen))
@@ -142,6 +157,9 @@ def main() -> None:
                   f"wall {sum(x['wall_s'] for x in u) / k:.0f}s")
         if v != "raw":
             print(f"  rungs (used, fixed): {rung_table(rows)}")
+            print(f"  deviations by kind: {dict(Counter(d['kind'] for r in rows for d in (r.get('guard') or {}).get('deviations', [])))}")
+            if "raw" in data:
+                _print_token_ratio(rows, data["raw"])
             # a step marked model_verified whose value is not the expected one would be a silent error
             wrong_verified = sum(r["steps_model_verified"] - r["step_values_correct"] for r in rows)
             print(f"  silent errors (a wrong value marked model_verified): {wrong_verified}")
