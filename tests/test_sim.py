@@ -62,6 +62,7 @@ def chunk_prompt(known: dict[str, object], steps: list[tuple[str, str]], note: s
         "known": "\n".join(f"{k} = {format_number(v)}" for k, v in known.items()),
         "steps": "\n".join(f"{v} = {e}" for v, e in steps),
         "example": EXAMPLE,
+        "count_line": f"Write {len(steps)} lines, one for each step from {steps[0][0]} to {steps[-1][0]}, in order, each as",
     }
     text = CORRECTION.substitute(note=note, **fields) if note else CHUNK.substitute(**fields)
     return [{"role": "user", "content": text}]
