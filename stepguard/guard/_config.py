@@ -43,7 +43,7 @@ class GuardConfig:
 
     chunk_size: int = 5
     """Steps per model call. Kept at 5, not swept: with the step-count line in the prompt the
-    embedded model wrote 60 of 60 asked lines at 5 (benchmarks/probe_prompt_forms.py), and 24 of
+    embedded model wrote 60 of 60 asked lines at 5 (docs/fidelity.md), and 24 of
     28 first-try deviations were arithmetic errors, which a smaller chunk does not remove."""
     adaptive: bool = False
     """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""

@@ -2,9 +2,9 @@
 
 ``commute`` writes the failing step once, over its committed operand values, with the operands
 swapped and a subtracted negative folded into a sum: ``S11 = S9 - S10`` with 171 and -168
-becomes ``S11 = 168 + 171``. On the embedded Qwen2.5-Coder-1.5B, ``171 + 168`` and
-``204 + 192`` were answered 349 and 406 at temperature 0 in every wording tried, and right as
-``168 + 171`` and ``192 + 204`` (docs/fidelity.md).
+becomes ``S11 = 168 + 171``. On the embedded Qwen2.5-Coder-1.5B at temperature 0,
+``171 - (-168)`` was answered 349 on every other rung and ``204 + 192`` 406 as a chunk line,
+and both right as ``168 + 171`` and ``192 + 204`` (docs/fidelity.md).
 
 ``decompose`` splits the step into smaller sub-steps.
 
