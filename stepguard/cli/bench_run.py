@@ -59,8 +59,6 @@ def _model(spec: str) -> Iterator[Any]:
 
 
 def _guard_config(chunk_size: int, policy: str, on_exhausted: str, adaptive: bool, max_reprompts: int, ladder: str) -> Any:
-    from stepguard.guard import GuardConfig
-
     try:
         return GuardConfig(chunk_size=chunk_size, policy=policy, on_exhausted=on_exhausted,  # type: ignore[arg-type]
                            adaptive=adaptive, max_reprompts_per_step=max_reprompts,
