@@ -98,6 +98,8 @@ def main() -> None:
     ap.add_argument("--limit", default="", help="fewer instances for some step counts, e.g. 95:2 (per look-back)")
     ap.add_argument("--n-ctx", type=int, default=8192,
                     help="server context window; a raw 95-step instance needs ~900 prompt + 3,864 reply tokens")
+    ap.add_argument("--timeout", type=float, default=1800.0,
+                    help="seconds per model call; a raw 95-step reply took over 600 s on 2 cores")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
@@ -116,7 +118,7 @@ def main() -> None:
     if not args.report_only:
         from stepguard.adapters import load_model
 
-        options = {"n_ctx": args.n_ctx} if args.model.startswith("local:") else {}
+        options = {"n_ctx": args.n_ctx, "timeout": args.timeout} if args.model.startswith("local:") else {"timeout": args.timeout}
         with load_model(args.model, **options) as model:
             (args.out / "model.json").write_text(json.dumps({
                 "spec": args.model, "repr": repr(model), "python": platform.python_version(),
