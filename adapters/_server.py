@@ -120,7 +120,7 @@ class LocalServer:
         *,
         alias: str | None = None,
         port: int | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int = 2,
         seed: int | None = None,
         ready_timeout: float = 120.0,

@@ -157,12 +157,14 @@ class LocalModel:
     Args:
         name_or_path: see :func:`resolve_model` (``None`` = best installed).
         spec: the model specification string (default ``"local:<name>"``).
-        n_ctx: the server's context window, tokens.
+        n_ctx: the server's context window, tokens (8192: a raw 95-step benchmark prompt, about 1,200
+            tokens, and its reply allowance, 3,864, do not fit in 4096).
         n_threads: CPU threads; ``None`` = the machine's CPU count, at most 8.
         seed: sampling seed, for the server and every request.
         temperature: default sampling temperature.
         max_tokens: default cap on generated tokens.
-        timeout: seconds allowed per request (generation on CPU is slow: minutes for long traces).
+        timeout: seconds allowed per request (generation on CPU is slow: a raw 95-step reply of
+            Qwen 1.5B on 2 cores took over 600 s, docs/fidelity.md).
         max_retries: retries of a failed request.
         raise_on_truncation: raise ``ModelOutputTruncated`` on ``finish_reason == "length"``.
         port: the server's port; ``None`` picks a free one.
@@ -182,12 +184,12 @@ class LocalModel:
         name_or_path: str | None = None,
         *,
         spec: str | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         seed: int | None = 0,
         temperature: float = 0.0,
         max_tokens: int | None = None,
-        timeout: float = 600.0,
+        timeout: float = 1800.0,
         max_retries: int = 1,
         raise_on_truncation: bool = False,
         port: int | None = None,

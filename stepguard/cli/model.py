@@ -54,7 +54,7 @@ def serve(
         typer.Argument(help="A known model name or a .gguf path; default: the best installed model."),
     ] = None,
     port: Annotated[int | None, typer.Option("--port", "-p", help="TCP port; default: a free one.")] = None,
-    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window, tokens.")] = 4096,
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window, tokens.")] = 8192,
     n_threads: Annotated[
         int | None, typer.Option("--n-threads", help="CPU threads; default: CPU count, max 8.")
     ] = None,
