@@ -110,16 +110,16 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
     return out
 
 
-def _sub_guard(ctx: RunContext, rung: str | None, attempt: int) -> Any:
+def _sub_guard(ctx: RunContext, state: GuardState) -> Any:
     """The nested guard of a derived rung: decompose retries a sub-step twice, commute once (resampled).
 
     Its seed moves with the parent's attempt, so a repeated rung does not resend the same request.
     """
     from stepguard.guard._guard import Guard
 
-    ladder, tries = (("resample",), 1) if rung == "commute" else (("narrow", "resample"), 2)
-    cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=ladder, max_reprompts_per_step=tries,
-                  policy="reprompt", on_exhausted="flag", max_total_tokens=None, seed=ctx.config.seed + attempt)
+    ladder, tries = (("resample",), 1) if state.get("rung") == "commute" else (("narrow", "resample"), 2)
+    cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=ladder, max_reprompts_per_step=tries, policy="reprompt",
+                  on_exhausted="flag", max_total_tokens=None, seed=ctx.config.seed + state.get("attempt", 0))
     return Guard(ctx.model, cfg, observer=ModelCallOnly(ctx.observer))
 
 
@@ -128,7 +128,7 @@ def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     sub = _decomposed(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, _sub_guard(ctx, state.get("rung"), state.get("attempt", 0)).run(sub, {}))
+        return _decompose_reply(state, ctx, sub, _sub_guard(ctx, state).run(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -141,7 +141,7 @@ async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     sub = _decomposed(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx, state.get("rung"), state.get("attempt", 0)).arun(sub, {}))
+        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx, state).arun(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
