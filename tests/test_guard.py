@@ -193,7 +193,7 @@ def test_decompose_rung_splits_the_step_into_checked_place_value_sub_steps():
     assert result.status == "verified" and result.answer == "396"
     assert result.rung_fixes() == {"decompose": 1}
     sub_prompt = model.calls[1][-1]["content"]
-    assert "t1 = 204 + 100" in sub_prompt and "t3 = t2 + 2" in sub_prompt
+    assert "t1 = 204 + 100" in sub_prompt and "S3 = t2 + 2" in sub_prompt
     assert result.usage.model_calls == len(model.calls) == 2
 
 
@@ -290,7 +290,7 @@ def test_fallback_for_a_step_no_derived_rung_fits_never_resends_the_same_request
     assert all(a != b for a, b in zip(requests, requests[1:]))
 
 
-@pytest.mark.parametrize("rung", ["commute", "decompose"])
+@pytest.mark.parametrize("rung", ["commute", "decompose", "bridge"])
 def test_derived_rungs_survive_long_names_and_sub_step_like_variable_names(rung):
     proc = _sub_proc(name="x" * 200, var="t1")
     result = Guard(ScriptedModel(faults={"t1": ["wrong"]}), GuardConfig(ladder=(rung,))).run(proc, {"a": 1234, "b": -5678})

@@ -96,9 +96,9 @@ def test_guard_never_verifies_a_hostile_reply(name: str) -> None:
         if step.provenance == "model_verified":
             assert step.value == str(EXPECTED[step.var]), step
     assert result.first_unverified is not None
-    # bounded: the first try, re-prompt 1 (commute: the step + one resample), re-prompt 2
-    # (decompose: its first sub-step + two retries), and the next step's first try
-    assert model.calls <= 1 + (1 + 1) + (1 + 2) + 1
+    # bounded: the first try, re-prompts 1 and 2 (bridge, decompose: the first sub-step + two
+    # retries each), and the next step's first try
+    assert model.calls <= 1 + (1 + 2) + (1 + 2) + 1
     assert result.deviations and all(d.kind for d in result.deviations)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
-__all__ = ["ExhaustedAction", "GuardConfig", "Policy", "Rung"]
+__all__ = ["RUNGS", "ExhaustedAction", "GuardConfig", "Policy", "Rung"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -20,7 +20,7 @@ Policy = Literal["reprompt", "repair", "raise", "flag"]
 ExhaustedAction = Literal["raise", "repair", "flag"]
 """What happens when a re-prompt or token budget is spent (see :class:`Policy`)."""
 
-Rung = Literal["restate", "narrow", "resample", "decompose", "commute"]
+Rung = Literal["restate", "narrow", "resample", "decompose", "commute", "bridge"]
 """One rung of the re-prompt ladder.
 
 - ``restate``: the same chunk from the failing step, with the committed operands and the correction.
@@ -30,7 +30,12 @@ Rung = Literal["restate", "narrow", "resample", "decompose", "commute"]
   (``stepguard.guard._decompose``); the step verifies when the model's sub-steps all do.
 - ``commute``: the failing step alone, over its operand values, with the operands swapped and
   signs folded (``171 - (-168)`` asked as ``168 + 171``); one resampled retry.
+- ``bridge``: a sum or difference that carries or borrows, asked through the round number
+  (``715 - 20`` as ``715 - 15``, then ``- 5``; ``stepguard.guard._bridge``), each sub-step checked.
 """
+
+RUNGS: tuple[str, ...] = get_args(Rung)
+"""Every rung name, in the order of :data:`Rung`."""
 
 
 @dataclass(frozen=True)
@@ -49,11 +54,13 @@ class GuardConfig:
     """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
-    ladder: tuple[Rung, ...] = ("commute", "decompose", "resample")
+    ladder: tuple[Rung, ...] = ("bridge", "decompose", "commute")
     """Re-prompt rungs in order, one attempt each (the last repeats while the budget lasts); the ladder
-    restarts for every new failing step. Measured (26 guarded instances, ladder commute, decompose,
-    resample, resample, restate): commute fixed 11 of 28 tries, decompose 8 of 16, resample 0 of 11,
-    restate 0 of 5."""
+    restarts for every new failing step. Measured on the embedded model: in 26 guarded instances
+    (ladder commute, decompose, resample, resample, restate) commute fixed 11 of 28 tries, decompose
+    8 of 16, resample 0 of 11, restate 0 of 5; on the 11 steps it got wrong there
+    (``benchmarks/study_rungs.py``) bridge verified 10 of 11, decompose 6 of the 8 it applies to,
+    commute 4 of 11, and bridge or decompose all 11 (docs/fidelity.md)."""
     max_reprompts_per_step: int = 3
     """Re-prompts for one step before ``on_exhausted``. Measured: every one of the 19 steps fixed by
     a re-prompt was fixed on the first or second; re-prompts 3 to 5 fixed none in 16 tries."""
@@ -86,7 +93,7 @@ class GuardConfig:
         if self.on_exhausted not in ("raise", "repair", "flag"):
             raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
         if not self.ladder:
-            raise ValueError("ladder must name at least one rung (commute, decompose, resample, restate, narrow)")
+            raise ValueError(f"ladder must name at least one rung ({', '.join(RUNGS)})")
         for rung in self.ladder:
-            if rung not in ("restate", "narrow", "resample", "decompose", "commute"):
-                raise ValueError(f"unknown ladder rung {rung!r}: use restate, narrow, resample, decompose or commute")
+            if rung not in RUNGS:
+                raise ValueError(f"unknown ladder rung {rung!r}: use one of {', '.join(RUNGS)}")

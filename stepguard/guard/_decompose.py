@@ -29,14 +29,14 @@ from collections.abc import Mapping
 from stepguard.evaluator import Number
 from stepguard.procedure import Procedure
 
-__all__ = ["commute_step", "decompose_step"]
+__all__ = ["commute_step", "decompose_step", "operands", "places", "sub_procedure"]
 
 _NAME = 100
 """Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
 
 
-def _places(n: int) -> list[int]:
-    """``347 -> [300, 40, 7]`` (non-zero parts, largest first); ``0 -> [0]``."""
+def places(n: int) -> list[int]:
+    """Place values of ``n >= 0``: ``347 -> [300, 40, 7]`` (non-zero parts, largest first); ``0 -> [0]``."""
     parts = [int(d) * 10**i for i, d in enumerate(reversed(str(n))) if d != "0"]
     return list(reversed(parts)) or [0]
 
@@ -47,7 +47,8 @@ def _chain(start: int, op: str, parts: list[int]) -> list[str]:
     return exprs
 
 
-def _operands(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> tuple[int, str, int] | None:
+def operands(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> tuple[int, str, int] | None:
+    """``(a, op, b)`` of step ``index`` over committed integer values, ``op`` one of ``+ - *``; ``None`` for any other step."""
     compiled = procedure.compiled[index]
     if compiled is None:
         return None
@@ -82,7 +83,7 @@ def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | 
         ``None`` when the step is not a single ``+``, ``-`` or ``*`` of two integers (or is
         already a one-digit operation, where splitting helps nothing).
     """
-    found = _operands(procedure, index, env)
+    found = operands(procedure, index, env)
     if found is None:
         return None
     a, op, b = found
@@ -95,25 +96,42 @@ def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | 
         mag_op = "+" if same_sign else "-"
         if abs(small) < 10:
             return None
-        exprs = _chain(abs(big), mag_op, _places(abs(small)))
+        exprs = _chain(abs(big), mag_op, places(abs(small)))
         negative = big < 0
     else:
         big, small = (a, b) if abs(a) >= abs(b) else (b, a)
         if abs(big) < 10:
             return None
-        parts = _places(abs(big))
+        parts = places(abs(big))
         exprs = [f"{p} * {abs(small)}" for p in parts]
         n = len(exprs)
         exprs += [f"t1 + t2"] if n >= 2 else []
         exprs += [f"t{n + i} + t{i + 2}" for i in range(1, n - 1)]
         negative = (a < 0) != (b < 0) and a != 0 and b != 0
+    return sub_procedure(procedure, index, exprs, negative=negative, rung="decompose")
+
+
+def sub_procedure(procedure: Procedure, index: int, exprs: list[str], *, negative: bool, rung: str) -> Procedure:
+    """Sub-steps ``t1 .. tn`` over ``exprs`` (which name earlier sub-steps ``t<i>``), the last one
+    named as the step's own variable, or followed by ``var = -tn`` when ``negative``; sub-steps are
+    named ``u<i>`` when the step's variable starts with ``t``.
+
+    A copy step ``S1 = t4`` is not written: the embedded model answered it ``S1 = t4``, without a
+    value, in 2 of 8 bridge runs (``benchmarks/study_rungs.py``).
+
+    Raises:
+        pydantic.ValidationError: the derived procedure breaks a procedure limit.
+    """
     var = procedure.steps[index].var
     prefix = "u" if var.startswith("t") else "t"  # sub-step names never collide with the step's own
     exprs = [e.replace("t", prefix) for e in exprs]
-    last = f"{prefix}{len(exprs)}"
-    steps = [{"var": f"{prefix}{i}", "expr": e} for i, e in enumerate(exprs, start=1)]
-    steps.append({"var": var, "expr": f"-{last}" if negative else last})
-    return Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{var}:decompose", "steps": steps})
+    names = [f"{prefix}{i}" for i in range(1, len(exprs) + 1)]
+    if negative:
+        exprs, names = exprs + [f"-{names[-1]}"], names + [var]
+    else:
+        names[-1] = var
+    steps = [{"var": n, "expr": e} for n, e in zip(names, exprs)]
+    return Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{var}:{rung}", "steps": steps})
 
 
 def _term(x: int) -> str:
@@ -136,7 +154,7 @@ def commute_step(procedure: Procedure, index: int, env: Mapping[str, Number | st
         A :class:`Procedure` with no inputs and one step named like the failing one, or ``None``
         when the step is not a single ``+``, ``-`` or ``*`` of two integers.
     """
-    found = _operands(procedure, index, env)
+    found = operands(procedure, index, env)
     if found is None:
         return None
     a, op, b = found

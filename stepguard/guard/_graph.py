@@ -23,6 +23,7 @@ from langgraph.graph import END, START, StateGraph
 
 from stepguard.errors import EvaluationError, StepguardError
 from stepguard.guard._corrections import correction_note
+from stepguard.guard._bridge import bridge_step
 from stepguard.guard._decompose import commute_step, decompose_step
 from stepguard.guard._observer import ModelCallOnly
 from stepguard.guard._prompts import format_value
@@ -47,7 +48,7 @@ def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     n = len(ctx.procedure.steps)
     cursor = state.get("cursor", 0)
     size = state.get("chunk_size", ctx.config.chunk_size)
-    if state.get("rung") in ("narrow", "resample", "decompose", "commute"):
+    if state.get("rung") in ("narrow", "resample", "decompose", "commute", "bridge"):
         size = 1
     end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
     notify(ctx.observer, "chunk_started", chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
@@ -77,11 +78,11 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage}
 
 
-_DERIVED = {"decompose": decompose_step, "commute": commute_step}
+_DERIVED = {"decompose": decompose_step, "commute": commute_step, "bridge": bridge_step}
 
 
 def _derive(rung: str | None, ctx: RunContext, index: int, env: Any) -> Procedure | None:
-    """The sub-procedure of a ``decompose`` or ``commute`` rung for step ``index``, or ``None`` where it cannot apply."""
+    """The sub-procedure of a ``decompose``, ``bridge`` or ``commute`` rung for step ``index``, or ``None`` where it cannot apply."""
     derive = _DERIVED.get(rung or "")
     if derive is None:
         return None
@@ -111,7 +112,7 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
 
 
 def _sub_guard(ctx: RunContext, state: GuardState) -> Any:
-    """The nested guard of a derived rung: decompose retries a sub-step twice, commute once (resampled).
+    """The nested guard of a derived rung: decompose and bridge retry a sub-step twice, commute once (resampled).
 
     Its seed moves with the parent's attempt, so a repeated rung does not resend the same request.
     """
@@ -259,9 +260,9 @@ def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
     if rung in _DERIVED and _derive(rung, ctx, state["cursor"], ctx.env(state)) is None:
-        # not one +, - or * of two integers: ask the step alone (narrow), and after a narrow try
-        # resample, so that the same request is never sent twice in a row
-        rung = "resample" if state.get("rung") == "narrow" else "narrow"
+        # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
+        # resample (a new seed each attempt) after, so that no request is ever sent twice
+        rung = "narrow" if attempt == 1 else "resample"
     dev = state["deviation"] or {}
     note = correction_note(ctx.procedure, state["cursor"], dev, ctx.env(state))
     return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -14,6 +15,7 @@ from stepguard.procedure import Procedure
 __all__ = ["PromptSet", "format_value", "render_raw_prompt"]
 
 _BUILTIN = Path(__file__).parent / "prompts"
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
 def format_value(value: Number | str) -> str:
@@ -49,9 +51,18 @@ def _step_line(procedure: Procedure, index: int) -> str:
 
 
 def _example(procedure: Procedure, index: int) -> str:
+    """The answer line's shape for the chunk's first step.
+
+    A step over numbers alone (``t1 = 219 - 19``, as the derived rungs write them) shows its
+    expression before the result: with ``t1 = <result>`` the embedded Qwen2.5-Coder-1.5B copied
+    the expression and stopped, on the first try of 25 of 27 derived sub-procedures
+    (``benchmarks/study_rungs.py``, docs/fidelity.md).
+    """
     step = procedure.steps[index]
     if step.expr is not None and procedure.reads(index):
         return f"{step.var} = {step.expr} = <the numbers substituted> = <result>"
+    if step.expr is not None and not _NUMBER.fullmatch(step.expr.strip()):
+        return f"{step.var} = {step.expr} = <result>"
     return f"{step.var} = <result>"
 
 
