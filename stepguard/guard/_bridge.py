@@ -13,8 +13,7 @@ and for ``168 + 171``::
     t1 = 171 + 29      (up to 200)
     t2 = t1 + 100
     t3 = t2 + 30
-    t4 = t3 + 9
-    S = t4
+    S = t3 + 9
 
 A step that crosses no round number has the round part of its larger operand set aside
 (``280 + 14`` as ``80 + 14``, then ``200 + t1``). Every sub-step is checked by the evaluator like

@@ -4,7 +4,8 @@
 swapped and a subtracted negative folded into a sum: ``S11 = S9 - S10`` with 171 and -168
 becomes ``S11 = 168 + 171``. On the embedded Qwen2.5-Coder-1.5B at temperature 0,
 ``171 - (-168)`` was answered 349 on every other rung and ``204 + 192`` 406 as a chunk line,
-and both right as ``168 + 171`` and ``192 + 204`` (docs/fidelity.md).
+and both right as ``168 + 171`` and ``192 + 204`` (docs/fidelity.md). The shared helpers here
+(:func:`operands`, :func:`places`, :func:`sub_procedure`) also serve the ``bridge`` rung.
 
 ``decompose`` splits the step into smaller sub-steps.
 
@@ -13,8 +14,7 @@ small procedure over the literal operands that adds place values one at a time::
 
     t1 = 204 + 100
     t2 = t1 + 90
-    t3 = t2 + 2
-    S7 = t3
+    S7 = t2 + 2
 
 Every sub-step is checked by the evaluator like any step. Sums of mixed signs become a
 subtraction of magnitudes; a product with a small factor becomes a sum of place-value products.
