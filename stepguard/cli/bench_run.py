@@ -17,7 +17,7 @@ import typer
 
 from stepguard.bench.run import RAW_TOKENS_PER_STEP
 from stepguard.errors import LocalServerError, StepguardError
-from stepguard.guard import GuardConfig
+from stepguard.guard import RUNGS, GuardConfig
 
 _DEFAULT = GuardConfig()
 
@@ -103,7 +103,7 @@ def register(bench_app: typer.Typer) -> None:
         on_exhausted: Annotated[str, typer.Option("--on-exhausted", help="Guarded: flag | repair | raise, when a budget is spent.")] = "flag",
         adaptive: Annotated[bool, typer.Option("--adaptive", help="Guarded: shrink chunks after deviations.")] = False,
         max_reprompts: Annotated[int, typer.Option("--max-reprompts", help="Guarded: re-prompts per step.")] = _DEFAULT.max_reprompts_per_step,
-        ladder: Annotated[str, typer.Option("--ladder", help="Guarded: re-prompt rungs in order, comma-separated (commute, bridge, decompose, resample, restate, narrow).")] = ",".join(_DEFAULT.ladder),
+        ladder: Annotated[str, typer.Option("--ladder", help=f"Guarded: re-prompt rungs in order, comma-separated ({', '.join(RUNGS)}).")] = ",".join(_DEFAULT.ladder),
         raw_tokens: Annotated[int, typer.Option("--raw-tokens-per-step", help="Raw: max_tokens = this x steps + 64.")] = RAW_TOKENS_PER_STEP,
         progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     ) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from stepguard.errors import BudgetExhausted, StepDeviation, StepguardError
-from stepguard.guard import Guard, GuardConfig, GuardResult, sqlite_checkpointer
+from stepguard.guard import RUNGS, Guard, GuardConfig, GuardResult, sqlite_checkpointer
 from stepguard.procedure import load_procedure
 
 __all__ = ["register"]
@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
         adaptive: Annotated[bool, typer.Option(help="Shrink chunks after deviations, grow after clean ones.")] = False,
         on_exhausted: Annotated[str, typer.Option(help="raise | repair | flag, when a budget is spent.")] = "raise",
         max_reprompts: Annotated[int, typer.Option(help="Re-prompts per step.")] = GuardConfig.max_reprompts_per_step,
-        ladder: Annotated[str, typer.Option(help="Re-prompt rungs in order, comma-separated: commute, bridge, decompose, resample, restate, narrow.")] = ",".join(GuardConfig.ladder),
+        ladder: Annotated[str, typer.Option(help=f"Re-prompt rungs in order, comma-separated: {', '.join(RUNGS)}.")] = ",".join(GuardConfig.ladder),
         checkpoint: Annotated[Optional[Path], typer.Option(help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
         thread_id: Annotated[Optional[str], typer.Option(help="Checkpoint thread id.")] = None,  # noqa: UP007
         as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,

@@ -4,7 +4,7 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 :func:`sqlite_checkpointer`, :class:`PromptSet`, :func:`render_raw_prompt`.
 """
 
-from stepguard.guard._config import ExhaustedAction, GuardConfig, Policy, Rung
+from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy, Rung
 from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
 from stepguard.guard._observer import GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
@@ -22,6 +22,7 @@ __all__ = [
     "Policy",
     "PromptSet",
     "Provenance",
+    "RUNGS",
     "Rung",
     "StepOutcome",
     "UsageTotals",

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard._decompose import operands, places, sub_procedure
+from stepguard.guard._decompose import magnitudes, operands, places, sub_procedure
 from stepguard.procedure import Procedure
 
 __all__ = ["bridge_step"]
@@ -86,13 +86,12 @@ def bridge_step(procedure: Procedure, index: int, env: Mapping[str, Number | str
     a, op, b = found
     if op == "-":
         b = -b
-    big, small = (a, b) if abs(a) >= abs(b) else (b, a)
-    same_sign = (big >= 0) == (small >= 0) or small == 0
-    parts = (_up if same_sign else _down)(abs(big), abs(small))
+    big, small, same_sign = magnitudes(a, b)
+    parts = (_up if same_sign else _down)(big, small)
     if parts:
         exprs = [parts[0]] + [f"t{i} {p}" for i, p in enumerate(parts[1:], start=1)]
     else:
-        exprs = _aside(abs(big), abs(small), "+" if same_sign else "-")
+        exprs = _aside(big, small, "+" if same_sign else "-")
     negative = a + b < 0  # the magnitude steps above, then the sign
     if not exprs or len(exprs) + negative < 2:
         return None

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from stepguard.evaluator import Number
 from stepguard.procedure import Procedure
 
-__all__ = ["commute_step", "decompose_step", "operands", "places", "sub_procedure"]
+__all__ = ["commute_step", "decompose_step", "magnitudes", "operands", "places", "sub_procedure"]
 
 _NAME = 100
 """Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
@@ -70,6 +70,13 @@ def operands(procedure: Procedure, index: int, env: Mapping[str, Number | str]) 
     return values[0], op, values[1]
 
 
+def magnitudes(a: int, b: int) -> tuple[int, int, bool]:
+    """The sum ``a + b`` as ``(|larger|, |smaller|, same_sign)``: add the magnitudes when
+    ``same_sign``, else subtract the smaller from the larger; the result has the larger's sign."""
+    big, small = (a, b) if abs(a) >= abs(b) else (b, a)
+    return abs(big), abs(small), (big >= 0) == (small >= 0) or small == 0
+
+
 def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
     """A sub-procedure computing step ``index`` from its committed operands in small checked steps.
 
@@ -91,13 +98,11 @@ def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | 
         op, b = "+", -b
     exprs: list[str]
     if op == "+":
-        big, small = (a, b) if abs(a) >= abs(b) else (b, a)
-        same_sign = (big >= 0) == (small >= 0) or small == 0
-        mag_op = "+" if same_sign else "-"
-        if abs(small) < 10:
+        big, small, same_sign = magnitudes(a, b)
+        if small < 10:
             return None
-        exprs = _chain(abs(big), mag_op, places(abs(small)))
-        negative = big < 0
+        exprs = _chain(big, "+" if same_sign else "-", places(small))
+        negative = (a if abs(a) >= abs(b) else b) < 0
     else:
         big, small = (a, b) if abs(a) >= abs(b) else (b, a)
         if abs(big) < 10:

@@ -43,12 +43,12 @@ def _ctx(config: RunnableConfig) -> RunContext:
 
 
 def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
-    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on narrow/resample rungs)."""
+    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on every rung but ``restate``)."""
     ctx = _ctx(config)
     n = len(ctx.procedure.steps)
     cursor = state.get("cursor", 0)
     size = state.get("chunk_size", ctx.config.chunk_size)
-    if state.get("rung") in ("narrow", "resample", "decompose", "commute", "bridge"):
+    if state.get("rung") not in (None, "restate"):  # every rung but restate asks the failing step alone
         size = 1
     end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
     notify(ctx.observer, "chunk_started", chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
