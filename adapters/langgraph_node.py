@@ -15,8 +15,9 @@ The node reads the procedure's inputs from the user's state keys and writes back
 :class:`~stepguard.guard.GuardResult` as a JSON-able dict (``output_key``), optionally the answer
 text (``answer_key``) and ``{var: value}`` (``values_key``). With a ``checkpointer`` (pass the
 same one the user's graph compiles with), the guard checkpoints under the thread
-``"<parent thread id>/stepguard/<procedure name>"``, so a resumed parent run also resumes the
-procedure from its last committed chunk.
+``"<parent thread id>/stepguard/<procedure name>/<run identity digest>"``: a resumed parent run
+resumes the procedure from its last committed chunk, and a later turn with other inputs (or
+another model or settings) runs the procedure afresh rather than returning an earlier answer.
 """
 
 from __future__ import annotations
@@ -26,16 +27,23 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from stepguard.guard import Guard, GuardConfig, GuardResult
+from stepguard.guard import Guard, GuardConfig, GuardResult, identity_digest
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
 
 __all__ = ["guarded_node"]
 
 
-def _thread(config: RunnableConfig | None, procedure: Procedure) -> str | None:
+def _thread(config: RunnableConfig | None, guard: Guard, procedure: Procedure, inputs: Mapping[str, Any]) -> str | None:
+    """The nested thread: the parent's, the procedure's name and the run identity's digest.
+
+    Keyed by what decides the result, so a new turn with new inputs on the same conversation
+    thread starts a new guard run, and a resumed parent resumes only the same work.
+    """
     parent = ((config or {}).get("configurable") or {}).get("thread_id")
-    return f"{parent}/stepguard/{procedure.name}" if parent is not None else None
+    if parent is None:
+        return None
+    return f"{parent}/stepguard/{procedure.name}/{identity_digest(guard.run_identity(procedure, inputs))}"
 
 
 def guarded_node(
@@ -98,9 +106,11 @@ def guarded_node(
         return out
 
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return write(guard.run(procedure, read(state), thread_id=_thread(config, procedure)))
+        inputs = read(state)
+        return write(guard.run(procedure, inputs, thread_id=_thread(config, guard, procedure, inputs)))
 
     async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return write(await guard.arun(procedure, read(state), thread_id=_thread(config, procedure)))
+        inputs = read(state)
+        return write(await guard.arun(procedure, inputs, thread_id=_thread(config, guard, procedure, inputs)))
 
     return RunnableLambda(run, afunc=arun, name=f"stepguard:{procedure.name}")

@@ -119,11 +119,34 @@ def test_langgraph_node_sync_and_async_share_the_checkpointer() -> None:
     cfg = {"configurable": {"thread_id": "order-1"}}
     out = graph.invoke({"order_subtotal": "100.10", "tax_rate": "0.1"}, cfg)
     assert out["total"] == "104.6" and out["invoice"]["status"] == "verified"
-    assert out["invoice"]["thread_id"] == "order-1/stepguard/invoice"
+    nested = out["invoice"]["thread_id"]
+    assert nested.startswith("order-1/stepguard/invoice/")
     threads = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
-    assert {"order-1", "order-1/stepguard/invoice"} <= threads
+    assert {"order-1", nested} <= threads
     out2 = asyncio.run(_graph().ainvoke({"order_subtotal": "100.10", "tax_rate": "0.1"}))
     assert out2["total"] == "104.6"
+
+
+def test_langgraph_node_new_turn_with_new_inputs_runs_afresh() -> None:
+    """Issue 14: a second turn on one conversation thread returned the first turn's answer."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from stepguard.guard import format_value
+
+    graph = _graph(InMemorySaver())
+    cfg = {"configurable": {"thread_id": "conversation-7"}}
+    first = graph.invoke({"order_subtotal": "100.10", "tax_rate": "0.1"}, cfg)
+    second = graph.invoke({"order_subtotal": "200.00", "tax_rate": "0.1"}, cfg)
+    assert first["total"] == "104.6"
+    want = INVOICE.expected_values({"subtotal": "200.00", "rate": "0.1"})[INVOICE.answer_var]
+    assert second["total"] == format_value(want)
+    assert second["invoice"]["status"] == "verified"
+    assert second["invoice"]["inputs"]["subtotal"] == "200"
+    assert second["total"] != first["total"]
+    assert second["invoice"]["usage"]["model_calls"] > 0  # a new run, not the stored answer
+    assert second["invoice"]["thread_id"] != first["invoice"]["thread_id"]
+    again = graph.invoke({"order_subtotal": "100.10", "tax_rate": "0.1"}, cfg)
+    assert again["total"] == first["total"]
 
 
 def test_langgraph_node_missing_state_key() -> None:

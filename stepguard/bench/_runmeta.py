@@ -85,8 +85,9 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
 
 def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst_meta: dict[str, Any],
              raw_tokens_per_step: int = RAW_TOKENS_PER_STEP) -> dict[str, Any]:
-    """The run.json of a new run (``model``, ``mode``, ``guard_config``, ``generation`` and
-    ``instances_sha256`` are its identity: see :data:`stepguard.bench.store.IDENTITY_KEYS`).
+    """The run.json of a new run (``model``, ``mode``, ``guard_config``, ``generation``,
+    ``instances_sha256`` and ``prompts_sha256``, the templates' text, are its identity: see
+    :data:`stepguard.bench.store.IDENTITY_KEYS`).
 
     Args:
         mode: ``"raw"`` or ``"guarded"``.
@@ -103,6 +104,8 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         assert guard_config is not None
         generation = {"temperature": guard_config.temperature, "seed": guard_config.seed,
                       "max_tokens": f"{guard_config.max_tokens_per_step}*chunk_steps+32"}
+    from stepguard.guard import PromptSet
+
     info = describe_model(model)
     server = info.pop("server", None)
     identity = {k: info[k] for k in ("spec", "name", "seed") if k in info}
@@ -111,5 +114,6 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,
         "generation": generation, "seed": RAW_SEED if mode == "raw" else guard_config.seed,  # type: ignore[union-attr]
         "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
+        "prompts_sha256": PromptSet(guard_config.prompt_dir if guard_config else None).fingerprint(),
         "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),
     }

@@ -39,7 +39,7 @@ from stepguard.errors import RunStoreError
 
 __all__ = ["ERRORS", "IDENTITY_KEYS", "LOCK", "META", "RESULTS", "RunStore", "TornLine", "iter_rows", "read_meta"]
 
-IDENTITY_KEYS: tuple[str, ...] = ("model", "mode", "guard_config", "generation", "instances_sha256")
+IDENTITY_KEYS: tuple[str, ...] = ("model", "mode", "guard_config", "generation", "instances_sha256", "prompts_sha256")
 """run.json keys that must match to resume a run (a different value is a different experiment)."""
 
 

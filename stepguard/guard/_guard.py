@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 import uuid
 from collections.abc import Mapping
@@ -12,8 +11,10 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from stepguard.errors import BudgetExhausted, CheckpointError, StepDeviation
+from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import CONTEXT_KEY, build_graph
+from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GuardObserver, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
@@ -24,33 +25,6 @@ from stepguard.procedure import Procedure
 __all__ = ["Guard", "sqlite_checkpointer"]
 
 
-def sqlite_checkpointer(path: str | Path) -> BaseCheckpointSaver[Any]:
-    """A LangGraph SQLite checkpointer on ``path`` (the embedded default; WAL mode, one writer).
-
-    For multi-worker deployments pass LangGraph's Postgres checkpointer to :class:`Guard` instead.
-
-    Raises:
-        CheckpointError: ``path`` cannot be opened or is not an SQLite database (garbage bytes, a
-            truncated file); the file is left as it is, never started over.
-    """
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    try:
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise CheckpointError(f"{path}: cannot open the checkpoint database: {exc}") from None
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the schema: fails on garbage
-    except sqlite3.Error as exc:
-        conn.close()
-        raise CheckpointError(
-            f"{path}: not a usable checkpoint database ({exc}); it was left unchanged: "
-            "move it away to start the runs it holds over, or restore it"
-        ) from None
-    return SqliteSaver(conn)
-
-
 class Guard:
     """Executes procedures stepwise under the controller graph, checking every value.
 
@@ -59,7 +33,9 @@ class Guard:
         config: chunking, policy, ladder and budgets (:class:`GuardConfig`).
         checkpointer: a LangGraph checkpointer (``sqlite_checkpointer(path)``, Postgres, memory),
             or ``None`` for no checkpoints. With one, a run killed mid-procedure resumes from its
-            last committed chunk when :meth:`run` is called again with the same ``thread_id``.
+            last committed chunk when :meth:`run` is called again with the same ``thread_id``,
+            and only for the same work: a thread that holds a run of another procedure, other
+            inputs, settings, prompts or model raises :class:`CheckpointError` naming the difference.
         observer: hooks for tracing and metrics (``stepguard.telemetry.OtelObserver``); default none.
 
     Example:
@@ -77,7 +53,7 @@ class Guard:
         self.model = model
         self.observer: GuardObserver = observer or NullObserver()
         self.config = config or GuardConfig()
-        self.checkpointer = checkpointer
+        self.checkpointer = checkpointer = async_capable(checkpointer)
         self._prompts = PromptSet(self.config.prompt_dir)
         # With a checkpointer, each step's checkpoint is written before the next step starts, so a
         # SIGKILL loses at most the model call in flight.
@@ -87,11 +63,40 @@ class Guard:
 
     def _setup(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None) -> tuple[RunContext, dict[str, Any], str]:
         ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer)
+        procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
+        ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts)
         tid = thread_id or uuid.uuid4().hex
         notify(self.observer, "run_started", procedure, self.model, self.config, tid)
         limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
         cfg = {"configurable": {"thread_id": tid, CONTEXT_KEY: ctx}, "recursion_limit": limit}
         return ctx, cfg, tid
+
+    def run_identity(self, procedure: Procedure, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """What decides the result of running ``procedure`` on ``inputs`` with this guard.
+
+        Returns:
+            ``{procedure, inputs, settings, prompts, model}`` (see :func:`stepguard.guard._identity.run_identity`);
+            a checkpoint thread resumes only a run whose identity is equal.
+
+        Raises:
+            ProcedureError: bad inputs.
+        """
+        return run_identity(procedure, procedure.bind_inputs(inputs), self.config, self.model, self._prompts)
+
+    def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[GuardState, bool]:
+        """``(input, finished)`` for a thread that holds state, after checking it holds this work.
+
+        Raises:
+            CheckpointError: the thread holds a run of other work (procedure, inputs, settings,
+                prompts or model differ); the message names each difference.
+        """
+        diff = identity_diff(values.get("identity"), ctx.identity)
+        if diff:
+            raise CheckpointError(
+                f"checkpoint thread {tid!r} holds a run of other work ({'; '.join(diff)}); "
+                "use a new thread id for this run, or the same procedure, inputs, settings and model to resume it"
+            )
+        return self._plan_start(values)
 
     @staticmethod
     def _plan_start(values: dict[str, Any]) -> tuple[GuardState, bool]:
@@ -113,13 +118,16 @@ class Guard:
         Args:
             procedure: the procedure.
             inputs: input values (ints, decimal strings, Decimals).
-            thread_id: checkpoint thread; reuse it to resume a killed run (needs a checkpointer).
+            thread_id: checkpoint thread; reuse it to resume a killed run (needs a checkpointer),
+                with the same procedure, inputs, settings and model.
 
         Returns:
             A :class:`GuardResult` (``status`` verified / repaired / flagged / failed).
 
         Raises:
-            ProcedureError: bad inputs.
+            ProcedureError: bad inputs, or a step that fails to evaluate or contradicts itself
+                on them (its ``expr`` and expected-value ``check`` disagree), before any model call.
+            CheckpointError: ``thread_id`` holds a run of other work (see :meth:`run_identity`).
             StepDeviation: ``policy='raise'`` and a step deviated (``.result`` holds the partial result).
             BudgetExhausted: a budget was spent with ``on_exhausted='raise'`` (``.result`` likewise).
             ModelError: the model failed (unreachable, timeout); committed chunks stay checkpointed.
@@ -127,11 +135,11 @@ class Guard:
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
         try:
-            start: GuardState | None = self._fresh()
+            start: GuardState | None = self._fresh(ctx)
             if self.checkpointer is not None:
                 values = self._graph.get_state(cfg).values
                 if values:
-                    start, finished = self._plan_start(values)
+                    start, finished = self._resume_from(ctx, values, tid)
                     if finished:
                         return self._finish(ctx, values, tid, time.perf_counter() - t0)
             state = self._graph.invoke(start, cfg, durability=self._durability)
@@ -145,11 +153,11 @@ class Guard:
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
         try:
-            start: GuardState | None = self._fresh()
+            start: GuardState | None = self._fresh(ctx)
             if self.checkpointer is not None:
                 values = (await self._agraph.aget_state(cfg)).values
                 if values:
-                    start, finished = self._plan_start(values)
+                    start, finished = self._resume_from(ctx, values, tid)
                     if finished:
                         return self._finish(ctx, values, tid, time.perf_counter() - t0)
             state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
@@ -158,8 +166,8 @@ class Guard:
             raise
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
-    def _fresh(self) -> GuardState:
-        return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": []}
+    def _fresh(self, ctx: RunContext) -> GuardState:
+        return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": [], "identity": ctx.identity}
 
     def _finish(self, ctx: RunContext, state: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
         result = build_result(ctx, state, tid, wall_s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -87,6 +88,13 @@ class PromptSet:
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = Path(folder) if folder else _BUILTIN
+
+    def fingerprint(self) -> str:
+        """The sha256 (hex) of every template's text in use, in a fixed order: a run identity's ``prompts``."""
+        h = hashlib.sha256()
+        for name in ("system.txt", "chunk.txt", "correction.txt", "raw.txt"):
+            h.update(name.encode() + b"\0" + _read(self.folder, name).template.encode("utf-8") + b"\0")
+        return h.hexdigest()
 
     def system(self) -> str:
         """The system message text."""

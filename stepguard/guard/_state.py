@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
@@ -42,6 +43,8 @@ class GuardState(TypedDict, total=False):
     usage: dict[str, float]
     reprompts: int
     stop: str | None  # why the run stopped early: "raise", "budget:<name>", None
+    spent: str | None  # the budget found spent ("tokens", "wall_time", "reprompts_per_step", ...), else None
+    identity: dict[str, Any]  # what decides the result (``_identity.run_identity``): checked on resume
 
 
 @dataclass
@@ -54,6 +57,8 @@ class RunContext:
     inputs: dict[str, Number | str]
     prompts: PromptSet = field(default_factory=PromptSet)
     observer: GuardObserver = field(default_factory=NullObserver)
+    identity: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
     _parsed: dict[str, tuple[str, Number | str]] = field(default_factory=dict, repr=False)
 
     def env(self, state: GuardState) -> dict[str, Number | str]:

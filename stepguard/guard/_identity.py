@@ -1,0 +1,89 @@
+"""What decides a guarded run's result, as a key for any state that is resumed or reused.
+
+A checkpoint thread, the LangGraph node's nested thread, a run store: each holds the state of one
+piece of work. Resuming it for other work returned an old answer marked verified (issue 14), so
+each is keyed by a :func:`run_identity`: the procedure's content, the inputs, the settings that
+change prompts or verdicts, the prompt templates and the model. A stored identity that differs
+from the one asked for is named field by field by :func:`identity_diff`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from stepguard.evaluator import Number
+from stepguard.guard._config import GuardConfig
+from stepguard.guard._prompts import PromptSet, format_value
+from stepguard.model import ChatModel
+from stepguard.procedure import Procedure
+
+__all__ = ["identity_diff", "identity_digest", "run_identity"]
+
+_LABELS_ONLY = ("extra", "prompt_dir")
+"""GuardConfig fields that do not decide a result: free labels, and the template folder's path
+(its templates' content is keyed instead, under ``prompts``)."""
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def run_identity(
+    procedure: Procedure, inputs: Mapping[str, Number | str], config: GuardConfig, model: ChatModel, prompts: PromptSet
+) -> dict[str, Any]:
+    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model}``.
+
+    Args:
+        procedure: the procedure (keyed by the sha256 of its canonical JSON, so an edited file is other work).
+        inputs: the bound input values (exact; shown as their text, so a difference can be named).
+        config: the guard configuration; every field but ``extra`` (labels) and ``prompt_dir`` counts.
+        model: the model (its ``spec`` and ``model_name``).
+        prompts: the prompt templates in use (keyed by the sha256 of their texts).
+
+    Returns:
+        ``{"procedure": sha256 hex, "inputs": {name: text}, "settings": {field: value text},
+        "prompts": sha256 hex, "model": {"spec": ..., "name": ...}}``.
+    """
+    settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY}
+    return {
+        "procedure": _sha(procedure.model_dump_json()),
+        "inputs": {k: format_value(v) for k, v in sorted(inputs.items())},
+        "settings": json.loads(json.dumps(settings, default=str, sort_keys=True)),
+        "prompts": prompts.fingerprint(),
+        "model": {"spec": str(getattr(model, "spec", type(model).__name__)), "name": str(getattr(model, "model_name", ""))},
+    }
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    """A short stable key (16 hex characters of a sha256) of an identity, for thread names."""
+    return _sha(json.dumps(identity, sort_keys=True, separators=(",", ":")))[:16]
+
+
+def identity_diff(stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> list[str]:
+    """What differs between a stored identity and the one asked for, one phrase per field.
+
+    Args:
+        stored: the identity saved with the state (``None``: state written without one).
+        now: the identity of the run asked for.
+
+    Returns:
+        Phrases such as ``"inputs.hours: stored 47.25, now 50"`` or ``"the procedure's content"``;
+        empty when they match.
+    """
+    if not stored:
+        return ["the thread holds state written without a run identity (an older stepguard, or another graph)"]
+    out: list[str] = []
+    if stored.get("procedure") != now["procedure"]:
+        out.append("the procedure's content")
+    for group in ("inputs", "settings", "model"):
+        old, new = stored.get(group) or {}, now[group]
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                out.append(f"{group}.{key}: stored {old.get(key, '(none)')}, now {new.get(key, '(none)')}")
+    if stored.get("prompts") != now["prompts"]:
+        out.append("the prompt templates' text")
+    return out
