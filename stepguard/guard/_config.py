@@ -68,7 +68,13 @@ class GuardConfig:
     max_reprompts_per_run: int = 200
     """Re-prompts for the whole run before ``on_exhausted``."""
     max_total_tokens: int | None = None
-    """Input plus output tokens for the whole run; ``None`` = unbounded."""
+    """Input plus output tokens for the whole run, nested rung runs included; ``None`` = unbounded.
+    Checked before every model call, and each call's ``max_tokens`` is capped at what is left, so a
+    run overshoots by at most one call's input tokens."""
+    max_wall_s: float | None = None
+    """Wall-clock seconds for the run (in this process), nested rung runs included; ``None`` =
+    unbounded. Checked before every model call, so a run overshoots by at most one call, which the
+    model's own per-attempt deadline bounds."""
     on_exhausted: ExhaustedAction = "raise"
     """What happens when a budget is spent."""
     temperature: float = 0.0
@@ -89,6 +95,10 @@ class GuardConfig:
             raise ValueError("chunk_size must be at least 1")
         if self.max_reprompts_per_step < 0 or self.max_reprompts_per_run < 0:
             raise ValueError("re-prompt budgets must be >= 0")
+        if self.max_total_tokens is not None and self.max_total_tokens < 1:
+            raise ValueError(f"max_total_tokens must be at least 1 (or None), not {self.max_total_tokens}")
+        if self.max_wall_s is not None and not self.max_wall_s > 0:
+            raise ValueError(f"max_wall_s must be positive seconds (or None), not {self.max_wall_s}")
         if self.policy not in ("reprompt", "repair", "raise", "flag"):
             raise ValueError(f"policy must be reprompt, repair, raise or flag, not {self.policy!r}")
         if self.on_exhausted not in ("raise", "repair", "flag"):

@@ -2,12 +2,15 @@
 
 ::
 
-    plan ──> ask ──> verify ──> commit ──┬── (clean) ──────────> plan ... ──> finish
-      │                                  ├── reprompt ──> plan
-      │                                  ├── repair ────> plan
-      │                                  ├── flag ──────> plan
-      └── (all steps committed) ──> finish  └── stop (raise / budget) ──> finish
+    plan ─┬─> ask ──> verify ──> commit ──┬── (clean) ──────────> plan ... ──> finish
+          │                               ├── reprompt ──> plan
+          │                               ├── repair / flag ───> plan
+          │                               ├── stop (raise) ────> finish
+          │                               └── exhausted (a budget is spent)
+          └── exhausted (tokens or wall time spent before a call) ──> on_exhausted: repair | flag | stop
 
+Run-wide budgets (tokens, wall time) are checked on the edge out of ``plan``, so before every
+model call; a derived rung's nested run gets what is left of them.
 The deviation travels in state along conditional edges; a re-ask is a new, corrected prompt,
 never a node retry (which would resend the same input).
 """
@@ -60,10 +63,12 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
     indices = list(range(state["cursor"], state["chunk_end"]))
     messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.get("note"))
     resample = state.get("rung") == "resample"
+    max_tokens = cfg.max_tokens_per_step * len(indices) + 32
+    left = _tokens_left(state, ctx)
     settings = GenerationSettings(
         temperature=cfg.resample_temperature if resample else cfg.temperature,
         seed=cfg.seed + state.get("attempt", 0) if resample else cfg.seed,
-        max_tokens=cfg.max_tokens_per_step * len(indices) + 32,
+        max_tokens=max_tokens if left is None else max(1, min(max_tokens, left)),
     )
     return messages, settings
 
@@ -114,13 +119,17 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
 def _sub_guard(ctx: RunContext, state: GuardState) -> Any:
     """The nested guard of a derived rung: decompose and bridge retry a sub-step twice, commute once (resampled).
 
-    Its seed moves with the parent's attempt, so a repeated rung does not resend the same request.
+    Its seed moves with the parent's attempt, so a repeated rung does not resend the same request;
+    its token and wall-clock budgets are what the parent run has left.
     """
     from stepguard.guard._guard import Guard
 
     ladder, tries = (("resample",), 1) if state.get("rung") == "commute" else (("narrow", "resample"), 2)
+    tokens, wall = _tokens_left(state, ctx), _wall_left(ctx)
     cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=ladder, max_reprompts_per_step=tries, policy="reprompt",
-                  on_exhausted="flag", max_total_tokens=None, seed=ctx.config.seed + state.get("attempt", 0))
+                  on_exhausted="flag", seed=ctx.config.seed + state.get("attempt", 0),
+                  max_total_tokens=None if tokens is None else max(1, tokens),
+                  max_wall_s=None if wall is None else max(1e-3, wall))
     return Guard(ctx.model, cfg, observer=ModelCallOnly(ctx.observer))
 
 
@@ -216,14 +225,39 @@ def _unchecked(ctx: RunContext, var: str) -> bool:
     return ctx.procedure.compiled[i] is None and ctx.procedure.compiled_checks[i] is None
 
 
-Route = Literal["plan", "reprompt", "repair", "flag", "stop", "finish"]
+Route = Literal["plan", "ask", "reprompt", "exhausted", "repair", "flag", "stop", "finish"]
+
+
+def _tokens_left(state: GuardState, ctx: RunContext) -> int | None:
+    """Tokens left of ``max_total_tokens`` (may be <= 0), or ``None`` when unbounded."""
+    if ctx.config.max_total_tokens is None:
+        return None
+    usage = state.get("usage", {})
+    return int(ctx.config.max_total_tokens - usage.get("input_tokens", 0) - usage.get("output_tokens", 0))
+
+
+def _wall_left(ctx: RunContext) -> float | None:
+    """Seconds left of ``max_wall_s`` (may be <= 0), or ``None`` when unbounded."""
+    if ctx.config.max_wall_s is None:
+        return None
+    return ctx.config.max_wall_s - (time.monotonic() - ctx.started)
+
+
+def _spent_before_call(state: GuardState, ctx: RunContext) -> str | None:
+    """The run-wide budget that forbids another model call (``tokens``, ``wall_time``), or ``None``."""
+    tokens, wall = _tokens_left(state, ctx), _wall_left(ctx)
+    if tokens is not None and tokens <= 0:
+        return "tokens"
+    if wall is not None and wall <= 0:
+        return "wall_time"
+    return None
 
 
 def _budget_left(state: GuardState, ctx: RunContext) -> str | None:
     cfg = ctx.config
-    usage = state.get("usage", {})
-    if cfg.max_total_tokens is not None and usage.get("input_tokens", 0) + usage.get("output_tokens", 0) >= cfg.max_total_tokens:
-        return "tokens"
+    spent = _spent_before_call(state, ctx)
+    if spent is not None:
+        return spent
     if state.get("attempt", 0) >= cfg.max_reprompts_per_step:
         return "reprompts_per_step"
     if state.get("reprompts", 0) >= cfg.max_reprompts_per_run:
@@ -236,21 +270,33 @@ def route_after_commit(state: GuardState, config: RunnableConfig) -> Route:
     ctx = _ctx(config)
     n = len(ctx.procedure.steps)
     if state.get("deviation") is None:
-        if state["cursor"] >= n:
-            return "finish"
-        if ctx.config.max_total_tokens is not None and _budget_left(state, ctx) == "tokens":
-            return _exhausted(ctx)
-        return "plan"
+        return "finish" if state["cursor"] >= n else "plan"  # plan's edge checks the run-wide budgets
     policy = ctx.config.policy
     if policy == "reprompt":
-        return "reprompt" if _budget_left(state, ctx) is None else _exhausted(ctx)
+        return "reprompt" if _budget_left(state, ctx) is None else "exhausted"
     if policy == "flag" and state.get("model_value") is None:
-        return "reprompt" if _budget_left(state, ctx) is None else "stop"
+        return "reprompt" if _budget_left(state, ctx) is None else "exhausted"
     return {"repair": "repair", "flag": "flag", "raise": "stop"}[policy]  # type: ignore[return-value]
 
 
-def _exhausted(ctx: RunContext) -> Route:
-    return {"repair": "repair", "flag": "flag", "raise": "stop"}[ctx.config.on_exhausted]  # type: ignore[return-value]
+def route_after_plan(state: GuardState, config: RunnableConfig) -> Route:
+    """Ask the model, unless a run-wide budget (tokens, wall time) forbids another call."""
+    return "exhausted" if _spent_before_call(state, _ctx(config)) else "ask"
+
+
+def exhausted(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+    """Record which budget is spent; ``on_exhausted`` picks what follows."""
+    return {"spent": _budget_left(state, _ctx(config)) or "reprompts_per_step"}
+
+
+def route_after_exhausted(state: GuardState, config: RunnableConfig) -> Route:
+    """``on_exhausted``: repair, flag or stop."""
+    return {"repair": "repair", "flag": "flag", "raise": "stop"}[_ctx(config).config.on_exhausted]  # type: ignore[return-value]
+
+
+def _budget_deviation(state: GuardState, var: str) -> dict[str, Any]:
+    """The step's deviation, or, where a budget ran out before it was asked, a ``budget_exhausted`` one."""
+    return state.get("deviation") or {"kind": "budget_exhausted", "step": var, "detail": f"the {state.get('spent') or 'run'} budget is spent"}
 
 
 def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
@@ -280,16 +326,21 @@ def repair(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
         value = expected_value(ctx.procedure, i, ctx.env(state))
     except EvaluationError:
         value = None
-    dev = state.get("deviation") or {"kind": "truncated", "step": var, "detail": "token budget spent"}
+    dev = _budget_deviation(state, var)
     if value is None:  # nothing to supply (no expr): stop here
-        return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)]}
+        return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)], **_step_reprompts(state, var)}
     return {
         "values": {**state.get("values", {}), var: format_value(value)},
         "provenance": {**state.get("provenance", {}), var: "repaired"},
-        "step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)},
-        "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,
+        **_step_reprompts(state, var),
+        "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None, "spent": None,
         "events": [_event(dev, state, "repair", ctx=ctx)],
     }
+
+
+def _step_reprompts(state: GuardState, var: str) -> dict[str, Any]:
+    """``step_reprompts`` with the re-prompts spent on ``var`` (the step a policy ends)."""
+    return {"step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)}}
 
 
 def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
@@ -297,13 +348,14 @@ def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     ctx = _ctx(config)
     i = state["cursor"]
     var = ctx.procedure.steps[i].var
-    dev = state.get("deviation") or {"kind": "truncated", "step": var, "detail": "token budget spent"}
-    if state.get("model_value") is None:
-        return {"stop": "budget", "events": [_event(dev, state, "flag", ctx=ctx)]}
+    dev = _budget_deviation(state, var)
+    if state.get("model_value") is None or state.get("deviation") is None:  # no value of the model's to keep
+        return {"stop": f"budget:{state.get('spent') or 'spent'}", "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
     return {
         "values": {**state.get("values", {}), var: state["model_value"]},
         "provenance": {**state.get("provenance", {}), var: "flagged"},
-        "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None,
+        **_step_reprompts(state, var),
+        "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None, "spent": None,
         "events": [_event(dev, state, "flag", ctx=ctx)],
     }
 
@@ -311,10 +363,12 @@ def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
 def stop(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     """Stop early: the ``raise`` policy, or a spent budget with ``on_exhausted='raise'``."""
     ctx = _ctx(config)
-    why = "raise" if ctx.config.policy == "raise" else f"budget:{_budget_left(state, ctx) or 'spent'}"
-    dev = state.get("deviation")
+    spent = state.get("spent")
+    why = f"budget:{spent}" if spent else "raise"
+    var = ctx.procedure.steps[min(state["cursor"], len(ctx.procedure.steps) - 1)].var
+    dev = state.get("deviation") or (_budget_deviation(state, var) if spent else None)
     events = [_event(dev, state, "raise", ctx=ctx)] if dev else []
-    return {"stop": why, "events": events}
+    return {"stop": why, "events": events, **(_step_reprompts(state, var) if dev else {})}
 
 
 def route_after_policy(state: GuardState, config: RunnableConfig) -> Route:
@@ -322,9 +376,7 @@ def route_after_policy(state: GuardState, config: RunnableConfig) -> Route:
     ctx = _ctx(config)
     if state.get("stop") or state["cursor"] >= len(ctx.procedure.steps):
         return "finish"
-    if ctx.config.max_total_tokens is not None and _budget_left(state, ctx) == "tokens":
-        return _exhausted(ctx)
-    return "plan"
+    return "plan"  # plan's edge checks the run-wide budgets
 
 
 def finish(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
@@ -343,15 +395,17 @@ def build_graph(use_async: bool = False) -> StateGraph:
     g.add_node("repair", repair)
     g.add_node("flag", flag)
     g.add_node("stop", stop)
+    g.add_node("exhausted", exhausted)
     g.add_node("finish", finish)
     g.add_edge(START, "plan")
-    g.add_edge("plan", "ask")
+    g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted"])
     g.add_edge("ask", "verify")
     g.add_edge("verify", "commit")
-    g.add_conditional_edges("commit", route_after_commit, ["plan", "reprompt", "repair", "flag", "stop", "finish"])
+    g.add_conditional_edges("commit", route_after_commit, ["plan", "reprompt", "exhausted", "repair", "flag", "stop", "finish"])
     g.add_edge("reprompt", "plan")
-    g.add_conditional_edges("repair", route_after_policy, ["plan", "repair", "flag", "stop", "finish"])
-    g.add_conditional_edges("flag", route_after_policy, ["plan", "repair", "flag", "stop", "finish"])
+    g.add_conditional_edges("exhausted", route_after_exhausted, ["repair", "flag", "stop"])
+    g.add_conditional_edges("repair", route_after_policy, ["plan", "finish"])
+    g.add_conditional_edges("flag", route_after_policy, ["plan", "finish"])
     g.add_edge("stop", "finish")
     g.add_edge("finish", END)
     return g

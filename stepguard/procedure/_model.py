@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from stepguard.errors import EvaluationError, ProcedureError
-from stepguard.evaluator import CompiledExpression, Number, compile_expression, normalize
+from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number, normalize
 
 __all__ = ["InputSpec", "Procedure", "Step", "ValueType"]
 
@@ -123,6 +123,13 @@ class Step(BaseModel):
             raise ValueError("type one_of needs choices")
         if self.type == "decimal" and self.scale is None:
             raise ValueError("type decimal needs scale (decimal places)")
+        # every rule a file states is enforced, or the file is refused: these would be ignored
+        if self.choices is not None and self.type != "one_of":
+            raise ValueError(f"choices apply only to type one_of, and this step is of type {self.type}")
+        if "rounding" in self.model_fields_set and self.scale is None:
+            raise ValueError("rounding applies only with scale (the decimal places to round to)")
+        if self.scale is not None and self.type not in ("decimal", "number"):
+            raise ValueError(f"scale applies only to type decimal or number, and this step is of type {self.type}")
         return self
 
 
@@ -248,29 +255,66 @@ class Procedure(BaseModel):
 
         return {n: coerce_value(v, declared[n].type, f"inputs.{n}") for n, v in inputs.items()}
 
-    def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
-        """Evaluate every step with an expected value (in order) and return ``{var: value}``.
+    def expected_value(self, index: int, env: Mapping[str, Any]) -> Number | str | None:
+        """The evaluator's value of step ``index`` (0-based) given ``env``, rounded per ``scale``/``rounding``.
 
-        A step's expected value is its ``expr``, else its ``check`` when that does not mention
-        ``value``; both are rounded per ``scale``/``rounding``. Other steps are left out (their
-        value is the model's, checked by a predicate), and so is every later step that reads one.
+        Every expected value the step states is enforced: its ``expr`` and its expected-value
+        ``check`` (one that does not mention ``value``). Where it states both they must agree;
+        ``None`` when it states neither (the model's value is then checked by type and predicate).
 
         Raises:
-            ProcedureError: bad inputs, or a step fails to evaluate (names the step).
+            EvaluationError: an expression fails on these values (division by zero, a missing
+                name), or ``expr`` and the expected-value ``check`` give different values (the
+                step contradicts itself: no value could pass both; the message gives both).
         """
         from stepguard.procedure._values import apply_scale
 
+        step = self.steps[index]
+        found: list[tuple[str, Number | str]] = []
+        check = self.compiled_checks[index] if self.check_is_expected[index] else None
+        for field, c in (("expr", self.compiled[index]), ("check", check)):
+            if c is not None:
+                value = c.evaluate(env)
+                found.append((field, value if isinstance(value, str) else apply_scale(normalize(value), step)))
+        if not found:
+            return None
+        if len(found) == 2 and not _same(found[0][1], found[1][1]):
+            raise EvaluationError(
+                f"step {step.var} contradicts itself: its expr {step.expr!r} gives {_show(found[0][1])} "
+                f"but its check {step.check!r} gives {_show(found[1][1])}, so no value can pass both"
+            )
+        return found[0][1]
+
+    def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
+        """Evaluate every step with an expected value (in order) and return ``{var: value}``.
+
+        A step's expected value is its ``expr`` and its ``check`` when that does not mention
+        ``value`` (both enforced: see :meth:`expected_value`); both are rounded per
+        ``scale``/``rounding``. Other steps are left out (their value is the model's, checked by
+        a predicate), and so is every later step that reads one.
+
+        Raises:
+            ProcedureError: bad inputs, or a step fails to evaluate or contradicts itself (names the step).
+        """
         env: dict[str, Any] = self.bind_inputs(inputs)
         out: dict[str, Number | str] = {}
-        for i, (step, c) in enumerate(zip(self.steps, self.compiled)):
-            field = "expr"
-            if c is None and self.check_is_expected[i]:
-                c, field = self.compiled_checks[i], "check"
-            if c is None or any(n not in env for n in c.names):
+        for i, step in enumerate(self.steps):
+            check = self.compiled_checks[i] if self.check_is_expected[i] else None
+            stated = [c for c in (self.compiled[i], check) if c is not None]
+            if not stated or any(n not in env for c in stated for n in c.names):
                 continue
             try:
-                value = c.evaluate(env)
-                out[step.var] = env[step.var] = value if isinstance(value, str) else apply_scale(normalize(value), step)
+                value = self.expected_value(i, env)
             except EvaluationError as exc:
-                raise ProcedureError(str(exc), f"steps[{i}].{field} ({step.var})") from None
+                raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
+            if value is not None:
+                out[step.var] = env[step.var] = value
         return out
+
+
+def _same(a: Number | str, b: Number | str) -> bool:
+    return a == b and isinstance(a, bool) == isinstance(b, bool) and isinstance(a, str) == isinstance(b, str)
+
+
+def _show(value: Number | str) -> str:
+    return value if isinstance(value, str) else format_number(value)

@@ -27,6 +27,7 @@ DeviationKind = Literal[
     "check_failed",
     "code_instead_of_steps",
     "truncated",
+    "budget_exhausted",
 ]
 """Kinds of deviation.
 
@@ -35,7 +36,8 @@ Raw-mode labels (benchmark.md): ``missing_answer``, ``premature_answer``, ``unde
 ``out_of_order`` (a step line before one it follows), ``lookback_confusion`` (an arithmetic error
 whose substituted operand is another variable's value), ``type_error`` (value not of the step's
 type), ``check_failed`` (a ``check`` predicate is false), ``code_instead_of_steps`` (code fences or
-invented program output instead of step lines) and ``truncated`` (the reply hit max tokens).
+invented program output instead of step lines), ``truncated`` (the reply hit max tokens) and
+``budget_exhausted`` (a token or wall-clock budget was spent before the step could be asked).
 """
 
 DEVIATION_KINDS: tuple[str, ...] = DeviationKind.__args__  # type: ignore[attr-defined]

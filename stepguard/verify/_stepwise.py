@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator import Number, format_number, normalize
+from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure, apply_scale
 from stepguard.trace import Record, Trace
 from stepguard.verify._deviation import Deviation
@@ -45,21 +45,16 @@ class ChunkVerdict:
 
 
 def expected_value(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Number | str | None:
-    """The evaluator's value of step ``index`` given ``env``, rounded per the step's ``scale``/``rounding``.
+    """The evaluator's value of step ``index`` given ``env``: :meth:`Procedure.expected_value`.
 
-    The expected value comes from ``expr``, else from a ``check`` that does not mention ``value``
-    (an expected-value check); ``None`` when the step has neither.
+    Every expected value the step states is enforced (``expr`` and an expected-value ``check``);
+    ``None`` when it states neither.
 
     Raises:
-        EvaluationError: the expression fails on these values (e.g. division by zero).
+        EvaluationError: an expression fails on these values (e.g. division by zero), or the
+            step's ``expr`` and expected-value ``check`` disagree.
     """
-    compiled = procedure.compiled[index]
-    if compiled is None and procedure.check_is_expected[index]:
-        compiled = procedure.compiled_checks[index]
-    if compiled is None:
-        return None
-    value = compiled.evaluate(env)
-    return value if isinstance(value, str) else apply_scale(normalize(value), procedure.steps[index])
+    return procedure.expected_value(index, env)
 
 
 def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = None) -> bool | str | None:
