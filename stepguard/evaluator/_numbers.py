@@ -27,9 +27,10 @@ GROUP_SEPARATORS = (",", "{,}", "\\,", "\u2009", "\u202f")
 """Thousands separators a written number may use: comma, LaTeX ``{,}`` and ``\\,``, thin and narrow
 no-break space (ISO 80000-1 digit groups). Only between groups of exactly three digits."""
 
-_GROUPED = "|".join(rf"[0-9]{{1,3}}+(?:{re.escape(sep)}[0-9]{{3}})++(?![0-9])" for sep in GROUP_SEPARATORS)
-NUMBER_BODY = rf"(?P<int>{_GROUPED}|[0-9]++)(?:\.(?P<frac>[0-9]++))?"
-"""Regex source of an unsigned written number (groups ``int`` and ``frac``); ASCII digits only.
+_GROUPED = "|".join(rf"\d{{1,3}}+(?:{re.escape(sep)}\d{{3}})++(?!\d)" for sep in GROUP_SEPARATORS)
+NUMBER_BODY = rf"(?P<int>{_GROUPED}|\d++)(?:\.(?P<frac>\d++))?"
+"""Regex source of an unsigned written number (groups ``int`` and ``frac``). Digits are Unicode
+decimal digits (``12``, ``１２``, ``١٢``), read by ``int()`` exactly.
 
 A match can stop short of the number the text holds (``12`` of ``12,5``): whoever scans text
 with it must look at what follows (see :func:`stepguard.trace.parse_trace`)."""
@@ -38,7 +39,7 @@ SIGNS = "-+\u2212"
 """Signs a written number may carry: ASCII minus, plus, and U+2212 MINUS SIGN."""
 
 _WRITTEN = re.compile(rf"(?P<sign>[{SIGNS}]?){NUMBER_BODY}")
-_AMBIGUOUS = re.compile(r"[0-9](?:,|\{,\}|\\,|[\u2009\u202f])[0-9]")
+_AMBIGUOUS = re.compile(r"\d(?:,|\{,\}|\\,|[\u00a0\u2009\u202f])\d")
 
 
 def check_size(value: object, max_bits: int = DEFAULT_MAX_BITS) -> object:
@@ -84,7 +85,7 @@ def parse_number(text: str, max_digits: int = 400) -> Number:
     :func:`read_number` plus exponents (at most 4 digits) and a bare point (``"12."``, ``".5"``).
 
     Args:
-        text: the number alone, ASCII digits; surrounding whitespace is ignored.
+        text: the number alone; surrounding whitespace is ignored.
         max_digits: cap on the digits read, so a 100,000-digit number is refused, not parsed.
 
     Raises:
@@ -105,13 +106,12 @@ def read_number(text: str, max_digits: int = 400) -> Number:
     """Read a number a model or a person wrote, exactly, or refuse it; never a prefix of it.
 
     The accepted notation (docs/hostile-input.md, "How numbers are read"): an optional sign
-    (``-``, ``+``, U+2212), ASCII digits, optional thousands separators from
+    (``-``, ``+``, U+2212), decimal digits (ASCII, or any script's, as ``int()`` reads them), optional thousands separators from
     :data:`GROUP_SEPARATORS` between a first group of 1-3 digits and groups of exactly 3
     (``1,176``, ``1{,}176``, ``1\\,176``), and an optional point with at least one digit after it
     (``1,176.50`` -> ``Fraction(2353, 2)``, ``42.0`` -> ``42``). Surrounding whitespace is ignored.
     Everything else is refused: a decimal comma (``12,5``, ambiguous with grouping), misplaced
-    groups (``1,17``, ``12,3456``), exponents, hex, fractions (``12/5``), percentages, other
-    scripts' digits.
+    groups (``1,17``, ``12,3456``), exponents, hex, fractions (``12/5``), percentages.
 
     Args:
         text: the number alone.
@@ -135,7 +135,7 @@ def read_number(text: str, max_digits: int = 400) -> Number:
                 "(1,176.50); write a decimal with a point (12.5)"
             )
         raise EvaluationError(f"not a number: {t[:40]!r}")
-    digits = re.sub("[^0-9]", "", m.group("int"))
+    digits = re.sub(r"\D", "", m.group("int"))
     frac = m.group("frac") or ""
     if len(digits) + len(frac) > max_digits:
         raise EvaluationError(f"number has more than {max_digits} digits")
