@@ -53,8 +53,8 @@ _PERCENT = re.compile(r"[ \t]*+(?:\\?%|‰|‱|(?i:per[ \t]?cent)(?![a-z]))")
 _CLOSE = re.compile(r"(?:[*_`$)\]}]|\\[)\]])*+")  # closing marks right after the digits: **42**, (40), $7$
 # an operator followed by an operand (a number, a name, a bracket): 7 - b, 40 + 2, 2**10; or by nothing: 7 *
 _OPERATOR = r"[ \t]*+(?:\*\*|[-+*/×÷^−–·⋅]|\\(?:cdot|times|div)(?![A-Za-z]))[ \t]*+"
-_EXPR_TAIL = re.compile(_OPERATOR + r"(?:[\w(\\.]|[-+−][ \t]*+[\d(])")
-_DANGLING = re.compile(_OPERATOR + r"[ \t\r*_`$]*+\Z")
+_EXPR_TAIL = re.compile(_OPERATOR + r"(?:[\w(\\]|\.\d|[-+−][ \t]*+[\d(])")
+_DANGLING = re.compile(_OPERATOR + r"(?:[ \t\r*_`$)\]}]|\\[)\]])*+\Z")
 _PLAIN = re.compile(r"[ \t]*+(-?[0-9]++)[ \t\r]*+")  # fast path: " 42", the requested format
 _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
     r"[ \t]*+\(?[ \t]*+(-?[0-9]++)[ \t]*+\)?[ \t]*+[-+*/×÷][ \t]*+\(?[ \t]*+(-?[0-9]++)[ \t]*+\)?[ \t\r]*+"
@@ -218,8 +218,8 @@ def _without_restatements(records: list[Record]) -> tuple[Record, ...]:
 def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str) -> Record | None:
     parts = rhs.split("=")
     value, error = _value(parts[-1], max_digits)
-    if value is None and sep == ":" and error not in _WRITTEN_UNREAD:
-        return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" is a step line
+    if value is None and sep == ":" and error == "no number":
+        return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" and "S7: 7 - b" are
     expression = ""
     operands: tuple[Number, ...] = ()
     if len(parts) > 1:
