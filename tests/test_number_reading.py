@@ -27,6 +27,8 @@ PREFIX_TRAPS = [
     ("12,5", "ambiguous number"),  # decimal comma: not 12
     ("1176,50", "ambiguous number"),
     ("1,17", "ambiguous number"),  # misplaced group
+    ("0,125", "ambiguous number"),  # a decimal comma: no grouped number starts with 0
+    ("0{,}125", "ambiguous number"),
     ("12,3456", "ambiguous number"),
     ("1,234,5678", "ambiguous number"),
     ("1,176,50", "ambiguous number"),

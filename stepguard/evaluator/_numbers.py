@@ -23,11 +23,14 @@ DEFAULT_MAX_BITS = 1024
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
 
+_ZERO = "[0\uff10\u0660\u06f0\u0966]"  # zero in ASCII, full-width, Arabic-Indic, Persian, Devanagari
 GROUP_SEPARATORS = (",", "{,}", "\\,", "\u2009", "\u202f")
 """Thousands separators a written number may use: comma, LaTeX ``{,}`` and ``\\,``, thin and narrow
-no-break space (ISO 80000-1 digit groups). Only between groups of exactly three digits."""
+no-break space (ISO 80000-1 digit groups). Only between groups of exactly three digits, after a
+first group of 1-3 digits that does not start with 0."""
 
-_GROUPED = "|".join(rf"\d{{1,3}}+(?:{re.escape(sep)}\d{{3}})++(?!\d)" for sep in GROUP_SEPARATORS)
+# grouped: a first group of 1-3 digits not starting with zero (0,125 is a decimal comma), then groups of 3
+_GROUPED = "|".join(rf"(?!{_ZERO})\d{{1,3}}+(?:{re.escape(sep)}\d{{3}})++(?!\d)" for sep in GROUP_SEPARATORS)
 NUMBER_BODY = rf"(?P<int>{_GROUPED}|\d++)(?:\.(?P<frac>\d++))?"
 """Regex source of an unsigned written number (groups ``int`` and ``frac``). Digits are Unicode
 decimal digits (``12``, ``１２``, ``١٢``), read by ``int()`` exactly.

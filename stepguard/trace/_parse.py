@@ -52,8 +52,9 @@ _RUN_ON = re.compile(r"[^\W_]|_\w|[.'’]\d|[ \t]++\d")  # 1e5 0x1F 4٢ 1_000 12
 _PERCENT = re.compile(r"[ \t]*+(?:\\?%|‰|‱|(?i:per[ \t]?cent)(?![a-z]))")
 _CLOSE = re.compile(r"(?:[*_`$)\]}]|\\[)\]])*+")  # closing marks right after the digits: **42**, (40), $7$
 # an operator followed by an operand (a number, a name, a bracket): 7 - b, 40 + 2, 2**10; or by nothing: 7 *
-_OPERATOR = r"[ \t]*+(?:\*\*|[-+*/×÷^−–·⋅]|\\(?:cdot|times|div)(?![A-Za-z]))[ \t]*+"
-_EXPR_TAIL = re.compile(_OPERATOR + r"(?:[\w(\\]|\.\d|[-+−][ \t]*+[\d(])")
+_OPERATOR = r"[ \t]*+(?:(?:\*\*|[-+*/×÷^−–·⋅]|\\(?:cdot|times|div)(?![A-Za-z]))[ \t]*+)++"  # 7 - -2, 7 -/ 3
+_EXPR_TAIL = re.compile(_OPERATOR + r"[*_`$]*+(?:[\w(\\]|\.\d|[-+−–][ \t]*+[\d(])")  # 40 + **2**
+_TIGHT = re.compile(r"\*{1,2}+[\w(]")  # 2**10, 7*b; while **42** and *42* (carry) close emphasis
 _DANGLING = re.compile(_OPERATOR + r"(?:[ \t\r*_`$)\]}]|\\[)\]])*+\Z")
 _PLAIN = re.compile(r"[ \t]*+(-?[0-9]++)[ \t\r]*+")  # fast path: " 42", the requested format
 _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
@@ -155,8 +156,8 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
         return None, "no number"
     end = m.end()
     why = _run_on(seg, end)
-    if why is None and _EXPR_TAIL.match(seg, end):
-        why = "unevaluated expression"  # 2**10 before ** is taken for emphasis
+    if why is None and (_TIGHT.match(seg, end) if seg.startswith("*", end) else _EXPR_TAIL.match(seg, end)):
+        why = "unevaluated expression"
     if why is None:
         close = _CLOSE.match(seg, end).end()  # type: ignore[union-attr]
         if close > end:
