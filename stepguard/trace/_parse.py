@@ -11,13 +11,20 @@ Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see doc
   ``Step 7:`` prefix, with a variable name, then ``=`` (or ``:``), then the right-hand side.
 * Variable names: ``S<digits>`` (also ``S_7``, ``S_{7}``; all read as ``S7``) plus ``var_names``.
 * The right-hand side is split at ``=``: the value is the number that *starts* the last part
-  (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42); a last part that is an unevaluated expression
-  (``40 + 2``) or has no number gives ``value=None``. The first part with letters is the
+  (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42), read whole or not at all; a last part that is an
+  unevaluated expression (an operator then a name, a number or nothing: ``40 + 2``, ``7 - b``,
+  ``7 + S3``, ``7 *``, ``12/5``, ``2**10``) or has no number gives ``value=None``. The first part with letters is the
   ``expression``; the first all-numeric middle part (the substitution) gives the ``operands``.
 * ``S7: 42`` is a step line only if a number is read (so ``S7: add S6 and S2`` is prose).
 * ``S1 = 3, S2 = 5``: several assignments on one line, split at ``,``/``;`` before a name.
-* Numbers: sign (``-``, ``+``, U+2212), thousands separators (``1,234``), decimals (``3.50``
-  -> 7/2 exactly, ``42.0`` -> 42).
+* Numbers (:func:`stepguard.evaluator.read_number`, docs/hostile-input.md): sign (``-``, ``+``,
+  U+2212), decimal digits, thousands groups (``1,234``, ``1{,}234``, ``1\\,234``, thin spaces; a
+  first group of 1-3 digits not starting with 0, then groups of exactly 3), decimals (``3.50`` ->
+  7/2 exactly, ``42.0`` -> 42). Digits that run on into more of a number give ``value=None`` with
+  ``error`` ``"ambiguous number"`` (``12,5``, ``1176,50``, ``1,17``, ``0,125``), ``"unreadable
+  number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``) or ``"percentage"`` (``12%``): never
+  their prefix. Such a record is kept even when a later line gives the step a value. Text after
+  a whole number that is none of these is ignored: ``42.``, ``42 (carry 1)``, ``**42**``.
 * Final answers: ``Final answer:`` / ``Final answer is`` / ``Answer:`` / ``\\boxed{...}``,
   case-insensitive, in generation order; the value follows on the same line (or the next, if
   the rest of the line is blank); ``Final answer: S95 = 42`` reads 42.
