@@ -74,10 +74,12 @@ def test_specific_readings_are_the_documented_ones() -> None:
         t = parse_trace(REPLIES[name])
         assert [r.value for r in t.records] == [12] and t.answers[0].value == 42, name
     assert parse_trace("S1 = \u0967\u0968").records[0].value == 12
-    t = parse_trace(REPLIES["scientific"])  # "1e3": the mantissa only, exactly as written before the e
-    assert [r.value for r in t.records] == [1, Fraction(42, 10)] and t.answers[0].value == 1
-    t = parse_trace(REPLIES["thousands"])
-    assert [r.value for r in t.records] == [1234, Fraction(123456750, 100)] and t.answers[0].value == 12
+    t = parse_trace(REPLIES["scientific"])  # "1e3": unreadable, never the mantissa 1 (a prefix)
+    assert [(r.value, r.error) for r in t.records] == [(None, "unreadable number")] * 2
+    assert t.answers[0].value is None
+    t = parse_trace(REPLIES["thousands"])  # "12,34" is ambiguous (decimal comma?), never 12
+    assert [r.value for r in t.records] == [1234, Fraction(123456750, 100)]
+    assert (t.answers[0].value, t.answers[0].error) == (None, "ambiguous number")
     t = parse_trace(REPLIES["injection_code"])
     assert [r.value for r in t.records] == [None, None] and t.answers[0].value is None
     t = parse_trace(REPLIES["expression_value"])

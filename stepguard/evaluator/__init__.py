@@ -12,6 +12,7 @@ from stepguard.evaluator._numbers import (
     format_number,
     normalize,
     parse_number,
+    read_number,
 )
 from stepguard.evaluator._safe import DEFAULT_LIMITS, CompiledExpression, Limits, compile_expression, evaluate
 
@@ -28,4 +29,5 @@ __all__ = [
     "format_number",
     "normalize",
     "parse_number",
+    "read_number",
 ]

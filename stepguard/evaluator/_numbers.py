@@ -20,8 +20,29 @@ Number = Union[int, Fraction, bool]
 DEFAULT_MAX_BITS = 1024
 """Largest integer (or numerator/denominator) size in bits: about 308 decimal digits."""
 
-_INT_TEXT = re.compile(r"[+-]?\d+")
-_NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,4})?")
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
+
+_ZERO = "[0\uff10\u0660\u06f0\u0966]"  # zero in ASCII, full-width, Arabic-Indic, Persian, Devanagari
+GROUP_SEPARATORS = (",", "{,}", "\\,", "\u2009", "\u202f")
+"""Thousands separators a written number may use: comma, LaTeX ``{,}`` and ``\\,``, thin and narrow
+no-break space (ISO 80000-1 digit groups). Only between groups of exactly three digits, after a
+first group of 1-3 digits that does not start with 0."""
+
+# grouped: a first group of 1-3 digits not starting with zero (0,125 is a decimal comma), then groups of 3
+_GROUPED = "|".join(rf"(?!{_ZERO})\d{{1,3}}+(?:{re.escape(sep)}\d{{3}})++(?!\d)" for sep in GROUP_SEPARATORS)
+NUMBER_BODY = rf"(?P<int>{_GROUPED}|\d++)(?:\.(?P<frac>\d++))?"
+"""Regex source of an unsigned written number (groups ``int`` and ``frac``). Digits are Unicode
+decimal digits (``12``, ``１２``, ``١٢``), read by ``int()`` exactly.
+
+A match can stop short of the number the text holds (``12`` of ``12,5``): whoever scans text
+with it must look at what follows (see :func:`stepguard.trace.parse_trace`)."""
+
+SIGNS = "-+\u2212"
+"""Signs a written number may carry: ASCII minus, plus, and U+2212 MINUS SIGN."""
+
+_WRITTEN = re.compile(rf"(?P<sign>[{SIGNS}]?){NUMBER_BODY}")
+_AMBIGUOUS = re.compile(r"\d(?:,|\{,\}|\\,|[\u00a0\u2009\u202f])\d")
 
 
 def check_size(value: object, max_bits: int = DEFAULT_MAX_BITS) -> object:
@@ -61,24 +82,68 @@ def normalize(value: object) -> Number:
 
 
 def parse_number(text: str, max_digits: int = 400) -> Number:
-    """Parse decimal text (``"-12"``, ``"3.50"``, ``"1e3"``) into an exact number.
+    """Parse decimal text (``"-12"``, ``"3.50"``, ``"1e3"``, ``"1,176.50"``) into an exact number.
+
+    Reads procedure files, ``-i name=value`` inputs and stored values: the notation of
+    :func:`read_number` plus exponents (at most 4 digits) and a bare point (``"12."``, ``".5"``).
 
     Args:
-        text: the number, ASCII digits, optional sign, point and exponent (exponent at most 4 digits).
+        text: the number alone; surrounding whitespace is ignored.
         max_digits: cap on the digits read, so a 100,000-digit number is refused, not parsed.
 
     Raises:
-        EvaluationError: malformed text or more than ``max_digits`` digits.
+        EvaluationError: malformed or ambiguous text (``"12,5"``), or more than ``max_digits`` digits.
     """
     t = text.strip()
     if len(t) <= 18 and _INT_TEXT.fullmatch(t):
         return int(t)  # the common case, fast
-    if len(t) > max_digits + 8:
+    if len(t) > max_digits + 8 and not _WRITTEN.fullmatch(t):
         raise EvaluationError(f"number has more than {max_digits} digits")
     if not _NUMBER_TEXT.fullmatch(t):
-        raise EvaluationError(f"not a number: {t[:40]!r}")
+        return read_number(t, max_digits)
     value = Fraction(t)
     return normalize(check_size(value, max(DEFAULT_MAX_BITS, 4 * max_digits)))
+
+
+def read_number(text: str, max_digits: int = 400) -> Number:
+    """Read a number a model or a person wrote, exactly, or refuse it; never a prefix of it.
+
+    The accepted notation (docs/hostile-input.md, "How numbers are read"): an optional sign
+    (``-``, ``+``, U+2212), decimal digits (ASCII, or any script's, as ``int()`` reads them), optional thousands separators from
+    :data:`GROUP_SEPARATORS` between a first group of 1-3 digits and groups of exactly 3
+    (``1,176``, ``1{,}176``, ``1\\,176``), and an optional point with at least one digit after it
+    (``1,176.50`` -> ``Fraction(2353, 2)``, ``42.0`` -> ``42``). Surrounding whitespace is ignored.
+    Everything else is refused: a decimal comma (``12,5``, ambiguous with grouping), misplaced
+    groups (``1,17``, ``12,3456``), exponents, hex, fractions (``12/5``), percentages.
+
+    Args:
+        text: the number alone.
+        max_digits: cap on the digits read, so a 100,000-digit number is refused, not parsed.
+
+    Returns:
+        An ``int``, or a ``Fraction`` when the point has non-zero digits after it.
+
+    Raises:
+        EvaluationError: the text is not one number in the accepted notation (the message says
+            whether it is ambiguous), or it has more than ``max_digits`` digits.
+    """
+    t = text.strip()
+    if len(t) > 4 * max_digits + 16:
+        raise EvaluationError(f"number has more than {max_digits} digits")
+    m = _WRITTEN.fullmatch(t)
+    if m is None:
+        if _AMBIGUOUS.search(t):
+            raise EvaluationError(
+                f"ambiguous number {t[:40]!r}: a separator is read only between groups of three digits "
+                "(1,176.50); write a decimal with a point (12.5)"
+            )
+        raise EvaluationError(f"not a number: {t[:40]!r}")
+    digits = re.sub(r"\D", "", m.group("int"))
+    frac = m.group("frac") or ""
+    if len(digits) + len(frac) > max_digits:
+        raise EvaluationError(f"number has more than {max_digits} digits")
+    value: Number = int(digits) if not frac.strip("0") else Fraction(int(digits + frac), 10 ** len(frac))
+    return -value if m.group("sign") in ("-", "\u2212") else value
 
 
 def format_number(value: Number) -> str:

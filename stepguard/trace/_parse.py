@@ -11,13 +11,20 @@ Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see doc
   ``Step 7:`` prefix, with a variable name, then ``=`` (or ``:``), then the right-hand side.
 * Variable names: ``S<digits>`` (also ``S_7``, ``S_{7}``; all read as ``S7``) plus ``var_names``.
 * The right-hand side is split at ``=``: the value is the number that *starts* the last part
-  (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42); a last part that is an unevaluated expression
-  (``40 + 2``) or has no number gives ``value=None``. The first part with letters is the
+  (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42), read whole or not at all; a last part that is an
+  unevaluated expression (an operator then a name, a number or nothing: ``40 + 2``, ``7 - b``,
+  ``7 + S3``, ``7 *``, ``12/5``, ``2**10``) or has no number gives ``value=None``. The first part with letters is the
   ``expression``; the first all-numeric middle part (the substitution) gives the ``operands``.
 * ``S7: 42`` is a step line only if a number is read (so ``S7: add S6 and S2`` is prose).
 * ``S1 = 3, S2 = 5``: several assignments on one line, split at ``,``/``;`` before a name.
-* Numbers: sign (``-``, ``+``, U+2212), thousands separators (``1,234``), decimals (``3.50``
-  -> 7/2 exactly, ``42.0`` -> 42).
+* Numbers (:func:`stepguard.evaluator.read_number`, docs/hostile-input.md): sign (``-``, ``+``,
+  U+2212), decimal digits, thousands groups (``1,234``, ``1{,}234``, ``1\\,234``, thin spaces; a
+  first group of 1-3 digits not starting with 0, then groups of exactly 3), decimals (``3.50`` ->
+  7/2 exactly, ``42.0`` -> 42). Digits that run on into more of a number give ``value=None`` with
+  ``error`` ``"ambiguous number"`` (``12,5``, ``1176,50``, ``1,17``, ``0,125``), ``"unreadable
+  number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``) or ``"percentage"`` (``12%``): never
+  their prefix. Such a record is kept even when a later line gives the step a value. Text after
+  a whole number that is none of these is ignored: ``42.``, ``42 (carry 1)``, ``**42**``.
 * Final answers: ``Final answer:`` / ``Final answer is`` / ``Answer:`` / ``\\boxed{...}``,
   case-insensitive, in generation order; the value follows on the same line (or the next, if
   the rest of the line is blank); ``Final answer: S95 = 42`` reads 42.
@@ -29,7 +36,8 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from stepguard.evaluator import Number, parse_number
+from stepguard.evaluator import Number
+from stepguard.evaluator._numbers import NUMBER_BODY, SIGNS, read_number
 from stepguard.trace._records import Answer, Record, Trace
 
 __all__ = ["parse_trace"]
@@ -42,15 +50,24 @@ _PREFIX = (
     r"(?:(?i:step)[ \t]*+\d{1,9}+[ \t]*+[:.)\-–]?[*_`$ \t]*+)?"
 )
 _NUM = re.compile(
-    r"[ \t*_`$]*+(?:\\[(\[][ \t]*+)?(?:\\boxed[ \t]*+\{)?[ \t*_`$]*+\(?[ \t]*+(?P<sign>[-+−]?)[ \t]*+"
-    r"(?P<int>\d{1,3}+(?:,\d{3})++(?!\d)|\d++)(?P<frac>\.\d++)?"
+    r"[ \t*_`$]*+(?:\\[(\[][ \t]*+)?(?:\\boxed[ \t]*+\{)?[ \t*_`$]*+\(?[ \t]*+"
+    rf"(?P<sign>[{SIGNS}]?)[ \t]*+{NUMBER_BODY}"
 )
-_EXPR_TAIL = re.compile(r"\)?[ \t]*+[-+*/×÷^−]{1,2}+[ \t]*+[\d(]")
-_PLAIN = re.compile(r"[ \t]*+(-?\d++)[ \t\r]*+")  # fast path: " 42", the requested format
+# What may not follow a number's last digit: more of a number it did not read exactly.
+_AMBIGUOUS = re.compile(r"(?:,|\{,\}|\\,|[\u00a0\u2009\u202f])\d")  # 12,5  1176,50  1,17  12{,}5
+_RUN_ON = re.compile(r"[^\W_]|_\w|[.'’]\d|[ \t]++\d")  # 1e5 0x1F 4٢ 1_000 12.5.3 1'000 12 500
+_PERCENT = re.compile(r"[ \t]*+(?:\\?%|‰|‱|(?i:per[ \t]?cent)(?![a-z]))")
+_CLOSE = re.compile(r"(?:[*_`$)\]}]|\\[)\]])*+")  # closing marks right after the digits: **42**, (40), $7$
+# an operator followed by an operand (a number, a name, a bracket): 7 - b, 40 + 2, 2**10; or by nothing: 7 *
+_OPERATOR = r"[ \t]*+(?:(?:\*\*|[-+*/×÷^−–·⋅]|\\(?:cdot|times|div)(?![A-Za-z]))[ \t]*+)++"  # 7 - -2, 7 -/ 3
+_EXPR_TAIL = re.compile(_OPERATOR + r"[*_`$]*+(?:[\w(\\]|\.\d|[-+−–][ \t]*+[\d(])")  # 40 + **2**
+_TIGHT = re.compile(r"\*{1,2}+[\w(]")  # 2**10, 7*b; while **42** and *42* (carry) close emphasis
+_DANGLING = re.compile(_OPERATOR + r"(?:[ \t\r*_`$)\]}]|\\[)\]])*+\Z")
+_PLAIN = re.compile(r"[ \t]*+(-?[0-9]++)[ \t\r]*+")  # fast path: " 42", the requested format
 _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
-    r"[ \t]*+\(?[ \t]*+(-?\d++)[ \t]*+\)?[ \t]*+[-+*/×÷][ \t]*+\(?[ \t]*+(-?\d++)[ \t]*+\)?[ \t\r]*+"
+    r"[ \t]*+\(?[ \t]*+(-?[0-9]++)[ \t]*+\)?[ \t]*+[-+*/×÷][ \t]*+\(?[ \t]*+(-?[0-9]++)[ \t]*+\)?[ \t\r]*+"
 )
-_TOKEN = re.compile(r"(\d{1,3}+(?:,\d{3})++(?!\d)|\d++)(\.\d++)?|([-−])|([(+*/×÷^])|[A-Za-z_]")
+_TOKEN = re.compile(rf"{NUMBER_BODY}|(?P<minus>[-−])|(?P<op>[(+*/×÷^])|[A-Za-z_]")
 _LETTER = re.compile(r"[A-Za-z_]")
 # Final answers are searched in an ASCII-lowercased copy of the text (same length, same offsets).
 _ANSWER = re.compile(r"answer(?![a-z0-9_])[ \t*_]*+(?:[:=]|(?P<is>is(?![a-z0-9_])))|\\boxed[ \t]*+\{")
@@ -68,6 +85,8 @@ _MAX_OPERANDS = 32
 _MAX_SEGMENT = 1_000
 _TEXT_CAP = 200
 _REGION_SLACK = 1_000  # characters of an answer's region beyond max_digits
+# a number was written but not read: the record stays (the guard re-asks), even if a later line gives a value
+_WRITTEN_UNREAD = frozenset({"too many digits", "ambiguous number", "unreadable number", "percentage"})
 
 
 class _Patterns:
@@ -76,7 +95,7 @@ class _Patterns:
     def __init__(self, generic: bool) -> None:
         name = f"(?P<var>{_S_NAME}|{_IDENT})" if generic else f"(?P<var>{_S_NAME})"
         # the right-hand side: a lone integer (the requested format, read without further work) or anything
-        rhs = r"(?:[ \t]*+(?P<num>-?\d++)[ \t\r]*+(?=\n|\Z)|[^\n]*+)"
+        rhs = r"(?:[ \t]*+(?P<num>-?[0-9]++)[ \t\r]*+(?=\n|\Z)|[^\n]*+)"
         self.line = re.compile(f"{_PREFIX}{name}{_NAME_TAIL}(?P<sep>=|:)(?!=){rhs}", re.MULTILINE)
 
 
@@ -105,46 +124,79 @@ def _var(m: re.Match[str], known: frozenset[str]) -> str | None:
     return "S" + k if k[0] != "0" else f"S{int(k)}"
 
 
-def _to_number(sign: str, digits: str, frac: str | None) -> Number:
-    """An exact number from checked parts (at most ``_MAX_DIGITS`` digits in all)."""
-    value: Number = int(digits) if not frac else parse_number(digits + frac, _MAX_DIGITS)
-    return -value if sign in ("-", "−") else value
+def _to_number(sign: str, m: re.Match[str], max_digits: int) -> tuple[Number | None, str | None]:
+    """The exact number of a ``NUMBER_BODY`` match (separators dropped), or ``(None, "too many digits")``."""
+    whole, frac = m.group("int"), m.group("frac") or ""
+    digits = whole if whole.isdecimal() else re.sub(r"\D", "", whole)
+    if len(digits) + len(frac) > max_digits:
+        return None, "too many digits"
+    value = read_number(digits + ("." + frac if frac else ""), _MAX_DIGITS)
+    return (-value if sign in ("-", "−") else value), None
+
+
+def _run_on(seg: str, end: int) -> str | None:
+    """Why the digits ending at ``end`` are only part of a number (``12`` of ``12,5``), or None."""
+    if end >= len(seg):
+        return None
+    if _AMBIGUOUS.match(seg, end):
+        return "ambiguous number"
+    if _RUN_ON.match(seg, end):
+        return "unreadable number"
+    if _PERCENT.match(seg, end):
+        return "percentage"
+    return None
 
 
 def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
-    """The number that starts ``seg``, or ``(None, why)``."""
+    """The number that starts ``seg`` and is all its value, or ``(None, why)``.
+
+    ``why``: ``"no number"``; ``"too many digits"``; ``"ambiguous number"`` (``12,5``, ``1,17``);
+    ``"unreadable number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``); ``"percentage"``
+    (``12%``); ``"unevaluated expression"`` (``7 - b``, ``40 + 2``, ``12/5``, ``7 *``). Text after
+    the number that is none of these (``42.``, ``42 (carry 1)``, ``**42**``) is ignored.
+    """
     plain = _PLAIN.fullmatch(seg)
     if plain is not None and len(plain.group(1).lstrip("-")) <= max_digits:
         return int(plain.group(1)), None
     m = _NUM.match(seg)
     if m is None:
         return None, "no number"
-    digits = m.group("int").replace(",", "")
-    frac = m.group("frac")
-    if len(digits) + (len(frac) - 1 if frac else 0) > max_digits:
-        return None, "too many digits"
-    if _EXPR_TAIL.match(seg, m.end()):
-        return None, "unevaluated expression"
-    return _to_number(m.group("sign"), digits, frac), None
+    end = m.end()
+    why = _run_on(seg, end)
+    if why is None and (_TIGHT.match(seg, end) if seg.startswith("*", end) else _EXPR_TAIL.match(seg, end)):
+        why = "unevaluated expression"
+    if why is None:
+        close = _CLOSE.match(seg, end).end()  # type: ignore[union-attr]
+        if close > end:
+            why = _run_on(seg, close)  # **42**apples, (40)2
+        if why is None and (_EXPR_TAIL.match(seg, close) or _DANGLING.match(seg, close)):
+            why = "unevaluated expression"  # **40** + 2, (40) - b, 7 -
+    if why is not None:
+        return None, why if len(m.group("int")) + len(m.group("frac") or "") <= max_digits else "too many digits"
+    return _to_number(m.group("sign"), m, max_digits)
 
 
 def _operands(seg: str, max_digits: int) -> tuple[Number, ...] | None:
-    """The numbers of an all-numeric segment (``-159 - (-12)`` -> (-159, -12)); None if it has letters."""
+    """The numbers of an all-numeric segment (``-159 - (-12)`` -> (-159, -12)); None if it has letters.
+
+    ``()`` when a number in it is not read exactly (too many digits, ``12,5``) or there are too many.
+    """
     out: list[Number] = []
     expect_operand, negative = True, False
     for m in _TOKEN.finditer(seg):
-        digits, frac, minus, op = m.group(1, 2, 3, 4)
-        if digits is not None:
-            digits = digits.replace(",", "")
-            if len(digits) + (len(frac) - 1 if frac else 0) > max_digits or len(out) >= _MAX_OPERANDS:
+        if m.group("int") is not None:
+            if len(out) >= _MAX_OPERANDS or _run_on(seg, m.end()) is not None:
                 return ()
-            out.append(_to_number("-" if negative else "", digits, frac))
+            value, _ = _to_number("-" if negative else "", m, max_digits)
+            if value is None:
+                return ()
+            out.append(value)
             expect_operand, negative = False, False
-        elif minus is not None:
+        elif m.group("minus") is not None:
             if expect_operand:
                 negative = not negative
             expect_operand = True
-        elif op is not None:
+        elif m.group("op") is not None:
             expect_operand = True
         else:
             return None
@@ -163,7 +215,7 @@ def _without_restatements(records: list[Record]) -> tuple[Record, ...]:
     valued_after: set[str] = set()
     keep: list[Record] = []
     for rec in reversed(records):
-        if rec.value is None and rec.error != "too many digits" and rec.var in valued_after:
+        if rec.value is None and rec.error not in _WRITTEN_UNREAD and rec.var in valued_after:
             continue
         if rec.value is not None:
             valued_after.add(rec.var)
@@ -174,8 +226,8 @@ def _without_restatements(records: list[Record]) -> tuple[Record, ...]:
 def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str) -> Record | None:
     parts = rhs.split("=")
     value, error = _value(parts[-1], max_digits)
-    if value is None and sep == ":":
-        return None  # "S7: add S6 and S2" is prose, not a step line
+    if value is None and sep == ":" and error == "no number":
+        return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" and "S7: 7 - b" are
     expression = ""
     operands: tuple[Number, ...] = ()
     if len(parts) > 1:
@@ -206,6 +258,8 @@ def _answer_region(text: str, start: int, boxed: bool, cap: int) -> tuple[int, i
     end = min(len(text), start + cap) if end < 0 else end
     if boxed:
         close = text.find("}", start, end)
+        while close >= start + 2 and text.startswith("{,", close - 2):
+            close = text.find("}", close + 1, end)  # \\boxed{1{,}176}: the group's brace is not the end
         return start, close if close >= 0 else end
     if _BLANK.match(text, start, end).end() == end:  # type: ignore[union-attr]
         nxt = _NON_BLANK.search(text, end)
