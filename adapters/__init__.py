@@ -73,7 +73,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def load_model(spec: str, *, record_to: str | Path | None = None, **options: Any) -> ChatModel:
+def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any = None, **options: Any) -> ChatModel:
     """Build the model a specification string names.
 
     Args:
@@ -81,6 +81,10 @@ def load_model(spec: str, *, record_to: str | Path | None = None, **options: Any
             ``"sim:paper"``, ``"openai:gpt-4o-mini"``, ``"http://127.0.0.1:8000/v1#m"``,
             ``"replay:run.jsonl"``.
         record_to: if given, wrap the model in a :class:`RecordingModel` appending to this cassette.
+        procedure: the :class:`~stepguard.procedure.Procedure` about to run, or ``None``. Only
+            ``sim`` uses it: the simulator computes steps the prompt shows without an expression
+            (instruction steps) from it, standing in for a model that reads the instruction
+            (:mod:`stepguard.adapters.sim`); every other adapter ignores it, as a real model must.
         **options: passed to the adapter: ``seed``, ``temperature``, ``max_tokens``, ``timeout``
             (s), ``max_retries``, ``raise_on_truncation``; for ``local`` also ``n_ctx``,
             ``n_threads``, ``port``, ``eager``; ``sim`` takes ``seed`` and ``latency_s`` and ignores
@@ -106,7 +110,7 @@ def load_model(spec: str, *, record_to: str | Path | None = None, **options: Any
 
         seed = options.get("seed")
         extra = {"latency_s": options["latency_s"]} if "latency_s" in options else {}
-        model = SimulatedExecutor(preset=parsed.target, seed=0 if seed is None else seed, **extra)
+        model = SimulatedExecutor(preset=parsed.target, seed=0 if seed is None else seed, procedure=procedure, **extra)
     elif parsed.kind == "openai":
         from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel
 

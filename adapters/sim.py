@@ -24,6 +24,18 @@ a different prompt (a correction, a smaller chunk), seed or temperature gives an
 (``None`` and ``0`` count as different settings). Even at a temperature above 0, an identical
 request gives the identical reply: vary ``settings.seed`` to sample again.
 
+Step kinds: a step's value may be a number, a boolean (written ``true``/``false``) or a string
+(``size = large``, from a conditional such as ``'large' if total >= 1000 else 'small'``); known
+values are read back the same way. A step the prompt shows without an expression
+(``tax = ?    (Apply the tax rate...)``, an instruction step) is written only when the executor
+was given the procedure (``procedure=``, or ``load_model("sim:perfect", procedure=p)``): it then
+stands in for a model that follows the instruction, taking the step's hidden expected-value
+``check``, else the first candidate value (a choice, ``true``/``false``, a constant or a known
+value) that satisfies its predicate, else a value of the step's type. Without the procedure, or
+when no candidate satisfies the predicate, the step is left out, as a model that cannot read the
+instruction would leave it. The oracle reads the procedure, never the guard's verdicts, so a
+verified run on the simulator shows the wiring works, never that an instruction is clear.
+
 Simulated replies are never a model's accuracy: every response has ``simulated=True``.
 """
 
@@ -39,11 +51,14 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
 from stepguard.model import ClosableModel, ChatMessage, ChatResponse, GenerationSettings, Usage
+
+if TYPE_CHECKING:
+    from stepguard.procedure import Procedure
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "SimPreset", "SimulatedExecutor"]
 
@@ -138,14 +153,16 @@ PRESETS: dict[str, SimPreset] = {
 DEFAULT_PRESET = "paper"
 """The preset ``sim:`` with no name selects."""
 
-_Env = dict[str, Number]
+_Value = Number | bool | str
+_Env = dict[str, _Value]
+_FAILED = (EvaluationError, KeyError, TypeError, ValueError)  # a step that cannot be computed is left out
 
 
 class _Expr(NamedTuple):
     fn: Callable[[_Env], Any]  # env -> exact value (raises EvaluationError)
     names: tuple[str, ...]  # variables read, first-use order
     has_op: bool  # an operator or call: arithmetic can go wrong (a plain copy cannot)
-    parts: tuple[str, ...]  # source split around names: text, name, text, name, ..., text
+    parts: tuple[str, ...]  # source split around names: text, name, text, name, ..., text; () writes `var = value`
 
 
 # One step: (var, src, expr or None when invalid, farthest step variable read 2+ steps back or
@@ -156,7 +173,7 @@ _Step = tuple[str, str, "_Expr | None", "str | None", int, "str | None"]
 class _Prompt(NamedTuple):
     chunk: bool  # chunk mode (substitution lines) vs raw mode
     wants_final: bool
-    known: tuple[tuple[str, Number], ...]
+    known: tuple[tuple[str, _Value], ...]
     steps: tuple[_Step, ...]
 
 
@@ -240,6 +257,20 @@ def _number(text: str) -> Number | None:
     return value if type(value) is int or type(value) is Fraction else None
 
 
+def _known(text: str) -> _Value:
+    """A known value as the guard writes it: a number, ``true``/``false``, else the text as a string."""
+    value = _number(text)
+    if value is not None:
+        return value
+    word = text.strip()
+    return {"true": True, "false": False}.get(word.lower(), word)
+
+
+def _text(value: _Value) -> str:
+    """A value as a model writes it: ``-12``, ``3.5``, ``true``, ``large``."""
+    return value if isinstance(value, str) else format_number(value)
+
+
 def _block(text: str, start: int) -> list[tuple[str, str]]:
     """The ``name = text`` lines of the block that starts at ``start`` and ends at a blank line."""
     m = _BLOCK.match(text, start)
@@ -286,11 +317,9 @@ def _read_prompt(text: str) -> _Prompt | None:
         return None
     values = next((heads[i] for i in range(at - 1, -1, -1) if heads[i][0] in ("inputs", "known values")), None)
     chunk = heads[at][0] == "steps" or (values is not None and values[0] == "known values")
-    known: dict[str, Number] = {}
+    known: dict[str, _Value] = {}
     for name, txt in _block(text, values[1]) if values else ():
-        value = _number(txt)
-        if value is not None:
-            known[name] = value
+        known[name] = _known(txt)
     raw_steps = _block(text, heads[at][1])
     if not raw_steps:
         return None
@@ -315,9 +344,14 @@ def _read_prompt(text: str) -> _Prompt | None:
     return _Prompt(chunk, wants_final, tuple(known.items()), tuple(steps))
 
 
-def _perturb(value: Number, rng: random.Random) -> Number:
+def _perturb(value: _Value, rng: random.Random) -> _Value:
     """A plausible arithmetic slip: off by 1-2 (45%), a carry of 10/100 (20%), one wrong digit (20%),
-    a dropped or added sign (15%). Never returns ``value`` itself."""
+    a dropped or added sign (15%); a boolean flipped; a string with its last character dropped
+    or doubled. Never returns ``value`` itself."""
+    if type(value) is bool:
+        return not value
+    if isinstance(value, str):
+        return value[:-1] if len(value) > 1 and rng.random() < 0.5 else value + value[-1:] + "s"
     if type(value) is not int:
         return normalize(value + rng.choice((-1, 1)))
     r = rng.random()
@@ -336,9 +370,58 @@ def _perturb(value: Number, rng: random.Random) -> Number:
     return new
 
 
-def _sub(value: Number, before: str) -> str:
-    """A substituted operand: negatives and fractions in parentheses unless first or inside ``(``/``,``."""
-    text = format_number(value)
+def _oracle(procedure: Procedure, var: str) -> _Expr | None:
+    """How a model that follows step ``var``'s instruction computes it (see the module docstring);
+    ``None`` when the procedure has no such step. The value is written as ``var = value``."""
+    from stepguard.procedure import apply_scale
+
+    index = procedure.index_of.get(var)
+    if index is None:
+        return None
+    step, check = procedure.steps[index], procedure.compiled_checks[index]
+    hidden = procedure.compiled[index] or (check if procedure.check_is_expected[index] else None)
+
+    def scaled(value: Any) -> _Value:
+        return value if isinstance(value, (str, bool)) else apply_scale(normalize(value), step)
+
+    if hidden is not None:
+        return _Expr(lambda env: scaled(hidden.evaluate(env)), hidden.names, True, ())
+    if step.type == "one_of":
+        candidates: list[Any] = list(step.choices or ())
+    elif step.type == "boolean":
+        candidates = [True, False]
+    else:
+        consts = [n.value for n in ast.walk(check.tree) if isinstance(n, ast.Constant)] if check else []
+        if step.type == "string":
+            candidates = [c for c in consts if isinstance(c, str)] + ["done"]
+        else:
+            candidates = [c for c in consts if type(c) in (int, float)] + [0, 1]
+
+    def solve(env: _Env) -> _Value:
+        if check is None:
+            return scaled(candidates[0])
+        tries = list(candidates)
+        if step.type not in ("one_of", "boolean", "string"):
+            tries += [v for v in env.values() if type(v) in (int, Fraction)]
+            tries += [t + d for t in list(tries) for d in (1, -1)]
+        for candidate in tries:
+            value = scaled(normalize(candidate) if type(candidate) is float else candidate)
+            try:
+                if check.evaluate({**env, "value": value}) is True:
+                    return value
+            except EvaluationError:
+                continue
+        raise EvaluationError(f"no candidate value satisfies the predicate of step {var!r}", step.check)
+
+    return _Expr(solve, procedure.reads(index), False, ())
+
+
+def _sub(value: _Value, before: str) -> str:
+    """A substituted operand: negatives and fractions in parentheses unless first or inside ``(``/``,``;
+    a string in quotes, a boolean as ``true``/``false``."""
+    if isinstance(value, str):
+        return repr(value)
+    text = _text(value)
     if (text[0] == "-" or "/" in text) and before.rstrip()[-1:] not in ("", "(", ","):
         return f"({text})"
     return text
@@ -353,6 +436,9 @@ class SimulatedExecutor(ClosableModel):
         seed: executor seed, mixed into every call's random draw (different seeds: independent replies).
         latency_s: seconds each call waits before answering (default 0; ``time.sleep`` /
             ``asyncio.sleep``), to imitate a server in controller-overhead benchmarks.
+        procedure: the procedure being run, or ``None``. Given, a step the prompt shows without
+            an expression (an instruction step) is computed from it (module docstring); without
+            it such a step is left out.
 
     Usage is estimated, not counted: ``len(text) // 4`` tokens for the input (every message's
     content) and for the output. A reply whose estimate exceeds ``settings.max_tokens`` is cut at
@@ -365,7 +451,9 @@ class SimulatedExecutor(ClosableModel):
     provider = "stepguard.sim"
     simulated = True
 
-    def __init__(self, preset: str | SimPreset = DEFAULT_PRESET, seed: int = 0, latency_s: float = 0.0) -> None:
+    def __init__(
+        self, preset: str | SimPreset = DEFAULT_PRESET, seed: int = 0, latency_s: float = 0.0, procedure: Procedure | None = None
+    ) -> None:
         if isinstance(preset, SimPreset):
             self.preset = preset
         else:
@@ -375,6 +463,8 @@ class SimulatedExecutor(ClosableModel):
             self.preset = PRESETS[key]
         self.seed = int(seed)
         self.latency_s = float(latency_s)
+        self.procedure = procedure
+        self._oracles: dict[str, _Expr | None] = {}
         self.model_name = self.spec = f"sim:{self.preset.name}"
 
     def __repr__(self) -> str:
@@ -435,12 +525,18 @@ class SimulatedExecutor(ClosableModel):
         lines: list[str] = []
         line = self._line
         written = 0
-        last: tuple[str, Number] | None = None  # the last step reached: (var, value)
+        last: tuple[str, _Value] | None = None  # the last step reached: (var, value)
         stopped = False
         a_rate, lb_unit, stop_rate = min(cap, a_base), lb_base, 0.0  # at position 0
         for i, (var, src, expr, far, far_d, restated) in enumerate(steps):
             if expr is None:
-                continue
+                if self.procedure is None:
+                    continue
+                if var not in self._oracles:
+                    self._oracles[var] = _oracle(self.procedure, var)
+                expr = self._oracles[var]
+                if expr is None:
+                    continue
             if stop_rate and r() < stop_rate:
                 stopped = True
                 break
@@ -459,8 +555,8 @@ class SimulatedExecutor(ClosableModel):
                     use = {**env, restated: env[known_names[k - 1 if k else 1]]}
             try:
                 value = expr.fn(use)
-            except (EvaluationError, KeyError):
-                continue  # an unknown name or a value past the bound: the step is left out
+            except _FAILED:
+                continue  # an unknown name, a value past the bound, a type misuse: the step is left out
             if a_rate and expr.has_op and r() < a_rate:
                 value = _perturb(value, rng)
             env[var] = value
@@ -473,18 +569,18 @@ class SimulatedExecutor(ClosableModel):
             if a_rate > cap or stop_rate > cap:
                 a_rate, stop_rate = min(cap, a_rate), min(cap, stop_rate)
             if i == premature_at:
-                lines.append(f"Final answer: {format_number(value)}")
+                lines.append(f"Final answer: {_text(value)}")
         if extra and not stopped and last is not None:
             last = self._invent(last, env, lines, chunk, rng)
         if prompt.wants_final and not missing and last is not None:
             if self_corr:
-                lines += [f"Final answer: {format_number(_perturb(last[1], rng))}", "", "Wait, let me double-check that."]
-            lines.append(f"Final answer: {format_number(last[1])}")
+                lines += [f"Final answer: {_text(_perturb(last[1], rng))}", "", "Wait, let me double-check that."]
+            lines.append(f"Final answer: {_text(last[1])}")
         return "\n".join(lines)
 
     def _invent(
-        self, last: tuple[str, Number], env: _Env, lines: list[str], chunk: bool, rng: random.Random
-    ) -> tuple[str, Number]:
+        self, last: tuple[str, _Value], env: _Env, lines: list[str], chunk: bool, rng: random.Random
+    ) -> tuple[str, _Value]:
         """Append 1-3 invented steps after ``last`` (``S96 = S95 + 4``, ...); return the last one."""
         m = _NUMBERED.match(last[0])
         if not m:
@@ -496,7 +592,7 @@ class SimulatedExecutor(ClosableModel):
                 break
             try:
                 value = expr.fn(env)
-            except (EvaluationError, KeyError):
+            except _FAILED:
                 break
             var = f"{m.group(1)}{int(m.group(2)) + j}"
             env[var] = value
@@ -505,10 +601,10 @@ class SimulatedExecutor(ClosableModel):
         return last
 
     @staticmethod
-    def _line(var: str, src: str, expr: _Expr, env: _Env, value: Number, chunk: bool) -> str:
+    def _line(var: str, src: str, expr: _Expr, env: _Env, value: _Value, chunk: bool) -> str:
         """Raw mode: ``S4 = -16``. Chunk mode: ``S4 = S3 * 4 = (-4) * 4 = -16``; a copy ``S1 = x = 7``."""
-        result = format_number(value)
-        if not chunk or not expr.has_op and not expr.names:
+        result = _text(value)
+        if not chunk or not expr.parts or isinstance(value, (str, bool)) or not expr.has_op and not expr.names:
             return f"{var} = {result}"
         parts = expr.parts
         if not expr.has_op or not expr.names:

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     procedure = load_procedure(HERE / f"{args.name}.yaml")
     inputs = EXAMPLES[args.name]
     want = procedure.expected_values(inputs).get(procedure.answer_var)
-    model = load_model(args.model)
+    model = load_model(args.model, procedure=procedure)
     try:
         right, total, first = raw_outcome(procedure, inputs, model)
         result = Guard(model, GuardConfig(on_exhausted="flag")).run(procedure, inputs)

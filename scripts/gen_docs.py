@@ -33,6 +33,35 @@ How a step is verified:
 * `boolean`, `string` and `one_of` values are read from the raw right-hand side of the model's
   line (`eligible = true`, `tier = gold`); booleans accept true/false/yes/no, `one_of` matches a
   choice (case-insensitively when unambiguous).
+
+A small procedure; `inputs` is a mapping of name to type (or to `{type, description}`):
+
+```yaml
+name: order
+inputs:
+  subtotal: {type: decimal, description: "Sum of the line items."}
+  rate: decimal
+steps:
+  - {var: tax, expr: subtotal * rate, type: decimal, scale: 2, rounding: ROUND_HALF_UP}
+  - {var: total, instruction: Add the tax to the subtotal., check: subtotal + tax, type: decimal, scale: 2}
+  - {var: size, type: one_of, choices: [small, large], expr: "'large' if total >= 100 else 'small'"}
+answer: total
+```
+
+The same as JSON, with `inputs` as a list (of names, or of objects with `name`, `type`, `description`):
+
+```json
+{
+  "name": "order",
+  "inputs": [{"name": "subtotal", "type": "decimal"}, {"name": "rate", "type": "decimal"}],
+  "steps": [
+    {"var": "tax", "expr": "subtotal * rate", "type": "decimal", "scale": 2, "rounding": "ROUND_HALF_UP"},
+    {"var": "total", "instruction": "Add the tax to the subtotal.", "check": "subtotal + tax", "type": "decimal", "scale": 2},
+    {"var": "size", "type": "one_of", "choices": ["small", "large"], "expr": "'large' if total >= 100 else 'small'"}
+  ],
+  "answer": "total"
+}
+```
 """
 
 

@@ -17,7 +17,9 @@ wrong and where (a file, a step, a line, an endpoint)::
     ├── StepDeviation            the guard's ``raise`` policy: a step deviated; carries the partial result
     ├── BudgetExhausted          a re-prompt or token budget is spent and ``on_exhausted`` is ``raise``
     ├── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
-    └── CheckpointError          a checkpoint database is unreadable or corrupt (names the file)
+    ├── CheckpointError          a checkpoint database is unreadable or corrupt (names the file)
+    └── MissingExtraError        an optional part needs packages not installed (names the pip extra;
+                                 also an ImportError)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "CheckpointError",
     "EvaluationError",
     "LocalServerError",
+    "MissingExtraError",
     "ModelError",
     "ModelOutputTruncated",
     "ModelSpecError",
@@ -137,3 +140,19 @@ class RunStoreError(StepguardError):
 class CheckpointError(StepguardError):
     """A checkpoint database is unreadable or corrupt; the message names the file. Nothing is
     overwritten: a run never silently starts over on a database it cannot read."""
+
+
+class MissingExtraError(StepguardError, ImportError):
+    """An optional part of stepguard needs packages that are not installed, e.g. the benchmark's
+    statistics and plots without ``pip install 'stepguard[bench]'``. The message names the missing
+    module and the command that installs it; also an :class:`ImportError`, so code that guards an
+    import with ``except ImportError`` still works.
+
+    Attributes:
+        extra: the pip extra that provides the module (``"bench"``).
+    """
+
+    def __init__(self, message: str, extra: str, name: str | None = None) -> None:
+        self.extra = extra
+        super().__init__(message)
+        self.name = name

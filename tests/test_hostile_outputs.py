@@ -3,7 +3,6 @@ never a crash, and the guard never returns a wrong value as ``model_verified``."
 
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import pytest
@@ -45,9 +44,15 @@ def _exact(value: object) -> bool:
 
 @pytest.mark.parametrize("name", sorted(REPLIES))
 def test_parse_trace_reads_or_labels_and_never_evaluates(name: str) -> None:
-    t0 = time.perf_counter()
-    trace = parse_trace(REPLIES[name], var_names=PROC.variables)
-    assert time.perf_counter() - t0 < 2.0
+    text = REPLIES[name]
+    trace = parse_trace(text, var_names=PROC.variables)
+    # Bounded work, not wall time (speed is benchmarks/bench_hostile.py's, under 1 s a case):
+    # only the first max_chars are read, at most max_records records, and every item comes
+    # from at least 9 characters of that head ("S1 = 1" plus a newline, or "\\boxed{1}").
+    head = min(len(text), 1_000_000)
+    assert trace.capped == (len(text) > 1_000_000)
+    assert len(trace.records) <= 20_000
+    assert 6 * len(trace.records) + 9 * len(trace.answers) <= head + 9
     for item in (*trace.records, *trace.answers):
         assert _exact(item.value), item
         assert item.value is None or abs(item.value) < 10**401, "past max_digits"  # type: ignore[operator]
@@ -61,6 +66,16 @@ def test_score_generation_labels_every_hostile_reply(name: str) -> None:
     score = score_generation((PROC, EXPECTED), REPLIES[name])
     assert not score.exact and not score.correct
     assert score.labels and "exact" not in score.labels
+
+
+def test_work_follows_the_head_read_not_the_reply() -> None:
+    """A reply far past ``max_chars`` is read only up to it: the answers found are those in the head."""
+    line = "Final answer: 1\n"
+    for max_chars in (len(line) * 10, len(line) * 1000, 1_000_000):  # the last: the default cap
+        trace = parse_trace(REPLIES["many_answers"], max_chars=max_chars)
+        assert trace.capped and len(trace.answers) == max_chars // len(line)
+    lines = parse_trace("S1 = 1\n" * 50_000, max_records=300)
+    assert lines.capped and len(lines.records) == 300
 
 
 def test_specific_readings_are_the_documented_ones() -> None:

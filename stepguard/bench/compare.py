@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from stepguard.bench._extra import import_extra
 from stepguard.bench.store import RESULTS, iter_rows, read_meta
 
 __all__ = ["Comparison", "Paired", "compare_runs", "mcnemar_exact"]
@@ -22,7 +23,7 @@ Metric = Literal["correct", "exact"]
 
 def mcnemar_exact(only_b: int, only_a: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts (1.0 when there are none)."""
-    from scipy.stats import binomtest
+    binomtest = import_extra("scipy.stats").binomtest
 
     n = only_a + only_b
     return 1.0 if n == 0 else float(binomtest(only_b, n, 0.5, alternative="two-sided").pvalue)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
+from stepguard.bench._extra import import_extra
 from stepguard.bench.aggregate import FAILURE_LABELS, RunAggregate
+
+FigureCanvasAgg = import_extra("matplotlib.backends.backend_agg").FigureCanvasAgg
+Figure = import_extra("matplotlib.figure").Figure
 
 __all__ = ["plot_accuracy", "plot_guard_cost", "plot_labels"]
 

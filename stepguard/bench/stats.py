@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+from stepguard.bench._extra import import_extra
+
 __all__ = ["Rate", "rate", "wilson_interval"]
 
 
@@ -32,7 +34,7 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
         raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    from scipy.stats import binomtest  # imported here: scipy.stats takes a second to import
+    binomtest = import_extra("scipy.stats").binomtest  # imported here: scipy.stats takes a second to import
 
     ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)

@@ -31,5 +31,13 @@ importlib.import_module("stepguard.cli.authoring").register(app)  # `stepguard i
 
 
 def main() -> None:
-    """Entry point of the ``stepguard`` console script."""
-    app()
+    """Entry point of the ``stepguard`` console script. A command that needs an extra that is not
+    installed (``stepguard bench report`` without matplotlib) exits with status 2 and one line
+    naming the ``pip install`` that fixes it, not a traceback."""
+    from stepguard.errors import MissingExtraError
+
+    try:
+        app()
+    except MissingExtraError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None

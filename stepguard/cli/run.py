@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
                 ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
             )
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
-            chat = load_model(model)
+            chat = load_model(model, procedure=proc)  # only the simulator reads it (instruction steps)
             try:
                 result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input), thread_id=thread_id)
             finally:

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from typing_extensions import TypedDict
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number, normalize
@@ -75,6 +76,23 @@ class InputSpec(BaseModel):
     @classmethod
     def _name(cls, v: str) -> str:
         return _check_name(v, "input")
+
+
+class InputFields(TypedDict, total=False):
+    """An input's fields in the mapping form of ``inputs`` (``subtotal: {type: decimal, description: ...}``);
+    the mapping key is the input's name. Used for the JSON Schema only: the loader builds an :class:`InputSpec`."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    type: ValueType
+    description: Annotated[str, Field(max_length=2000)] | None
+
+
+_Name = Annotated[str, StringConstraints(pattern=_IDENT.pattern)]
+_InputsForms = list[InputSpec | _Name] | Annotated[
+    dict[_Name, ValueType | InputFields], Field(json_schema_extra={"additionalProperties": False})
+]
+"""The forms ``inputs`` accepts: a list of specs or names, or a mapping of name to type or fields."""
 
 
 class Step(BaseModel):
@@ -145,11 +163,14 @@ class Procedure(BaseModel):
 
     name: str = Field("procedure", max_length=200, description="Procedure name (used in traces and reports).")
     description: str | None = Field(None, max_length=20_000, description="What the procedure computes.")
-    inputs: tuple[InputSpec, ...] = Field((), max_length=1000, description="Declared inputs.")
+    inputs: tuple[InputSpec, ...] = Field(
+        (), max_length=1000,
+        description="Declared inputs: a mapping of name to type or to {type, description}, or a list of names or InputSpec objects.",
+    )
     steps: tuple[Step, ...] = Field(description="Ordered steps.", max_length=100_000)
     answer: str | None = Field(None, description="Variable holding the final answer; default: the last step's.")
 
-    @field_validator("inputs", mode="before")
+    @field_validator("inputs", mode="before", json_schema_input_type=_InputsForms)
     @classmethod
     def _inputs(cls, v: Any) -> Any:
         if isinstance(v, Mapping):  # {"x": "integer"} or {"x": {...}}
