@@ -13,6 +13,7 @@ import pytest
 
 from stepguard import Guard, GuardConfig, GuardResult, Procedure, load_procedure
 from stepguard.adapters import load_model
+from stepguard.guard import StepValue
 from stepguard.guard._result import StepOutcome, typed_value, value_text
 from tests._stub_server import StubServer
 
@@ -103,6 +104,7 @@ def test_typed_value(text: str | None, type_: str, scale: int | None, want: obje
 
 
 def test_value_text_keeps_places_and_avoids_exponents() -> None:
+    assert StepValue.__args__ == (Decimal, int, bool, str, Fraction)  # type: ignore[attr-defined]  # public, documented
     assert value_text(Decimal("1221.00")) == "1221.00"
     assert value_text(Decimal("0.0000001")) == "0.0000001"  # str() would give 1E-7
     assert value_text(True) == "true" and value_text(Fraction(1, 3)) == "1/3" and value_text(None) is None

@@ -127,11 +127,14 @@ def register(app: typer.Typer) -> None:
             if show_prompts:
                 observer = _PromptEcho(observer)
             proc = load_procedure(procedure)
-            config = GuardConfig(
-                chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
-                on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
-                ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
-            )
+            try:
+                config = GuardConfig(
+                    chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
+                    on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
+                    ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
+                )
+            except ValueError as exc:  # an option's value: a usage error, like typer's own
+                raise fail(exc, ExitCode.USAGE) from None
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             chat = load_model(model)
             try:
@@ -151,7 +154,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(exit_for_error(exc)) from None
         except KeyboardInterrupt:
             raise fail("interrupted", ExitCode.INTERRUPTED) from None
-        except (StepguardError, ValueError) as exc:
+        except StepguardError as exc:
             raise fail(exc) from None
         _print(result, as_json)
         raise typer.Exit(exit_for_status(result.status))
