@@ -100,9 +100,9 @@ def guarded_node(
     def write(result: GuardResult) -> dict[str, Any]:
         out: dict[str, Any] = {output_key: result.model_dump(mode="json")}
         if answer_key is not None:
-            out[answer_key] = result.answer
+            out[answer_key] = result.answer_text
         if values_key is not None:
-            out[values_key] = result.values
+            out[values_key] = result.texts
         return out
 
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:

@@ -9,7 +9,7 @@ model; every other call passes straight through to the wrapped client::
         model="gpt-4o-mini", messages=[],
         extra_body={"stepguard": {"procedure": "invoice", "inputs": {"subtotal": "100.10", "rate": "0.1"}}},
     )
-    resp.choices[0].message.content   # "104.6": the verified answer
+    resp.choices[0].message.content   # "104.60": the verified answer
     resp.stepguard.status             # "verified": the GuardResult, attached
 
 Why ``extra_body`` and not a new keyword: ``extra_body`` is a parameter the ``openai`` client
@@ -93,7 +93,7 @@ def _completion(result: GuardResult, model: str) -> Any:
         "id": f"stepguard-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": result.answer or ""}}],
+                     "message": {"role": "assistant", "content": result.answer_text or ""}}],
         "usage": {"prompt_tokens": result.usage.input_tokens, "completion_tokens": result.usage.output_tokens,
                   "total_tokens": result.usage.input_tokens + result.usage.output_tokens},
     })

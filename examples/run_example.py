@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     sim = "  [SIMULATED: not a model's accuracy]" if getattr(model, "simulated", False) else ""
     print(f"{procedure.name} on {args.model}{sim}; inputs {inputs}; expected {procedure.answer_var} = {_text(want)}")
     print(f"raw:     {right}/{total} steps right; first answer {first} ({'right' if first == _text(want) else 'wrong'})")
-    print(f"guarded: status {result.status}; answer {result.answer} ({'right' if result.answer == _text(want) else 'wrong'}); "
+    print(f"guarded: status {result.status}; answer {result.answer_text} ({'right' if result.answer is not None and result.answer == want else 'wrong'}); "
           f"re-prompts {result.reprompts}; model calls {result.usage.model_calls}")
     for d in result.deviations:
         print(f"  caught at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 from typing import Any, TypedDict
 
 import pytest
@@ -59,9 +60,9 @@ def test_guarded_call_returns_verified_answer_and_result() -> None:
     inner = _Completions()
     client = GuardedOpenAI(FakeClient(inner), procedures={"invoice": INVOICE})
     resp = _guarded_call(client)
-    assert resp.choices[0].message.content == "104.6"
+    assert resp.choices[0].message.content == "104.60"
     assert resp.stepguard.status == "verified"
-    assert resp.stepguard.values["discount"] == "5.01"  # ROUND_HALF_UP of 5.005
+    assert resp.stepguard.values["discount"] == Decimal("5.01")  # ROUND_HALF_UP of 5.005
     assert inner.calls and all(c["model"] == "m" and c["temperature"] == 0 for c in inner.calls)
     assert resp.usage.prompt_tokens == 10 * len(inner.calls)
     assert client.base_url == "fake://"  # other attributes are the client's own
@@ -70,7 +71,7 @@ def test_guarded_call_returns_verified_answer_and_result() -> None:
 def test_async_client_is_awaited() -> None:
     client = GuardedOpenAI(FakeClient(_AsyncCompletions()), procedures={"invoice": INVOICE})
     resp = asyncio.run(_guarded_call(client))
-    assert resp.stepguard.status == "verified" and resp.choices[0].message.content == "104.6"
+    assert resp.stepguard.status == "verified" and resp.choices[0].message.content == "104.60"
 
 
 def test_unknown_procedure_is_a_clear_error() -> None:
@@ -118,28 +119,28 @@ def test_langgraph_node_sync_and_async_share_the_checkpointer() -> None:
     graph = _graph(saver)
     cfg = {"configurable": {"thread_id": "order-1"}}
     out = graph.invoke({"order_subtotal": "100.10", "tax_rate": "0.1"}, cfg)
-    assert out["total"] == "104.6" and out["invoice"]["status"] == "verified"
+    assert out["total"] == "104.60" and out["invoice"]["status"] == "verified"
     nested = out["invoice"]["thread_id"]
     assert nested.startswith("order-1/stepguard/invoice/")
     threads = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
     assert {"order-1", nested} <= threads
     out2 = asyncio.run(_graph().ainvoke({"order_subtotal": "100.10", "tax_rate": "0.1"}))
-    assert out2["total"] == "104.6"
+    assert out2["total"] == "104.60"
 
 
 def test_langgraph_node_new_turn_with_new_inputs_runs_afresh() -> None:
     """Issue 14: a second turn on one conversation thread returned the first turn's answer."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from stepguard.guard import format_value
+    from decimal import Decimal
 
     graph = _graph(InMemorySaver())
     cfg = {"configurable": {"thread_id": "conversation-7"}}
     first = graph.invoke({"order_subtotal": "100.10", "tax_rate": "0.1"}, cfg)
     second = graph.invoke({"order_subtotal": "200.00", "tax_rate": "0.1"}, cfg)
-    assert first["total"] == "104.6"
+    assert first["total"] == "104.60"
     want = INVOICE.expected_values({"subtotal": "200.00", "rate": "0.1"})[INVOICE.answer_var]
-    assert second["total"] == format_value(want)
+    assert Decimal(second["total"]) == want and second["total"] == "209.00"
     assert second["invoice"]["status"] == "verified"
     assert second["invoice"]["inputs"]["subtotal"] == "200"
     assert second["total"] != first["total"]

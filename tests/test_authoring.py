@@ -80,7 +80,7 @@ def test_check_names_file_step_and_field(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("steps:\n  - {var: a, expr: x + 1}\n  - {var: b, check: a + c}\n", encoding="utf-8")
     out = CliRunner().invoke(app, ["check", str(path)])
-    assert out.exit_code == 2
+    assert out.exit_code == 5  # ExitCode.PROCEDURE
     assert f"{path}: steps[0].expr (a): reads 'x'" in out.output
 
 

@@ -58,7 +58,7 @@ def test_bridge_rung_fixes_a_wrong_borrow_with_checked_sub_steps():
         {"var": "S1", "expr": "a"}, {"var": "S2", "expr": "b"}, {"var": "S3", "expr": "S1 - S2"}]})
     model = ScriptedModel(faults={"S3": ["wrong"]})
     result = Guard(model, GuardConfig(ladder=("bridge",))).run(proc, {"a": 20, "b": 715})
-    assert result.status == "verified" and result.answer == "-695"
+    assert result.status == "verified" and result.answer == -695
     assert result.rung_fixes() == {"bridge": 1}
     sub_prompt = model.calls[1][-1]["content"]
     assert "t1 = 715 - 15\nt2 = t1 - 5\nS3 = -t2" in sub_prompt and "695" not in sub_prompt

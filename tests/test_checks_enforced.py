@@ -36,7 +36,7 @@ def test_an_expected_check_is_enforced_on_the_models_value() -> None:
     """The value must equal both; with expr alone the model's 7 would pass, the check wants 7 too."""
     proc = _proc({"var": "s", "expr": "a + b", "check": "b + a"})
     result = Guard(ScriptedModel()).run(proc, {"a": 3, "b": 4})
-    assert result.status == "verified" and result.answer == "7"
+    assert result.status == "verified" and result.answer == 7
     wrong = Guard(ScriptedModel(always_wrong={"s"}), GuardConfig(on_exhausted="flag")).run(proc, {"a": 3, "b": 4})
     assert wrong.status == "flagged"
 

@@ -131,7 +131,7 @@ def test_two_benchmark_processes_on_one_run_directory(tmp_path: Path, instances:
     _, err2 = second.communicate(timeout=120)
     _, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, err1
-    assert second.returncode == 2 and "in use by another process (PID" in err2, err2
+    assert second.returncode == 7 and "in use by another process (PID" in err2, err2
     ids = _ids(out)
     assert len(ids) == N and len(set(ids)) == N
 

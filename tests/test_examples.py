@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,13 @@ from typer.testing import CliRunner
 from stepguard import Guard, load_procedure
 from stepguard.adapters import load_model
 from stepguard.cli._app import app
-from stepguard.guard import format_value
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
 from run_example import EXAMPLES as INPUTS  # noqa: E402
 from run_example import main as run_example  # noqa: E402
 
-ANSWERS = {"invoice": "104.6", "medication": "750", "tax_brackets": "10703.7", "benchmark_n23": "-590"}
+ANSWERS = {"invoice": "104.60", "medication": "750.0", "tax_brackets": "10703.70", "benchmark_n23": "-590"}
 
 
 def test_every_example_file_has_inputs_and_an_answer() -> None:
@@ -33,13 +33,13 @@ def test_example_checks_and_verifies_on_sim_perfect(name: str) -> None:
     assert out.exit_code == 0, out.output
     assert "is valid" in out.output
     proc = load_procedure(path)
-    assert format_value(proc.expected_values(INPUTS[name])[proc.answer_var]) == ANSWERS[name]
+    assert proc.expected_values(INPUTS[name])[proc.answer_var] == Decimal(ANSWERS[name])
     result = Guard(load_model("sim:perfect")).run(proc, INPUTS[name])
     assert result.status == "verified", result.deviations
-    assert result.answer == ANSWERS[name]
+    assert result.answer_text == ANSWERS[name] and result.answer == Decimal(ANSWERS[name])
 
 
 def test_runner_prints_raw_and_guarded(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_example(["invoice", "--model", "sim:paper"]) == 0
     out = capsys.readouterr().out
-    assert "raw:" in out and "guarded: status verified; answer 104.6 (right)" in out
+    assert "raw:" in out and "guarded: status verified; answer 104.60 (right)" in out

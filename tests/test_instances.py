@@ -152,10 +152,10 @@ def test_cli_score_reports_unknown_ids_and_bad_lines(tmp_path: Path) -> None:
     write_instances(generate_grid((5,), (2,), 1, 0), inst_path)
     gen_path.write_text(json.dumps({"id": "n5-l2-s0-i0", "text": ""}) + "\n" + json.dumps({"id": "ghost", "text": ""}) + "\n")
     result = runner.invoke(app, ["score", str(inst_path), str(gen_path), "--out", str(out)])
-    assert result.exit_code == 1 and "1 generations name ids not in" in result.output and "'ghost' (line 2)" in result.output
+    assert result.exit_code == 7 and "1 generations name ids not in" in result.output and "'ghost' (line 2)" in result.output
     assert len(out.read_text().splitlines()) == 1  # the known one is still scored
     gen_path.write_text('{"id": 3}\n')
     result = runner.invoke(app, ["score", str(inst_path), str(gen_path), "--out", str(out)])
-    assert result.exit_code == 1 and "g.jsonl:1" in result.output
+    assert result.exit_code == 7 and "g.jsonl:1" in result.output
     result = runner.invoke(app, ["summarize", str(gen_path)])
-    assert result.exit_code == 1 and "not a score" in result.output
+    assert result.exit_code == 7 and "not a score" in result.output

@@ -104,7 +104,7 @@ def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -
     assert len(list(iter_rows(tmp_path / "g" / RESULTS))) == 2
     res = cli.invoke(app, ["run", "--instances", str(root / "inst.jsonl"), "--mode", "raw", "--model", "sim:paper",
                            "--out", str(tmp_path / "g"), "--no-progress"])
-    assert res.exit_code == 2 and "different run" in res.output
+    assert res.exit_code == 7 and "different run" in res.output
     res = cli.invoke(app, ["report", str(runs[1]), str(runs[2]), "--out", str(tmp_path / "rep")])
     assert res.exit_code == 0 and (tmp_path / "rep" / "report.html").exists(), res.output
     res = cli.invoke(app, ["compare", str(runs[1]), str(runs[2])])

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from stepguard import CheckpointError, Guard, GuardConfig, ModelUnavailable, load_procedure
 from stepguard.adapters import load_model
-from stepguard.guard import format_value, sqlite_checkpointer
+from stepguard.guard import sqlite_checkpointer
 from tests._fakes import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +26,9 @@ A = {"subtotal": "100.10", "rate": "0.1"}
 B = {"subtotal": "250.00", "rate": "0.1"}
 
 
-def _answer(inputs: dict[str, str]) -> str:
-    return format_value(INVOICE.expected_values(inputs)[INVOICE.answer_var])
+def _answer(inputs: dict[str, str]):
+    """The expected answer, exact (compares equal to the result's Decimal)."""
+    return INVOICE.expected_values(inputs)[INVOICE.answer_var]
 
 
 def _run(guard: Guard, inputs: dict[str, str], thread: str, use_async: bool):
@@ -140,7 +141,7 @@ def test_cli_refuses_a_thread_reused_for_other_inputs(tmp_path: Path) -> None:
     second = runner.invoke(app, [*args, "-i", "subtotal=250.00", "--json"])
     assert second.exit_code != 0
     assert "inputs.subtotal: stored 100.1, now 250" in second.output
-    assert _answer(A) not in second.stdout  # the old answer is not printed as this run's
+    assert "104.60" not in second.stdout  # the old answer is not printed as this run's
 
 
 def test_the_run_store_refuses_edited_prompt_templates(tmp_path: Path) -> None:

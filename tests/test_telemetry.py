@@ -157,7 +157,7 @@ def test_content_when_opted_in(traced, monkeypatch, how):
     assert got[0]["role"] == "assistant" and got[0]["parts"][0]["content"].startswith("S1 = x")
     fail = next(e for c in traced.named("stepguard.chunk") for e in c.events if e.attributes["gen_ai.evaluation.score.label"] == "fail")
     assert "S7" in fail.attributes["gen_ai.evaluation.explanation"]
-    assert traced.named("invoke_workflow")[0].attributes["stepguard.answer"] == result.answer
+    assert traced.named("invoke_workflow")[0].attributes["stepguard.answer"] == result.answer_text
 
 
 class KeyedModel(ScriptedModel):

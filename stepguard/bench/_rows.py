@@ -96,15 +96,15 @@ def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None)
         not model-verified), and ``guard``: the whole :class:`~stepguard.guard.GuardResult`.
     """
     expected = inst.expected
-    right = [s.provenance == "model_verified" and _same(s.value, expected.get(s.var)) for s in result.steps]
-    answer_right = _same(result.answer, inst.answer)
+    right = [s.provenance == "model_verified" and _same(s.text, expected.get(s.var)) for s in result.steps]
+    answer_right = _same(result.answer_text, inst.answer)
     verified_correct = result.status == "verified" and result.repaired == 0 and all(right)
     kinds = Counter(d.kind for d in result.deviations)
     first_bad = next((i for i, ok in enumerate(right) if not ok), None)
     return {
         **_base(inst, "guarded"),
         "status": result.status,
-        "first_answer": result.answer,
+        "first_answer": result.answer_text,
         "correct": result.status == "verified" and answer_right,
         "first_answer_correct": answer_right,
         "verified_correct": verified_correct,

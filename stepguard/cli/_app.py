@@ -6,11 +6,13 @@ import importlib
 
 import typer
 
+from stepguard.cli._exit import EXIT_CODES_HELP
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="stepguard",
-    help="Guard and measure language models executing multi-step procedures.",
+    help="Guard and measure language models executing multi-step procedures.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

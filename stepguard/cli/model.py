@@ -9,10 +9,12 @@ from typing import Annotated
 
 import typer
 
+from stepguard.cli._exit import ExitCode, fail
 from stepguard.errors import LocalServerError
 
 app = typer.Typer(
-    help="Local models: list what is installed; serve one on 127.0.0.1 as an OpenAI-compatible endpoint.",
+    help="Local models: list what is installed; serve one on 127.0.0.1 as an OpenAI-compatible endpoint.\n\n"
+    "Exit codes: 0 done; 6 the model could not be found, verified or started, or the server exited.",
     no_args_is_help=True,
 )
 
@@ -72,16 +74,14 @@ def serve(
                              n_threads=n_threads or min(os.cpu_count() or 2, 8), seed=seed)
         server.start()
     except LocalServerError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise fail(exc) from exc
     try:
         typer.echo(f"serving {alias} ({path}) with pid {server.pid}, ready in {server.ready_s:.1f} s")
         typer.echo(f"base URL:   {server.base_url}")
         typer.echo(f"model spec: {server.base_url}#{alias}")
         typer.echo("Ctrl-C to stop")
         code = server.wait()
-        typer.echo(f"error: the server exited with code {code}:\n{server.log_tail()}", err=True)
-        raise typer.Exit(1)
+        raise fail(f"the server exited with code {code}:\n{server.log_tail()}", ExitCode.MODEL)
     except KeyboardInterrupt:
         typer.echo("stopping")
     finally:

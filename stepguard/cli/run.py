@@ -1,4 +1,8 @@
-"""``stepguard run``: execute one procedure under the guard and print the verified result."""
+"""``stepguard run``: execute one procedure under the guard and print the verified result.
+
+The exit status tells the outcome (:class:`stepguard.cli._exit.ExitCode`): 0 verified, 1 failed,
+3 flagged, 4 repaired; 2 usage, 5 invalid procedure or inputs, 6 model or server, 7 checkpoint.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from stepguard.cli._exit import ExitCode, exit_for_error, exit_for_status, fail
 from stepguard.errors import BudgetExhausted, StepDeviation, StepguardError
 from stepguard.guard import RUNGS, Guard, GuardConfig, GuardResult, sqlite_checkpointer
 from stepguard.procedure import load_procedure
@@ -27,17 +32,22 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
 
 
 def print_result(result: GuardResult) -> None:
-    """Print a per-step table and the outcome line for a person."""
+    """Print a per-step table and the outcome line for a person.
+
+    Values print with the places their step declares (``1221.00`` for a 2-place decimal);
+    ``reprompts`` is each step's :attr:`~stepguard.guard.StepOutcome.reprompts`.
+    """
     sim = "  [SIMULATED model: not a model's accuracy]" if result.simulated else ""
     typer.echo(f"procedure {result.procedure}  model {result.model}{sim}")
     typer.echo(f"{'step':<12} {'value':>14}  {'provenance':<15} reprompts")
     for s in result.steps:
-        typer.echo(f"{s.var:<12} {s.value if s.value is not None else '-':>14}  {s.provenance:<15} {s.reprompts}")
+        text = s.text if s.text is not None else "-"
+        typer.echo(f"{s.var:<12} {text:>14}  {s.provenance:<15} {s.reprompts}")
     for d in result.deviations:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
     u = result.usage
     typer.echo(
-        f"status {result.status}  answer {result.answer_var} = {result.answer}  chunks {result.chunks}  "
+        f"status {result.status}  answer {result.answer_var} = {result.answer_text if result.answer is not None else '-'}  chunks {result.chunks}  "
         f"re-prompts {result.reprompts}  repaired {result.repaired}  calls {u.model_calls}  "
         f"tokens in/out {u.input_tokens}/{u.output_tokens}  wall {u.wall_s:.2f}s"
     )
@@ -100,7 +110,11 @@ def register(app: typer.Typer) -> None:
         trace_file: Annotated[Optional[Path], typer.Option("--trace-file", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
         show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
     ) -> None:
-        """Execute PROCEDURE stepwise under the guard and print the verified result."""
+        """Execute PROCEDURE stepwise under the guard and print the verified result.
+
+        Values print with the places their step declares (1221.00), in the table and with --json.
+        Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired (see `stepguard --help`).
+        """
         from stepguard.adapters import load_model
 
         observer = None
@@ -113,11 +127,14 @@ def register(app: typer.Typer) -> None:
             if show_prompts:
                 observer = _PromptEcho(observer)
             proc = load_procedure(procedure)
-            config = GuardConfig(
-                chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
-                on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
-                ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
-            )
+            try:
+                config = GuardConfig(
+                    chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
+                    on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
+                    ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
+                )
+            except ValueError as exc:  # an option's value: a usage error, like typer's own
+                raise fail(exc, ExitCode.USAGE) from None
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             chat = load_model(model, procedure=proc)  # only the simulator reads it (instruction steps)
             try:
@@ -133,13 +150,20 @@ def register(app: typer.Typer) -> None:
         except (StepDeviation, BudgetExhausted) as exc:
             typer.echo(f"stopped: {exc}", err=True)
             if exc.result is not None:
-                print_result(exc.result) if not as_json else typer.echo(exc.result.model_dump_json(indent=2))
-            raise typer.Exit(3) from None
-        except (StepguardError, ValueError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        if as_json:
-            json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        else:
-            print_result(result)
+                _print(exc.result, as_json)
+            raise typer.Exit(exit_for_error(exc)) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", ExitCode.INTERRUPTED) from None
+        except StepguardError as exc:
+            raise fail(exc) from None
+        _print(result, as_json)
+        raise typer.Exit(exit_for_status(result.status))
+
+
+def _print(result: GuardResult, as_json: bool) -> None:
+    """The result as a table, or as JSON (values keep their places as text: ``"1221.00"``)."""
+    if as_json:
+        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_result(result)

@@ -9,7 +9,7 @@ from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
 from stepguard.guard._identity import identity_diff, identity_digest, run_identity
 from stepguard.guard._observer import GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
-from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, UsageTotals
+from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
 
 __all__ = [
     "DeviationEvent",
@@ -26,6 +26,7 @@ __all__ = [
     "RUNGS",
     "Rung",
     "StepOutcome",
+    "StepValue",
     "UsageTotals",
     "build_result",
     "format_value",

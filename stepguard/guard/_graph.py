@@ -107,7 +107,7 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
     var = ctx.procedure.steps[state["cursor"]].var
     # not verified: pass on the value the model gave, if any, so the parent records a wrong value
     # (arithmetic_error, with a model value to flag) rather than a missing step; it is checked again
-    value = result.answer if result.status == "verified" else result.values.get(var)
+    value = result.answer_text if result.status == "verified" else result.texts.get(var)
     text = f"{var} = {value}" if value is not None else ""
     u = result.usage
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)

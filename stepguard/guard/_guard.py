@@ -183,14 +183,19 @@ class Guard:
 
 
 def build_result(ctx: RunContext, state: dict[str, Any], thread_id: str | None, wall_s: float) -> GuardResult:
-    """Turn the controller's final state into a :class:`GuardResult` (every value with its provenance)."""
+    """Turn the controller's final state into a :class:`GuardResult` (every value with its provenance).
+
+    Values come out of the state as exact text (``"1221"``) and go into the result typed as each step
+    declares, at its ``scale`` (``Decimal('1221.00')``; see :func:`stepguard.guard._result.typed_value`).
+    """
     proc = ctx.procedure
     values = state.get("values", {})
     prov = state.get("provenance", {})
     reprompts = state.get("step_reprompts", {})
     chunks = state.get("step_chunk", {})
     steps = [
-        StepOutcome(var=s.var, value=values.get(s.var), provenance=prov.get(s.var, "missing"),  # type: ignore[arg-type]
+        StepOutcome(var=s.var, value=values.get(s.var), type=s.type, scale=s.scale,
+                    provenance=prov.get(s.var, "missing"),  # type: ignore[arg-type]
                     reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
         for s in proc.steps
     ]

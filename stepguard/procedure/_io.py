@@ -17,9 +17,9 @@ import yaml
 from pydantic import ValidationError
 
 from stepguard.errors import ProcedureError
-from stepguard.procedure._model import Procedure
+from stepguard.procedure._model import InputSpec, Procedure, Step, procedure_error
 
-__all__ = ["LoadLimits", "load_procedure", "parse_procedure", "procedure_json_schema", "save_procedure"]
+__all__ = ["LoadLimits", "load_procedure", "parse_procedure", "procedure_errors", "procedure_json_schema", "save_procedure"]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -102,11 +102,94 @@ def _json_depth(text: str, limits: LoadLimits, where: str) -> None:
             depth -= 1
 
 
-def _location(loc: tuple[Any, ...]) -> str:
+_KINDS = {  # pydantic's error type -> what was expected, in the project's words
+    "string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number", "int_from_float": "a whole number",
+    "bool_type": "true or false", "bool_parsing": "true or false", "tuple_type": "a list", "list_type": "a list",
+    "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+}
+_FIELDS = {"steps": Step, "inputs": InputSpec}
+
+
+def _shown(value: Any) -> str:
+    """A short, safe rendering of a value from the file (at most 40 characters)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _got(value: Any) -> str:
+    kind = {dict: "a mapping", list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}
+    return f"{kind.get(type(value), type(value).__name__)} {_shown(value)}" if not isinstance(value, (dict, list)) else kind[type(value)]
+
+
+def _location(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
+    """``("steps", 2, "type")`` -> ``steps[2].type (gross)``; ``("inputs", 0, ...)`` -> ``inputs.hours``
+    when the file gives inputs as a mapping (the index is ours, the name is the author's)."""
     out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "procedure"
+    label = ""
+    raw_inputs = data.get("inputs")
+    for depth, part in enumerate(loc):
+        if depth == 1 and loc[0] == "inputs" and isinstance(part, int) and isinstance(raw_inputs, dict):
+            names = list(raw_inputs)
+            out += f".{names[part]}" if part < len(names) else f"[{part}]"
+        elif isinstance(part, int):
+            out += f"[{part}]"
+            steps = data.get("steps")
+            if depth == 1 and loc[0] == "steps" and isinstance(steps, list) and part < len(steps):
+                var = steps[part].get("var") if isinstance(steps[part], dict) else None
+                label = f" ({var})" if isinstance(var, str) and len(var) <= 64 else ""
+        else:
+            out += f".{part}" if out else str(part)
+    return (out or "procedure") + label
+
+
+def _allowed(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
+    """The fields allowed at ``loc`` (the location of an unknown field's parent)."""
+    model = _FIELDS.get(loc[0]) if len(loc) == 2 and isinstance(loc[1], int) else Procedure if not loc else None
+    if model is None:
+        return ""
+    names = [n for n in model.model_fields if not (model is InputSpec and isinstance(data.get("inputs"), dict) and n == "name")]
+    return f" (allowed: {', '.join(names)})"
+
+
+def procedure_errors(exc: ValidationError, data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every error of a procedure's validation as ``(location, message)`` in the project's words.
+
+    Args:
+        exc: pydantic's error from ``Procedure.model_validate(data)``.
+        data: what was validated (the parsed file), to name steps by ``var`` and inputs by name.
+
+    Returns:
+        One ``("steps[2].type (gross)", "'decimal' needs 'scale' (the number of places)")`` pair per
+        error, in pydantic's order; none is dropped and none carries pydantic's phrasing or links.
+    """
+    out: list[tuple[str, str]] = []
+    for err in exc.errors(include_url=False):
+        loc, kind, ctx, got = tuple(err["loc"]), err["type"], err.get("ctx") or {}, err.get("input")
+        if kind == "extra_forbidden":
+            message = f"unknown field {_shown(loc[-1])}{_allowed(loc[:-1], data)}"
+        elif kind == "missing":
+            message = f"required field {_shown(loc[-1])} is missing"
+        elif kind == "procedure_field":
+            loc, message = loc + (ctx["field"],), err["msg"]
+        elif kind == "value_error":
+            message = str(ctx.get("error", err["msg"]))
+        elif kind == "literal_error":
+            message = f"{_shown(got)} is not one of {ctx.get('expected')}"
+        elif kind in ("greater_than_equal", "less_than_equal"):
+            bound = ctx.get("ge", ctx.get("le"))
+            message = f"must be {'at least' if kind == 'greater_than_equal' else 'at most'} {bound}, got {_shown(got)}"
+        elif kind in ("too_long", "too_short", "string_too_long", "string_too_short"):
+            unit = "characters" if kind.startswith("string") else "items"
+            if kind.endswith("long"):
+                message = f"at most {ctx.get('max_length')} {unit} allowed, got {len(got) if hasattr(got, '__len__') else '?'}"
+            else:
+                message = f"at least {ctx.get('min_length')} {unit} needed, got {len(got) if hasattr(got, '__len__') else '?'}"
+        elif kind in _KINDS:
+            message = f"expected {_KINDS[kind]}, got {_got(got)}"
+        else:  # a kind not mapped above: pydantic's message without its prefixes
+            message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        out.append((_location(loc, data), message))
+    return out
 
 
 def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits: LoadLimits = LoadLimits()) -> Procedure:
@@ -119,7 +202,8 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
         limits: size and nesting caps.
 
     Raises:
-        ProcedureError: too large, too deep, aliases, syntax errors, or validation errors (with location).
+        ProcedureError: too large, too deep, aliases, syntax errors, or validation errors: every one,
+            each with its location (``payroll.yaml: 2 errors`` then ``steps[2].type (gross): ...`` lines).
     """
     if len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
         raise ProcedureError(f"larger than {limits.max_bytes} bytes", where)
@@ -146,11 +230,10 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
     try:
         return Procedure.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ProcedureError(f"{_location(first['loc'])}: {first['msg']}{more}", where) from None
+        raise procedure_error(procedure_errors(exc, data), where) from None
     except ProcedureError as exc:
-        raise ProcedureError(str(exc), where) from None
+        problems = getattr(exc, "problems", None)
+        raise (procedure_error(problems, where) if problems else ProcedureError(str(exc), where)) from None
 
 
 def load_procedure(path: str | Path, limits: LoadLimits = LoadLimits()) -> Procedure:

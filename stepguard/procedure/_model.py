@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from stepguard.errors import EvaluationError, ProcedureError
@@ -27,10 +28,37 @@ Rounding = Literal["ROUND_HALF_EVEN", "ROUND_HALF_UP"]
 
 def _check_name(name: str, where: str) -> str:
     if not isinstance(name, str) or not _IDENT.match(name) or name in _RESERVED:
-        raise ValueError(
-            f"{where} name {name!r} must be a letter then letters, digits or _ (at most 64), not a reserved word"
-        )
+        why = "is a reserved word" if name in _RESERVED else "must be a letter, then letters, digits or _ (64 at most)"
+        raise ValueError(f"{where} name {name!r} {why}")
     return name
+
+
+def _field_error(field: str, message: str) -> PydanticCustomError:
+    """A validation error of a whole model that belongs to one of its fields: ``field`` travels in
+    ``ctx`` and :func:`stepguard.procedure._io.procedure_errors` adds it to the location
+    (``steps[2].type``)."""
+    return PydanticCustomError("procedure_field", message, {"field": field})  # message: no {placeholders}
+
+
+class _Problems(ProcedureError):
+    """A :class:`ProcedureError` that keeps its ``(location, message)`` list, so that a loader can
+    name the file on every line."""
+
+    def __init__(self, message: str, location: str | None, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__(message, location)
+
+
+def procedure_error(problems: list[tuple[str, str]], where: str | None = None) -> ProcedureError:
+    """One :class:`ProcedureError` listing every ``(location, message)`` problem, one a line.
+
+    Each line reads ``where: location: message`` (``payroll.yaml: steps[2].type (gross): 'decimal'
+    needs 'scale' (the number of places)``), so that every line names the file and the place.
+    The error's ``problems`` attribute holds the list.
+    """
+    lines = [f"{loc}: {msg}" if loc else msg for loc, msg in problems]
+    tail = "".join(f"\n{where}: {line}" if where else f"\n{line}" for line in lines[1:])
+    return _Problems(lines[0] + tail, where, problems)
 
 
 _COMPUTING = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call)
@@ -138,16 +166,16 @@ class Step(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Step:
         if self.type == "one_of" and not self.choices:
-            raise ValueError("type one_of needs choices")
+            raise _field_error("type", "'one_of' needs 'choices' (the allowed values)")
         if self.type == "decimal" and self.scale is None:
-            raise ValueError("type decimal needs scale (decimal places)")
+            raise _field_error("type", "'decimal' needs 'scale' (the number of places)")
         # every rule a file states is enforced, or the file is refused: these would be ignored
         if self.choices is not None and self.type != "one_of":
-            raise ValueError(f"choices apply only to type one_of, and this step is of type {self.type}")
+            raise _field_error("choices", f"choices apply only to type one_of, and this step is of type {self.type}")
         if "rounding" in self.model_fields_set and self.scale is None:
-            raise ValueError("rounding applies only with scale (the decimal places to round to)")
+            raise _field_error("rounding", "rounding applies only with scale (the decimal places to round to)")
         if self.scale is not None and self.type not in ("decimal", "number"):
-            raise ValueError(f"scale applies only to type decimal or number, and this step is of type {self.type}")
+            raise _field_error("scale", f"scale applies only to type decimal or number, and this step is of type {self.type}")
         return self
 
 
@@ -182,17 +210,18 @@ class Procedure(BaseModel):
     @model_validator(mode="after")
     def _validate(self) -> Procedure:
         if not self.steps:
-            raise ValueError("a procedure needs at least one step")
+            raise _field_error("steps", "a procedure needs at least one step")
+        problems: list[tuple[str, str]] = []  # (location, message): every problem, not only the first
         known: set[str] = set()
         for i, inp in enumerate(self.inputs):
             if inp.name in known:
-                raise ProcedureError(f"duplicate input {inp.name!r}", f"inputs[{i}].name")
+                problems.append((f"inputs[{i}].name", f"duplicate input {inp.name!r}"))
             known.add(inp.name)
         inputs = frozenset(known)
         for i, step in enumerate(self.steps):
             if step.var in known:
                 what = "an input" if step.var in inputs else "an earlier step"
-                raise ProcedureError(f"variable {step.var!r} is already defined by {what}", f"steps[{i}].var")
+                problems.append((f"steps[{i}].var", f"variable {step.var!r} is already defined by {what}"))
             for field in ("expr", "check"):
                 src = getattr(step, field)
                 if src is None:
@@ -201,16 +230,19 @@ class Procedure(BaseModel):
                     compiled = compile_expression(src)
                     _fold_constants(compiled)
                 except EvaluationError as exc:
-                    raise ProcedureError(str(exc), f"steps[{i}].{field} ({step.var})") from None
+                    problems.append((f"steps[{i}].{field} ({step.var})", str(exc)))
+                    continue
                 allowed = known | {"value"} if field == "check" else known
                 for name in compiled.names:
                     if name not in allowed:
                         later = any(s.var == name for s in self.steps[i:])
                         why = "is defined by a later step" if later else "is not an input or an earlier variable"
-                        raise ProcedureError(f"reads {name!r}, which {why}", f"steps[{i}].{field} ({step.var})")
+                        problems.append((f"steps[{i}].{field} ({step.var})", f"reads {name!r}, which {why}"))
             known.add(step.var)
         if self.answer is not None and self.answer not in known - inputs:
-            raise ProcedureError(f"answer {self.answer!r} is not a step variable", "answer")
+            problems.append(("answer", f"answer {self.answer!r} is not a step variable"))
+        if problems:
+            raise procedure_error(problems)
         return self
 
     @property

@@ -102,8 +102,8 @@ def finish_run_span(span: Span, result: Any, error: BaseException | None, captur
             n.USAGE_MODEL_CALLS: u.model_calls, n.USAGE_INPUT_TOKENS: u.input_tokens, n.USAGE_OUTPUT_TOKENS: u.output_tokens,
         }))
         if capture_content:
-            span.set_attributes(clean({n.ANSWER: result.answer, n.OI_INPUT_VALUE: json.dumps(result.inputs),
-                                       n.OI_OUTPUT_VALUE: result.answer}))
+            span.set_attributes(clean({n.ANSWER: result.answer_text, n.OI_INPUT_VALUE: json.dumps(result.inputs),
+                                       n.OI_OUTPUT_VALUE: result.answer_text}))
         if result.status == "failed" and error is None:
             span.set_attribute(n.ERROR_TYPE, "stepguard.run_failed")
             span.set_status(Status(StatusCode.ERROR, f"unverified from step {result.first_unverified}"))
