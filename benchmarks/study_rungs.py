@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 
 from stepguard.adapters import load_model
-from stepguard.guard import Guard, GuardConfig
-from stepguard.guard._bridge import bridge_step
-from stepguard.guard._decompose import commute_step, decompose_step
+from stepguard.guard import Guard, GuardConfig, get_rung
 from stepguard.procedure import Procedure
 
 # (left operand value, operator, right operand value, what the model answered in the chunk)
@@ -30,8 +27,6 @@ STEPS = [
 ]
 # the three sums no rung fixed in the 2026-11-30 measurement (docs/fidelity.md, residual errors)
 RESIDUAL = [(468, "+", 228, 796), (-280, "-", 14, -304), (365, "-", -633, 1008)]
-RUNGS = {"commute": commute_step, "bridge": bridge_step, "decompose": decompose_step}
-NESTED = {"commute": (("resample",), 1), "bridge": (("narrow", "resample"), 2), "decompose": (("narrow", "resample"), 2)}
 
 
 def study(model, rungs: list[str], steps: list[tuple[int, str, int, int]]) -> None:
@@ -41,13 +36,11 @@ def study(model, rungs: list[str], steps: list[tuple[int, str, int, int]]) -> No
         proc = Procedure.model_validate({"name": "study", "inputs": {"x": "integer", "y": "integer"},
                                          "steps": [{"var": "S1", "expr": f"x {op} y"}]})
         for attempt, rung in enumerate(rungs, start=1):
-            sub = RUNGS[rung](proc, 0, {"x": a, "y": b})
+            sub = get_rung(rung).derive(proc, 0, {"x": a, "y": b})  # the guard's own nested settings below
             if sub is None:
                 print(f"{a} {op} {b:<6} {rung:<9} does not apply")
                 continue
-            ladder, tries = NESTED[rung]
-            cfg = replace(GuardConfig(), chunk_size=64, ladder=ladder, max_reprompts_per_step=tries,
-                          on_exhausted="flag", seed=attempt)
+            cfg = get_rung(rung).nested_config(GuardConfig(), attempt, None, None)
             t0 = time.perf_counter()
             result = Guard(model, cfg).run(sub, {})
             first = [f"{d.step}: {d.got}" for d in result.deviations][:2]

@@ -4,11 +4,13 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 :func:`sqlite_checkpointer`, :class:`PromptSet`, :func:`render_raw_prompt`.
 """
 
-from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy, Rung
+from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy
 from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
 from stepguard.guard._identity import identity_diff, identity_digest, run_identity
 from stepguard.guard._observer import GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
+from stepguard.guard.rungs import Rung, get_rung, rung_names
+from stepguard.guard.rungs import register as register_rung
 from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
 
 __all__ = [
@@ -30,9 +32,12 @@ __all__ = [
     "UsageTotals",
     "build_result",
     "format_value",
+    "get_rung",
     "identity_diff",
     "identity_digest",
+    "register_rung",
     "render_raw_prompt",
     "run_identity",
+    "rung_names",
     "sqlite_checkpointer",
 ]

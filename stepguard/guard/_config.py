@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal
 
-__all__ = ["RUNGS", "ExhaustedAction", "GuardConfig", "Policy", "Rung"]
+from stepguard.guard.rungs import rung_names
+
+__all__ = ["RUNGS", "ExhaustedAction", "GuardConfig", "Policy"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -20,22 +22,18 @@ Policy = Literal["reprompt", "repair", "raise", "flag"]
 ExhaustedAction = Literal["raise", "repair", "flag"]
 """What happens when a re-prompt or token budget is spent (see :class:`Policy`)."""
 
-Rung = Literal["restate", "narrow", "resample", "decompose", "commute", "bridge"]
-"""One rung of the re-prompt ladder.
+RUNGS: tuple[str, ...] = rung_names()
+"""The built-in rungs' names, in registration order (:mod:`stepguard.guard.rungs`, one module each):
 
 - ``restate``: the same chunk from the failing step, with the committed operands and the correction.
 - ``narrow``: the failing step alone.
 - ``resample``: the failing step alone, with a different seed and ``resample_temperature``.
-- ``decompose``: the failing step split into place-value sub-steps the guard derives and checks
-  (``stepguard.guard._decompose``); the step verifies when the model's sub-steps all do.
-- ``commute``: the failing step alone, over its operand values, with the operands swapped and
-  signs folded (``171 - (-168)`` asked as ``168 + 171``); one resampled retry.
-- ``bridge``: a sum or difference that carries or borrows, asked through the round number
-  (``715 - 20`` as ``715 - 15``, then ``- 5``; ``stepguard.guard._bridge``), each sub-step checked.
-"""
+- ``bridge``: a carry or borrow asked through the round number, each sub-step checked.
+- ``decompose``: the failing step as place-value sub-steps, each checked.
+- ``commute``: the failing step over its operand values, swapped, signs folded.
 
-RUNGS: tuple[str, ...] = get_args(Rung)
-"""Every rung name, in the order of :data:`Rung`."""
+A rung registered later (:func:`stepguard.guard.rungs.register`) is accepted in a ladder too.
+"""
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class GuardConfig:
     """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
-    ladder: tuple[Rung, ...] = ("bridge", "decompose", "commute")
+    ladder: tuple[str, ...] = ("bridge", "decompose", "commute")
     """Re-prompt rungs in order, one attempt each (the last repeats while the budget lasts); the ladder
     restarts for every new failing step. Measured on the embedded model: in 26 guarded instances
     (ladder commute, decompose, resample, resample, restate) commute fixed 11 of 28 tries, decompose
@@ -104,7 +102,7 @@ class GuardConfig:
         if self.on_exhausted not in ("raise", "repair", "flag"):
             raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
         if not self.ladder:
-            raise ValueError(f"ladder must name at least one rung ({', '.join(RUNGS)})")
+            raise ValueError(f"ladder must name at least one rung ({', '.join(rung_names())})")
         for rung in self.ladder:
-            if rung not in RUNGS:
-                raise ValueError(f"unknown ladder rung {rung!r}: use one of {', '.join(RUNGS)}")
+            if rung not in rung_names():
+                raise ValueError(f"unknown ladder rung {rung!r}: use one of {', '.join(rung_names())}")

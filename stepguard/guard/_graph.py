@@ -18,7 +18,6 @@ never a node retry (which would resend the same input).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -26,11 +25,9 @@ from langgraph.graph import END, START, StateGraph
 
 from stepguard.errors import EvaluationError, StepguardError
 from stepguard.guard._corrections import correction_note
-from stepguard.guard._bridge import bridge_step
-from stepguard.guard._decompose import commute_step, decompose_step
-from stepguard.guard._observer import ModelCallOnly
 from stepguard.guard._prompts import format_value
-from stepguard.guard._state import GuardState, RunContext, notify
+from stepguard.guard._state import GuardState, RunContext
+from stepguard.guard.rungs import Rung, get_rung
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
 from stepguard.trace import parse_trace
@@ -46,15 +43,16 @@ def _ctx(config: RunnableConfig) -> RunContext:
 
 
 def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
-    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on every rung but ``restate``)."""
+    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone)."""
     ctx = _ctx(config)
     n = len(ctx.procedure.steps)
     cursor = state.get("cursor", 0)
     size = state.get("chunk_size", ctx.config.chunk_size)
-    if state.get("rung") not in (None, "restate"):  # every rung but restate asks the failing step alone
+    rung = _rung(state)
+    if rung is not None and not rung.whole_chunk:
         size = 1
     end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
-    notify(ctx.observer, "chunk_started", chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
+    ctx.observer.chunk_started(chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
     return {"chunk_end": end, "chunk_no": chunk}
 
 
@@ -62,7 +60,8 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
     cfg = ctx.config
     indices = list(range(state["cursor"], state["chunk_end"]))
     messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.get("note"))
-    resample = state.get("rung") == "resample"
+    rung = _rung(state)
+    resample = rung is not None and rung.resamples
     max_tokens = cfg.max_tokens_per_step * len(indices) + 32
     left = _tokens_left(state, ctx)
     settings = GenerationSettings(
@@ -83,26 +82,29 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage}
 
 
-_DERIVED = {"decompose": decompose_step, "commute": commute_step, "bridge": bridge_step}
+def _rung(state: GuardState) -> Rung | None:
+    """The rung of the pending ask (``None`` on a first try)."""
+    name = state.get("rung")
+    return get_rung(name) if name else None
 
 
-def _derive(rung: str | None, ctx: RunContext, index: int, env: Any) -> Procedure | None:
-    """The sub-procedure of a ``decompose``, ``bridge`` or ``commute`` rung for step ``index``, or ``None`` where it cannot apply."""
-    derive = _DERIVED.get(rung or "")
-    if derive is None:
+def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | None:
+    """The derived sub-procedure of ``rung`` for step ``index``, or ``None`` where it does not apply."""
+    if not rung.derives:
         return None
     try:
-        return derive(ctx.procedure, index, env)
+        return rung.derive(ctx.procedure, index, env)
     except (ValueError, StepguardError):  # a derived procedure our own limits refuse: ask the step as it is
         return None
 
 
-def _decomposed(state: GuardState, ctx: RunContext) -> Procedure | None:
-    """The sub-procedure of the current rung, or ``None`` (ask the step as it is)."""
-    return _derive(state.get("rung"), ctx, state["cursor"], ctx.env(state))
+def _derived_procedure(state: GuardState, ctx: RunContext) -> Procedure | None:
+    """The sub-procedure of the pending rung, or ``None`` (ask the step as it is)."""
+    rung = _rung(state)
+    return None if rung is None else _derive(rung, ctx, state["cursor"], ctx.env(state))
 
 
-def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
+def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
     """The nested run's outcome as a reply line for the failing step, with its usage added."""
     var = ctx.procedure.steps[state["cursor"]].var
     # not verified: pass on the value the model gave, if any, so the parent records a wrong value
@@ -116,29 +118,23 @@ def _decompose_reply(state: GuardState, ctx: RunContext, sub: Procedure, result:
     return out
 
 
-def _sub_guard(ctx: RunContext, state: GuardState) -> Any:
-    """The nested guard of a derived rung: decompose and bridge retry a sub-step twice, commute once (resampled).
-
-    Its seed moves with the parent's attempt, so a repeated rung does not resend the same request;
-    its token and wall-clock budgets are what the parent run has left.
-    """
-    from stepguard.guard._guard import Guard
-
-    ladder, tries = (("resample",), 1) if state.get("rung") == "commute" else (("narrow", "resample"), 2)
-    tokens, wall = _tokens_left(state, ctx), _wall_left(ctx)
-    cfg = replace(ctx.config, chunk_size=64, adaptive=False, ladder=ladder, max_reprompts_per_step=tries, policy="reprompt",
-                  on_exhausted="flag", seed=ctx.config.seed + state.get("attempt", 0),
-                  max_total_tokens=None if tokens is None else max(1, tokens),
-                  max_wall_s=None if wall is None else max(1e-3, wall))
-    return Guard(ctx.model, cfg, observer=ModelCallOnly(ctx.observer))
+def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
+    """The nested guard of a derived rung, built by the run context's factory with the rung's own
+    settings (:meth:`Rung.nested_config`): its seed moves with the parent's attempt, so a repeated
+    rung does not resend the same request, and its token and wall-clock budgets are what the
+    parent run has left."""
+    rung = _rung(state)
+    assert rung is not None
+    cfg = rung.nested_config(ctx.config, state.get("attempt", 0), _tokens_left(state, ctx), _wall_left(ctx))
+    return ctx.nested_guard(cfg)
 
 
 def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
-    """Send the chunk (or corrective) prompt to the model; on a decompose or commute rung, run the derived steps."""
+    """Send the chunk (or corrective) prompt to the model; on a derived rung, run the derived steps."""
     ctx = _ctx(config)
-    sub = _decomposed(state, ctx)
+    sub = _derived_procedure(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, _sub_guard(ctx, state).run(sub, {}))
+        return _derived_reply(state, ctx, sub, _nested_guard(ctx, state).run(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -149,9 +145,9 @@ def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
 async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     """Async twin of :func:`ask`."""
     ctx = _ctx(config)
-    sub = _decomposed(state, ctx)
+    sub = _derived_procedure(state, ctx)
     if sub is not None:
-        return _decompose_reply(state, ctx, sub, await _sub_guard(ctx, state).arun(sub, {}))
+        return _derived_reply(state, ctx, sub, await _nested_guard(ctx, state).arun(sub, {}))
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
@@ -181,7 +177,7 @@ def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
 def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
     if ctx is not None:
-        notify(ctx.observer, "step_checked", d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
+        ctx.observer.step_checked(d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
     return {**d, "attempt": state.get("attempt", 0), "chunk": state.get("chunk_no", 1) - 1, "action": action, "rung": rung}
 
 
@@ -200,9 +196,9 @@ def commit(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
             prov[var] = "flagged"  # verified only against a flagged (unverified) operand
         reprompts[var] = state.get("attempt", 0) if i == 0 else 0
         chunks[var] = state.get("chunk_no", 1) - 1
-        notify(ctx.observer, "step_checked", var, "pass", None, None)
+        ctx.observer.step_checked(var, "pass", None, None)
     dev = state.get("deviation")
-    notify(ctx.observer, "chunk_finished", state.get("chunk_no", 1) - 1, len(verified), dev["kind"] if dev else None)
+    ctx.observer.chunk_finished(state.get("chunk_no", 1) - 1, len(verified), dev["kind"] if dev else None)
     out: dict[str, Any] = {
         "values": values, "provenance": prov, "step_reprompts": reprompts, "step_chunk": chunks,
         "cursor": state["cursor"] + len(verified),
@@ -305,7 +301,7 @@ def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     attempt = state.get("attempt", 0) + 1
     ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
-    if rung in _DERIVED and _derive(rung, ctx, state["cursor"], ctx.env(state)) is None:
+    if _derive(get_rung(rung), ctx, state["cursor"], ctx.env(state)) is None and get_rung(rung).derives:
         # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
         # resample (a new seed each attempt) after, so that no request is ever sent twice
         rung = "narrow" if attempt == 1 else "resample"

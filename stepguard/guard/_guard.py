@@ -15,10 +15,10 @@ from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import CONTEXT_KEY, build_graph
 from stepguard.guard._identity import identity_diff, run_identity
-from stepguard.guard._observer import GuardObserver, NullObserver
+from stepguard.guard._observer import GuardObserver, ModelCallOnly, NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
-from stepguard.guard._state import GuardState, RunContext, notify
+from stepguard.guard._state import GuardState, RunContext
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
 
@@ -51,7 +51,7 @@ class Guard:
         observer: GuardObserver | None = None,
     ) -> None:
         self.model = model
-        self.observer: GuardObserver = observer or NullObserver()
+        self.observer = SafeObserver(observer or NullObserver())
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer = async_capable(checkpointer)
         self._prompts = PromptSet(self.config.prompt_dir)
@@ -65,8 +65,9 @@ class Guard:
         ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
         ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts)
+        ctx.nested_guard = lambda cfg: Guard(self.model, cfg, observer=ModelCallOnly(self.observer.inner))
         tid = thread_id or uuid.uuid4().hex
-        notify(self.observer, "run_started", procedure, self.model, self.config, tid)
+        self.observer.run_started(procedure, self.model, self.config, tid)
         limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
         cfg = {"configurable": {"thread_id": tid, CONTEXT_KEY: ctx}, "recursion_limit": limit}
         return ctx, cfg, tid
@@ -144,7 +145,7 @@ class Guard:
                         return self._finish(ctx, values, tid, time.perf_counter() - t0)
             state = self._graph.invoke(start, cfg, durability=self._durability)
         except BaseException as exc:
-            notify(self.observer, "run_finished", None, exc)
+            self.observer.run_finished(None, exc)
             raise
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
@@ -162,7 +163,7 @@ class Guard:
                         return self._finish(ctx, values, tid, time.perf_counter() - t0)
             state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
         except BaseException as exc:
-            notify(self.observer, "run_finished", None, exc)
+            self.observer.run_finished(None, exc)
             raise
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
@@ -171,7 +172,7 @@ class Guard:
 
     def _finish(self, ctx: RunContext, state: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
         result = build_result(ctx, state, tid, wall_s)
-        notify(self.observer, "run_finished", result, None)
+        self.observer.run_finished(result, None)
         why = state.get("stop")
         if why == "raise":
             dev = state.get("deviation") or {}

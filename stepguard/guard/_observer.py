@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings
     from stepguard.procedure import Procedure
 
-__all__ = ["GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver"]
+__all__ = ["GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver", "SafeObserver"]
 
 
 class ModelCallRecord(Protocol):
@@ -100,3 +100,80 @@ class ModelCallOnly(NullObserver):
     def model_call(self, messages: ChatMessage | Any, settings: GenerationSettings | Any) -> Any:  # type: ignore[override]
         """The parent's context manager around this call."""
         return self.parent.model_call(messages, settings)
+
+
+class _SafeRecord:
+    def __init__(self, inner: ModelCallRecord) -> None:
+        self.inner = inner
+
+    def response(self, response: ChatResponse) -> None:
+        try:
+            self.inner.response(response)
+        except Exception:  # noqa: BLE001 - telemetry must not break the run
+            pass
+
+
+class SafeObserver:
+    """Wraps an observer so that none of its hooks can break a run: an exception inside one is dropped.
+
+    The controller calls only this wrapper, by typed method, so a type checker sees every call
+    (a misspelled hook is an attribute error in the checker, not a silent no-op at run time).
+    """
+
+    def __init__(self, inner: GuardObserver) -> None:
+        self.inner = inner
+
+    def run_started(self, procedure: Procedure, model: ChatModel, config: GuardConfig, thread_id: str) -> None:
+        """Forward :meth:`GuardObserver.run_started`."""
+        try:
+            self.inner.run_started(procedure, model, config, thread_id)
+        except Exception:  # noqa: BLE001 - telemetry must not break the run
+            pass
+
+    def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
+        """Forward :meth:`GuardObserver.chunk_started`."""
+        try:
+            self.inner.chunk_started(chunk, start, end, rung, attempt)
+        except Exception:  # noqa: BLE001
+            pass
+
+    @contextlib.contextmanager
+    def model_call(self, messages: list[ChatMessage], settings: GenerationSettings) -> Iterator[ModelCallRecord]:
+        """Forward :meth:`GuardObserver.model_call`; the model's own errors pass through unchanged."""
+        try:
+            cm = self.inner.model_call(messages, settings)
+            record = cm.__enter__()
+        except Exception:  # noqa: BLE001
+            yield _NullRecord()
+            return
+        try:
+            yield _SafeRecord(record)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        with contextlib.suppress(Exception):
+            cm.__exit__(None, None, None)
+
+    def step_checked(
+        self, var: str, outcome: str, kind: str | None, action: str | None, detail: str = "", rung: str | None = None
+    ) -> None:
+        """Forward :meth:`GuardObserver.step_checked`."""
+        try:
+            self.inner.step_checked(var, outcome, kind, action, detail, rung=rung)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def chunk_finished(self, chunk: int, verified: int, deviation: str | None) -> None:
+        """Forward :meth:`GuardObserver.chunk_finished`."""
+        try:
+            self.inner.chunk_finished(chunk, verified, deviation)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def run_finished(self, result: GuardResult | None, error: BaseException | None) -> None:
+        """Forward :meth:`GuardObserver.run_finished`."""
+        try:
+            self.inner.run_finished(result, error)
+        except Exception:  # noqa: BLE001
+            pass

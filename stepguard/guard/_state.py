@@ -5,11 +5,12 @@ from __future__ import annotations
 import operator
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 from stepguard.evaluator import Number, parse_number
 from stepguard.guard._config import GuardConfig
-from stepguard.guard._observer import GuardObserver, NullObserver
+from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
@@ -56,8 +57,10 @@ class RunContext:
     config: GuardConfig
     inputs: dict[str, Number | str]
     prompts: PromptSet = field(default_factory=PromptSet)
-    observer: GuardObserver = field(default_factory=NullObserver)
+    observer: SafeObserver = field(default_factory=lambda: SafeObserver(NullObserver()))
     identity: dict[str, Any] = field(default_factory=dict)
+    nested_guard: Callable[[GuardConfig], Any] = field(default=lambda cfg: None, repr=False)
+    """Builds the nested guard that runs a derived rung's sub-procedure (set by :class:`Guard`)."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
     _parsed: dict[str, tuple[str, Number | str]] = field(default_factory=dict, repr=False)
 
@@ -74,14 +77,6 @@ class RunContext:
 
     def __post_init__(self) -> None:
         self._types: dict[str, str] = {s.var: s.type for s in self.procedure.steps}
-
-
-def notify(observer: GuardObserver, method: str, *args: Any, **kwargs: Any) -> None:
-    """Call ``observer.method(*args)``; an observer's exception never breaks a run."""
-    try:
-        getattr(observer, method)(*args, **kwargs)
-    except Exception:  # noqa: BLE001 - telemetry must not break the run
-        pass
 
 
 def _parse(text: str, type_: str | None) -> Number | str:

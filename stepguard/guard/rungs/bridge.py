@@ -27,10 +27,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard._decompose import magnitudes, operands, places, sub_procedure
+from stepguard.guard.rungs._arith import magnitudes, operands, places, sub_procedure
+from stepguard.guard.rungs._base import Rung, register
 from stepguard.procedure import Procedure
 
-__all__ = ["bridge_step"]
+__all__ = ["Bridge", "bridge_step"]
+
+
+@register
+class Bridge(Rung):
+    """``bridge``: a carry or borrow asked through the round number, each sub-step checked (:func:`bridge_step`)."""
+
+    name = "bridge"
+    derives = True
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """See :func:`bridge_step`."""
+        return bridge_step(procedure, index, env)
 
 
 def _down(big: int, small: int) -> list[str]:

@@ -1,0 +1,105 @@
+"""What a rung is, and the registry that names them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
+
+from stepguard.evaluator import Number
+from stepguard.procedure import Procedure
+
+if TYPE_CHECKING:
+    from stepguard.guard._config import GuardConfig
+
+__all__ = ["Rung", "get_rung", "register", "rung_names"]
+
+
+class Rung:
+    """One rung of the re-prompt ladder: how the guard re-asks a failing step.
+
+    Subclass it in one module under ``stepguard/guard/rungs/``, decorate the class with
+    :func:`register`, and import the module in ``stepguard/guard/rungs/__init__.py``; the
+    controller reads only these attributes and never switches on rung names.
+
+    Attributes:
+        name: the name used in ``GuardConfig.ladder``, ``--ladder``, results and spans.
+        whole_chunk: re-ask the chunk from the failing step (True), or the failing step alone.
+        resamples: sample at ``GuardConfig.resample_temperature`` with the seed ``seed + attempt``,
+            so a repeated rung never resends the same request.
+        derives: the rung re-asks the step as a derived sub-procedure (:meth:`derive`) that runs
+            under a nested guard (:meth:`nested_config`).
+        nested_ladder: the nested guard's ladder (derived rungs).
+        nested_tries: the nested guard's re-prompts per sub-step (derived rungs).
+    """
+
+    name: str = ""
+    whole_chunk: bool = False
+    resamples: bool = False
+    derives: bool = False
+    nested_ladder: tuple[str, ...] = ("narrow", "resample")
+    nested_tries: int = 2
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """The sub-procedure that computes step ``index`` (0-based) from the committed values ``env``.
+
+        Returns:
+            A procedure with no inputs whose last step has the failing step's variable (every
+            sub-step is checked by the evaluator; names and values are the guard's own, derived
+            from the expression, so no expected value is shown), or ``None`` where the rung does
+            not apply; then the ladder asks the step alone (``narrow``, later ``resample``).
+        """
+        return None
+
+    def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None) -> GuardConfig:
+        """The nested guard's configuration for this rung's derived sub-procedure.
+
+        Args:
+            parent: the run's configuration.
+            attempt: the parent step's re-prompt number (moves the seed: no request is resent).
+            tokens_left: the parent's token budget left (``None``: unbounded).
+            wall_left: the parent's wall-clock seconds left (``None``: unbounded).
+        """
+        return replace(
+            parent, chunk_size=64, adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
+            policy="reprompt", on_exhausted="flag", seed=parent.seed + attempt,
+            max_total_tokens=None if tokens_left is None else max(1, tokens_left),
+            max_wall_s=None if wall_left is None else max(1e-3, wall_left),
+        )
+
+    def __repr__(self) -> str:
+        return f"<rung {self.name}>"
+
+
+_REGISTRY: dict[str, Rung] = {}
+R = TypeVar("R", bound=type[Rung])
+
+
+def register(cls: R) -> R:
+    """Class decorator: make the rung available by its ``name`` in every ladder.
+
+    Raises:
+        ValueError: the class has no name, or another rung has that name.
+    """
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"a rung needs a unique name; {cls.name!r} is {'taken' if cls.name else 'empty'}")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def get_rung(name: str) -> Rung:
+    """The registered rung called ``name``.
+
+    Raises:
+        KeyError: no rung has that name (the message lists those that exist).
+    """
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown ladder rung {name!r}: use one of {', '.join(rung_names())}") from None
+
+
+def rung_names() -> tuple[str, ...]:
+    """Every registered rung's name, in registration order."""
+    return tuple(_REGISTRY)
+
