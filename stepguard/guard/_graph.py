@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from stepguard.errors import EvaluationError, StepguardError
 from stepguard.guard._corrections import correction_note
@@ -35,16 +35,9 @@ from stepguard.verify import Deviation, expected_value, verify_chunk
 
 __all__ = ["build_graph"]
 
-CONTEXT_KEY = "stepguard_context"
-
-
-def _ctx(config: RunnableConfig) -> RunContext:
-    return config["configurable"][CONTEXT_KEY]  # type: ignore[no-any-return]
-
-
-def plan(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone)."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     n = len(ctx.procedure.steps)
     cursor = state.get("cursor", 0)
     size = state.get("chunk_size", ctx.config.chunk_size)
@@ -129,9 +122,9 @@ def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
     return ctx.nested_guard(cfg)
 
 
-def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Send the chunk (or corrective) prompt to the model; on a derived rung, run the derived steps."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     sub = _derived_procedure(state, ctx)
     if sub is not None:
         return _derived_reply(state, ctx, sub, _nested_guard(ctx, state).run(sub, {}))
@@ -142,9 +135,9 @@ def ask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     return _record_reply(state, resp)
 
 
-async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Async twin of :func:`ask`."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     sub = _derived_procedure(state, ctx)
     if sub is not None:
         return _derived_reply(state, ctx, sub, await _nested_guard(ctx, state).arun(sub, {}))
@@ -155,9 +148,9 @@ async def aask(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     return _record_reply(state, resp)
 
 
-def verify(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Parse the reply (never evaluating it) and check it step by step against the evaluator."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     trace = parse_trace(state.get("reply", ""), var_names=ctx.procedure.variables)
     verdict = verify_chunk(
         ctx.procedure, state["cursor"], state["chunk_end"], ctx.env(state), trace,
@@ -181,9 +174,9 @@ def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung
     return {**d, "attempt": state.get("attempt", 0), "chunk": state.get("chunk_no", 1) - 1, "action": action, "rung": rung}
 
 
-def commit(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Commit the verified prefix (the checkpoint after this node is the resume point)."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     verified = state.get("verified", [])
     values = dict(state.get("values", {}))
     prov = dict(state.get("provenance", {}))
@@ -261,9 +254,9 @@ def _budget_left(state: GuardState, ctx: RunContext) -> str | None:
     return None
 
 
-def route_after_commit(state: GuardState, config: RunnableConfig) -> Route:
+def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route:
     """Pick the policy's node for a deviation, or go on."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     n = len(ctx.procedure.steps)
     if state.get("deviation") is None:
         return "finish" if state["cursor"] >= n else "plan"  # plan's edge checks the run-wide budgets
@@ -275,19 +268,19 @@ def route_after_commit(state: GuardState, config: RunnableConfig) -> Route:
     return {"repair": "repair", "flag": "flag", "raise": "stop"}[policy]  # type: ignore[return-value]
 
 
-def route_after_plan(state: GuardState, config: RunnableConfig) -> Route:
+def route_after_plan(state: GuardState, runtime: Runtime[RunContext]) -> Route:
     """Ask the model, unless a run-wide budget (tokens, wall time) forbids another call."""
-    return "exhausted" if _spent_before_call(state, _ctx(config)) else "ask"
+    return "exhausted" if _spent_before_call(state, runtime.context) else "ask"
 
 
-def exhausted(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def exhausted(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Record which budget is spent; ``on_exhausted`` picks what follows."""
-    return {"spent": _budget_left(state, _ctx(config)) or "reprompts_per_step"}
+    return {"spent": _budget_left(state, runtime.context) or "reprompts_per_step"}
 
 
-def route_after_exhausted(state: GuardState, config: RunnableConfig) -> Route:
+def route_after_exhausted(state: GuardState, runtime: Runtime[RunContext]) -> Route:
     """``on_exhausted``: repair, flag or stop."""
-    return {"repair": "repair", "flag": "flag", "raise": "stop"}[_ctx(config).config.on_exhausted]  # type: ignore[return-value]
+    return {"repair": "repair", "flag": "flag", "raise": "stop"}[runtime.context.config.on_exhausted]  # type: ignore[return-value]
 
 
 def _budget_deviation(state: GuardState, var: str) -> dict[str, Any]:
@@ -295,9 +288,9 @@ def _budget_deviation(state: GuardState, var: str) -> dict[str, Any]:
     return state.get("deviation") or {"kind": "budget_exhausted", "step": var, "detail": f"the {state.get('spent') or 'run'} budget is spent"}
 
 
-def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Prepare a corrective prompt for the failing step, on the next ladder rung."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     attempt = state.get("attempt", 0) + 1
     ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
@@ -313,9 +306,9 @@ def reprompt(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     }
 
 
-def repair(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Supply the evaluator's value for the failing step and mark it ``repaired``."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     i = state["cursor"]
     var = ctx.procedure.steps[i].var
     try:
@@ -339,9 +332,9 @@ def _step_reprompts(state: GuardState, var: str) -> dict[str, Any]:
     return {"step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)}}
 
 
-def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Shadow mode: keep the model's value unverified, record the deviation, go on."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     i = state["cursor"]
     var = ctx.procedure.steps[i].var
     dev = _budget_deviation(state, var)
@@ -356,9 +349,9 @@ def flag(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     }
 
 
-def stop(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def stop(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Stop early: the ``raise`` policy, or a spent budget with ``on_exhausted='raise'``."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     spent = state.get("spent")
     why = f"budget:{spent}" if spent else "raise"
     var = ctx.procedure.steps[min(state["cursor"], len(ctx.procedure.steps) - 1)].var
@@ -367,22 +360,22 @@ def stop(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
     return {"stop": why, "events": events, **(_step_reprompts(state, var) if dev else {})}
 
 
-def route_after_policy(state: GuardState, config: RunnableConfig) -> Route:
+def route_after_policy(state: GuardState, runtime: Runtime[RunContext]) -> Route:
     """Continue unless the run stopped or every step is committed; a spent token budget repairs or stops."""
-    ctx = _ctx(config)
+    ctx = runtime.context
     if state.get("stop") or state["cursor"] >= len(ctx.procedure.steps):
         return "finish"
     return "plan"  # plan's edge checks the run-wide budgets
 
 
-def finish(state: GuardState, config: RunnableConfig) -> dict[str, Any]:
+def finish(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Record the end time; the result is built from the final state."""
     return {"usage": {**state.get("usage", {}), "finished_at": time.time()}}
 
 
 def build_graph(use_async: bool = False) -> StateGraph:
     """The controller graph (uncompiled). ``use_async`` picks the async model call node."""
-    g = StateGraph(GuardState)
+    g = StateGraph(GuardState, context_schema=RunContext)
     g.add_node("plan", plan)
     g.add_node("ask", aask if use_async else ask)
     g.add_node("verify", verify)

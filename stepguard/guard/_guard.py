@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from stepguard.errors import BudgetExhausted, CheckpointError, StepDeviation
 from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig
-from stepguard.guard._graph import CONTEXT_KEY, build_graph
+from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GuardObserver, ModelCallOnly, NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
@@ -69,7 +69,7 @@ class Guard:
         tid = thread_id or uuid.uuid4().hex
         self.observer.run_started(procedure, self.model, self.config, tid)
         limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
-        cfg = {"configurable": {"thread_id": tid, CONTEXT_KEY: ctx}, "recursion_limit": limit}
+        cfg = {"configurable": {"thread_id": tid}, "recursion_limit": limit}
         return ctx, cfg, tid
 
     def run_identity(self, procedure: Procedure, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,7 +143,7 @@ class Guard:
                     start, finished = self._resume_from(ctx, values, tid)
                     if finished:
                         return self._finish(ctx, values, tid, time.perf_counter() - t0)
-            state = self._graph.invoke(start, cfg, durability=self._durability)
+            state = self._graph.invoke(start, cfg, context=ctx, durability=self._durability)
         except BaseException as exc:
             self.observer.run_finished(None, exc)
             raise
@@ -161,7 +161,7 @@ class Guard:
                     start, finished = self._resume_from(ctx, values, tid)
                     if finished:
                         return self._finish(ctx, values, tid, time.perf_counter() - t0)
-            state = await self._agraph.ainvoke(start, cfg, durability=self._durability)
+            state = await self._agraph.ainvoke(start, cfg, context=ctx, durability=self._durability)
         except BaseException as exc:
             self.observer.run_finished(None, exc)
             raise

@@ -50,7 +50,7 @@ class GuardState(TypedDict, total=False):
 
 @dataclass
 class RunContext:
-    """Objects a run needs that are not state: passed in LangGraph's ``configurable``."""
+    """Objects a run needs that are not state: the graph's run-scoped context (LangGraph's ``context_schema``, reached by nodes as ``runtime.context``)."""
 
     procedure: Procedure
     model: ChatModel
