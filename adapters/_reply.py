@@ -19,7 +19,7 @@ from typing import Any
 
 from stepguard.model import Usage
 
-__all__ = ["Reply", "ReplyError", "quote", "read_reply", "server_message"]
+__all__ = ["Reply", "ReplyError", "content_text", "quote", "read_reply", "server_message"]
 
 _QUOTE = 200
 
@@ -74,7 +74,15 @@ def server_message(raw: str | bytes) -> str:
     return text[:300]
 
 
-def _text(content: Any, where: str) -> str:
+def content_text(content: Any, where: str) -> str:
+    """The text of a message's ``content`` as parsed from JSON (see the module docstring).
+
+    A number is taken only as the literal :func:`read_reply` kept; a float parsed elsewhere has
+    lost its digits, so it is refused.
+
+    Raises:
+        ReplyError: ``content`` (at ``where``, a JSON path) is not text, a list of parts, or null.
+    """
     if content is None:
         return ""
     if isinstance(content, _Literal):
@@ -98,7 +106,7 @@ def _text(content: Any, where: str) -> str:
 
 def _kind(value: Any) -> str:
     """``value``'s JSON type with its article: ``"an object"``, ``"a number"``, ..."""
-    if isinstance(value, _Literal):
+    if isinstance(value, (_Literal, int, float)) and not isinstance(value, bool):
         return "a number"
     return {dict: "an object", list: "a list", bool: "a boolean", str: "a string"}.get(type(value), "a null")
 
@@ -159,9 +167,9 @@ def read_reply(raw: str | bytes) -> Reply:
         raise ReplyError(f"choices[0] is {_kind(choice)}, not an object")
     message = choice.get("message")
     if message is None and "text" in choice:  # the legacy completions shape
-        text = _text(choice.get("text"), "choices[0].text")
+        text = content_text(choice.get("text"), "choices[0].text")
     elif message is None or isinstance(message, dict):
-        text = _text((message or {}).get("content"), "choices[0].message.content")
+        text = content_text((message or {}).get("content"), "choices[0].message.content")
     else:
         raise ReplyError(f"choices[0].message is {_kind(message)}, not an object")
     finish = choice.get("finish_reason")

@@ -99,6 +99,7 @@ def register(app: typer.Typer) -> None:
         otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
         trace_file: Annotated[Optional[Path], typer.Option("--trace-file", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
         show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+        timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")] = None,  # noqa: UP007
     ) -> None:
         """Execute PROCEDURE stepwise under the guard and print the verified result."""
         from stepguard.adapters import load_model
@@ -119,7 +120,7 @@ def register(app: typer.Typer) -> None:
                 ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
             )
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
-            chat = load_model(model)
+            chat = load_model(model, **({} if timeout is None else {"timeout": timeout}))
             try:
                 result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input), thread_id=thread_id)
             finally:
