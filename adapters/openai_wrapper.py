@@ -209,7 +209,8 @@ class GuardedOpenAI:
         self.procedures = dict(procedures)
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer
-        self.is_async = inspect.iscoroutinefunction(client.chat.completions.create)
+        # The real AsyncOpenAI's ``create`` is a decorated plain function returning a coroutine.
+        self.is_async = isinstance(client, openai.AsyncOpenAI) or inspect.iscoroutinefunction(client.chat.completions.create)
         self.chat = _Chat(self)
 
     def __getattr__(self, name: str) -> Any:
