@@ -86,7 +86,8 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
             (instruction steps) from it, standing in for a model that reads the instruction
             (:mod:`stepguard.adapters.sim`); every other adapter ignores it, as a real model must.
         **options: passed to the adapter: ``seed``, ``temperature``, ``max_tokens``, ``timeout``
-            (s), ``max_retries``, ``raise_on_truncation``; for ``local`` also ``n_ctx``,
+            (seconds per attempt, the whole reply, not per read), ``call_timeout`` (``openai:``
+            and ``http`` specs: seconds per call, retries and waits included), ``max_retries``, ``raise_on_truncation``; for ``local`` also ``n_ctx``,
             ``n_threads``, ``port``, ``eager``; ``sim`` takes ``seed`` and ``latency_s`` and ignores
             the rest; ``replay`` ignores them all.
 
@@ -98,6 +99,7 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
         ModelError: an ``openai:`` spec without ``OPENAI_API_KEY``, or an unreadable cassette.
         LocalServerError: a ``local`` spec whose model or llama-cpp-python is not installed.
         TypeError: an option the adapter does not take.
+        ValueError: ``timeout`` or ``call_timeout`` is not a positive number of seconds.
     """
     parsed = parse_model_spec(spec)
     model: ChatModel

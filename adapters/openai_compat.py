@@ -1,20 +1,17 @@
 """A :class:`~stepguard.model.ChatModel` for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
-Built on the official ``openai`` client (sync ``OpenAI`` and async ``AsyncOpenAI``), whose own
-retry machinery retries connection errors, 408/409/429 and 5xx answers with exponential backoff
-(honouring ``Retry-After``). Errors map onto stepguard's tree::
-
-    openai.APITimeoutError    -> ModelTimeout       (ran past ``timeout`` seconds, retries spent)
-    openai.APIConnectionError -> ModelUnavailable   (unreachable, retries spent)
-    openai.APIStatusError     -> ModelUnavailable   (HTTP status and endpoint in the message)
-    other openai.OpenAIError  -> ModelError
+Built on the official ``openai`` client (sync ``OpenAI`` and async ``AsyncOpenAI``) with its own
+retries off: each attempt here has a total deadline enforced at the socket
+(:mod:`._deadline`: a server that drips one byte a second is cut off at ``timeout``), and the
+retries, waits and typed errors are :mod:`._attempts`'. Bodies are read exactly by :mod:`._reply`:
+every reply shape ends as text, an empty answer (the guard re-asks), or a typed error quoting
+the server.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import asyncio
+import os
 import threading
 import time
 from typing import Any
@@ -22,13 +19,12 @@ from urllib.parse import urlsplit
 
 import openai
 
-from stepguard.errors import (
-    ModelError,
-    ModelOutputTruncated,
-    ModelTimeout,
-    ModelUnavailable,
-)
-from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+from stepguard.errors import ModelError, ModelOutputTruncated
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
+
+from ._attempts import Attempts, ServerSaidError
+from ._deadline import attempt_deadline, enforce_deadlines
+from ._reply import ReplyError, quote, read_reply
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatibleModel", "provider_for_url"]
 
@@ -47,6 +43,17 @@ _NO_KEY = "sk-no-key-required"  # the openai client insists on a key; local serv
 # The client's documented low-level ``post`` keeps its auth, timeouts, retries and error types
 # but skips the typed-params transform and response models: about 1 ms less per call here.
 _PATH = "/chat/completions"
+
+
+def _seconds(name: str, value: float) -> float:
+    """``value`` as a positive, finite number of seconds, else ValueError naming ``name``."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{name} must be more than 0 seconds and finite, not {value!r}")
+    return seconds
 
 
 class _Secret:
@@ -92,14 +99,19 @@ class OpenAICompatibleModel:
         temperature: default sampling temperature (0 = greedy).
         seed: default sampling seed (``None`` sends none).
         max_tokens: default cap on generated tokens (``None`` = the server's default).
-        timeout: seconds allowed for one HTTP attempt (connect, read, write each).
-        max_retries: retries after the first attempt, done by the ``openai`` client.
+        timeout: seconds allowed for one HTTP attempt, the whole reply from connect to last
+            byte (not per read).
+        max_retries: retries after the first attempt (see :mod:`stepguard.adapters._attempts`).
+        call_timeout: seconds allowed for one call, all attempts and waits included; ``None``:
+            at most ``(max_retries + 1) x timeout`` plus the waits between attempts.
         raise_on_truncation: raise :class:`ModelOutputTruncated` instead of returning a
             reply with ``finish_reason == "length"``.
         extra_body: extra JSON fields sent with every request (e.g. a llama.cpp ``grammar``).
 
     Raises:
         ModelError: the endpoint is api.openai.com and no key is set.
+        ValueError: ``timeout`` or ``call_timeout`` is not a positive number of seconds, or
+            ``max_retries`` is negative.
     """
 
     simulated = False
@@ -118,6 +130,7 @@ class OpenAICompatibleModel:
         max_tokens: int | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
+        call_timeout: float | None = None,
         raise_on_truncation: bool = False,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
@@ -126,8 +139,11 @@ class OpenAICompatibleModel:
         self.provider = provider or provider_for_url(self.base_url)
         self.spec = spec or f"{self.base_url}#{model}"
         self.defaults = GenerationSettings(temperature, seed, max_tokens)
-        self.timeout = float(timeout)
+        self.timeout = _seconds("timeout", timeout)
+        self.call_timeout = None if call_timeout is None else _seconds("call_timeout", call_timeout)
         self.max_retries = int(max_retries)
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, not {max_retries!r}")
         self.raise_on_truncation = raise_on_truncation
         self.extra_body = dict(extra_body) if extra_body else None
         self.endpoint = f"{self.base_url}/chat/completions"
@@ -140,7 +156,7 @@ class OpenAICompatibleModel:
         self._client_args: dict[str, Any] = {
             "base_url": self.base_url,
             "timeout": self.timeout,
-            "max_retries": self.max_retries,
+            "max_retries": 0,  # retries are ours: each attempt gets its own deadline
         }
         # A loopback endpoint must not go through an HTTP(S)_PROXY from the environment.
         self._loopback = (urlsplit(self.base_url).hostname or "") in ("127.0.0.1", "localhost", "::1")
@@ -160,7 +176,7 @@ class OpenAICompatibleModel:
         if self._sync is None:
             with self._lock:
                 if self._sync is None:
-                    http = openai.DefaultHttpxClient(trust_env=False) if self._loopback else None
+                    http = enforce_deadlines(openai.DefaultHttpxClient(trust_env=not self._loopback))
                     self._sync = openai.OpenAI(**self._client_args, api_key=self._key.value, http_client=http)
         return self._sync
 
@@ -171,7 +187,7 @@ class OpenAICompatibleModel:
         if self._async is None or self._async_loop is not loop:
             with self._lock:
                 if self._async is None or self._async_loop is not loop:
-                    http = openai.DefaultAsyncHttpxClient(trust_env=False) if self._loopback else None
+                    http = enforce_deadlines(openai.DefaultAsyncHttpxClient(trust_env=not self._loopback))
                     self._async = openai.AsyncOpenAI(**self._client_args, api_key=self._key.value, http_client=http)
                     self._async_loop = loop
         return self._async
@@ -195,43 +211,22 @@ class OpenAICompatibleModel:
         return body
 
     def _response(self, raw: str, started: float) -> ChatResponse:
-        latency = time.perf_counter() - started
         try:
-            data = json.loads(raw)
-            choices = data.get("choices") or ()
-            choice = choices[0] if choices else {}
-            text = (choice.get("message") or {}).get("content") or ""
-            finish = choice.get("finish_reason") or ("stop" if choices else "empty")
-            u = data.get("usage") or {}
-            details = u.get("prompt_tokens_details") or {}
-            usage = Usage(
-                int(u.get("prompt_tokens") or 0),
-                int(u.get("completion_tokens") or 0),
-                int(details.get("cached_tokens") or 0),
-            )
-            model = data.get("model") or self.model_name
-        except (ValueError, TypeError, AttributeError) as exc:
-            message = f"{self.endpoint} sent a reply that is not a chat completion: {raw[:200]!r}"
-            raise ModelError(message, self.spec) from exc
-        if finish == "length" and self.raise_on_truncation:
+            reply = read_reply(raw)
+        except ReplyError as exc:
+            message = f"{self.endpoint} sent a reply that is not a chat completion: {exc}: {quote(raw)}"
+            raise ModelError(message, self.spec, status=200, server_message=raw[:300]) from None
+        if reply.error is not None:
+            raise ServerSaidError(reply.error)
+        if reply.finish_reason == "length" and self.raise_on_truncation:
             raise ModelOutputTruncated(
-                f"reply cut at max tokens after {usage.output_tokens} tokens", self.spec, text
+                f"reply cut at max tokens after {reply.usage.output_tokens} tokens", self.spec, reply.text
             )
-        return ChatResponse(text, usage, finish, latency, model)
+        latency = time.perf_counter() - started
+        return ChatResponse(reply.text, reply.usage, reply.finish_reason, latency, reply.model or self.model_name)
 
-    def _error(self, exc: openai.OpenAIError) -> ModelError:
-        tries = f"{self.max_retries + 1} attempt(s)"
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelTimeout(f"no reply from {self.endpoint} within {self.timeout:g} s ({tries})", self.spec)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc
-            return ModelUnavailable(f"cannot reach {self.endpoint} ({tries}): {cause}", self.spec)
-        if isinstance(exc, openai.APIStatusError):
-            detail = str(getattr(exc, "message", "") or "")[:300]
-            return ModelUnavailable(
-                f"{self.endpoint} answered HTTP {exc.status_code} ({tries}): {detail}", self.spec
-            )
-        return ModelError(f"{self.endpoint}: {type(exc).__name__}: {exc}", self.spec)
+    def _attempts(self) -> Attempts:
+        return Attempts(self.timeout, self.max_retries, self.call_timeout, self.endpoint, self.spec)
 
     def complete(
         self, messages: list[ChatMessage], settings: GenerationSettings | None = None
@@ -244,21 +239,31 @@ class OpenAICompatibleModel:
 
         Returns:
             The reply; ``latency_s`` is wall seconds including retries. A reply cut at max
-            tokens has ``finish_reason == "length"``.
+            tokens has ``finish_reason == "length"``; ``choices: []`` gives ``text == ""`` and
+            ``finish_reason == "empty"``.
 
         Raises:
-            ModelTimeout: an attempt ran past ``timeout`` and the retries were spent.
-            ModelUnavailable: unreachable, or HTTP errors until the retries were spent.
+            ModelTimeout: an attempt ran past ``timeout`` (or the call past ``call_timeout``) and
+                no attempts were left; names the deadline and the endpoint.
+            ModelUnavailable: unreachable, or HTTP errors (or a 200 with an error body) until the
+                retries were spent; ``status`` and ``server_message`` say what the server said.
             ModelOutputTruncated: cut at max tokens and ``raise_on_truncation`` is set.
-            ModelError: any other client failure.
+            ModelError: the body is not a chat completion (not retried; the body is quoted), or
+                any other client failure.
         """
         body = self._body(messages, settings)
         started = time.perf_counter()
-        try:
-            raw = self._sync_client().post(_PATH, cast_to=str, body=body)
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
-        return self._response(raw, started)
+        plan = self._attempts()
+        while True:
+            try:
+                with attempt_deadline(plan.next_deadline()):
+                    raw = self._sync_client().post(_PATH, cast_to=str, body=body)
+                return self._response(raw, started)
+            except (openai.OpenAIError, ServerSaidError) as exc:
+                wait = plan.wait(exc)
+                if wait is None:
+                    raise plan.error(exc) from exc
+            time.sleep(wait)
 
     async def acomplete(
         self, messages: list[ChatMessage], settings: GenerationSettings | None = None
@@ -266,11 +271,21 @@ class OpenAICompatibleModel:
         """Async twin of :meth:`complete` (same arguments, result and errors)."""
         body = self._body(messages, settings)
         started = time.perf_counter()
-        try:
-            raw = await self._async_client().post(_PATH, cast_to=str, body=body)
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
-        return self._response(raw, started)
+        plan = self._attempts()
+        while True:
+            try:
+                deadline = plan.next_deadline()
+                with attempt_deadline(deadline):
+                    # The socket-level deadline covers reads and writes; this also bounds what
+                    # happens between them (waiting for a pooled connection, name resolution).
+                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                        raw = await self._async_client().post(_PATH, cast_to=str, body=body)
+                return self._response(raw, started)
+            except (openai.OpenAIError, ServerSaidError, TimeoutError) as exc:
+                wait = plan.wait(exc)
+                if wait is None:
+                    raise plan.error(exc) from exc
+            await asyncio.sleep(wait)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:

@@ -28,13 +28,24 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import openai
+
+from stepguard.errors import ModelError, ModelUnavailable
 from stepguard.guard import Guard, GuardConfig, GuardResult
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
 
+from ._attempts import map_error
+from ._reply import ReplyError, content_text, quote
+
 __all__ = ["ClientChatModel", "GuardedOpenAI"]
 
 _KEY = "stepguard"
+
+
+# What a wrapped ``openai`` client raises: its own errors, and, for a body it cannot parse (an HTML
+# page, a JSON list), a JSONDecodeError (a ValueError) or an AttributeError from its parsing.
+_CLIENT_FAILURES = (openai.OpenAIError, ValueError, AttributeError)
 
 
 class ClientChatModel:
@@ -64,25 +75,62 @@ class ClientChatModel:
                 out[name] = value
         return out
 
-    @staticmethod
-    def _response(raw: Any, t0: float) -> ChatResponse:
-        choice = raw.choices[0]
+    def _where(self) -> str:
+        return f"{str(getattr(self.client, 'base_url', '')).rstrip('/')}/chat/completions"
+
+    def _error(self, exc: Exception) -> ModelError:
+        """The stepguard error for a failure inside the wrapped client's ``create``."""
+        if isinstance(exc, openai.OpenAIError):
+            tries = f"{getattr(self.client, 'max_retries', 0) + 1} attempt(s)"
+            return map_error(exc, self._where(), self.spec, tries, f"{getattr(self.client, 'timeout', '?')} s")
+        return ModelError(f"{self._where()}: the client could not read the reply: {type(exc).__name__}: {exc}", self.spec)
+
+    def _response(self, raw: Any, t0: float) -> ChatResponse:
+        said = getattr(raw, "error", None)
+        choices = getattr(raw, "choices", None)
+        if said is not None and not choices:
+            message = str(said.get("message", said) if isinstance(said, dict) else said)[:300]
+            raise ModelUnavailable(f"{self._where()} answered HTTP 200 with an error body: {message!r}", self.spec,
+                                   status=200, server_message=message)
         u = getattr(raw, "usage", None)
         usage = Usage(getattr(u, "prompt_tokens", 0) or 0, getattr(u, "completion_tokens", 0) or 0) if u else Usage()
+        try:
+            if not isinstance(choices, list):
+                raise ReplyError("the reply has no list of choices")
+            if not choices:
+                return ChatResponse("", usage, "empty", time.perf_counter() - t0, getattr(raw, "model", "") or "")
+            text = content_text(getattr(getattr(choices[0], "message", None), "content", None), "choices[0].message.content")
+        except ReplyError as exc:
+            raise ModelError(f"{self._where()} sent a reply that is not a chat completion: {exc}: {quote(repr(raw))}",
+                             self.spec, status=200) from None
         return ChatResponse(
-            text=choice.message.content or "", usage=usage, finish_reason=choice.finish_reason or "stop",
+            text=text, usage=usage, finish_reason=getattr(choices[0], "finish_reason", None) or "stop",
             latency_s=time.perf_counter() - t0, model=getattr(raw, "model", "") or "",
         )
 
     def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
-        """One chat call through the wrapped sync client."""
+        """One chat call through the wrapped sync client.
+
+        Raises:
+            ModelTimeout, ModelUnavailable, ModelError: the client's errors, mapped as
+                :class:`~stepguard.adapters.OpenAICompatibleModel` maps them; a reply that is not a
+                chat completion (a content number, whose digits the client already rounded, is refused).
+        """
         t0 = time.perf_counter()
-        return self._response(self.client.chat.completions.create(**self._kwargs(messages, settings)), t0)
+        try:
+            raw = self.client.chat.completions.create(**self._kwargs(messages, settings))
+        except _CLIENT_FAILURES as exc:
+            raise self._error(exc) from exc
+        return self._response(raw, t0)
 
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
-        """One chat call through the wrapped async client."""
+        """One chat call through the wrapped async client (errors as :meth:`complete`)."""
         t0 = time.perf_counter()
-        return self._response(await self.client.chat.completions.create(**self._kwargs(messages, settings)), t0)
+        try:
+            raw = await self.client.chat.completions.create(**self._kwargs(messages, settings))
+        except _CLIENT_FAILURES as exc:
+            raise self._error(exc) from exc
+        return self._response(raw, t0)
 
 
 def _completion(result: GuardResult, model: str) -> Any:
@@ -161,7 +209,8 @@ class GuardedOpenAI:
         self.procedures = dict(procedures)
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer
-        self.is_async = inspect.iscoroutinefunction(client.chat.completions.create)
+        # The real AsyncOpenAI's ``create`` is a decorated plain function returning a coroutine.
+        self.is_async = isinstance(client, openai.AsyncOpenAI) or inspect.iscoroutinefunction(client.chat.completions.create)
         self.chat = _Chat(self)
 
     def __getattr__(self, name: str) -> Any:

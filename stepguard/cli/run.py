@@ -109,6 +109,7 @@ def register(app: typer.Typer) -> None:
         otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
         trace_file: Annotated[Optional[Path], typer.Option("--trace-file", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
         show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+        timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")] = None,  # noqa: UP007
     ) -> None:
         """Execute PROCEDURE stepwise under the guard and print the verified result.
 
@@ -136,7 +137,8 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:  # an option's value: a usage error, like typer's own
                 raise fail(exc, ExitCode.USAGE) from None
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
-            chat = load_model(model, procedure=proc)  # only the simulator reads it (instruction steps)
+            # procedure: only the simulator reads it (instruction steps); timeout: per attempt
+            chat = load_model(model, procedure=proc, **({} if timeout is None else {"timeout": timeout}))
             try:
                 result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input), thread_id=thread_id)
             finally:
