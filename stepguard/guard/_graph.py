@@ -39,34 +39,34 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone)."""
     ctx = runtime.context
     n = len(ctx.procedure.steps)
-    cursor = state.get("cursor", 0)
-    size = state.get("chunk_size", ctx.config.chunk_size)
+    cursor = state.cursor
+    size = state.chunk_size or ctx.config.chunk_size
     rung = _rung(state)
     if rung is not None and not rung.whole_chunk:
         size = 1
-    end, chunk = min(n, cursor + size), state.get("chunk_no", 0) + 1
-    ctx.observer.chunk_started(chunk - 1, cursor, end, state.get("rung"), state.get("attempt", 0))
+    end, chunk = min(n, cursor + size), state.chunk_no + 1
+    ctx.observer.chunk_started(chunk - 1, cursor, end, state.rung, state.attempt)
     return {"chunk_end": end, "chunk_no": chunk}
 
 
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
     cfg = ctx.config
-    indices = list(range(state["cursor"], state["chunk_end"]))
-    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.get("note"))
+    indices = list(range(state.cursor, state.chunk_end))
+    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note)
     rung = _rung(state)
     resample = rung is not None and rung.resamples
     max_tokens = cfg.max_tokens_per_step * len(indices) + 32
     left = _tokens_left(state, ctx)
     settings = GenerationSettings(
         temperature=cfg.resample_temperature if resample else cfg.temperature,
-        seed=cfg.seed + state.get("attempt", 0) if resample else cfg.seed,
+        seed=cfg.seed + state.attempt if resample else cfg.seed,
         max_tokens=max_tokens if left is None else max(1, min(max_tokens, left)),
     )
     return messages, settings
 
 
 def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
-    usage = dict(state.get("usage", {}))
+    usage = dict(state.usage)
     usage["model_calls"] = usage.get("model_calls", 0) + 1
     usage["input_tokens"] = usage.get("input_tokens", 0) + resp.usage.input_tokens
     usage["output_tokens"] = usage.get("output_tokens", 0) + resp.usage.output_tokens
@@ -77,7 +77,7 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
 
 def _rung(state: GuardState) -> Rung | None:
     """The rung of the pending ask (``None`` on a first try)."""
-    name = state.get("rung")
+    name = state.rung
     return get_rung(name) if name else None
 
 
@@ -94,12 +94,12 @@ def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | No
 def _derived_procedure(state: GuardState, ctx: RunContext) -> Procedure | None:
     """The sub-procedure of the pending rung, or ``None`` (ask the step as it is)."""
     rung = _rung(state)
-    return None if rung is None else _derive(rung, ctx, state["cursor"], ctx.env(state))
+    return None if rung is None else _derive(rung, ctx, state.cursor, ctx.env(state))
 
 
 def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
     """The nested run's outcome as a reply line for the failing step, with its usage added."""
-    var = ctx.procedure.steps[state["cursor"]].var
+    var = ctx.procedure.steps[state.cursor].var
     # not verified: pass on the value the model gave, if any, so the parent records a wrong value
     # (arithmetic_error, with a model value to flag) rather than a missing step; it is checked again
     value = result.answer_text if result.status == "verified" else result.texts.get(var)
@@ -118,7 +118,7 @@ def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
     parent run has left."""
     rung = _rung(state)
     assert rung is not None
-    cfg = rung.nested_config(ctx.config, state.get("attempt", 0), _tokens_left(state, ctx), _wall_left(ctx))
+    cfg = rung.nested_config(ctx.config, state.attempt, _tokens_left(state, ctx), _wall_left(ctx))
     return ctx.nested_guard(cfg)
 
 
@@ -151,10 +151,10 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
 def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Parse the reply (never evaluating it) and check it step by step against the evaluator."""
     ctx = runtime.context
-    trace = parse_trace(state.get("reply", ""), var_names=ctx.procedure.variables)
+    trace = parse_trace(state.reply, var_names=ctx.procedure.variables)
     verdict = verify_chunk(
-        ctx.procedure, state["cursor"], state["chunk_end"], ctx.env(state), trace,
-        truncated=state.get("finish_reason") == "length",
+        ctx.procedure, state.cursor, state.chunk_end, ctx.env(state), trace,
+        truncated=state.finish_reason == "length",
     )
     notes = [
         _event(d, state, "note") for d in verdict.others
@@ -171,33 +171,33 @@ def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
     if ctx is not None:
         ctx.observer.step_checked(d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
-    return {**d, "attempt": state.get("attempt", 0), "chunk": state.get("chunk_no", 1) - 1, "action": action, "rung": rung}
+    return {**d, "attempt": state.attempt, "chunk": state.chunk_no - 1, "action": action, "rung": rung}
 
 
 def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Commit the verified prefix (the checkpoint after this node is the resume point)."""
     ctx = runtime.context
-    verified = state.get("verified", [])
-    values = dict(state.get("values", {}))
-    prov = dict(state.get("provenance", {}))
-    reprompts = dict(state.get("step_reprompts", {}))
-    chunks = dict(state.get("step_chunk", {}))
+    verified = state.verified
+    values = dict(state.values)
+    prov = dict(state.provenance)
+    reprompts = dict(state.step_reprompts)
+    chunks = dict(state.step_chunk)
     for i, (var, text) in enumerate(verified):
         values[var] = text
         prov[var] = "unverifiable" if _unchecked(ctx, var) else "model_verified"
         if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.index_of[var])):
             prov[var] = "flagged"  # verified only against a flagged (unverified) operand
-        reprompts[var] = state.get("attempt", 0) if i == 0 else 0
-        chunks[var] = state.get("chunk_no", 1) - 1
+        reprompts[var] = state.attempt if i == 0 else 0
+        chunks[var] = state.chunk_no - 1
         ctx.observer.step_checked(var, "pass", None, None)
-    dev = state.get("deviation")
-    ctx.observer.chunk_finished(state.get("chunk_no", 1) - 1, len(verified), dev["kind"] if dev else None)
+    dev = state.deviation
+    ctx.observer.chunk_finished(state.chunk_no - 1, len(verified), dev["kind"] if dev else None)
     out: dict[str, Any] = {
         "values": values, "provenance": prov, "step_reprompts": reprompts, "step_chunk": chunks,
-        "cursor": state["cursor"] + len(verified),
+        "cursor": state.cursor + len(verified),
     }
-    size = state.get("chunk_size", ctx.config.chunk_size)
-    if state.get("deviation") is None:
+    size = state.chunk_size or ctx.config.chunk_size
+    if state.deviation is None:
         out.update(attempt=0, rung=None, note=None)
         if ctx.config.adaptive:
             out["chunk_size"] = min(2 * ctx.config.chunk_size, size + 1)
@@ -221,7 +221,7 @@ def _tokens_left(state: GuardState, ctx: RunContext) -> int | None:
     """Tokens left of ``max_total_tokens`` (may be <= 0), or ``None`` when unbounded."""
     if ctx.config.max_total_tokens is None:
         return None
-    usage = state.get("usage", {})
+    usage = state.usage
     return int(ctx.config.max_total_tokens - usage.get("input_tokens", 0) - usage.get("output_tokens", 0))
 
 
@@ -247,9 +247,9 @@ def _budget_left(state: GuardState, ctx: RunContext) -> str | None:
     spent = _spent_before_call(state, ctx)
     if spent is not None:
         return spent
-    if state.get("attempt", 0) >= cfg.max_reprompts_per_step:
+    if state.attempt >= cfg.max_reprompts_per_step:
         return "reprompts_per_step"
-    if state.get("reprompts", 0) >= cfg.max_reprompts_per_run:
+    if state.reprompts >= cfg.max_reprompts_per_run:
         return "reprompts_per_run"
     return None
 
@@ -258,12 +258,12 @@ def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route
     """Pick the policy's node for a deviation, or go on."""
     ctx = runtime.context
     n = len(ctx.procedure.steps)
-    if state.get("deviation") is None:
-        return "finish" if state["cursor"] >= n else "plan"  # plan's edge checks the run-wide budgets
+    if state.deviation is None:
+        return "finish" if state.cursor >= n else "plan"  # plan's edge checks the run-wide budgets
     policy = ctx.config.policy
     if policy == "reprompt":
         return "reprompt" if _budget_left(state, ctx) is None else "exhausted"
-    if policy == "flag" and state.get("model_value") is None:
+    if policy == "flag" and state.model_value is None:
         return "reprompt" if _budget_left(state, ctx) is None else "exhausted"
     return {"repair": "repair", "flag": "flag", "raise": "stop"}[policy]  # type: ignore[return-value]
 
@@ -285,23 +285,23 @@ def route_after_exhausted(state: GuardState, runtime: Runtime[RunContext]) -> Ro
 
 def _budget_deviation(state: GuardState, var: str) -> dict[str, Any]:
     """The step's deviation, or, where a budget ran out before it was asked, a ``budget_exhausted`` one."""
-    return state.get("deviation") or {"kind": "budget_exhausted", "step": var, "detail": f"the {state.get('spent') or 'run'} budget is spent"}
+    return state.deviation or {"kind": "budget_exhausted", "step": var, "detail": f"the {state.spent or 'run'} budget is spent"}
 
 
 def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Prepare a corrective prompt for the failing step, on the next ladder rung."""
     ctx = runtime.context
-    attempt = state.get("attempt", 0) + 1
+    attempt = state.attempt + 1
     ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
-    if _derive(get_rung(rung), ctx, state["cursor"], ctx.env(state)) is None and get_rung(rung).derives:
+    if _derive(get_rung(rung), ctx, state.cursor, ctx.env(state)) is None and get_rung(rung).derives:
         # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
         # resample (a new seed each attempt) after, so that no request is ever sent twice
         rung = "narrow" if attempt == 1 else "resample"
-    dev = state["deviation"] or {}
-    note = correction_note(ctx.procedure, state["cursor"], dev, ctx.env(state))
+    dev = state.deviation or {}
+    note = correction_note(ctx.procedure, state.cursor, dev, ctx.env(state))
     return {
-        "attempt": attempt, "rung": rung, "note": note, "reprompts": state.get("reprompts", 0) + 1,
+        "attempt": attempt, "rung": rung, "note": note, "reprompts": state.reprompts + 1,
         "events": [_event(dev, state, "reprompt", rung, ctx)],
     }
 
@@ -309,7 +309,7 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Supply the evaluator's value for the failing step and mark it ``repaired``."""
     ctx = runtime.context
-    i = state["cursor"]
+    i = state.cursor
     var = ctx.procedure.steps[i].var
     try:
         value = expected_value(ctx.procedure, i, ctx.env(state))
@@ -319,8 +319,8 @@ def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if value is None:  # nothing to supply (no expr): stop here
         return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)], **_step_reprompts(state, var)}
     return {
-        "values": {**state.get("values", {}), var: format_value(value)},
-        "provenance": {**state.get("provenance", {}), var: "repaired"},
+        "values": {**state.values, var: format_value(value)},
+        "provenance": {**state.provenance, var: "repaired"},
         **_step_reprompts(state, var),
         "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None, "spent": None,
         "events": [_event(dev, state, "repair", ctx=ctx)],
@@ -329,20 +329,20 @@ def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 def _step_reprompts(state: GuardState, var: str) -> dict[str, Any]:
     """``step_reprompts`` with the re-prompts spent on ``var`` (the step a policy ends)."""
-    return {"step_reprompts": {**state.get("step_reprompts", {}), var: state.get("attempt", 0)}}
+    return {"step_reprompts": {**state.step_reprompts, var: state.attempt}}
 
 
 def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Shadow mode: keep the model's value unverified, record the deviation, go on."""
     ctx = runtime.context
-    i = state["cursor"]
+    i = state.cursor
     var = ctx.procedure.steps[i].var
     dev = _budget_deviation(state, var)
-    if state.get("model_value") is None or state.get("deviation") is None:  # no value of the model's to keep
-        return {"stop": f"budget:{state.get('spent') or 'spent'}", "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
+    if state.model_value is None or state.deviation is None:  # no value of the model's to keep
+        return {"stop": f"budget:{state.spent or 'spent'}", "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
     return {
-        "values": {**state.get("values", {}), var: state["model_value"]},
-        "provenance": {**state.get("provenance", {}), var: "flagged"},
+        "values": {**state.values, var: state.model_value},
+        "provenance": {**state.provenance, var: "flagged"},
         **_step_reprompts(state, var),
         "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None, "spent": None,
         "events": [_event(dev, state, "flag", ctx=ctx)],
@@ -352,10 +352,10 @@ def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def stop(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Stop early: the ``raise`` policy, or a spent budget with ``on_exhausted='raise'``."""
     ctx = runtime.context
-    spent = state.get("spent")
+    spent = state.spent
     why = f"budget:{spent}" if spent else "raise"
-    var = ctx.procedure.steps[min(state["cursor"], len(ctx.procedure.steps) - 1)].var
-    dev = state.get("deviation") or (_budget_deviation(state, var) if spent else None)
+    var = ctx.procedure.steps[min(state.cursor, len(ctx.procedure.steps) - 1)].var
+    dev = state.deviation or (_budget_deviation(state, var) if spent else None)
     events = [_event(dev, state, "raise", ctx=ctx)] if dev else []
     return {"stop": why, "events": events, **(_step_reprompts(state, var) if dev else {})}
 
@@ -363,14 +363,14 @@ def stop(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def route_after_policy(state: GuardState, runtime: Runtime[RunContext]) -> Route:
     """Continue unless the run stopped or every step is committed; a spent token budget repairs or stops."""
     ctx = runtime.context
-    if state.get("stop") or state["cursor"] >= len(ctx.procedure.steps):
+    if state.stop or state.cursor >= len(ctx.procedure.steps):
         return "finish"
     return "plan"  # plan's edge checks the run-wide budgets
 
 
 def finish(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Record the end time; the result is built from the final state."""
-    return {"usage": {**state.get("usage", {}), "finished_at": time.time()}}
+    return {"usage": {**state.usage, "finished_at": time.time()}}
 
 
 def build_graph(use_async: bool = False) -> StateGraph:

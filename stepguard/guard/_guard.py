@@ -100,7 +100,7 @@ class Guard:
         return self._plan_start(values)
 
     @staticmethod
-    def _plan_start(values: dict[str, Any]) -> tuple[GuardState, bool]:
+    def _plan_start(values: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """``(input, finished)`` for a thread whose last checkpoint holds ``values``.
 
         A finished run (its ``finish`` node ran) is returned as it is. An unfinished one starts a
@@ -111,7 +111,7 @@ class Guard:
         """
         finished = "finished_at" in values.get("usage", {})
         state = {k: v for k, v in values.items() if k != "events"}  # events accumulate in their channel
-        return state, finished  # type: ignore[return-value]
+        return state, finished
 
     def run(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
         """Execute ``procedure`` on ``inputs`` under the guard.
@@ -136,7 +136,7 @@ class Guard:
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
         try:
-            start: GuardState | None = self._fresh(ctx)
+            start: dict[str, Any] = self._fresh(ctx)
             if self.checkpointer is not None:
                 values = self._graph.get_state(cfg).values
                 if values:
@@ -154,7 +154,7 @@ class Guard:
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
         try:
-            start: GuardState | None = self._fresh(ctx)
+            start: dict[str, Any] = self._fresh(ctx)
             if self.checkpointer is not None:
                 values = (await self._agraph.aget_state(cfg)).values
                 if values:
@@ -167,33 +167,32 @@ class Guard:
             raise
         return self._finish(ctx, state, tid, time.perf_counter() - t0)
 
-    def _fresh(self, ctx: RunContext) -> GuardState:
+    def _fresh(self, ctx: RunContext) -> dict[str, Any]:
+        """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
         return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": [], "identity": ctx.identity}
 
-    def _finish(self, ctx: RunContext, state: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
+    def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
+        state = GuardState.of(values)
         result = build_result(ctx, state, tid, wall_s)
         self.observer.run_finished(result, None)
-        why = state.get("stop")
-        if why == "raise":
-            dev = state.get("deviation") or {}
-            raise StepDeviation(f"step {dev.get('step')} deviated ({dev.get('kind')}): {dev.get('detail')}", dev, result)
+        why = state.stop
+        dev = state.deviation_model
+        if why == "raise" and dev is not None:
+            raise StepDeviation(f"step {dev.step} deviated ({dev.kind}): {dev.detail}", dev, result)
         if why and why.startswith("budget:") and ctx.config.on_exhausted == "raise":
             budget = why.split(":", 1)[1]
             raise BudgetExhausted(f"{budget} budget spent at step {result.first_unverified}", budget, result)
         return result
 
 
-def build_result(ctx: RunContext, state: dict[str, Any], thread_id: str | None, wall_s: float) -> GuardResult:
+def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall_s: float) -> GuardResult:
     """Turn the controller's final state into a :class:`GuardResult` (every value with its provenance).
 
     Values come out of the state as exact text (``"1221"``) and go into the result typed as each step
     declares, at its ``scale`` (``Decimal('1221.00')``; see :func:`stepguard.guard._result.typed_value`).
     """
     proc = ctx.procedure
-    values = state.get("values", {})
-    prov = state.get("provenance", {})
-    reprompts = state.get("step_reprompts", {})
-    chunks = state.get("step_chunk", {})
+    values, prov, reprompts, chunks = state.values, state.provenance, state.step_reprompts, state.step_chunk
     steps = [
         StepOutcome(var=s.var, value=values.get(s.var), type=s.type, scale=s.scale,
                     provenance=prov.get(s.var, "missing"),  # type: ignore[arg-type]
@@ -210,8 +209,8 @@ def build_result(ctx: RunContext, state: dict[str, Any], thread_id: str | None, 
         status = "repaired"
     else:
         status = "verified"
-    usage = state.get("usage", {})
-    events = [DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields}) for e in state.get("events", [])]
+    usage = state.usage
+    events = [DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields}) for e in state.events]
     return GuardResult(
         procedure=proc.name,
         model=ctx.model.spec,
@@ -223,8 +222,8 @@ def build_result(ctx: RunContext, state: dict[str, Any], thread_id: str | None, 
         first_unverified=first_bad,
         steps=steps,
         deviations=events,
-        chunks=state.get("chunk_no", 0),
-        reprompts=state.get("reprompts", 0),
+        chunks=state.chunk_no,
+        reprompts=state.reprompts,
         repaired=sum(1 for s in steps if s.provenance == "repaired"),
         usage=UsageTotals(
             model_calls=int(usage.get("model_calls", 0)), input_tokens=int(usage.get("input_tokens", 0)),

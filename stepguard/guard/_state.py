@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass, field
-from collections.abc import Callable
-from typing import Annotated, Any, TypedDict
+from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
 from stepguard.evaluator import Number, parse_number
 from stepguard.guard._config import GuardConfig
@@ -14,38 +14,76 @@ from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
+from stepguard.verify import Deviation
 
 __all__ = ["GuardState", "RunContext"]
 
 
-class GuardState(TypedDict, total=False):
-    """Everything the controller needs to resume a run, as JSON-friendly values.
+@dataclass
+class GuardState:
+    """Everything the controller needs to resume a run, read by attribute; every field has its default here.
 
-    Values are exact number text (``"-12"``, ``"7/2"``) so every checkpointer can store them.
+    Values are JSON-friendly, so every checkpointer (SQLite, Postgres, memory) stores them without
+    registering types: numbers as exact text (``"-12"``, ``"7/2"``), the deviation as the dump of
+    :class:`stepguard.verify.Deviation` (read back by :attr:`deviation_model`), events as dumps of
+    :class:`stepguard.guard.DeviationEvent`. Nodes return partial updates as dicts of these fields.
     """
 
-    cursor: int  # 0-based index of the next uncommitted step
-    values: dict[str, str]  # committed step values
-    provenance: dict[str, str]  # var -> Provenance
-    step_reprompts: dict[str, int]
-    step_chunk: dict[str, int]
-    chunk_no: int  # model-call groups started so far
-    chunk_size: int  # current size (adaptive)
-    chunk_end: int  # end (exclusive) of the chunk being asked
-    attempt: int  # re-prompts so far for the step at ``cursor``
-    rung: str | None  # rung of the pending ask, None on a first try
-    note: str | None  # correction note of the pending ask
-    reply: str  # the last reply's text
-    finish_reason: str
-    verified: list[list[str]]  # [[var, value text], ...] verified prefix of the last reply
-    deviation: dict[str, Any] | None  # first deviation of the last reply (Deviation.model_dump())
-    model_value: str | None  # what the model wrote for the deviating step
-    events: Annotated[list[dict[str, Any]], operator.add]  # DeviationEvent dicts, appended
-    usage: dict[str, float]
-    reprompts: int
-    stop: str | None  # why the run stopped early: "raise", "budget:<name>", None
-    spent: str | None  # the budget found spent ("tokens", "wall_time", "reprompts_per_step", ...), else None
-    identity: dict[str, Any]  # what decides the result (``_identity.run_identity``): checked on resume
+    cursor: int = 0
+    """0-based index of the next uncommitted step."""
+    values: dict[str, str] = field(default_factory=dict)
+    """Committed step values, exact text."""
+    provenance: dict[str, str] = field(default_factory=dict)
+    """var -> :data:`stepguard.guard.Provenance`."""
+    step_reprompts: dict[str, int] = field(default_factory=dict)
+    """var -> re-prompts spent on that step."""
+    step_chunk: dict[str, int] = field(default_factory=dict)
+    """var -> 0-based chunk that committed it."""
+    chunk_no: int = 0
+    """Model-call groups started so far."""
+    chunk_size: int = 0
+    """Current chunk size (adaptive); 0 until the run sets it from the config."""
+    chunk_end: int = 0
+    """End (exclusive) of the chunk being asked."""
+    attempt: int = 0
+    """Re-prompts so far for the step at ``cursor``."""
+    rung: str | None = None
+    """Rung of the pending ask; ``None`` on a first try."""
+    note: str | None = None
+    """Correction note of the pending ask."""
+    reply: str = ""
+    """The last reply's text."""
+    finish_reason: str = ""
+    """The last reply's finish reason (``length``: cut at max tokens)."""
+    verified: list[list[str]] = field(default_factory=list)
+    """``[[var, value text], ...]``: the verified prefix of the last reply."""
+    deviation: dict[str, Any] | None = None
+    """The first deviation of the last reply, ``Deviation.model_dump()``."""
+    model_value: str | None = None
+    """What the model wrote for the deviating step."""
+    events: Annotated[list[dict[str, Any]], operator.add] = field(default_factory=list)
+    """``DeviationEvent`` dumps, appended by every node that reports one."""
+    usage: dict[str, float] = field(default_factory=dict)
+    """Model calls, tokens, model seconds; ``finished_at`` once the run finished."""
+    reprompts: int = 0
+    """Re-prompts in the whole run."""
+    stop: str | None = None
+    """Why the run stopped early: ``raise``, ``budget:<name>``, ``unrepairable``; ``None``."""
+    spent: str | None = None
+    """The budget found spent (``tokens``, ``wall_time``, ``reprompts_per_step``, ...), else ``None``."""
+    identity: dict[str, Any] = field(default_factory=dict)
+    """What decides the result (:func:`stepguard.guard.run_identity`); checked on resume."""
+
+    @property
+    def deviation_model(self) -> Deviation | None:
+        """The pending deviation as the one deviation type, :class:`stepguard.verify.Deviation`."""
+        return Deviation.model_validate(self.deviation) if self.deviation else None
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> GuardState:
+        """A state from a checkpoint's or a finished run's channel values (unknown keys ignored)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
 
 
 @dataclass
@@ -68,7 +106,7 @@ class RunContext:
         """Inputs plus committed values, exact (each value text is parsed once per run)."""
         env = dict(self.inputs)
         cache = self._parsed
-        for var, text in state.get("values", {}).items():
+        for var, text in state.values.items():
             hit = cache.get(var)
             if hit is None or hit[0] != text:
                 hit = cache[var] = (text, _parse(text, self._types.get(var)))
