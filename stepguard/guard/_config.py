@@ -40,29 +40,26 @@ A rung registered later (:func:`stepguard.guard.rungs.register`) is accepted in 
 class GuardConfig:
     """How a :class:`stepguard.guard.Guard` executes a procedure.
 
-    Every number here is a parameter; the defaults marked "measured" were chosen from the runs in
-    ``docs/fidelity.md`` (embedded Qwen2.5-Coder-1.5B, 5/23/50/95 steps, 2026-11-29 and -30).
+    Every number here is a parameter. The defaults of ``chunk_size``, ``ladder`` and
+    ``max_reprompts_per_step`` were chosen from measurements on the embedded model; the figures
+    and their dates are in ``docs/policies.md`` ("Why these defaults") and ``docs/fidelity.md``.
+
+    Raises:
+        ValueError: a field out of range or an unknown policy, action or rung (names the field).
     """
 
     chunk_size: int = 5
-    """Steps per model call. Kept at 5, not swept: with the step-count line in the prompt the
-    embedded model wrote 60 of 60 asked lines at 5 (docs/fidelity.md), and 55 of
-    66 first-try deviations were arithmetic errors, which a smaller chunk does not remove."""
+    """Steps per model call (at least 1); the measured default, see docs/policies.md."""
     adaptive: bool = False
     """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
     ladder: tuple[str, ...] = ("bridge", "decompose", "commute")
-    """Re-prompt rungs in order, one attempt each (the last repeats while the budget lasts); the ladder
-    restarts for every new failing step. Measured on the embedded model: in 26 guarded instances
-    (ladder commute, decompose, resample, resample, restate) commute fixed 11 of 28 tries, decompose
-    8 of 16, resample 0 of 11, restate 0 of 5; on the 11 steps it got wrong there
-    (``benchmarks/study_rungs.py``) bridge verified 10 of 11, decompose 6 of the 8 it applies to,
-    commute 4 of 11, and bridge or decompose all 11. With this ladder (34 guarded instances):
-    bridge fixed 28 of 63 tries, decompose 19 of 33, commute 4 of 10 (docs/fidelity.md)."""
+    """Re-prompt rungs by registered name (:data:`RUNGS`, :mod:`stepguard.guard.rungs`), in order, one
+    attempt each (the last repeats while the budget lasts); the ladder restarts for every new failing
+    step. The measured default, see docs/policies.md."""
     max_reprompts_per_step: int = 3
-    """Re-prompts for one step before ``on_exhausted``. Measured: every one of the 19 steps fixed by
-    a re-prompt was fixed on the first or second; re-prompts 3 to 5 fixed none in 16 tries."""
+    """Re-prompts for one step before ``on_exhausted``; the measured default, see docs/policies.md."""
     max_reprompts_per_run: int = 200
     """Re-prompts for the whole run before ``on_exhausted``."""
     max_total_tokens: int | None = None
