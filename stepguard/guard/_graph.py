@@ -294,12 +294,16 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     attempt = state.attempt + 1
     ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
-    if _derive(get_rung(rung), ctx, state.cursor, ctx.env(state)) is None and get_rung(rung).derives:
-        # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
-        # resample (a new seed each attempt) after, so that no request is ever sent twice
-        rung = "narrow" if attempt == 1 else "resample"
     dev = state.deviation or {}
-    note = correction_note(ctx.procedure, state.cursor, dev, ctx.env(state))
+    chosen = get_rung(rung)
+    if chosen.derives and _derive(chosen, ctx, state.cursor, ctx.env(state)) is None:
+        # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
+        # resample (a new seed each attempt) after, so that no request is ever sent twice; the
+        # event says so, so that a step no rung applies to is never passed over silently
+        fallback = "narrow" if attempt == 1 else "resample"
+        dev = {**dev, "detail": f"{dev.get('detail', '')} [{rung} does not apply to this step; asked {fallback}]".strip()}
+        rung = fallback
+    note = correction_note(ctx.procedure, state.cursor, state.deviation or {}, ctx.env(state))
     return {
         "attempt": attempt, "rung": rung, "note": note, "reprompts": state.reprompts + 1,
         "events": [_event(dev, state, "reprompt", rung, ctx)],

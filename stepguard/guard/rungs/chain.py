@@ -1,0 +1,170 @@
+"""The ``chain`` rung: a step of two or more operations re-asked as checked single operations.
+
+Production steps mix operations: ``max(0, min(income, 50000) - 12000) * 0.25``. A model that gets
+the whole line wrong is asked the same expression over the committed values, one operation a
+sub-step, in evaluation order::
+
+    t1 = min(61000, 50000)
+    t2 = t1 - 12000
+    t3 = max(0, t2)
+    band2 = t3 * 0.25
+
+Every sub-step is checked by the evaluator; the step verifies only when all do. The sub-steps'
+names and values are the guard's own, derived from the expression (the operands are the values the
+model already has), so no expected value is shown. A conditional ``a if c else b`` becomes its
+condition, both branches and a choice sub-step ``t4 = t2 if t1 else t3``; comparisons and
+``and``/``or`` are sub-steps of type boolean. The last sub-step carries the step's own type, scale
+and rounding, so the rounding rule is applied once, at the end, as the procedure says.
+
+The rung does not apply (the ladder asks the step alone) to a step of fewer than two operations,
+one that reads a text value, or one with an intermediate value that is not a finite decimal (a
+model could not write ``1/3`` exactly): that is said in the re-prompt's event.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from stepguard.errors import EvaluationError
+from stepguard.evaluator import Number, format_number
+from stepguard.guard.rungs._arith import _NAME
+from stepguard.guard.rungs._base import Rung, register
+from stepguard.procedure import Procedure
+
+__all__ = ["Chain", "chain_steps"]
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+@register
+class Chain(Rung):
+    """``chain``: the failing step as one checked sub-step per operation (:func:`chain_steps`)."""
+
+    name = "chain"
+    derives = True
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """See :func:`chain_steps`."""
+        return chain_steps(procedure, index, env)
+
+
+class _Unsplittable(Exception):
+    """The expression holds something the chain cannot write as single operations."""
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, (int, Fraction)):
+        text = format_number(value)
+        if "/" in text:  # not a finite decimal: no exact way to write it
+            raise _Unsplittable
+        return f"({text})" if text.startswith("-") else text
+    raise _Unsplittable  # a text value: not arithmetic
+
+
+class _Writer:
+    """Writes an expression tree as sub-steps ``t1 .. tn`` over literal values, in evaluation order."""
+
+    def __init__(self, env: Mapping[str, Number | str], prefix: str) -> None:
+        self.env, self.prefix = env, prefix
+        self.exprs: list[str] = []
+        self.kinds: list[str] = []
+
+    def _new(self, expr: str, kind: str = "number") -> str:
+        self.exprs.append(expr)
+        self.kinds.append(kind)
+        return f"{self.prefix}{len(self.exprs)}"
+
+    def emit(self, node: ast.AST) -> str:  # noqa: PLR0911 - one case per node kind
+        if isinstance(node, ast.Constant):
+            return _literal(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in self.env:
+                raise _Unsplittable
+            return _literal(self.env[node.id])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
+            return _literal(-node.operand.value if isinstance(node.op, ast.USub) else node.operand.value)
+        if isinstance(node, ast.UnaryOp):
+            a = self.emit(node.operand)
+            if isinstance(node.op, ast.Not):
+                return self._new(f"not {a}", "boolean")
+            return self._new(f"{'-' if isinstance(node.op, ast.USub) else '+'}{a}")
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            a, b = self.emit(node.left), self.emit(node.right)
+            return self._new(f"{a} {_OPS[type(node.op)]} {b}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            args = [self.emit(x) for x in node.args]
+            return self._new(f"{node.func.id}({', '.join(args)})")
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
+            a, b = self.emit(node.left), self.emit(node.comparators[0])
+            return self._new(f"{a} {_CMP[type(node.ops[0])]} {b}", "boolean")
+        if isinstance(node, ast.BoolOp):
+            word = "and" if isinstance(node.op, ast.And) else "or"
+            parts = [self.emit(v) for v in node.values]
+            return self._new(f" {word} ".join(parts), "boolean")
+        if isinstance(node, ast.IfExp):
+            cond, then, other = self.emit(node.test), self.emit(node.body), self.emit(node.orelse)
+            return self._new(f"{then} if {cond} else {other}")
+        raise _Unsplittable
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, (bool, int)):
+        return True
+    if not isinstance(value, Fraction):
+        return False
+    d = value.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+    """A sub-procedure computing step ``index`` one operation a sub-step, over the committed values.
+
+    Args:
+        procedure: the procedure.
+        index: 0-based index of the failing step.
+        env: committed values (every name the step reads must be there).
+
+    Returns:
+        A :class:`Procedure` with no inputs whose last step has the failing step's variable, type,
+        scale and rounding, or ``None`` when the step has fewer than two operations, reads a text
+        value, or has an intermediate value that is not a finite decimal.
+    """
+    compiled = procedure.compiled[index]
+    if compiled is None:
+        return None
+    step = procedure.steps[index]
+    prefix = "u" if step.var.startswith("t") else "t"
+    writer = _Writer(env, prefix)
+    try:
+        last = writer.emit(compiled.tree.body)
+    except _Unsplittable:
+        return None
+    if len(writer.exprs) < 2 or last != f"{prefix}{len(writer.exprs)}":
+        return None
+    steps: list[dict[str, Any]] = [
+        {"var": f"{prefix}{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
+        for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds), start=1)
+    ]
+    final = {"var": step.var, "expr": writer.exprs[-1], "type": step.type}
+    if step.scale is not None:
+        final.update(scale=step.scale, rounding=step.rounding)
+    if step.choices is not None:
+        final["choices"] = list(step.choices)
+    steps[-1] = final
+    try:
+        sub = Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{step.var}:chain", "steps": steps})
+        values = sub.expected_values({})
+    except (ValueError, EvaluationError):  # a limit of ours, or a failing sub-step: ask the step as it is
+        return None
+    if not all(_finite(v) for var, v in values.items() if var != step.var):
+        return None
+    return sub

@@ -1,0 +1,106 @@
+"""Issue 16, deliverable 1: any expression as a chain of checked single operations."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stepguard import Guard, GuardConfig, Procedure
+from stepguard.evaluator import parse_number
+from stepguard.guard import get_rung
+from tests._fakes import ScriptedModel
+
+CHAIN = get_rung("chain")
+
+
+def _one(expr: str, inputs: tuple[str, ...] = ("income",), **step: object) -> Procedure:
+    return Procedure.model_validate({"name": "p", "inputs": list(inputs), "steps": [{"var": "band2", "expr": expr, **step}]})
+
+
+def test_the_issue_example_becomes_four_single_operations() -> None:
+    proc = _one("max(0, min(income, 50000) - 12000) * 0.25", type="decimal", scale=2, rounding="ROUND_HALF_UP")
+    sub = CHAIN.derive(proc, 0, {"income": 61000})
+    assert [(s.var, s.expr) for s in sub.steps] == [
+        ("t1", "min(61000, 50000)"), ("t2", "t1 - 12000"), ("t3", "max(0, t2)"), ("band2", "t3 * 0.25"),
+    ]
+    last = sub.steps[-1]
+    assert (last.type, last.scale, last.rounding) == ("decimal", 2, "ROUND_HALF_UP")  # the rule applied once, at the end
+
+
+def test_a_conditional_becomes_a_condition_both_branches_and_a_choice() -> None:
+    proc = _one("income * 0.05 if income >= 100 else 0", type="decimal", scale=2)
+    sub = CHAIN.derive(proc, 0, {"income": parse_number("100.10")})
+    assert [(s.var, s.expr, s.type) for s in sub.steps] == [
+        ("t1", "100.1 >= 100", "boolean"), ("t2", "100.1 * 0.05", "number"), ("band2", "t2 if t1 else 0", "decimal"),
+    ]
+
+
+def test_it_does_not_apply_where_it_cannot_help_or_cannot_be_exact() -> None:
+    assert CHAIN.derive(_one("income * 2"), 0, {"income": 3}) is None  # one operation: other rungs
+    assert CHAIN.derive(_one("income / 3 * 3"), 0, {"income": 1}) is None  # 1/3 cannot be written exactly
+    label = Procedure.model_validate({"name": "p", "inputs": [{"name": "tier", "type": "string"}],
+                                      "steps": [{"var": "s", "expr": "1 if tier == 'gold' else 2 + 1"}]})
+    assert CHAIN.derive(label, 0, {"tier": "gold"}) is None  # a text operand
+
+
+def _operations(expr: str) -> int:
+    """Operations in an expression: operators, calls, comparisons, choices (a negative literal is none)."""
+    import ast
+
+    tree = ast.parse(expr, mode="eval")
+    return sum(isinstance(n, (ast.BinOp, ast.Call, ast.Compare, ast.IfExp, ast.BoolOp))
+               or (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant)) for n in ast.walk(tree))
+
+
+_leaf = st.one_of(st.sampled_from(["a", "b", "c"]), st.decimals(min_value=-500, max_value=500, places=2).map(str))
+
+
+def _expr(depth: int) -> st.SearchStrategy[str]:
+    if depth == 0:
+        return _leaf
+    sub = _expr(depth - 1)
+    return st.one_of(
+        _leaf,
+        st.tuples(sub, st.sampled_from(["+", "-", "*"]), sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(st.sampled_from(["min", "max"]), sub, sub).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+        st.tuples(sub, sub, sub).map(lambda t: f"({t[0]} if {t[1]} > {t[2]} else {t[2]})"),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(expr=_expr(3), a=st.decimals(-999, 999, places=2), b=st.integers(-50, 50), c=st.decimals(0, 99, places=1))
+def test_the_chain_always_computes_the_steps_own_value(expr: str, a: Decimal, b: int, c: Decimal) -> None:
+    proc = Procedure.model_validate({"name": "p", "inputs": ["a", "b", "c"],
+                                     "steps": [{"var": "s", "expr": expr, "type": "decimal", "scale": 2, "rounding": "ROUND_HALF_UP"}]})
+    env = {"a": parse_number(str(a)), "b": b, "c": parse_number(str(c))}
+    try:
+        want = proc.expected_values(env)["s"]
+    except Exception:  # noqa: BLE001 - a value beyond the evaluator's bounds: nothing to compare
+        return
+    sub = CHAIN.derive(proc, 0, env)
+    if sub is None:
+        return
+    assert all(_operations(s.expr) == 1 for s in sub.steps), [s.expr for s in sub.steps]
+    assert sub.expected_values({})["s"] == want
+
+
+def test_the_guard_verifies_a_multi_operation_step_through_the_chain() -> None:
+    proc = Procedure.model_validate({
+        "name": "tax", "inputs": [{"name": "income", "type": "decimal"}],
+        "steps": [{"var": "band2", "expr": "max(0, min(income, 50000) - 12000) * 0.25", "type": "decimal", "scale": 2}],
+    })
+    model = ScriptedModel(faults={"band2": ["wrong"]})
+    result = Guard(model, GuardConfig(ladder=("chain",))).run(proc, {"income": "61000"})
+    assert result.status == "verified" and result.answer == Decimal("9500.00")
+    assert [(d.action, d.rung) for d in result.deviations] == [("reprompt", "chain")]
+    nested = model.calls[1][-1]["content"]
+    assert "t1 = min(61000, 50000)" in nested and "band2 = t3 * 0.25" in nested
+
+
+def test_a_rung_that_does_not_apply_is_named_in_the_result() -> None:
+    proc = _one("income * 2")
+    result = Guard(ScriptedModel(faults={"band2": ["wrong"]}), GuardConfig(ladder=("chain",))).run(proc, {"income": 3})
+    event = next(d for d in result.deviations if d.action == "reprompt")
+    assert event.rung == "narrow" and "chain does not apply to this step" in event.detail
