@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
+from fractions import Fraction
 
-from stepguard.evaluator import Number
+from stepguard.errors import StepguardError
+from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure
 
-__all__ = ["magnitudes", "operands", "places", "sub_procedure"]
+__all__ = ["decimal_places", "derived", "leaf_values", "magnitudes", "operands", "places", "sub_procedure", "text"]
 
 _NAME = 100
 """Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
@@ -56,24 +59,88 @@ def magnitudes(a: int, b: int) -> tuple[int, int, bool]:
     return abs(big), abs(small), (big >= 0) == (small >= 0) or small == 0
 
 
-def sub_procedure(procedure: Procedure, index: int, exprs: list[str], *, negative: bool, rung: str) -> Procedure:
+def sub_procedure(procedure: Procedure, index: int, exprs: list[str], *, negative: bool, rung: str) -> Procedure | None:
     """Sub-steps ``t1 .. tn`` over ``exprs`` (which name earlier sub-steps ``t<i>``), the last one
-    named as the step's own variable, or followed by ``var = -tn`` when ``negative``; sub-steps are
-    named ``u<i>`` when the step's variable starts with ``t``.
+    named as the step's own variable, or followed by ``var = -tn`` when ``negative`` (see :func:`derived`).
 
     A copy step ``S1 = t4`` is not written: the embedded model answered it ``S1 = t4``, without a
     value, in 2 of 8 bridge runs (``benchmarks/study_rungs.py``).
-
-    Raises:
-        pydantic.ValidationError: the derived procedure breaks a procedure limit.
     """
-    var = procedure.steps[index].var
-    prefix = "u" if var.startswith("t") else "t"  # sub-step names never collide with the step's own
-    exprs = [e.replace("t", prefix) for e in exprs]
-    names = [f"{prefix}{i}" for i in range(1, len(exprs) + 1)]
+    steps: list[dict[str, object]] = [{"var": f"t{i}", "expr": e} for i, e in enumerate(exprs, 1)]
     if negative:
-        exprs, names = exprs + [f"-{names[-1]}"], names + [var]
+        steps.append({"var": f"t{len(steps) + 1}", "expr": f"-t{len(steps)}"})
+    return derived(procedure, index, steps, rung)
+
+
+def leaf_values(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> tuple[ast.AST, list[Number]] | None:
+    """``(node, operand values)`` of a step that is one operation over names and constants
+    (``a * b``, ``min(a, 50000)``, ``a >= 100``), numbers only; ``None`` for any other step."""
+    compiled = procedure.compiled[index]
+    if compiled is None:
+        return None
+    node = compiled.tree.body
+    if isinstance(node, ast.BinOp):
+        sides: list[ast.AST] = [node.left, node.right]
+    elif isinstance(node, ast.Call):
+        sides = list(node.args)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        sides = [node.left, node.comparators[0]]
     else:
-        names[-1] = var
-    steps = [{"var": n, "expr": e} for n, e in zip(names, exprs)]
-    return Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{var}:{rung}", "steps": steps})
+        return None
+    values: list[Number] = []
+    for side in sides:
+        if isinstance(side, ast.UnaryOp) and isinstance(side.op, ast.USub) and isinstance(side.operand, ast.Constant):
+            v = -side.operand.value
+        elif isinstance(side, ast.Name):
+            v = env.get(side.id)
+        elif isinstance(side, ast.Constant):
+            v = side.value
+        else:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, Fraction)):
+            return None
+        values.append(v)
+    return node, values
+
+
+def decimal_places(value: Number) -> int | None:
+    """Places after the point of a finite decimal (``72.5`` -> 1, ``15`` -> 0); ``None`` for ``1/3``."""
+    d = Fraction(value).denominator
+    for places_ in range(0, 30):
+        if (10**places_) % d == 0:
+            return places_
+    return None
+
+
+def text(value: Number) -> str:
+    """An operand as a sub-step writes it: ``72.5``, ``(-3)``."""
+    s = format_number(value)
+    return f"({s})" if s.startswith("-") else s
+
+
+def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], rung: str) -> Procedure | None:
+    """A derived procedure from sub-step dicts named ``t1 .. tn`` (expressions name earlier ones).
+
+    The last sub-step takes the step's variable, type, scale and rounding, so the procedure's
+    rounding rule is applied once, at the end; the others are renamed ``u1 .. un`` where the step's
+    own variable starts with ``t``, so no name collides.
+
+    Returns:
+        The procedure, or ``None`` where our own limits refuse it or a sub-step fails to evaluate.
+    """
+    step = procedure.steps[index]
+    if step.var.startswith("t"):
+        steps = [{**d, "var": _rename(str(d["var"])), "expr": _rename(str(d["expr"]))} for d in steps]
+    last = {**steps[-1], "var": step.var, "type": step.type}
+    if step.scale is not None:
+        last.update(scale=step.scale, rounding=step.rounding)
+    try:
+        sub = Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{step.var}:{rung}", "steps": [*steps[:-1], last]})
+        sub.expected_values({})
+    except (ValueError, StepguardError):
+        return None
+    return sub
+
+
+def _rename(text_: str) -> str:
+    return re.sub(r"\bt(\d+)\b", r"u\1", text_)

@@ -28,9 +28,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number
-from stepguard.guard.rungs._arith import _NAME
+from stepguard.guard.rungs._arith import derived
 from stepguard.guard.rungs._base import Rung, register
 from stepguard.procedure import Procedure
 
@@ -46,6 +45,7 @@ class Chain(Rung):
 
     name = "chain"
     derives = True
+    nested_ladder = ("single", "resample")  # each failing sub-step through the rung for its operation
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """See :func:`chain_steps`."""
@@ -142,29 +142,20 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
     if compiled is None:
         return None
     step = procedure.steps[index]
-    prefix = "u" if step.var.startswith("t") else "t"
-    writer = _Writer(env, prefix)
+    writer = _Writer(env, "t")
     try:
         last = writer.emit(compiled.tree.body)
     except _Unsplittable:
         return None
-    if len(writer.exprs) < 2 or last != f"{prefix}{len(writer.exprs)}":
+    if len(writer.exprs) < 2 or last != f"t{len(writer.exprs)}":
         return None
     steps: list[dict[str, Any]] = [
-        {"var": f"{prefix}{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
+        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
         for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds), start=1)
     ]
-    final = {"var": step.var, "expr": writer.exprs[-1], "type": step.type}
-    if step.scale is not None:
-        final.update(scale=step.scale, rounding=step.rounding)
     if step.choices is not None:
-        final["choices"] = list(step.choices)
-    steps[-1] = final
-    try:
-        sub = Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{step.var}:chain", "steps": steps})
-        values = sub.expected_values({})
-    except (ValueError, EvaluationError):  # a limit of ours, or a failing sub-step: ask the step as it is
-        return None
-    if not all(_finite(v) for var, v in values.items() if var != step.var):
+        steps[-1]["choices"] = list(step.choices)
+    sub = derived(procedure, index, steps, "chain")
+    if sub is None or not all(_finite(v) for var, v in sub.expected_values({}).items() if var != step.var):
         return None
     return sub

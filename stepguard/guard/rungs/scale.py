@@ -1,0 +1,53 @@
+"""The ``scale`` rung: a product of decimals asked over whole numbers, the point placed as its own sub-step.
+
+``43 x 18.75`` becomes ``43 * 1875`` (= 80625), then ``t1 / 100``: the multiplication a model does
+with whole numbers, and the point moved by the count of decimal places. Every sub-step is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from fractions import Fraction
+
+from stepguard.evaluator import Number
+from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, text
+from stepguard.guard.rungs._base import Rung, register
+from stepguard.procedure import Procedure
+
+__all__ = ["Scale", "scaled_product"]
+
+
+def scaled_product(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+    """A sub-procedure: the product over the operands scaled to whole numbers, then divided back.
+
+    Returns:
+        The derived procedure, or ``None`` when the step is not one product of two finite decimals
+        at least one of which has decimal places.
+    """
+    found = leaf_values(procedure, index, env)
+    if found is None or not isinstance(found[0], ast.BinOp) or not isinstance(found[0].op, ast.Mult):
+        return None
+    a, b = found[1]
+    pa, pb = decimal_places(a), decimal_places(b)
+    if pa is None or pb is None or pa + pb == 0:
+        return None
+    wa, wb = int(Fraction(a) * 10**pa), int(Fraction(b) * 10**pb)
+    steps: list[dict[str, object]] = [
+        {"var": "t1", "expr": f"{text(wa)} * {text(wb)}"},
+        {"var": "t2", "expr": f"t1 / {10 ** (pa + pb)}"},
+    ]
+    return derived(procedure, index, steps, "scale")
+
+
+@register
+class Scale(Rung):
+    """``scale``: a decimal product over whole numbers, then the point placed (:func:`scaled_product`)."""
+
+    name = "scale"
+    derives = True
+    nested_ladder = ("decompose", "resample")  # the whole-number product, split by place value
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """See :func:`scaled_product`."""
+        return scaled_product(procedure, index, env)

@@ -1,0 +1,37 @@
+"""The ``single`` rung: one operation re-asked through the rung made for it.
+
+It derives the failing step with the first of ``choice`` (``min``/``max``), ``partial`` (a product
+with a decimal factor), ``scale`` (a product of decimals), ``bridge`` (an integer sum that carries)
+and ``decompose`` (an integer product or sum by place value) that applies; the nested ladder of a
+``chain`` uses it on each failing sub-step. Where none applies it does not either, and the ladder
+says so and asks the step alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stepguard.evaluator import Number
+from stepguard.guard.rungs._base import Rung, get_rung, register
+from stepguard.procedure import Procedure
+
+__all__ = ["SINGLE_ORDER", "Single"]
+
+SINGLE_ORDER: tuple[str, ...] = ("choice", "partial", "scale", "bridge", "decompose")
+"""The rungs ``single`` tries, in order."""
+
+
+@register
+class Single(Rung):
+    """``single``: the first rung of :data:`SINGLE_ORDER` that applies to the step's one operation."""
+
+    name = "single"
+    derives = True
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """The first derivation of :data:`SINGLE_ORDER` that applies, or ``None``."""
+        for name in SINGLE_ORDER:
+            sub = get_rung(name).derive(procedure, index, env)
+            if sub is not None:
+                return sub
+        return None
