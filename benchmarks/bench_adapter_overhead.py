@@ -1,6 +1,6 @@
 """How much time the OpenAI-compatible adapter adds to one chat call, milliseconds.
 
-Runs the tests' stub server on 127.0.0.1 and times N calls of
+Runs a minimal OpenAI-compatible echo server (below; standard library only) on 127.0.0.1 and times N calls of
 :meth:`stepguard.adapters.OpenAICompatibleModel.complete` against N raw ``httpx`` POSTs of the
 same JSON body (JSON decode included), interleaved in small rounds so machine noise hits both
 sides alike. Two clocks:
@@ -18,17 +18,54 @@ Usage: ``python benchmarks/bench_adapter_overhead.py [--calls 600] [--prompt-cha
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
-import sys
+import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests/
-from stepguard.adapters.openai_compat import OpenAICompatibleModel  # noqa: E402
-from tests._stub_server import StubServer  # noqa: E402
+from stepguard.adapters import OpenAICompatibleModel
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """``POST /v1/chat/completions``: a 200 chat completion replying ``reply to: <last message>``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        last = body["messages"][-1]["content"] if body.get("messages") else ""
+        data = json.dumps({
+            "id": "chatcmpl-echo", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "ok"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": f"reply to: {last}"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+        }).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        """Silent."""
+
+
+@contextmanager
+def echo_server() -> Iterator[str]:
+    """Serve :class:`_Echo` on a free 127.0.0.1 port in a thread; yields the base URL (``.../v1``)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _time(fn: Callable[[], object], calls: int, wall: list[float], cpu: list[float]) -> None:
@@ -54,10 +91,10 @@ def main() -> None:
         "adapter.complete": ([], []),
         "raw httpx POST": ([], []),
     }
-    with StubServer() as stub:
-        model = OpenAICompatibleModel("ok", base_url=stub.base_url, api_key_env=None)
+    with echo_server() as base_url:
+        model = OpenAICompatibleModel("ok", base_url=base_url, api_key_env=None)
         body = {"model": "ok", "messages": messages, "temperature": 0.0, "seed": 0}
-        url = stub.base_url + "/chat/completions"
+        url = base_url + "/chat/completions"
         with httpx.Client(trust_env=False) as client:
             sides: dict[str, Callable[[], object]] = {
                 "adapter.complete": lambda: model.complete(messages),

@@ -23,23 +23,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
-
-from stepguard import Guard, GuardConfig  # noqa: E402
-from stepguard.adapters import load_model  # noqa: E402
-from stepguard.bench.generate import generate_instance  # noqa: E402
-from stepguard.telemetry import OtelObserver  # noqa: E402
+from stepguard import Guard, GuardConfig
+from stepguard.adapters import load_model
+from stepguard.bench.generate import generate_instance
+from stepguard.telemetry import OtelObserver
 
 
 class DropExporter(SpanExporter):

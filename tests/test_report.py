@@ -1,4 +1,5 @@
-"""build_report: files, SIMULATED marking, summary numbers against the rows; the CLI commands."""
+"""build_report: files, SIMULATED marking, summary numbers against the rows, a guarded run's caught
+deviations, labelled plot axes; the CLI commands."""
 
 from __future__ import annotations
 
@@ -10,24 +11,21 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stepguard.adapters import load_model
 from stepguard.bench import plots
-from stepguard.bench.generate import generate_grid
-from stepguard.bench.instances import write_instances
 from stepguard.bench.report import build_report
-from stepguard.bench.run import run_benchmark
+from stepguard.bench.rows import caught_deviations
 from stepguard.bench.store import RESULTS, iter_rows
 from stepguard.cli.bench_run import register
+from tests.conftest import SimRuns
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    root = tmp_path_factory.mktemp("runs")
-    write_instances(generate_grid([5, 23], [1, 3], 3, seed=1), root / "inst.jsonl")
-    model = load_model("sim:paper")
-    for mode in ("raw", "guarded"):
-        run_benchmark(root / "inst.jsonl", mode, model, root / mode, concurrency=4, progress=False)  # type: ignore[arg-type]
-    return root, root / "raw", root / "guarded"
+def runs(sim_runs: SimRuns) -> tuple[Path, Path, Path]:
+    return sim_runs.root, sim_runs.raw, sim_runs.guarded
+
+
+AXES: list[tuple[str, str, str]] = []
+"""(panel title, x label, y label) of every axis drawn by the ``report`` fixture."""
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +36,7 @@ def report(runs: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFacto
     def capture(fig: Any, path: Path) -> Path:
         titles.append(fig.get_suptitle())
         titles.extend(a.get_title() for a in fig.axes)
+        AXES.extend((f"{path.name}: {a.get_title()}", a.get_xlabel(), a.get_ylabel()) for a in fig.axes)
         return save(fig, path)
 
     plots._save = capture  # type: ignore[assignment]
@@ -61,7 +60,7 @@ def test_every_title_says_simulated(report: tuple[Any, list[str]]) -> None:
     rep, titles = report
     md = rep.report_md.read_text()
     table_titles = [line for line in md.splitlines() if line.startswith("#")]
-    assert len(table_titles) == 4 and all("SIMULATED" in t for t in table_titles)
+    assert len(table_titles) == 5 and all("SIMULATED" in t for t in table_titles)
     assert titles and all("SIMULATED" in t for t in titles if t)
     assert "SIMULATED" in rep.report_html.read_text().split("<table>")[0]
     assert json.loads(rep.summary_json.read_text())["simulated"] is True
@@ -70,10 +69,10 @@ def test_every_title_says_simulated(report: tuple[Any, list[str]]) -> None:
 def test_summary_numbers_match_the_rows(runs: tuple[Path, Path, Path], report: tuple[Any, list[str]]) -> None:
     rep, _ = report
     summary = json.loads(rep.summary_json.read_text())
-    assert summary["headline"]["n_steps"] == 23
+    assert summary["headline"]["n_steps"] == 47
     for run in summary["runs"]:
         rows = list(iter_rows(Path(run["rundir"]) / RESULTS))
-        assert run["rows"] == len(rows) == 12
+        assert run["rows"] == len(rows) == 18
         for cfg in run["configs"]:
             sel = [r for r in rows if (r["n_steps"], r["lookback"]) == (cfg["n_steps"], cfg["lookback"])]
             assert cfg["n"] == len(sel) == 3
@@ -88,8 +87,8 @@ def test_summary_numbers_match_the_rows(runs: tuple[Path, Path, Path], report: t
             if run["mode"] == "guarded":
                 assert cfg["per_instance"]["reprompts"] == pytest.approx(sum(r["reprompts"] for r in sel) / len(sel))
         head = next(h for h in summary["headline"]["runs"] if h["rundir"] == run["rundir"])
-        at23 = [r for r in rows if r["n_steps"] == 23]
-        assert head["metrics"]["first_answer_accuracy"]["k"] == sum(r["correct"] for r in at23)
+        at47 = [r for r in rows if r["n_steps"] == 47]
+        assert head["metrics"]["first_answer_accuracy"]["k"] == sum(r["correct"] for r in at47)
 
 
 def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
@@ -98,7 +97,7 @@ def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -
     cli = CliRunner()
     root = runs[0]
     res = cli.invoke(app, ["run", "--instances", str(root / "inst.jsonl"), "--mode", "guarded", "--model", "sim:paper",
-                           "--out", str(tmp_path / "g"), "--configs", "5x1", "--limit", "2", "--chunk-size", "3", "--no-progress"])
+                           "--out", str(tmp_path / "g"), "--configs", "5x2", "--limit", "2", "--chunk-size", "3", "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "2 new rows" in res.output and "SIMULATED" in res.output
     assert len(list(iter_rows(tmp_path / "g" / RESULTS))) == 2
@@ -109,6 +108,10 @@ def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -
     assert res.exit_code == 0 and (tmp_path / "rep" / "report.html").exists(), res.output
     res = cli.invoke(app, ["compare", str(runs[1]), str(runs[2])])
     assert res.exit_code == 0 and "McNemar" in res.output and "overall" in res.output, res.output
+    swapped = cli.invoke(app, ["compare", str(runs[2]), str(runs[1])])
+    assert swapped.exit_code == 0 and swapped.output == res.output  # raw and guarded read from run.json
+    same = cli.invoke(app, ["compare", str(runs[2]), str(runs[2])])
+    assert same.exit_code == 2 and "one raw and one guarded" in same.output
 
 
 def test_cli_demo_on_the_simulator(tmp_path: Path) -> None:
@@ -133,3 +136,44 @@ def test_two_runs_of_one_mode_are_told_apart_by_their_folder(runs: tuple[Path, P
     labels = [aggregate_run(d).label for d in (raw, guarded, other)]
     assert labels[0].startswith("raw · ") and labels[1].startswith("guarded · ")
     assert labels[2].startswith("guarded (guarded-v1) · ") and "SIMULATED" in labels[2]
+
+
+def test_guarded_deviations_are_reported_by_kind_and_ending(runs: tuple[Path, Path, Path], report: tuple[Any, list[str]]) -> None:
+    rep, _ = report
+    rows = list(iter_rows(runs[2] / RESULTS))
+    events = [d for r in rows for d in r["guard"]["deviations"]]
+    assert events and any(d["kind"] not in r["labels"] for r in rows for d in r["guard"]["deviations"])  # not only raw labels
+    guarded = next(r for r in json.loads(rep.summary_json.read_text())["runs"] if r["mode"] == "guarded")
+    total = guarded["overall"]["deviations"]
+    assert total["caught"] == len(events)
+    for kind in {d["kind"] for d in events}:
+        assert total["by_kind"][kind] == pytest.approx(sum(d["kind"] == kind for d in events) / len(rows))
+    assert sum(total["by_action"].values()) == len(events)
+    assert sum(m["k"] for m in total["ended"].values()) == len(events)
+    for cfg in guarded["configs"]:
+        sel = [r for r in rows if (r["n_steps"], r["lookback"]) == (cfg["n_steps"], cfg["lookback"])]
+        assert cfg["deviations"]["caught"] == sum(len(r["guard"]["deviations"]) for r in sel)
+        assert cfg["deviations"]["instances_with"]["k"] == sum(bool(r["guard"]["deviations"]) for r in sel)
+    md = rep.report_md.read_text()
+    table = md[md.index("deviations the guard caught"):]
+    header = table.splitlines()[2]
+    assert "lookback_confusion / inst" in header and "ended verified" in header and "ended stopped" in header
+
+
+def test_a_deviation_ends_as_its_step_did() -> None:
+    guard = {"status": "failed", "steps": [{"var": "S1", "provenance": "model_verified"}, {"var": "S2", "provenance": "repaired"},
+                                           {"var": "S3", "provenance": "flagged"}, {"var": "S4", "provenance": "missing"}],
+             "deviations": [{"kind": "arithmetic_error", "step": s, "action": a}
+                            for s, a in (("S1", "reprompt"), ("S2", "repair"), ("S3", "flag"), ("S4", "raise"))]
+             + [{"kind": "truncated", "step": None, "action": "note"}]}
+    got = caught_deviations({"mode": "guarded", "guard": guard})
+    assert [(d.action, d.ended) for d in got] == [("reprompt", "verified"), ("repair", "repaired"), ("flag", "flagged"),
+                                                 ("raise", "stopped"), ("note", "stopped")]
+    assert caught_deviations({"mode": "guarded", "deviation_counts": {"type_error": 2}}) == [("type_error", "reprompt", None)] * 2
+    assert caught_deviations({"mode": "raw", "labels": ["arithmetic_error"]}) == []
+
+
+def test_every_plot_axis_is_labelled(report: tuple[Any, list[str]]) -> None:
+    assert {a[0].split(":")[0] for a in AXES} == {"accuracy.png", "labels.png", "guard_cost.png"}
+    unlabelled = [title for title, x, y in AXES if not x.strip() or not y.strip()]
+    assert not unlabelled

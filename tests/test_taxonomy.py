@@ -180,3 +180,28 @@ def test_summarize_groups_by_configuration() -> None:
     assert "acc" in table and "miss" in table and "[" in table
     with pytest.raises(ValueError, match="not among the instances"):
         summarize(scores, [INST])
+
+
+def test_the_taxonomy_imports_nothing_from_the_benchmark() -> None:
+    import ast
+    from pathlib import Path
+
+    import stepguard.verify
+
+    found = []
+    for path in Path(stepguard.verify.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):  # TYPE_CHECKING blocks included
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.name}: {n}" for n in names if n.startswith("stepguard.bench")]
+    assert not found
+
+
+def test_one_label_list_for_every_report() -> None:
+    from stepguard.bench import aggregate, summary
+    from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
+
+    assert SCORE_LABELS == ("exact", *FAILURE_LABELS) and set(FAILURE_LABELS) <= set(DEVIATION_KINDS)
+    assert set(aggregate.LABEL_HEADINGS) == set(FAILURE_LABELS)
+    header = render_table(summarize([score_generation(INST, gen())])).splitlines()[0].split()
+    assert [aggregate.LABEL_HEADINGS[lb] for lb in FAILURE_LABELS] == header[6:12]
+    assert not hasattr(summary, "FAILURE_LABELS") or summary.FAILURE_LABELS is FAILURE_LABELS

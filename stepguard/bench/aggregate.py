@@ -1,7 +1,9 @@
-"""Streaming aggregation of run-store rows into per-configuration metrics (what summary.json holds).
+"""The one reporting pipeline's fold: rows into per-configuration counters (what summary.json holds).
 
-Rows are read one at a time and folded into counters, so summarising a 55,000-row run holds
-55 small cells, never the rows. Rates carry 95% Wilson intervals (Wilson 1927, via
+Run-store rows (:func:`aggregate_run`) and raw-mode scores (:func:`stepguard.bench.summary.summarize`)
+are folded by the same :class:`Cell`, one row at a time, so summarising a 55,000-row run holds
+55 small cells, never the rows. Labels are the taxonomy's (:data:`stepguard.verify.FAILURE_LABELS`,
+spelled in tables as :data:`LABEL_HEADINGS`). Rates carry 95% Wilson intervals (Wilson 1927, via
 :func:`stepguard.bench.stats.wilson_interval`) and the instance count.
 """
 
@@ -12,13 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepguard.bench.rows import ACTIONS, ENDINGS, caught_deviations
 from stepguard.bench.stats import rate as stats_rate
 from stepguard.bench.store import ERRORS, RESULTS, iter_rows, read_meta
+from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
-__all__ = ["Cell", "FAILURE_LABELS", "RunAggregate", "aggregate_run", "rate"]
+__all__ = ["LABEL_HEADINGS", "Cell", "RunAggregate", "aggregate_run", "rate"]
 
-FAILURE_LABELS = ("missing_answer", "premature_answer", "under_executed", "extra_steps", "self_correction", "arithmetic_error")
-"""The six raw-mode labels of benchmark.md's taxonomy (``exact`` is reported as the exact-step rate)."""
+LABEL_HEADINGS: dict[str, str] = {
+    "missing_answer": "missing", "premature_answer": "premature", "under_executed": "under-exec",
+    "extra_steps": "extra", "self_correction": "self-corr", "arithmetic_error": "arith",
+}
+"""The short column heading of each failure label (one spelling for every table)."""
 
 _USAGE = ("model_calls", "input_tokens", "output_tokens", "cached_tokens", "wall_s", "model_s")
 
@@ -53,9 +60,17 @@ class Cell:
     repaired: int = 0
     repaired_rows: int = 0
     usage: Counter[str] = field(default_factory=Counter)
+    caught: Counter[str] = field(default_factory=Counter)
+    """Guarded: deviations caught, by kind (events, not instances)."""
+    actions: Counter[str] = field(default_factory=Counter)
+    """Guarded: what the policy did about each caught deviation."""
+    endings: Counter[str] = field(default_factory=Counter)
+    """Guarded: how each caught deviation ended (:data:`stepguard.bench.rows.ENDINGS`)."""
+    rows_with_deviations: int = 0
+    """Guarded: instances with at least one caught deviation."""
 
     def add(self, row: dict[str, Any]) -> None:
-        """Fold one result row in."""
+        """Fold one result row in (a run-store row of either mode, or a raw-mode score's fields)."""
         self.n += 1
         self.correct += bool(row.get("correct"))
         self.exact += bool(row.get("exact"))
@@ -76,6 +91,19 @@ class Cell:
         usage = row.get("usage") or {}
         for k in _USAGE:
             self.usage[k] += usage.get(k) or 0
+        if row.get("mode") == "guarded":
+            caught = caught_deviations(row)
+            self.rows_with_deviations += bool(caught)
+            for d in caught:
+                self.caught[d.kind] += 1
+                self.actions[d.action] += 1
+                if d.ended is not None:
+                    self.endings[d.ended] += 1
+
+    @property
+    def caught_total(self) -> int:
+        """Guarded: every deviation caught in the cell."""
+        return sum(self.caught.values())
 
     def _mean(self, total: float) -> float | None:
         return total / self.n if self.n else None
@@ -110,7 +138,20 @@ class Cell:
             out["answer_right_any_provenance"] = rate(self.first_answer_correct, self.n)
             out["verified_correct_rate"] = rate(self.verified_correct, self.n)
             out["instances_with_repairs"] = self.repaired_rows
+            out["deviations"] = self.deviation_metrics()
         return out
+
+    def deviation_metrics(self) -> dict[str, Any]:
+        """Guarded: the caught deviations, by kind and by how they ended (keys: see :meth:`metrics`)."""
+        total = self.caught_total
+        return {
+            "caught": total,
+            "per_instance": self._mean(total),
+            "instances_with": rate(self.rows_with_deviations, self.n),
+            "by_kind": {kind: self._mean(self.caught[kind]) for kind in DEVIATION_KINDS},
+            "by_action": {action: self.actions[action] for action in ACTIONS},
+            "ended": {end: rate(self.endings[end], total) for end in ENDINGS},
+        }
 
 
 @dataclass

@@ -4,7 +4,8 @@ For each shared instance id the two outcomes (``correct`` by default, or ``exact
 table: both right / only guarded right / only raw right / both wrong. The exact McNemar test
 (McNemar 1947; exact form: a two-sided binomial test of the discordant pairs against p = 1/2,
 ``scipy.stats.binomtest``) asks whether the guard changes the success rate on the same instances.
-It is computed per configuration (steps, look-back) and overall.
+It is computed per configuration (steps, look-back) and overall. Which run is raw and which is
+guarded is read from each run's run.json (``mode``), never from the order of the arguments.
 """
 
 from __future__ import annotations
@@ -121,12 +122,12 @@ class Comparison:
         return "\n".join(lines)
 
 
-def compare_runs(raw_dir: str | Path, guarded_dir: str | Path, metric: Metric = "correct") -> Comparison:
-    """Pair two runs on their shared instance ids and test the difference (exact McNemar).
+def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct") -> Comparison:
+    """Pair a raw and a guarded run on their shared instance ids and test the difference (exact McNemar).
 
     Args:
-        raw_dir: the raw run's folder (any mode is accepted; it is the "A" side).
-        guarded_dir: the guarded run's folder (the "B" side).
+        run_a, run_b: the two run folders, in either order: the raw one and the guarded one are
+            told apart by the ``mode`` in each run.json.
         metric: ``"correct"`` (first answer right; guarded: verified and right) or ``"exact"``
             (exact-step execution; guarded: every step model-verified).
 
@@ -136,18 +137,25 @@ def compare_runs(raw_dir: str | Path, guarded_dir: str | Path, metric: Metric = 
 
     Raises:
         RunStoreError: a folder is not a run store or holds a corrupt line.
-        ValueError: an unknown metric.
+        ValueError: an unknown metric, or the two runs are not one raw and one guarded run (the
+            modes found are named).
     """
     if metric not in ("correct", "exact"):
         raise ValueError(f"metric must be 'correct' or 'exact', not {metric!r}")
-    meta_a, meta_b = read_meta(raw_dir), read_meta(guarded_dir)
+    meta = {Path(run_a): read_meta(run_a), Path(run_b): read_meta(run_b)}
+    by_mode = {m.get("mode"): d for d, m in meta.items()}
+    if set(by_mode) != {"raw", "guarded"}:
+        found = ", ".join(f"{d} is {m.get('mode')!r}" for d, m in meta.items())
+        raise ValueError(f"compare needs one raw and one guarded run ({found})")
+    raw_dir, guarded_dir = by_mode["raw"], by_mode["guarded"]
     raw: dict[str, tuple[int, int | None, bool]] = {}
-    for row in iter_rows(Path(raw_dir) / RESULTS):
+    for row in iter_rows(raw_dir / RESULTS):
         raw[row["id"]] = (int(row["n_steps"]), row.get("lookback"), bool(row.get(metric)))
-    cmp = Comparison(metric, str(raw_dir), str(guarded_dir), bool(meta_a.get("simulated") or meta_b.get("simulated")))
+    simulated = any(bool(m.get("simulated")) for m in meta.values())
+    cmp = Comparison(metric, str(raw_dir), str(guarded_dir), simulated)
     groups: dict[tuple[int, Any], Paired] = {}
     seen = 0
-    for row in iter_rows(Path(guarded_dir) / RESULTS):
+    for row in iter_rows(guarded_dir / RESULTS):
         got = raw.get(row["id"])
         if got is None:
             cmp.only_in_guarded += 1

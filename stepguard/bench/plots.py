@@ -2,7 +2,8 @@
 
 Each function takes the runs' :class:`~stepguard.bench.aggregate.RunAggregate` and writes one PNG;
 every panel title names the run (mode and model) and says ``SIMULATED`` when its model is the
-simulated executor, and so does the figure title when any run is.
+simulated executor, and so does the figure title when any run is. Every axis is labelled with
+what it shows and its unit.
 """
 
 from __future__ import annotations
@@ -11,14 +12,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from stepguard.bench._extra import import_extra
-from stepguard.bench.aggregate import FAILURE_LABELS, RunAggregate
+from stepguard.bench.aggregate import RunAggregate
+from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 FigureCanvasAgg = import_extra("matplotlib.backends.backend_agg").FigureCanvasAgg
 Figure = import_extra("matplotlib.figure").Figure
+colormaps = import_extra("matplotlib").colormaps
 
 __all__ = ["plot_accuracy", "plot_guard_cost", "plot_labels"]
 
 SIM_NOTE = "SIMULATED executor: not a model's accuracy"
+_KIND_COLOURS = colormaps["tab20"]
+"""One colour per deviation kind (its index in DEVIATION_KINDS), the same in every panel."""
 
 
 def _title(runs: Sequence[RunAggregate], text: str) -> str:
@@ -53,8 +58,8 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
                 err = [[m["value"] - m["low"] for _, m in pts], [m["high"] - m["value"] for _, m in pts]]
                 a.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"look-back {lb}" if lb else "no look-back")
             a.set_ylim(-0.03, 1.03)
-            a.set_xlabel("steps")
-            a.set_ylabel(name)
+            a.set_xlabel("procedure length (steps)")
+            a.set_ylabel(f"{name} (share of instances)")
             a.set_title(f"{name}\n{run.label}", fontsize=9)
             a.grid(alpha=0.3)
             if lookbacks:
@@ -64,11 +69,13 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
 
 
 def plot_labels(runs: Sequence[RunAggregate], path: Path) -> Path:
-    """Failure labels as stacked bars vs steps, one panel per run (all look-backs pooled).
+    """Failure labels (raw runs) or caught deviations (guarded runs) as stacked bars vs steps, one
+    panel per run (all look-backs pooled).
 
-    A bar segment is the share of instances carrying that label; labels overlap (one trace can
-    carry several), so a bar's height is labels per instance and can exceed 1. In guarded mode the
-    labels are the deviations the guard caught, not what it returned.
+    Raw: a bar segment is the share of instances carrying that label; labels overlap (one trace
+    can carry several), so a bar's height is labels per instance and can exceed 1. Guarded: a
+    segment is the deviations of one kind the guard caught per instance (every kind it caught,
+    not only the raw-mode labels); the bar is what the guard corrected or flagged, not what it returned.
     """
     fig = Figure(figsize=(4.6 * max(1, len(runs)), 4.2), layout="constrained")
     ax = _axes(fig, 1, max(1, len(runs)))[0]
@@ -77,17 +84,22 @@ def plot_labels(runs: Sequence[RunAggregate], path: Path) -> Path:
         steps = sorted(run.by_steps)
         xs = list(range(len(steps)))
         bottom = [0.0] * len(steps)
-        for lb in FAILURE_LABELS:
-            ys = [run.by_steps[n].labels[lb] / run.by_steps[n].n for n in steps]
-            a.bar(xs, ys, bottom=bottom, label=lb)
+        guarded = run.mode == "guarded"
+        kinds = [k for k in DEVIATION_KINDS if run.overall.caught[k]] if guarded else list(FAILURE_LABELS)
+        for kind in kinds:
+            cells = [run.by_steps[n] for n in steps]
+            ys = [(c.caught[kind] if guarded else c.labels[kind]) / c.n for c in cells]
+            a.bar(xs, ys, bottom=bottom, label=kind, color=_KIND_COLOURS(DEVIATION_KINDS.index(kind)))
             bottom = [b + y for b, y in zip(bottom, ys)]
         a.set_xticks(xs, [str(n) for n in steps])
-        a.set_xlabel("steps")
-        a.set_ylabel("labels per instance" if run.mode == "raw" else "deviations caught per instance")
-        a.set_title(f"failure labels\n{run.label}", fontsize=9)
-        if steps:
+        a.set_xlabel("procedure length (steps)")
+        a.set_ylabel("deviations caught per instance" if guarded else "labels per instance")
+        a.set_title(f"{'deviations caught' if guarded else 'failure labels'}\n{run.label}", fontsize=9)
+        if guarded and not kinds:
+            a.text(0.5, 0.5, "no deviation caught", ha="center", va="center", transform=a.transAxes)
+        if steps and kinds:
             a.legend(fontsize=6)
-    fig.suptitle(_title(runs, "Failure labels vs procedure length (labels overlap)"))
+    fig.suptitle(_title(runs, "Failure labels (raw) and deviations caught (guarded) vs procedure length"))
     return _save(fig, path)
 
 
@@ -111,8 +123,10 @@ def plot_guard_cost(runs: Sequence[RunAggregate], path: Path) -> Path | None:
     mark = " · SIMULATED" if any(r.simulated for r in runs) else ""
     left.set_title(f"re-prompts per instance (guarded){mark}", fontsize=9)
     right.set_title(f"input + output tokens per instance{mark}", fontsize=9)
+    left.set_ylabel("re-prompts per instance")
+    right.set_ylabel("tokens per instance (input + output)")
     for a in (left, right):
-        a.set_xlabel("steps")
+        a.set_xlabel("procedure length (steps)")
         a.grid(alpha=0.3)
         if a.get_legend_handles_labels()[0]:
             a.legend(fontsize=6)

@@ -5,7 +5,8 @@ per-configuration metrics with 95% Wilson intervals (:mod:`stepguard.bench.aggre
 plots (:mod:`stepguard.bench.plots`) and writes::
 
     out/summary.json     every number in the report, machine-readable
-    out/report.md        headline table, per-run tables, links to the PNGs
+    out/report.md        headline table, per-run tables (guarded runs: the deviations caught, by kind
+                         and how each ended), links to the PNGs
     out/report.html      the same, one file: PNGs embedded as base64, no outside resource
     out/accuracy.png, out/labels.png, out/guard_cost.png (when a guarded run is present)
 
@@ -25,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepguard.bench.aggregate import FAILURE_LABELS, RunAggregate, aggregate_run
+from stepguard.bench.aggregate import LABEL_HEADINGS, RunAggregate, aggregate_run
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
+from stepguard.bench.rows import ENDINGS
+from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 __all__ = ["Report", "Table", "build_report", "headline_steps"]
 
@@ -111,10 +114,9 @@ def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table,
 
 def _run_table(run: RunAggregate) -> Table:
     guarded = run.mode == "guarded"
-    short = {"missing_answer": "missing", "premature_answer": "premature", "under_executed": "under-exec",
-             "extra_steps": "extra", "self_correction": "self-corr", "arithmetic_error": "arith"}
     header = ["steps", "look-back", "n", "first-answer [95% CI]", "exact-step [95% CI]", "step values", "1st error at"]
-    header += [f"{short[lb]} %" for lb in FAILURE_LABELS] + ["cut at max tokens %", "tokens / inst", "calls / inst"]
+    header += [] if guarded else [f"{LABEL_HEADINGS[lb]} %" for lb in FAILURE_LABELS]
+    header += ["cut at max tokens %", "tokens / inst", "calls / inst"]
     header += ["re-prompts / inst", "repaired"] if guarded else []
     rows = []
     for (n, lb), cell in sorted(run.configs.items()):
@@ -123,12 +125,30 @@ def _run_table(run: RunAggregate) -> Table:
         sva = m["step_value_accuracy"]["value"]
         row = [str(n), str(lb) if lb else "-", str(m["n"]), _pct(m["first_answer_accuracy"]), _pct(m["exact_step_rate"]),
                "-" if sva is None else f"{100 * sva:.1f}%", _num(m["mean_first_error_position"])]
-        row += [f"{100 * m['labels'][lb2]['value']:.1f}" for lb2 in FAILURE_LABELS]
+        row += [] if guarded else [f"{100 * m['labels'][lb2]['value']:.1f}" for lb2 in FAILURE_LABELS]
         row += [f"{100 * m['truncated']['value']:.1f}", _num(per["total_tokens"], 0), _num(per["model_calls"])]
         row += [_num(per["reprompts"]), str(cell.repaired)] if guarded else []
         rows.append(row)
-    what = "deviations the guard caught" if guarded else "failure labels"
-    return Table(f"{run.label}: per configuration ({what} as % of instances)", header, rows)
+    what = "outcomes; the deviations caught are in the next table" if guarded else "failure labels as % of instances"
+    return Table(f"{run.label}: per configuration ({what})", header, rows)
+
+
+def _deviation_table(run: RunAggregate) -> Table:
+    """A guarded run's caught deviations per configuration: per instance by kind, and how each ended."""
+    kinds = [k for k in DEVIATION_KINDS if run.overall.caught[k]]
+    header = ["steps", "look-back", "n", "instances with one [95% CI]", "caught / inst"]
+    header += [f"{k} / inst" for k in kinds] + ["actions"] + [f"ended {e}" for e in ENDINGS]
+    rows = []
+    for (n, lb), cell in sorted(run.configs.items()):
+        d = cell.deviation_metrics()
+        row = [str(n), str(lb) if lb else "-", str(cell.n), _pct(d["instances_with"]), _num(d["per_instance"], 2)]
+        row += [_num(d["by_kind"][k], 2) for k in kinds]
+        row += [", ".join(f"{a} {k}" for a, k in d["by_action"].items() if k) or "-"]
+        row += [f"{cell.endings[e]}" + (f" ({100 * d['ended'][e]['value']:.0f}%)" if d["caught"] else "") for e in ENDINGS]
+        rows.append(row)
+    title = (f"{run.label}: deviations the guard caught, per configuration (by kind, per instance; "
+             f"how each ended: the step's value then verified, was repaired or flagged, or the run stopped)")
+    return Table(title, header, rows)
 
 
 def _write_md(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
@@ -183,7 +203,9 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     runs = [aggregate_run(d) for d in rundirs]
     n_head = headline_steps(runs)
     head_table, head_data = _headline(runs, n_head)
-    tables = [head_table] + [_run_table(r) for r in runs]
+    tables = [head_table]
+    for r in runs:
+        tables += [_run_table(r), _deviation_table(r)] if r.mode == "guarded" else [_run_table(r)]
     plots = [plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
     cost = plot_guard_cost(runs, out / "guard_cost.png")
     plots += [cost] if cost else []

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from stepguard.bench._rows import error_row, guarded_row, raw_row
+from stepguard.bench.rows import error_row, guarded_row, raw_row
 from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
 from stepguard.bench._select import count_lines, light, parse_configs, select
 from stepguard.bench.store import RunStore, TornLine

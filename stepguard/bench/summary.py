@@ -1,4 +1,8 @@
-"""Per-configuration summaries of raw-mode scores, and a plain-text table.
+"""Per-configuration summaries of raw-mode scores (``stepguard bench summarize``), and a plain-text table.
+
+Scores are folded by the report's own :class:`~stepguard.bench.aggregate.Cell` (one reporting
+pipeline, one label list: :data:`stepguard.verify.FAILURE_LABELS`); this module only groups
+scores, counts instances without one, and renders rates as :class:`~stepguard.bench.stats.Rate`.
 
 What is reported follows benchmark.md ("Report per configuration"): first-answer accuracy,
 exact-step rate, each label's rate, per-step value accuracy, first-error position, with 95% Wilson
@@ -18,14 +22,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from stepguard.bench.aggregate import LABEL_HEADINGS, Cell
 from stepguard.bench.instances import Instance
 from stepguard.bench.stats import Rate, rate
-from stepguard.verify import SCORE_LABELS, Score
+from stepguard.verify import FAILURE_LABELS, Score
 
-__all__ = ["FAILURE_LABELS", "ConfigSummary", "render_table", "summarize"]
+__all__ = ["ConfigSummary", "render_table", "summarize"]
 
-FAILURE_LABELS: tuple[str, ...] = tuple(label for label in SCORE_LABELS if label != "exact")
-"""The six raw-mode failure labels, in report order (every score label but ``exact``)."""
+_EMPTY = Rate(0, 0, float("nan"), float("nan"), float("nan"))
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,26 @@ class ConfigSummary:
     lookback_confusion: Rate | None
     """Share of instances with an arithmetic error whose first wrong value is a wrong-operand reading."""
 
+    @classmethod
+    def from_cell(cls, n_steps: int, lookback: int | None, cell: Cell, missing: int = 0) -> ConfigSummary:
+        """The row of one folded :class:`~stepguard.bench.aggregate.Cell` (all rates empty when it has no row)."""
+        n = cell.n
+        if n == 0:
+            return cls(n_steps, lookback, 0, missing, _EMPTY, _EMPTY, dict.fromkeys(FAILURE_LABELS, _EMPTY), _EMPTY, None, None)
+        errors = cell.first_error_n
+        return cls(
+            n_steps=n_steps,
+            lookback=lookback,
+            count=n,
+            missing=missing,
+            accuracy=rate(cell.correct, n),
+            exact=rate(cell.exact, n),
+            labels={label: rate(cell.labels[label], n) for label in FAILURE_LABELS},
+            step_accuracy=rate(cell.step_values_correct, cell.steps_total) if cell.steps_total else _EMPTY,
+            first_error_mean=cell.first_error_sum / errors if errors else None,
+            lookback_confusion=rate(cell.lookback_confusion, errors) if errors else None,
+        )
+
 
 def summarize(scores: Iterable[Score], instances: Iterable[Instance] | None = None) -> list[ConfigSummary]:
     """Group scores by (n_steps, lookback) and compute the reported rates.
@@ -71,7 +95,7 @@ def summarize(scores: Iterable[Score], instances: Iterable[Instance] | None = No
     config_of: Mapping[str, tuple[int, int | None]] | None = None
     if instances is not None:
         config_of = {inst.id: (inst.n_steps, inst.lookback) for inst in instances}
-    groups: dict[tuple[int, int | None], list[Score]] = defaultdict(list)
+    groups: dict[tuple[int, int | None], Cell] = defaultdict(Cell)
     seen: set[str] = set()
     unknown: list[str] = []
     for score in scores:
@@ -79,9 +103,9 @@ def summarize(scores: Iterable[Score], instances: Iterable[Instance] | None = No
             continue
         seen.add(score.id)
         if config_of is None:
-            groups[(score.n_steps, score.lookback)].append(score)
+            groups[(score.n_steps, score.lookback)].add(dict(score))
         elif score.id in config_of:
-            groups[config_of[score.id]].append(score)
+            groups[config_of[score.id]].add(dict(score))
         else:
             unknown.append(score.id)
     if unknown:
@@ -91,44 +115,7 @@ def summarize(scores: Iterable[Score], instances: Iterable[Instance] | None = No
         if id_ not in seen:
             missing[config] += 1
     keys = sorted(set(groups) | set(missing), key=lambda c: (c[0], -1 if c[1] is None else c[1]))
-    return [_row(key, groups.get(key, []), missing.get(key, 0)) for key in keys]
-
-
-def _row(key: tuple[int, int | None], scores: list[Score], missing: int) -> ConfigSummary:
-    n = len(scores)
-    if n == 0:
-        empty = Rate(0, 0, float("nan"), float("nan"), float("nan"))
-        return ConfigSummary(key[0], key[1], 0, missing, empty, empty, {label: empty for label in FAILURE_LABELS}, empty, None, None)
-    counts = dict.fromkeys(FAILURE_LABELS, 0)
-    for s in scores:
-        for label in s.labels:
-            if label in counts:
-                counts[label] += 1
-    errors = [s for s in scores if s.first_error_position is not None]
-    steps_right = sum(s.step_values_correct for s in scores)
-    steps_total = sum(s.n_steps for s in scores)
-    return ConfigSummary(
-        n_steps=key[0],
-        lookback=key[1],
-        count=n,
-        missing=missing,
-        accuracy=rate(sum(s.correct for s in scores), n),
-        exact=rate(sum(s.exact for s in scores), n),
-        labels={label: rate(k, n) for label, k in counts.items()},
-        step_accuracy=rate(steps_right, steps_total) if steps_total else Rate(0, 0, float("nan"), float("nan"), float("nan")),
-        first_error_mean=sum(s.first_error_position for s in errors) / len(errors) if errors else None,  # type: ignore[misc]
-        lookback_confusion=rate(sum(s.lookback_confusion for s in errors), len(errors)) if errors else None,
-    )
-
-
-_SHORT = {
-    "missing_answer": "missing",
-    "premature_answer": "premature",
-    "under_executed": "under",
-    "extra_steps": "extra",
-    "self_correction": "selfcorr",
-    "arithmetic_error": "arith",
-}
+    return [ConfigSummary.from_cell(key[0], key[1], groups.get(key, Cell()), missing.get(key, 0)) for key in keys]
 
 
 def _cell(r: Rate | None, intervals: bool) -> str:
@@ -146,7 +133,7 @@ def render_table(rows: Iterable[ConfigSummary], *, intervals: bool = True) -> st
     """
     rows = list(rows)
     show_missing = any(r.missing for r in rows)
-    header = ["N", "L", "n", "acc", "exact", "step", *(_SHORT[label] for label in FAILURE_LABELS), "lbconf", "err@"]
+    header = ["N", "L", "n", "acc", "exact", "step", *(LABEL_HEADINGS[label] for label in FAILURE_LABELS), "lbconf", "err@"]
     if show_missing:
         header.append("miss")
     table = [header]

@@ -47,6 +47,8 @@ class _Problems(ProcedureError):
     def __init__(self, message: str, location: str | None, problems: list[tuple[str, str]]) -> None:
         self.problems = problems
         super().__init__(message, location)
+        # the first problem's place, after the file's: what `except ProcedureError as e: e.location` reads
+        self.location = ": ".join(p for p in (location, problems[0][0] if problems else None) if p) or None
 
 
 def procedure_error(problems: list[tuple[str, str]], where: str | None = None) -> ProcedureError:

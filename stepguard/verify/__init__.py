@@ -3,23 +3,26 @@
 Public face:
 
 * the vocabulary: :class:`Deviation`, :data:`DeviationKind`, :data:`DEVIATION_KINDS`;
-* raw-mode scoring (the failure taxonomy of benchmark.md): :func:`score_generation` -> :class:`Score`;
+* raw-mode scoring (the failure taxonomy of benchmark.md): :func:`score_generation` -> :class:`Score`,
+  its labels :data:`SCORE_LABELS` and :data:`FAILURE_LABELS` (the one label list every report uses);
 * stepwise verification for the guard: :func:`verify_chunk`, :func:`expected_value`,
   :func:`operand_leaves`, :func:`read_raw_value`, :class:`ChunkVerdict`.
 """
 
 from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
 from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, read_raw_value, verify_chunk
-from stepguard.verify._taxonomy import SCORE_LABELS, Score, ScoreLabel, score_generation
+from stepguard.verify._taxonomy import FAILURE_LABELS, SCORE_LABELS, Score, ScoreLabel, ScoringTarget, score_generation
 
 __all__ = [
     "DEVIATION_KINDS",
+    "FAILURE_LABELS",
     "SCORE_LABELS",
     "ChunkVerdict",
     "Deviation",
     "DeviationKind",
     "Score",
     "ScoreLabel",
+    "ScoringTarget",
     "expected_value",
     "operand_leaves",
     "read_raw_value",

@@ -17,10 +17,10 @@ The label names follow the failure modes of Panda et al., arXiv 2605.00817; the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,10 +29,7 @@ from stepguard.evaluator import CompiledExpression, Number, compile_expression, 
 from stepguard.procedure import Procedure
 from stepguard.trace import Record, parse_trace
 
-if TYPE_CHECKING:
-    from stepguard.bench.instances import Instance
-
-__all__ = ["SCORE_LABELS", "Score", "ScoreLabel", "score_generation"]
+__all__ = ["FAILURE_LABELS", "SCORE_LABELS", "Score", "ScoreLabel", "ScoringTarget", "score_generation"]
 
 ScoreLabel = Literal[
     "exact", "missing_answer", "premature_answer", "under_executed", "extra_steps", "self_correction", "arithmetic_error"
@@ -40,6 +37,36 @@ ScoreLabel = Literal[
 """A raw-mode label: ``exact`` or one of the six raw-mode :data:`~stepguard.verify.DeviationKind` values."""
 
 SCORE_LABELS: tuple[str, ...] = ScoreLabel.__args__  # type: ignore[attr-defined]
+"""Every raw-mode label, in report order: ``exact`` first, then the six failure labels."""
+
+FAILURE_LABELS: tuple[str, ...] = SCORE_LABELS[1:]
+"""The six raw-mode failure labels (every score label but ``exact``), in report order; the one
+label list every report uses. Each is also a :data:`~stepguard.verify.DeviationKind`."""
+
+
+class _TargetStep(Protocol):
+    @property
+    def var(self) -> str: ...
+    @property
+    def expr(self) -> str: ...
+
+
+class ScoringTarget(Protocol):
+    """What :func:`score_generation` reads from a generated instance (``stepguard.bench.instances.Instance``
+    has this shape; verify does not import the benchmark)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def lookback(self) -> int | None: ...
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+    @property
+    def steps(self) -> Sequence[_TargetStep]: ...
+    @property
+    def expected(self) -> Mapping[str, Any]: ...
+    @property
+    def answer(self) -> Any: ...
 
 _compile = lru_cache(maxsize=16_384)(compile_expression)
 _MISSING = object()
@@ -140,7 +167,7 @@ def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
 
 
 def score_generation(
-    target: Union[Instance, tuple[Procedure, Mapping[str, Any]]],
+    target: Union[ScoringTarget, tuple[Procedure, Mapping[str, Any]]],
     text: str,
     *,
     id: str | None = None,
@@ -150,7 +177,8 @@ def score_generation(
     """Score one raw-mode generation against its procedure (rules: benchmark.md, *ours*).
 
     Args:
-        target: a generated :class:`~stepguard.bench.instances.Instance`, or ``(procedure, expected)`` where
+        target: a generated instance (a :class:`ScoringTarget`, e.g. ``stepguard.bench.instances.Instance``),
+            or ``(procedure, expected)`` where
             ``expected`` maps each step variable to its value (as from
             :meth:`Procedure.expected_values`; input values may be included, for the look-back check).
         text: the model's generation.

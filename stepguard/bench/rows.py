@@ -9,28 +9,78 @@ mode: the run ended ``verified`` and its answer equals the expected answer; ``fi
 (the answer equals the expected one, whatever its provenance) and ``verified_correct`` (every step
 ``model_verified``, every value right, nothing repaired) are kept beside it. A value the guard
 supplied (``repaired``) never counts as the model's.
+
+:func:`caught_deviations` reads back, from a guarded row, each deviation the guard caught, what
+the policy did and how the step ended (what the report counts per configuration).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import parse_number
 from stepguard.model import ChatResponse
+from stepguard.verify import FAILURE_LABELS
 
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.guard import GuardResult
     from stepguard.verify import Score
 
-__all__ = ["MAX_TEXT_CHARS", "error_row", "guarded_row", "raw_row"]
+__all__ = ["ACTIONS", "ENDINGS", "MAX_TEXT_CHARS", "CaughtDeviation", "caught_deviations", "error_row", "guarded_row", "raw_row"]
 
 MAX_TEXT_CHARS = 100_000
 """Raw-mode generations are stored up to this many characters (``text_truncated`` marks a cut)."""
 
-RAW_LABELS = ("missing_answer", "premature_answer", "under_executed", "extra_steps", "self_correction", "arithmetic_error")
+ACTIONS: tuple[str, ...] = ("reprompt", "repair", "flag", "raise", "note")
+"""What the policy did about a deviation (:attr:`stepguard.guard.DeviationEvent.action`), in report order."""
+
+Ending = Literal["verified", "repaired", "flagged", "stopped"]
+ENDINGS: tuple[str, ...] = Ending.__args__  # type: ignore[attr-defined]
+"""How a caught deviation ended, from its step's final provenance: ``verified`` (the model's value
+then verified: ``model_verified`` or ``unverifiable``), ``repaired`` (the guard supplied the value),
+``flagged`` (kept unverified), ``stopped`` (no value: the run stopped first). A deviation of no step
+ends as the run did (``verified``, ``repaired``, ``flagged``; ``failed`` reads ``stopped``)."""
+
+_ENDING_OF = {"model_verified": "verified", "unverifiable": "verified", "repaired": "repaired", "flagged": "flagged",
+              "missing": "stopped", "verified": "verified", "failed": "stopped"}
+
+
+class CaughtDeviation(NamedTuple):
+    """One deviation the guard caught in a guarded run."""
+
+    kind: str
+    """A :data:`~stepguard.verify.DeviationKind`."""
+    action: str
+    """One of :data:`ACTIONS`."""
+    ended: str | None
+    """One of :data:`ENDINGS`; ``None`` when the row holds no guard result to tell."""
+
+
+def caught_deviations(row: dict[str, Any]) -> list[CaughtDeviation]:
+    """The deviations a guarded row records, in the order the guard caught them.
+
+    Args:
+        row: a run-store result row (``[]`` for a raw-mode row).
+
+    Returns:
+        One :class:`CaughtDeviation` per event of ``row["guard"]["deviations"]``; a row without the
+        guard result (written by a foreign tool) gives one per ``deviation_counts`` entry, action
+        ``reprompt``, ended ``None``.
+    """
+    guard = row.get("guard")
+    if not isinstance(guard, dict):
+        counts = row.get("deviation_counts") or {}
+        return [CaughtDeviation(kind, "reprompt", None) for kind, k in counts.items() for _ in range(int(k))]
+    provenance = {s.get("var"): s.get("provenance") for s in guard.get("steps") or ()}
+    status = guard.get("status")
+    out = []
+    for d in guard.get("deviations") or ():
+        end = provenance.get(d.get("step")) if d.get("step") in provenance else status
+        out.append(CaughtDeviation(str(d.get("kind")), str(d.get("action", "reprompt")), _ENDING_OF.get(str(end))))
+    return out
 
 
 def _same(text: str | None, expected: Any) -> bool:
@@ -109,7 +159,7 @@ def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None)
         "first_answer_correct": answer_right,
         "verified_correct": verified_correct,
         "exact": all(right) and result.repaired == 0,
-        "labels": [k for k in RAW_LABELS if kinds.get(k)],
+        "labels": [k for k in FAILURE_LABELS if kinds.get(k)],
         "deviation_counts": dict(sorted(kinds.items())),
         "steps_model_verified": sum(s.provenance == "model_verified" for s in result.steps),
         "step_values_correct": sum(right),
