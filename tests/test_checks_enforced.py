@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stepguard import BudgetExhausted, Guard, GuardConfig, ProcedureError, parse_procedure
+from stepguard import Guard, GuardConfig, ProcedureError, parse_procedure
 from stepguard.adapters import load_model
 from tests._fakes import ScriptedModel
 
@@ -41,11 +41,27 @@ def test_an_expected_check_is_enforced_on_the_models_value() -> None:
     assert wrong.status == "flagged"
 
 
-def test_a_predicate_check_beside_an_expr_is_enforced() -> None:
+def test_a_predicate_false_for_the_exprs_own_value_refuses_the_run_before_any_call() -> None:
     proc = _proc({"var": "s", "expr": "a - b", "check": "value >= 0"})
-    with pytest.raises(BudgetExhausted) as err:  # the predicate is false for the only right value
-        Guard(ScriptedModel(), GuardConfig(max_reprompts_per_step=1)).run(proc, {"a": 3, "b": 4})
-    assert err.value.result.deviations[0].kind == "check_failed"
+    model = ScriptedModel()
+    with pytest.raises(ProcedureError, match=r"check 'value >= 0' is false for the value its expr 'a - b' gives \(-1\)"):
+        Guard(model).run(proc, {"a": 3, "b": 4})
+    assert model.calls == []
+    assert Guard(ScriptedModel()).run(proc, {"a": 4, "b": 3}).status == "verified"
+
+
+@pytest.mark.parametrize(("step", "inputs", "why"), [
+    ({"var": "s", "expr": "a / 2", "type": "integer"}, {"a": 5, "b": 0}, "declared integer, but its expr gives 2.5"),
+    ({"var": "s", "expr": "a + 1", "type": "boolean"}, {"a": 5, "b": 0}, "declared boolean"),
+    ({"var": "s", "expr": "'big' if a > b else 'small'", "type": "one_of", "choices": ["large", "small"]}, {"a": 5, "b": 0}, "choices: large, small"),
+    ({"var": "s", "expr": "a * 2", "type": "string"}, {"a": 5, "b": 0}, "declared string"),
+])
+def test_an_expected_value_its_type_cannot_hold_is_refused_not_rounded(step: dict, inputs: dict, why: str) -> None:
+    """An integer step's x / 2 was rounded half-to-even, a rule the file never states."""
+    model = ScriptedModel()
+    with pytest.raises(ProcedureError, match=why):
+        Guard(model).run(_proc(step), inputs)
+    assert model.calls == []
 
 
 @pytest.mark.parametrize(

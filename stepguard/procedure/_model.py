@@ -338,7 +338,15 @@ class Procedure(BaseModel):
                 f"step {step.var} contradicts itself: its expr {step.expr!r} gives {_show(found[0][1])} "
                 f"but its check {step.check!r} gives {_show(found[1][1])}, so no value can pass both"
             )
-        return found[0][1]
+        value = found[0][1]
+        _check_type(step, value)
+        predicate = self.compiled_checks[index] if check is None else None
+        if predicate is not None and predicate.evaluate({**env, "value": value}) is not True:
+            raise EvaluationError(
+                f"step {step.var} contradicts itself: its check {step.check!r} is false for the value its "
+                f"expr {step.expr!r} gives ({_show(value)}), so no value can pass both"
+            )
+        return value
 
     def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
         """Evaluate every step with an expected value (in order) and return ``{var: value}``.
@@ -365,6 +373,27 @@ class Procedure(BaseModel):
             if value is not None:
                 out[step.var] = env[step.var] = value
         return out
+
+
+def _check_type(step: Step, value: Number | str) -> None:
+    """Refuse an expected value that the step's declared type cannot hold (never round it silently).
+
+    Raises:
+        EvaluationError: names the step, its type and the value, and what to declare instead.
+    """
+    numeric = not isinstance(value, (bool, str))
+    ok = {
+        "integer": numeric and isinstance(value, int),
+        "boolean": isinstance(value, bool),
+        "string": isinstance(value, str),
+        "one_of": isinstance(value, str) and value in (step.choices or ()),
+    }.get(step.type, numeric)
+    if not ok:
+        hint = {
+            "integer": "; round it in the expression (round(...)) or declare type decimal with a scale",
+            "one_of": f" (choices: {', '.join(step.choices or ())})",
+        }.get(step.type, "")
+        raise EvaluationError(f"step {step.var} is declared {step.type}, but its expr gives {_show(value)} on these inputs{hint}")
 
 
 def _same(a: Number | str, b: Number | str) -> bool:

@@ -65,9 +65,11 @@ def round_to_scale(value: Number, scale: int, rounding: str = "ROUND_HALF_EVEN")
 
 
 def apply_scale(value: Number | str, step: Step) -> Number | str:
-    """Round ``value`` per the step's ``scale``/``rounding`` when the step is a decimal with a scale."""
+    """Round ``value`` per the step's ``scale``/``rounding`` when the step has a scale.
+
+    An integer step is never rounded here: a non-integer expected value for it is refused
+    (:meth:`stepguard.procedure.Procedure.expected_value`), since no rule for it is stated.
+    """
     if step.scale is not None and not isinstance(value, (str, bool)):
         return round_to_scale(value, step.scale, step.rounding)
-    if step.type == "integer" and isinstance(value, Fraction):
-        return round_to_scale(value, 0, step.rounding)
     return value
