@@ -91,11 +91,14 @@ def guarded_node(
     else:
         mapping = {n: n for n in inputs}
 
-    def read(state: Mapping[str, Any]) -> dict[str, Any]:
-        missing = [k for k in mapping.values() if k not in state]
+    def read(state: Any) -> dict[str, Any]:
+        """The inputs from a TypedDict/dict state, or by attribute from a dataclass or pydantic state."""
+        get = (lambda k: state[k]) if isinstance(state, Mapping) else (lambda k: getattr(state, k))
+        has = (lambda k: k in state) if isinstance(state, Mapping) else (lambda k: getattr(state, k, None) is not None)
+        missing = [k for k in mapping.values() if not has(k)]
         if missing:
-            raise KeyError(f"guarded_node({procedure.name!r}): state has no key(s) {missing}")
-        return {name: state[key] for name, key in mapping.items()}
+            raise KeyError(f"guarded_node({procedure.name!r}): state has no value for key(s) {missing}")
+        return {name: get(key) for name, key in mapping.items()}
 
     def write(result: GuardResult) -> dict[str, Any]:
         out: dict[str, Any] = {output_key: result.model_dump(mode="json")}

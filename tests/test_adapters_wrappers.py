@@ -153,3 +153,35 @@ def test_langgraph_node_new_turn_with_new_inputs_runs_afresh() -> None:
 def test_langgraph_node_missing_state_key() -> None:
     with pytest.raises(KeyError, match="tax_rate"):
         _graph().invoke({"order_subtotal": "100.10"})
+
+
+@pytest.mark.parametrize("kind", ["pydantic", "dataclass"])
+def test_langgraph_node_reads_a_pydantic_or_dataclass_state(kind: str) -> None:
+    """The node failed on a pydantic state with a misleading missing-keys error."""
+    from dataclasses import dataclass, field
+
+    from langgraph.graph import END, START, StateGraph
+    from pydantic import BaseModel
+
+    if kind == "pydantic":
+        class State(BaseModel):
+            order_subtotal: str = ""
+            tax_rate: str = ""
+            invoice: dict[str, Any] = {}
+            total: str | None = None
+    else:
+        @dataclass
+        class State:  # type: ignore[no-redef]
+            order_subtotal: str = ""
+            tax_rate: str = ""
+            invoice: dict[str, Any] = field(default_factory=dict)
+            total: str | None = None
+
+    node = guarded_node(SIM, INVOICE, inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
+                        output_key="invoice", answer_key="total")
+    g = StateGraph(State)
+    g.add_node("invoice", node)
+    g.add_edge(START, "invoice")
+    g.add_edge("invoice", END)
+    out = g.compile().invoke({"order_subtotal": "100.10", "tax_rate": "0.1"})
+    assert out["total"] == "104.60" and out["invoice"]["status"] == "verified"

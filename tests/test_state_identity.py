@@ -165,3 +165,25 @@ def test_the_run_store_refuses_edited_prompt_templates(tmp_path: Path) -> None:
             run_benchmark(insts, "guarded", model, tmp_path / "run", guard_config=replace(config))
     finally:
         _prompts._read.cache_clear()
+
+
+def test_the_run_store_refuses_to_resume_from_instances_it_cannot_check(tmp_path: Path) -> None:
+    """A one-shot iterable has no content hash: the same id with another instance reused its row."""
+    from stepguard import RunStoreError
+    from stepguard.bench.generate import generate_instance
+    from stepguard.bench.run import run_benchmark
+
+    model = load_model("sim:perfect")
+    first = generate_instance(5, 2, index=0)
+    run_benchmark((i for i in [first]), "guarded", model, tmp_path / "run")
+    with pytest.raises(RunStoreError, match="one-shot iterable"):  # whatever it yields: it cannot be checked
+        run_benchmark((i for i in [first]), "guarded", model, tmp_path / "run")
+    again = run_benchmark([first], "guarded", model, tmp_path / "other")  # a list is hashed: resumable
+    assert run_benchmark([first], "guarded", model, tmp_path / "other").skipped == 1 and again.written == 1
+
+
+def test_a_thread_refuses_a_simulated_executor_of_another_seed(tmp_path: Path) -> None:
+    ck = sqlite_checkpointer(tmp_path / "ck.sqlite")
+    Guard(load_model("sim:perfect", seed=0), checkpointer=ck).run(INVOICE, A, thread_id="t")
+    with pytest.raises(CheckpointError, match="model.seed: stored 0, now 5"):
+        Guard(load_model("sim:perfect", seed=5), checkpointer=ck).run(INVOICE, A, thread_id="t")

@@ -122,6 +122,12 @@ class RunStore:
                     f"{path}: this run directory holds a different run ({details}); "
                     "use another --out directory, or the same settings to resume"
                 )
+            if meta.get("instances_sha256") is None:
+                raise RunStoreError(
+                    f"{path}: this run directory holds a run, and these instances come from a one-shot "
+                    "iterable whose content cannot be checked against it; pass an instances file or a "
+                    "list to resume, or use another --out directory"
+                )
             self.meta, self.resumed = old, True
         else:
             meta.setdefault("created_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))

@@ -41,7 +41,8 @@ def run_identity(
         procedure: the procedure (keyed by the sha256 of its canonical JSON, so an edited file is other work).
         inputs: the bound input values (exact; shown as their text, so a difference can be named).
         config: the guard configuration; every field but ``extra`` (labels) and ``prompt_dir`` counts.
-        model: the model (its ``spec`` and ``model_name``).
+        model: the model (its ``spec``, ``model_name`` and, where it has one, ``seed``: a simulated
+            executor's seed decides its replies).
         prompts: the prompt templates in use (keyed by the sha256 of their texts).
 
     Returns:
@@ -54,7 +55,8 @@ def run_identity(
         "inputs": {k: format_value(v) for k, v in sorted(inputs.items())},
         "settings": json.loads(json.dumps(settings, default=str, sort_keys=True)),
         "prompts": prompts.fingerprint(),
-        "model": {"spec": str(getattr(model, "spec", type(model).__name__)), "name": str(getattr(model, "model_name", ""))},
+        "model": {"spec": str(getattr(model, "spec", type(model).__name__)), "name": str(getattr(model, "model_name", "")),
+                  "seed": str(getattr(model, "seed", None))},
     }
 
 
