@@ -87,10 +87,10 @@ def run_command(
     limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most N instances per configuration.")] = None,  # noqa: UP007
     configs: Annotated[Optional[str], typer.Option("--configs", metavar="STEPSxLOOKBACK,...", help="Only these configurations, e.g. 95x7,23x2.")] = None,  # noqa: UP007
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", metavar="N", help="Instances in flight at once.")] = 4,
-    chunk_size: ChunkSize = None,
     policy: PolicyOption = None,
-    on_exhausted: OnExhausted = None,
+    chunk_size: ChunkSize = None,
     adaptive: Adaptive = None,
+    on_exhausted: OnExhausted = None,
     max_reprompts: MaxReprompts = None,
     ladder: Ladder = None,
     max_total_tokens: MaxTotalTokens = None,
@@ -101,7 +101,7 @@ def run_command(
 ) -> None:
     """Execute instances in raw or guarded mode into a resumable run directory (one row per instance).
 
-    The guard options (--chunk-size to --max-wall-s) apply to --mode guarded.
+    The guard options (--policy to --max-wall-s) apply to --mode guarded.
     """
     from stepguard.bench.run import GUARDED_DEFAULTS, RAW_TOKENS_PER_STEP, run_benchmark
 
@@ -160,10 +160,10 @@ def demo_command(
         "CPU cores); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real model: about 12 minutes)."))] = None,
     lookback: Annotated[int, typer.Option("--lookback", metavar="N", help="Look-back depth of every instance.")] = 2,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", metavar="N", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
-    chunk_size: ChunkSize = None,
     policy: PolicyOption = None,
-    on_exhausted: OnExhausted = None,
+    chunk_size: ChunkSize = None,
     adaptive: Adaptive = None,
+    on_exhausted: OnExhausted = None,
     max_reprompts: MaxReprompts = None,
     ladder: Ladder = None,
     max_total_tokens: MaxTotalTokens = None,
@@ -173,7 +173,7 @@ def demo_command(
 ) -> None:
     """Generate a small instance set, run it raw and guarded, and write the report (the README's first command).
 
-    The guard options (--chunk-size to --max-wall-s) apply to the guarded half.
+    The guard options (--policy to --max-wall-s) apply to the guarded half.
     """
     from stepguard.bench.demo import DEFAULT_SIZES, SIM_SIZES, estimate_seconds, parse_sizes, run_demo
     from stepguard.bench.run import GUARDED_DEFAULTS
