@@ -304,7 +304,7 @@ def test_cli_run_timeout_ends_a_run_on_a_dripping_server(stub: StubServer, tmp_p
 
 
 def test_cli_bench_run_passes_timeout_to_the_model(stub: StubServer) -> None:
-    from stepguard.cli.bench_run import _model as open_model
+    from stepguard.cli._open_model import open_model
 
     with open_model(f"{stub.base_url}#ok", 1.5) as chat:
         assert chat.timeout == 1.5

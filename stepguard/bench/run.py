@@ -32,9 +32,14 @@ if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.guard import GuardConfig
 
-__all__ = ["RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
+__all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
 
 Mode = Literal["raw", "guarded"]
+
+GUARDED_DEFAULTS: dict[str, Any] = {"on_exhausted": "flag"}
+"""GuardConfig fields a guarded run sets unlike GuardConfig's defaults, here and in ``stepguard bench``.
+``flag``, not ``raise``, when a budget is spent: the run goes on with the model's values, so every
+row has a first answer to score as in raw mode, instead of ending as a failed row."""
 
 
 
@@ -164,7 +169,7 @@ async def arun_benchmark(
     if mode == "guarded" and guard_config is None:
         from stepguard.guard import GuardConfig
 
-        guard_config = GuardConfig(on_exhausted="flag")
+        guard_config = GuardConfig(**GUARDED_DEFAULTS)
     wanted = parse_configs(configs)
     make, inst_meta = instance_source(instances)
     t0 = time.perf_counter()
@@ -247,7 +252,7 @@ def run_benchmark(
         limit: at most this many instances per configuration (steps, look-back), in file order.
         configs: only these configurations: ``"95x7,23x2"`` or ``[(95, 7), (23, 2)]``.
         concurrency: instances in flight at once.
-        guard_config: guarded mode's config; default ``GuardConfig(on_exhausted="flag")``.
+        guard_config: guarded mode's config; default ``GuardConfig(**GUARDED_DEFAULTS)`` (:data:`GUARDED_DEFAULTS`).
         raw_tokens_per_step: raw mode's token allowance per step (:data:`RAW_TOKENS_PER_STEP`).
         progress: show a tqdm bar (rate and ETA) on stderr.
         max_consecutive_errors: stop after this many model errors in a row (a dead endpoint).

@@ -1,14 +1,23 @@
-"""The typer application: sub-apps are registered here and nowhere else."""
+"""The typer application: every command and sub-app is registered here (or, for ``bench``, in
+:mod:`stepguard.cli.bench`), each a module-level function of its own module.
+
+Start-up is kept light: command modules import only typer and stepguard's small modules at the
+top, and the heavy ones (LangGraph, the OpenTelemetry SDK, pydantic models, matplotlib) inside the
+command that needs them; defaults that live in those modules are read when the command is used
+(:mod:`stepguard.cli._deferred`). ``tests/test_cli_imports.py`` checks it;
+``benchmarks/bench_cli_startup.py`` measures it.
+"""
 
 from __future__ import annotations
 
-import importlib
+from typing import Annotated
 
 import typer
 
+from stepguard.cli import authoring, bench, model, run
 from stepguard.cli._exit import EXIT_CODES_HELP
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "version_callback"]
 
 app = typer.Typer(
     name="stepguard",
@@ -16,20 +25,32 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-# Each sub-app lives in its own module; a missing module (work in progress) is skipped, not fatal.
-for _module, _name in (("stepguard.cli.bench", "bench"), ("stepguard.cli.model", "model")):
-    try:
-        app.add_typer(importlib.import_module(_module).app, name=_name)
-    except ImportError as _exc:  # pragma: no cover - only while a sub-app is missing
-        if _exc.name != _module:
-            raise
 
-from stepguard.cli import run as _run  # noqa: E402  (registers `stepguard run`)
+def version_callback(value: bool) -> None:
+    """Print ``stepguard <version>`` and exit, when ``--version`` is given."""
+    if value:
+        from stepguard import __version__
 
-_run.register(app)
-importlib.import_module("stepguard.cli.authoring").register(app)  # `stepguard init`, `stepguard check`
+        typer.echo(f"stepguard {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=version_callback, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """The root's options; the help text is the app's."""
+
+
+run.register(app)  # `stepguard run`
+authoring.register(app)  # `stepguard init`, `stepguard check`
+app.add_typer(bench.app, name="bench")
+app.add_typer(model.app, name="model")
 
 
 def main() -> None:
@@ -39,7 +60,7 @@ def main() -> None:
     from stepguard.errors import MissingExtraError
 
     try:
-        app()
+        app(prog_name="stepguard")
     except MissingExtraError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None

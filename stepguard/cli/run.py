@@ -9,16 +9,31 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from stepguard.cli._deferred import deferred_defaults
 from stepguard.cli._exit import ExitCode, exit_for_error, exit_for_status, fail
+from stepguard.cli._guard_options import (
+    Adaptive,
+    ChunkSize,
+    Ladder,
+    MaxReprompts,
+    MaxTotalTokens,
+    MaxWallS,
+    OnExhausted,
+    PolicyOption,
+    build_guard_config,
+    guard_option_defaults,
+)
+from stepguard.cli._open_model import ModelSpec, Timeout, open_model
 from stepguard.errors import BudgetExhausted, StepDeviation, StepguardError
-from stepguard.guard import RUNGS, Guard, GuardConfig, GuardResult, sqlite_checkpointer
-from stepguard.procedure import load_procedure
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from stepguard.guard import GuardResult
+
+__all__ = ["print_result", "register", "run_command"]
 
 
 def _parse_inputs(pairs: list[str]) -> dict[str, str]:
@@ -89,77 +104,72 @@ class _PromptEcho:
         return self.inner.model_call(messages, settings)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``run`` command to ``app``."""
+def run_command(
+    procedure: Annotated[Path, typer.Argument(metavar="PROCEDURE", help="Procedure file (.yaml, .yml, .json).", show_default=False)],
+    input: Annotated[Optional[list[str]], typer.Option("--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input).")] = None,  # noqa: UP007
+    model: ModelSpec = "local",
+    policy: PolicyOption = None,
+    chunk_size: ChunkSize = None,
+    adaptive: Adaptive = None,
+    on_exhausted: OnExhausted = None,
+    max_reprompts: MaxReprompts = None,
+    ladder: Ladder = None,
+    max_total_tokens: MaxTotalTokens = None,
+    max_wall_s: MaxWallS = None,
+    checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
+    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id.")] = None,  # noqa: UP007
+    as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
+    otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
+    trace_file: Annotated[Optional[Path], typer.Option("--trace-file", metavar="FILE", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
+    show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+    timeout: Timeout = None,
+) -> None:
+    """Execute PROCEDURE stepwise under the guard and print the verified result.
 
-    @app.command("run")
-    def run(
-        procedure: Annotated[Path, typer.Argument(help="Procedure file (.yaml, .yml, .json).")],
-        input: Annotated[list[str], typer.Option("--input", "-i", help="Input value, NAME=VALUE (repeat).")] = [],  # noqa: B006
-        model: Annotated[str, typer.Option(help="Model spec: local, local:qwen2.5-coder-1.5b, sim:paper, http://host/v1#name, ...")] = "local",
-        policy: Annotated[str, typer.Option(help="reprompt | repair | raise | flag")] = "reprompt",
-        chunk_size: Annotated[int, typer.Option(help="Steps per model call.")] = GuardConfig.chunk_size,
-        adaptive: Annotated[bool, typer.Option(help="Shrink chunks after deviations, grow after clean ones.")] = False,
-        on_exhausted: Annotated[str, typer.Option(help="raise | repair | flag, when a budget is spent.")] = "raise",
-        max_reprompts: Annotated[int, typer.Option(help="Re-prompts per step.")] = GuardConfig.max_reprompts_per_step,
-        ladder: Annotated[str, typer.Option(help=f"Re-prompt rungs in order, comma-separated: {', '.join(RUNGS)}.")] = ",".join(GuardConfig.ladder),
-        checkpoint: Annotated[Optional[Path], typer.Option(help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
-        thread_id: Annotated[Optional[str], typer.Option(help="Checkpoint thread id.")] = None,  # noqa: UP007
-        as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
-        otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
-        trace_file: Annotated[Optional[Path], typer.Option("--trace-file", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
-        show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
-        timeout: Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")] = None,  # noqa: UP007
-    ) -> None:
-        """Execute PROCEDURE stepwise under the guard and print the verified result.
+    Values print with the places their step declares (1221.00), in the table and with --json.
+    Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired (see `stepguard --help`).
+    """
+    from stepguard.guard import Guard, sqlite_checkpointer
+    from stepguard.procedure import load_procedure
 
-        Values print with the places their step declares (1221.00), in the table and with --json.
-        Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired (see `stepguard --help`).
-        """
-        from stepguard.adapters import load_model
+    observer = None
+    try:
+        if otel or trace_file is not None:
+            from stepguard.telemetry import DEFAULT_OTLP_ENDPOINT, OtelObserver, configure_telemetry, otlp_endpoint_from_env
 
-        observer = None
+            endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
+            observer = OtelObserver(*configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel))
+        if show_prompts:
+            observer = _PromptEcho(observer)
+        proc = load_procedure(procedure)
+        config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
+                                    max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
+                                    max_wall_s=max_wall_s)
+        saver = sqlite_checkpointer(checkpoint) if checkpoint else None
         try:
-            if otel or trace_file is not None:
-                from stepguard.telemetry import DEFAULT_OTLP_ENDPOINT, OtelObserver, configure_telemetry, otlp_endpoint_from_env
+            with open_model(model, timeout, procedure=proc) as chat:
+                result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input or []), thread_id=thread_id)
+        finally:
+            if observer is not None and (otel or trace_file is not None):
+                from stepguard.telemetry import shutdown
 
-                endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
-                observer = OtelObserver(*configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel))
-            if show_prompts:
-                observer = _PromptEcho(observer)
-            proc = load_procedure(procedure)
-            try:
-                config = GuardConfig(
-                    chunk_size=chunk_size, adaptive=adaptive, policy=policy,  # type: ignore[arg-type]
-                    on_exhausted=on_exhausted, max_reprompts_per_step=max_reprompts,  # type: ignore[arg-type]
-                    ladder=tuple(r.strip() for r in ladder.split(",") if r.strip()),  # type: ignore[arg-type]
-                )
-            except ValueError as exc:  # an option's value: a usage error, like typer's own
-                raise fail(exc, ExitCode.USAGE) from None
-            saver = sqlite_checkpointer(checkpoint) if checkpoint else None
-            # procedure: only the simulator reads it (instruction steps); timeout: per attempt
-            chat = load_model(model, procedure=proc, **({} if timeout is None else {"timeout": timeout}))
-            try:
-                result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input), thread_id=thread_id)
-            finally:
-                close = getattr(chat, "close", None)
-                if close:
-                    close()
-                if observer is not None and (otel or trace_file is not None):
-                    from stepguard.telemetry import shutdown
+                shutdown()
+    except (StepDeviation, BudgetExhausted) as exc:
+        typer.echo(f"stopped: {exc}", err=True)
+        if exc.result is not None:
+            _print(exc.result, as_json)
+        raise typer.Exit(exit_for_error(exc)) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted", ExitCode.INTERRUPTED) from None
+    except StepguardError as exc:
+        raise fail(exc) from None
+    _print(result, as_json)
+    raise typer.Exit(exit_for_status(result.status))
 
-                    shutdown()
-        except (StepDeviation, BudgetExhausted) as exc:
-            typer.echo(f"stopped: {exc}", err=True)
-            if exc.result is not None:
-                _print(exc.result, as_json)
-            raise typer.Exit(exit_for_error(exc)) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", ExitCode.INTERRUPTED) from None
-        except StepguardError as exc:
-            raise fail(exc) from None
-        _print(result, as_json)
-        raise typer.Exit(exit_for_status(result.status))
+
+def register(app: typer.Typer) -> None:
+    """Add ``run`` (:func:`run_command`) to ``app``, its guard options' defaults read from GuardConfig."""
+    app.command("run", cls=deferred_defaults(guard_option_defaults))(run_command)
 
 
 def _print(result: GuardResult, as_json: bool) -> None:

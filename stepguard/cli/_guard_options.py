@@ -1,0 +1,117 @@
+"""The guard's options, declared once for every command that runs the guard, and one builder.
+
+``stepguard run``, ``stepguard bench run`` and ``stepguard bench demo`` take the same options with
+the same names and metavars; each option's default is :class:`~stepguard.guard.GuardConfig`'s own,
+read when the command is used (:mod:`stepguard.cli._deferred`), so the command line cannot drift
+from the library. The one exception is the benchmark's ``--on-exhausted``, whose default is
+:data:`stepguard.bench.run.GUARDED_DEFAULTS`, the same one ``run_benchmark`` uses.
+
+A command declares ``chunk_size: ChunkSize = None`` and so on, and calls :func:`build_guard_config`
+with them; ``None`` means "the default".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from stepguard.cli._deferred import Deferred
+from stepguard.cli._exit import ExitCode, fail
+
+if TYPE_CHECKING:
+    from stepguard.guard import GuardConfig
+
+__all__ = [
+    "Adaptive",
+    "ChunkSize",
+    "GUARD_FIELDS",
+    "Ladder",
+    "MaxReprompts",
+    "MaxTotalTokens",
+    "MaxWallS",
+    "OnExhausted",
+    "PolicyOption",
+    "build_guard_config",
+    "guard_option_defaults",
+]
+
+# noqa: UP007 throughout: typer reads Optional[X] from the annotation at run time
+ChunkSize = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Steps per model call.")]  # noqa: UP007
+Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive", help="Shrink chunks after deviations, grow them after clean ones.")]  # noqa: UP007
+PolicyOption = Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="What the guard does at a deviation:")]  # noqa: UP007
+OnExhausted = Annotated[Optional[str], typer.Option("--on-exhausted", metavar="ACTION", help="What happens when a budget is spent:")]  # noqa: UP007
+MaxReprompts = Annotated[Optional[int], typer.Option("--max-reprompts", metavar="N", help="Re-prompts per step.")]  # noqa: UP007
+Ladder = Annotated[Optional[str], typer.Option("--ladder", metavar="RUNG,...", help="Re-prompt rungs in order, comma-separated.")]  # noqa: UP007
+MaxTotalTokens = Annotated[Optional[int], typer.Option(  # noqa: UP007
+    "--max-total-tokens", metavar="TOKENS", help="Input plus output tokens for the whole run, re-prompts included (default: unbounded).")]
+MaxWallS = Annotated[Optional[float], typer.Option(  # noqa: UP007
+    "--max-wall-s", metavar="SECONDS", help="Wall-clock seconds for the whole run (default: unbounded).")]
+
+GUARD_FIELDS: dict[str, str] = {
+    "chunk_size": "chunk_size",
+    "adaptive": "adaptive",
+    "policy": "policy",
+    "on_exhausted": "on_exhausted",
+    "max_reprompts": "max_reprompts_per_step",
+    "ladder": "ladder",
+    "max_total_tokens": "max_total_tokens",
+    "max_wall_s": "max_wall_s",
+}
+"""Each guard option's parameter name and the :class:`~stepguard.guard.GuardConfig` field it sets."""
+
+
+def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None = None, policy: str | None = None,
+                       on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
+                       max_total_tokens: int | None = None, max_wall_s: float | None = None,
+                       defaults: Mapping[str, Any] | None = None) -> GuardConfig:
+    """The :class:`~stepguard.guard.GuardConfig` the guard options ask for.
+
+    Args:
+        chunk_size, adaptive, policy, on_exhausted, max_reprompts, ladder, max_total_tokens, max_wall_s:
+            the options' values; ``None`` leaves the field at ``defaults``' value, else at GuardConfig's.
+            ``ladder`` is comma-separated rung names.
+        defaults: GuardConfig fields a command sets differently (the benchmark's ``on_exhausted``).
+
+    Raises:
+        typer.Exit: a value GuardConfig rejects (an unknown policy or rung, a chunk size of 0):
+            the message is printed and the exit code is 2, a usage error.
+    """
+    from stepguard.guard import GuardConfig
+
+    given = {"chunk_size": chunk_size, "adaptive": adaptive, "policy": policy, "on_exhausted": on_exhausted,
+             "max_reprompts": max_reprompts, "ladder": ladder, "max_total_tokens": max_total_tokens, "max_wall_s": max_wall_s}
+    fields: dict[str, Any] = dict(defaults or {})
+    for name, value in given.items():
+        if value is not None:
+            fields[GUARD_FIELDS[name]] = value
+    if isinstance(fields.get("ladder"), str):
+        fields["ladder"] = tuple(r.strip() for r in fields["ladder"].split(",") if r.strip())
+    try:
+        return GuardConfig(**fields)
+    except ValueError as exc:  # an option's value: a usage error, like typer's own
+        raise fail(exc, ExitCode.USAGE) from None
+
+
+def guard_option_defaults(defaults: Mapping[str, Any] | None = None) -> Deferred:
+    """The guard options' defaults, from GuardConfig (``defaults`` overriding), and their help notes.
+
+    The notes list what the options accept: the policies, the exhausted actions and the registered
+    rungs (:func:`stepguard.guard.rung_names`, so a rung registered by a plugin shows too).
+    """
+    import dataclasses
+    from typing import get_args
+
+    from stepguard.guard import ExhaustedAction, GuardConfig, Policy, rung_names
+
+    base = {f.name: f.default for f in dataclasses.fields(GuardConfig) if f.default is not dataclasses.MISSING}
+    base.update(defaults or {})
+    values = {option: base[field] for option, field in GUARD_FIELDS.items()}
+    values["ladder"] = ",".join(values["ladder"])
+    notes = {
+        "policy": " | ".join(get_args(Policy)) + ".",
+        "on_exhausted": " | ".join(get_args(ExhaustedAction)) + ".",
+        "ladder": f"Registered rungs: {', '.join(rung_names())}.",
+    }
+    return Deferred(values, notes)
