@@ -95,7 +95,7 @@ def register(bench_app: typer.Typer) -> None:
 
     @bench_app.command("run")
     def run(
-        instances: Annotated[Path, typer.Option("--instances", help="Instances JSONL file (stepguard bench generate).")],
+        instances: Annotated[Path, typer.Option("--instances", help="Instances JSONL file (stepguard bench generate), or a procedure file with its NAME.inputs.yaml, or a folder of them.")],
         out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one with the same settings is resumed).")],
         mode: Annotated[str, typer.Option("--mode", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
         model: Annotated[str, typer.Option("--model", help=_MODEL_HELP)] = "local",
@@ -117,7 +117,7 @@ def register(bench_app: typer.Typer) -> None:
 
         if mode not in ("raw", "guarded"):
             raise _fail(f"--mode must be raw or guarded, not {mode!r}")
-        if not instances.is_file():
+        if not instances.exists():
             raise _fail(f"instances file not found: {instances}", ExitCode.DATA)
         config = _guard_config(chunk_size, policy, on_exhausted, adaptive, max_reprompts, ladder) if mode == "guarded" else None
         with _model(model, timeout) as chat:
