@@ -104,9 +104,10 @@ def test_raw_scoring_compares_the_decimal_answer_exactly() -> None:
     half_even = trace.replace("discount = 130.25", "discount = 130.24")  # the other rounding of 130.245
     wrong = score_generation(case.scoring_target(), half_even + f"Final answer: {values['total']}", id=case.id)
     assert wrong.correct and not wrong.exact and wrong.first_error_step == "discount" and "arithmetic_error" in wrong.labels
-    unrounded = score_generation(case.scoring_target(), trace + "Final answer: 1406.3760", id=case.id)
-    assert not unrounded.correct  # more places than the answer's scale is a different value
-    assert score_generation(case.scoring_target(), trace + f"Final answer: {values['total']}0").correct  # 1406.370 == 1406.37
+    assert values["total"] == "1406.64"
+    longer = score_generation(case.scoring_target(), trace + "Final answer: 1406.641", id=case.id)
+    assert not longer.correct and longer.first_answer == "1406.641"  # more places than the scale: another value
+    assert score_generation(case.scoring_target(), trace + "Final answer: 1406.640").correct  # trailing zero: the same value
 
 
 def test_api_runs_the_production_suite_raw_and_guarded(tmp_path: Path) -> None:
