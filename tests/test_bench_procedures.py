@@ -178,3 +178,13 @@ def test_cli_names_a_procedure_file_without_input_sets(tmp_path: Path) -> None:
                                    "--model", "sim:perfect", "--out", str(tmp_path / "r"), "--no-progress"])
     assert res.exit_code == ExitCode.PROCEDURE, res.output
     assert "payroll.yaml" in res.output and "add payroll.inputs.yaml" in res.output and "not valid JSON" not in res.output
+
+
+def test_an_empty_folder_or_an_input_sets_file_is_not_a_suite(tmp_path: Path) -> None:
+    with pytest.raises(ProcedureError, match="no procedure files"):
+        load_suite(tmp_path)
+    folder = _suite(tmp_path)
+    with pytest.raises(ProcedureError, match="this is an input-sets file: pass its procedure file"):
+        load_suite(folder / "order.inputs.yaml")
+    with pytest.raises(ProcedureError, match="no such file or folder"):
+        load_suite(tmp_path / "missing.yaml")

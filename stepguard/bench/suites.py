@@ -158,7 +158,7 @@ def suite_files(path: str | Path) -> list[tuple[Path, Path]]:
         entries = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in PROCEDURE_SUFFIXES)
         procedures = [f for f in entries if not _is_inputs_file(f)]
         if not procedures:
-            raise ProcedureError(f"no procedure files (*.yaml, *.yml, *.json) in this folder", str(p))
+            raise ProcedureError("no procedure files (*.yaml, *.yml, *.json) in this folder", str(p))
         stems = {f.name[: -len(f.suffix)] for f in procedures}
         for f in entries:
             if _is_inputs_file(f) and f.name[: f.name.lower().rindex(".inputs.")] not in stems:
