@@ -77,8 +77,32 @@ def _type(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
+_INPUT_SETS = """
+## Input sets
+
+To run a procedure in the benchmark (`stepguard bench run --instances payroll.yaml`, or a folder
+of procedure files), put its input sets beside it in `NAME.inputs.yaml` (or `.inputs.yml`,
+`.inputs.json`): a non-empty list, each item a mapping with `inputs` (every declared input, no
+other) and an optional `id` (default `set-<k>`, the 1-based position; ids unique in the file).
+Write decimals as strings so they stay exact (`"19.99"`; a YAML float is read by its shortest
+text, `0.1` as 0.1).
+
+```yaml
+# payroll.inputs.yaml, beside payroll.yaml
+- {id: exactly-40-hours, inputs: {hours: "40", hourly_rate: "22.50", withholding_rate: "0.22"}}
+- id: overtime-half-cent
+  inputs: {hours: "53.75", hourly_rate: "15.08", withholding_rate: "0.18"}
+```
+
+Each (procedure, input set) becomes one benchmark case with the id `payroll/exactly-40-hours`;
+its expected values are the procedure's own (`expected_values`), so every step needs an `expr`
+or an expected-value `check`. How the harness runs and scores cases:
+[Benchmark, "Your own procedures"](benchmark.md#your-own-procedures-suites-stepguardbenchsuitespy).
+"""
+
+
 def procedures_md(schema: dict[str, Any]) -> str:
-    """The procedure reference page, one table per object in the schema."""
+    """The procedure reference page, one table per object in the schema, then the input-sets section."""
     out = [_HEAD]
     objects = [("Procedure", schema)] + sorted(schema.get("$defs", {}).items())
     for name, obj in objects:
@@ -91,7 +115,8 @@ def procedures_md(schema: dict[str, Any]) -> str:
             default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
             desc = (prop.get("description") or "").replace("|", "\\|").replace("\n", " ")
             out.append(f"| `{field}` | {_type(prop)} | {'yes' if field in required else ''} | {default} | {desc} |")
-    return "\n".join(out) + "\n"
+    out.append(_INPUT_SETS)
+    return "\n".join(out)
 
 
 def exit_codes_md() -> str:

@@ -64,15 +64,26 @@ def _guard_config_dict(cfg: GuardConfig) -> dict[str, Any]:
 def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, dict[str, Any]]:
     """A re-iterable source of instances and its run.json entry ``{file, sha256}``.
 
+    ``instances`` may be an instances JSONL file, a suite (a procedure file with its input sets,
+    or a folder of them: :mod:`stepguard.bench.suites`; the sha256 is then over every file it
+    reads), or a sequence or iterable of instances or :class:`~stepguard.bench.suites.ProcedureCase`.
+
     Returns:
         ``(make, meta)``: ``make()`` returns a fresh iterator over the instances (a file is
         streamed again each time; a one-shot iterator can be walked once), ``meta`` is
         ``{"file": absolute path or None, "sha256": of the file's bytes, of the sequence's JSON, or None}``.
+
+    Raises:
+        ProcedureError: a suite without input sets, or with an invalid file (names the file).
     """
     if isinstance(instances, (str, Path)):
         from stepguard.bench.instances import iter_instances
+        from stepguard.bench.suites import is_suite, load_suite, suite_sha256
 
         path = Path(instances)
+        if is_suite(path):  # procedure files with input sets: a few hundred cases at most, held in memory
+            cases = load_suite(path)
+            return (lambda: iter(cases)), {"file": str(path.resolve()), "sha256": suite_sha256(path)}
         return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path)}
     if isinstance(instances, Sequence):
         h = hashlib.sha256()

@@ -95,6 +95,11 @@ class Instance(BaseModel):
             steps=[{"var": s.var, "expr": s.expr} for s in self.steps],
         )
 
+    def scoring_target(self) -> Instance:
+        """What :func:`stepguard.verify.score_generation` scores a raw-mode generation against: the
+        instance itself (a :class:`~stepguard.bench.suites.ProcedureCase` gives its procedure and values)."""
+        return self
+
     def check_expected(self) -> None:
         """Recompute every step with the safe evaluator and compare with ``expected``.
 

@@ -25,11 +25,13 @@ from stepguard.bench.rows import error_row, guarded_row, raw_row
 from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
 from stepguard.bench._select import count_lines, light, parse_configs, select
 from stepguard.bench.store import RunStore, TornLine
+from stepguard.bench.suites import is_suite
 from stepguard.errors import BudgetExhausted, ModelError, ModelOutputTruncated, StepDeviation
 from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
 
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
+    from stepguard.bench.suites import ProcedureCase
     from stepguard.guard import GuardConfig
 
 __all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
@@ -98,7 +100,7 @@ class _Runner:
 
             self.guard = Guard(model, guard_config)
 
-    async def one(self, inst: Instance) -> None:
+    async def one(self, inst: Instance | ProcedureCase) -> None:
         """Execute one instance and write its row (or an error row); never writes a row twice."""
         t0 = time.perf_counter()
         try:
@@ -122,7 +124,7 @@ class _Runner:
         self.bar.set_postfix_str(f"correct {s.correct}/{s.written} errors {s.errors}", refresh=False)
         self.bar.update(1)
 
-    async def _raw(self, inst: Instance, t0: float) -> dict[str, Any]:
+    async def _raw(self, inst: Instance | ProcedureCase, t0: float) -> dict[str, Any]:
         from stepguard.guard import render_raw_prompt
         from stepguard.verify import score_generation
 
@@ -132,9 +134,9 @@ class _Runner:
             resp = await self.model.acomplete(messages, settings)
         except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
             resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=self.model.simulated)
-        return raw_row(inst, resp, score_generation(inst, resp.text), time.perf_counter() - t0)
+        return raw_row(inst, resp, score_generation(inst.scoring_target(), resp.text, id=inst.id), time.perf_counter() - t0)
 
-    async def _guarded(self, inst: Instance) -> dict[str, Any]:
+    async def _guarded(self, inst: Instance | ProcedureCase) -> dict[str, Any]:
         assert self.guard is not None
         try:
             result = await self.guard.arun(inst.to_procedure(), inst.inputs, thread_id=inst.id)
@@ -146,7 +148,7 @@ class _Runner:
 
 
 async def arun_benchmark(
-    instances: str | Path | Iterable[Instance],
+    instances: str | Path | Iterable[Instance | ProcedureCase],
     mode: Mode,
     model: ChatModel,
     rundir: str | Path,
@@ -183,16 +185,17 @@ async def arun_benchmark(
     warnings.filterwarnings("ignore", message="`durability` has no effect", category=UserWarning)
     try:
         todo = None  # the progress bar's total: exact with filters, from a line count without
-        if inst_meta["file"] is not None and wanted is None and limit is None:
-            todo = max(0, count_lines(inst_meta["file"]) - len(store.finished))
-        elif inst_meta["file"] is not None or isinstance(instances, Sequence):
-            ids = light(inst_meta["file"]) if inst_meta["file"] is not None else make()
+        jsonl = inst_meta["file"] if inst_meta["file"] is not None and not is_suite(inst_meta["file"]) else None
+        if jsonl is not None and wanted is None and limit is None:
+            todo = max(0, count_lines(jsonl) - len(store.finished))
+        elif inst_meta["file"] is not None or isinstance(instances, Sequence):  # a suite is held in memory: walk it
+            ids = light(jsonl) if jsonl is not None else make()
             todo = sum((i["id"] if isinstance(i, dict) else i.id) not in store.finished for i in select(ids, wanted, limit))
         bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
         runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors, raw_tokens_per_step)
         sem = asyncio.Semaphore(concurrency)
 
-        async def bounded(inst: Instance) -> None:
+        async def bounded(inst: Instance | ProcedureCase) -> None:
             try:
                 await runner.one(inst)
             finally:
@@ -226,7 +229,7 @@ def _first(group: BaseExceptionGroup) -> BaseException:
 
 
 def run_benchmark(
-    instances: str | Path | Iterable[Instance],
+    instances: str | Path | Iterable[Instance | ProcedureCase],
     mode: Mode,
     model: ChatModel,
     rundir: str | Path,
@@ -242,8 +245,12 @@ def run_benchmark(
     """Execute instances in raw or guarded mode and append one row per instance to the run store.
 
     Args:
-        instances: an instances JSONL file (streamed; its sha256 goes into run.json) or an
-            iterable of :class:`~stepguard.bench.instances.Instance`.
+        instances: an instances JSONL file (streamed; its sha256 goes into run.json), a suite
+            (a procedure file with its ``NAME.inputs.yaml``, or a folder of them: one case per
+            input set, :mod:`stepguard.bench.suites`; the sha256 is over every file read), or an
+            iterable of :class:`~stepguard.bench.instances.Instance` or
+            :class:`~stepguard.bench.suites.ProcedureCase`. Cases of a suite have no look-back:
+            ``configs`` selects none of them, and ``limit`` counts per step count.
         mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``) or
             ``"guarded"`` (:class:`~stepguard.guard.Guard`).
         model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
@@ -270,6 +277,8 @@ def run_benchmark(
         ModelError: ``max_consecutive_errors`` model errors in a row (rows so far are kept).
         KeyboardInterrupt: Ctrl-C; every finished row is already on disk.
         ValueError: a bad ``mode``, ``concurrency`` or ``configs``.
+        ProcedureError: a bad instances line, or a suite file that is invalid or has no input sets
+            (names the file and what to add).
     """
     return asyncio.run(arun_benchmark(
         instances, mode, model, rundir, limit=limit, configs=configs, concurrency=concurrency,

@@ -80,7 +80,7 @@ def _run_defaults() -> Deferred:
 
 
 def run_command(
-    instances: Annotated[Path, typer.Option("--instances", metavar="FILE", help="Instances JSONL file (stepguard bench generate).")],
+    instances: Annotated[Path, typer.Option("--instances", metavar="PATH", help="Instances JSONL file (stepguard bench generate), or a procedure file with its NAME.inputs.yaml, or a folder of them.")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run directory (created; an existing one with the same settings is resumed).")],
     mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
     model: ModelSpec = "local",
@@ -107,8 +107,8 @@ def run_command(
 
     if mode not in ("raw", "guarded"):
         raise _fail(f"--mode must be raw or guarded, not {mode!r}")
-    if not instances.is_file():
-        raise _fail(f"instances file not found: {instances}", ExitCode.DATA)
+    if not instances.exists():
+        raise _fail(f"instances file or folder not found: {instances}", ExitCode.DATA)
     config = build_guard_config(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
         ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, defaults=GUARDED_DEFAULTS,
