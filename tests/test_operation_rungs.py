@@ -84,3 +84,14 @@ def test_a_chain_whose_sub_step_fails_is_repaired_by_the_operation_rung() -> Non
     assert result.status == "verified" and result.answer == Decimal("9500.00")
     asked = "\n".join(m[-1]["content"] for m in model.calls)
     assert "61000 < 50000" in asked  # the failing min sub-step was asked as a choice
+
+
+@pytest.mark.parametrize(("expr", "first"), [
+    ("max(0, min(a, 50000) - 12000) * 0.25", ("t1", "min(61000, 50000)")),  # several operations: chain
+    ("min(a, b)", ("t1", "61000 < 50000")),  # one: the operation's own rung (choice)
+])
+def test_split_chains_several_operations_and_routes_one(expr: str, first: tuple[str, str]) -> None:
+    proc = _step(expr)
+    sub = get_rung("split").derive(proc, 0, {"a": 61000, "b": 50000})
+    assert (sub.steps[0].var, sub.steps[0].expr) == first
+    assert sub.expected_values({})["s"] == proc.expected_values({"a": 61000, "b": 50000})["s"]

@@ -1,0 +1,30 @@
+"""The ``split`` rung: the failing step split by its operations, whatever they are.
+
+A step of two or more operations goes through ``chain`` (one checked sub-step per operation, each
+failing one through ``single``); a step of one operation through ``single`` (the rung made for that
+operation: ``choice``, ``partial``, ``scale``, ``bridge`` or ``decompose``). Where neither applies,
+the ladder says so and asks the step alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stepguard.evaluator import Number
+from stepguard.guard.rungs._base import Rung, get_rung, register
+from stepguard.procedure import Procedure
+
+__all__ = ["Split"]
+
+
+@register
+class Split(Rung):
+    """``split``: ``chain`` for a step of several operations, ``single`` for a step of one."""
+
+    name = "split"
+    derives = True
+    nested_ladder = ("single", "resample")
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """The ``chain`` derivation where it applies, else the ``single`` one, else ``None``."""
+        return get_rung("chain").derive(procedure, index, env) or get_rung("single").derive(procedure, index, env)
