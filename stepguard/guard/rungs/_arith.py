@@ -31,25 +31,16 @@ def _chain(start: int, op: str, parts: list[int]) -> list[str]:
 
 def operands(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> tuple[int, str, int] | None:
     """``(a, op, b)`` of step ``index`` over committed integer values, ``op`` one of ``+ - *``; ``None`` for any other step."""
-    compiled = procedure.compiled[index]
-    if compiled is None:
+    found = leaf_values(procedure, index, env)
+    if found is None:
         return None
-    node = compiled.tree.body
-    if not isinstance(node, ast.BinOp) or type(node.op) not in (ast.Add, ast.Sub, ast.Mult):
+    node, values = found
+    symbol = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}.get(type(getattr(node, "op", None)))  # type: ignore[arg-type]
+    if not isinstance(node, ast.BinOp) or symbol is None or any(type(v) is not int for v in values):
         return None
-    values = []
-    for side in (node.left, node.right):
-        if isinstance(side, ast.Name):
-            v = env.get(side.id)
-        elif isinstance(side, ast.Constant):
-            v = side.value
-        else:
-            return None
-        if type(v) is not int:
-            return None
-        values.append(v)
-    op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}[type(node.op)]
-    return values[0], op, values[1]
+    if any(isinstance(side, ast.UnaryOp) for side in (node.left, node.right)):
+        return None  # a negative literal operand: as before, not an integer operation the rungs split
+    return values[0], symbol, values[1]
 
 
 def magnitudes(a: int, b: int) -> tuple[int, int, bool]:
