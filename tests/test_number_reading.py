@@ -164,7 +164,7 @@ def test_guard_reasks_instead_of_verifying_a_prefix(bad: str, mode: str) -> None
     result = guard.run(PROC, INPUTS) if mode == "sync" else asyncio.run(guard.arun(PROC, INPUTS))
     assert model.calls == 2  # the re-ask happened
     assert result.deviations[0].kind == "arithmetic_error" and "no readable value" in result.deviations[0].detail
-    assert result.status == "verified" and result.values == {"S1": "12"}
+    assert result.status == "verified" and result.values == {"S1": 12}
 
 
 @pytest.mark.parametrize("bad", ["S1 = 12,5", "S1 = 12 - b", "S1 = 1e1\nFinal answer: 12"])
