@@ -92,6 +92,14 @@ def test_an_unevaluated_expression_has_no_value(template: str, expr: str) -> Non
     assert [(i.value, i.error) for i in items] == [(None, "unevaluated expression")]
 
 
+@pytest.mark.parametrize("written", ["1\u0662", "1\uff12", "\u0661\u0662.5", "1.\u0665", "1,\u0661\u0667\u0666"])
+def test_read_number_refuses_digits_of_two_scripts(written: str) -> None:
+    # 1٢ (ASCII one, Arabic-Indic two) is no number anyone writes: refused, never 12
+    with pytest.raises(EvaluationError, match="scripts"):
+        read_number(written)
+    assert read_number("\u0661\u0662") == 12 and read_number("\uff11\uff12") == 12
+
+
 @pytest.mark.parametrize(
     ("written", "value"),
     [
