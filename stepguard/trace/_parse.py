@@ -16,18 +16,32 @@ Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see doc
   ``7 + S3``, ``7 *``, ``12/5``, ``2**10``) or has no number gives ``value=None``. The first part with letters is the
   ``expression``; the first all-numeric middle part (the substitution) gives the ``operands``.
 * ``S7: 42`` is a step line only if a number is read (so ``S7: add S6 and S2`` is prose).
-* ``S1 = 3, S2 = 5``: several assignments on one line, split at ``,``/``;`` before a name.
+* Several assignments on one line: a clause runs from ``var =`` (or ``var:``) to the next clause
+  that assigns another variable or the line's end. A clause starts after ``,``/``;``
+  (``S1 = 3, S2 = 5``), or after a value with only blanks (and ``and``/``then``) between
+  (``S1 = 3 S2 = 5``, ``a = small b = large``); a name after an operator (``S6 + S2 = 42``)
+  continues the chain. Each record is read from its own clause only (:attr:`Record.rhs`).
 * Numbers (:func:`stepguard.evaluator.read_number`, docs/hostile-input.md): sign (``-``, ``+``,
-  U+2212), decimal digits, thousands groups (``1,234``, ``1{,}234``, ``1\\,234``, thin spaces; a
-  first group of 1-3 digits not starting with 0, then groups of exactly 3), decimals (``3.50`` ->
-  7/2 exactly, ``42.0`` -> 42). Digits that run on into more of a number give ``value=None`` with
-  ``error`` ``"ambiguous number"`` (``12,5``, ``1176,50``, ``1,17``, ``0,125``), ``"unreadable
-  number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``) or ``"percentage"`` (``12%``): never
-  their prefix. Such a record is kept even when a later line gives the step a value. Text after
-  a whole number that is none of these is ignored: ``42.``, ``42 (carry 1)``, ``**42**``.
+  U+2212), decimal digits of one script, thousands groups (``1,234``, ``1{,}234``, ``1\\,234``,
+  thin spaces; a first group of 1-3 digits not starting with 0, then groups of exactly 3),
+  decimals (``3.50`` -> 7/2 exactly, ``42.0`` -> 42). A number is read exactly or not at all,
+  never its prefix: ``12,5``, ``1176,50``, ``1,17`` give ``value=None`` with ``error``
+  ``"ambiguous number"``; ``12.5.3``, ``1e5``, ``0x1F``, ``12 500``, ``1٢`` give
+  ``"unreadable number"``; ``12%`` gives ``"percentage"``.
+* The rest of the clause after the value may hold only plain text (``42.``, ``**42**``,
+  ``42 apples``, ``3, which is odd``): no digit (``12 (carry 1)``: ``"more than one number"``;
+  ``12\\;000``, ``12 ,5``: ``"unreadable number"``), no number word or multiplier (``12
+  thousand``, ``12 k``, ``12 dozen``, ``12 squared``: ``"number word"``), no percent (``12 pct``),
+  no operator (``12 x 2``, ``12 mod 5``, ``12 R 1``, ``12:5``, ``*``, ``-``: ``"unevaluated
+  expression"``), no arrow, relation or hedge (``12 -> 13``, ``12 or 13``, ``12 ≈ 12.4``,
+  ``12?``, ``12 (approx)``: ``"correction or hedge"``), no combining mark or invisible format
+  character (``12\\u0338``, ``12\\u200b``). Such a record has ``value=None`` and is kept even when a
+  later line gives the step a value (the guard re-asks); a valueless working line (``S3 = S1 - S2``,
+  ``S3 = 12 - 12``) before the value is a restatement and dropped.
 * Final answers: ``Final answer:`` / ``Final answer is`` / ``Answer:`` / ``\\boxed{...}``,
   case-insensitive, in generation order; the value follows on the same line (or the next, if
-  the rest of the line is blank); ``Final answer: S95 = 42`` reads 42.
+  the rest of the line is blank); ``Final answer: S95 = 42`` reads 42. The value follows the
+  same rules as a record's: ``Final answer: 12 or 13`` has no value.
 """
 
 from __future__ import annotations
@@ -230,8 +244,9 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
 
     ``why``: ``"no number"``; ``"too many digits"``; ``"ambiguous number"`` (``12,5``, ``1,17``);
     ``"unreadable number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``); ``"percentage"``
-    (``12%``); ``"unevaluated expression"`` (``7 - b``, ``40 + 2``, ``12/5``, ``7 *``). Text after
-    the number that is none of these (``42.``, ``42 (carry 1)``, ``**42**``) is ignored.
+    (``12%``); ``"unevaluated expression"`` (``7 - b``, ``40 + 2``, ``12/5``, ``7 *``); or what
+    :func:`_tail_problem` finds in the rest (``12 -> 13``, ``12 thousand``, ``12 (carry 1)``).
+    Plain text after the number (``42.``, ``42 apples``, ``**42**``) is allowed.
     """
     plain = _PLAIN.fullmatch(seg)
     if plain is not None and len(plain.group(1).lstrip("-")) <= max_digits:
