@@ -4,6 +4,7 @@ drawn from a grammar of allowed and disallowed constructs."""
 from __future__ import annotations
 
 import time
+import unicodedata
 from fractions import Fraction
 
 from hypothesis import HealthCheck, given, settings
@@ -115,7 +116,7 @@ def _groups(whole: str) -> list[str]:
 
 
 _LINES = ["S1 = {}", "Step 1: S1 = {}", "**S1** = **{}**", "S1: {}", "S1 = S2 + S3 = 40 + 2 = {}", "$S_1 = {}$",
-          "S1 = {}.", "S1 = ({}) (carry 1)", "- S1 = `{}`"]
+          "S1 = {}.", "S1 = ({}) (carried)", "- S1 = `{}`", "S1 = {}, as expected"]
 _ANSWERS = ["Final answer: {}", "Answer: **{}**", "\\boxed{{{}}}", "The final answer is {}.", "Final answer: \\({}\\)"]
 
 
@@ -193,9 +194,29 @@ def _exact_reading(text: str) -> int | Fraction | None:
     closed = tail.lstrip(_CLOSERS).lstrip(" \t")
     if tail[j:j + 1].isalnum() or any(t.lstrip(" \t").startswith(("%", "\\%", "‰", "‱")) for t in (tail, closed)):
         return None
+    if not _plain_text(tail, j) or len({ord(c) - unicodedata.decimal(c) for c in "".join(parts) + frac}) > 1:
+        return None
     value = Fraction(int("".join(parts)) * 10 ** len(frac) + (int(frac) if frac else 0), 10 ** len(frac))
     value = -value if negative else value
     return value.numerator if value.denominator == 1 else value
+
+
+# The rule for the rest of a value's clause (docs/hostile-input.md, "How numbers are read"), as
+# written in the brief, checked apart from the parser's regexes: the parser may refuse more.
+_MULTIPLIERS = {"thousand", "million", "billion", "bn", "k", "dozen", "hundred", "squared", "cubed", "percent", "pct"}
+_SIGNS = set("×✕∗*/⁄÷-‒–—+±≈~→:%％")
+
+
+def _plain_text(tail: str, closers: int) -> bool:
+    """May ``tail`` follow a value? No digit, no multiplier word, no operator, arrow or relation sign
+    (after the closing marks that end the number: ``**42**``), no combining mark."""
+    if any(c.isdecimal() or unicodedata.category(c).startswith("M") for c in tail):
+        return False
+    words = "".join(c if "a" <= c.lower() <= "z" else " " for c in tail).split()
+    if {w.lower() for w in words} & (_MULTIPLIERS | {"or", "mod", "x"}) or "R" in words:
+        return False
+    rest = tail[closers:]
+    return not (set(rest) & _SIGNS or "->" in rest or "=>" in rest)
 
 
 def _operator_then_operand(text: str) -> bool:
@@ -217,7 +238,11 @@ def _operator_then_operand(text: str) -> bool:
 _NUMBERISH = st.sampled_from([
     "0", "1", "2", "5", "12", "176", "1,176", "000", ",", ".", "{,}", "\\,", " ", "\t", "\u2009", "\u202f", "\u00a0",
     "-", "+", "−", "–", "*", "**", "/", "×", "^", "%", "(", ")", "$", "`", "_", "'", "e", "x", "b", "S3", "apples",
-    "\\boxed{", "}", "\\times", "٤", "１", "->", ".5", "\\(", "\\)", "percent", "²",
+    "\\boxed{", "}", "\\times", "٤", "١", "１", "->", ".5", "\\(", "\\)", "percent", "²",
+    # the tail rule: each of these after a value makes it unreadable (hostile tester, findings 1 and 3)
+    " thousand", " k", " or ", "→", "=>", "±", "≈", "~", "\u0338", "\u0305", "\u200b", "\u3000", "\u2007", " mod ",
+    " R ", ":", "…", "％", " pct", " dozen", "\\;", "\\!", "\\ ", " x ", "∗", "✕", "⁄", "‒", "—", " squared", " bn",
+    " (carried)", " apples", ", as expected",
 ])
 _AFTER_S1 = st.one_of(
     st.lists(_NUMBERISH, max_size=14).map("".join),
@@ -235,6 +260,10 @@ def test_any_text_after_s1_reads_exactly_or_not_at_all(text: str) -> None:
 
 
 def test_the_oracle_itself_reads_and_refuses() -> None:
-    assert [_exact_reading(t) for t in ("1,176.50 apples", "**-42**", "1{,}176", "\u22127 (carry 1)")] == [
+    assert [_exact_reading(t) for t in ("1,176.50 apples", "**-42**", "1{,}176", "\u22127 (carried)")] == [
         Fraction(2353, 2), -42, 1176, -7]
     assert [_exact_reading(t) for t in ("12,5", "0,125", "1e5", "7 - b", "**40** + 2", "12%", "12.5.3", "2**10")] == [None] * 8
+    traps = ("12 -> 13", "12 thousand", "12 k", "12 (carry 1)", "12 or 13", "12\u0338", "1\u0662", "12 \u2248 12.4",
+             "12 mod 5", "12 R 1", "12:5", "12 \uff05", "12 pct", "12 x 2", "12\\;000", "12~000")
+    assert [_exact_reading(t) for t in traps] == [None] * len(traps)
+    assert [_exact_reading(t) for t in ("12 apples", "12 (carried)", "**12** (checked)", "12 r")] == [12] * 4

@@ -52,6 +52,46 @@ PREFIX_TRAPS = [
     ("12 percent", "percentage"),
 ]
 
+# after the value, the rest of its clause holds more than plain text (hostile tester, findings 1 and 3):
+# (written, why); each reads as 12 (or 42) by its first number unless the whole clause is looked at
+TAIL_TRAPS = [
+    ("12\\ 000", "unreadable number"), ("12~000", "correction or hedge"), ("12\u2007000", "unreadable number"),
+    ("12\u200b000", "combining or invisible mark"), ("12 thousand", "number word"), ("12 k", "number word"),
+    ("12 ,5", "unreadable number"),
+    ("12 -> 13", "correction or hedge"), ("12 \u2192 13", "correction or hedge"), ("12 or 13", "correction or hedge"),
+    ("12, no, 13", "more than one number"), ("12 (wait, it's 13)", "correction or hedge"),
+    ("12 \u00b1 1", "correction or hedge"), ("12 \u2248 12.4", "correction or hedge"),
+    ("12 million", "number word"), ("12 dozen", "number word"), ("12 bn", "number word"),
+    ("12 E3", "more than one number"), ("12 squared", "number word"),
+    ("12\u3000500", "unreadable number"), ("12\u00ad3", "combining or invisible mark"), ("12\r5", "unreadable number"),
+    ("12\\;000", "unreadable number"), ("12\\!000", "unreadable number"), ("12 {,} 000", "unreadable number"),
+    ("12 x 2", "unevaluated expression"), ("12 \u2217 2", "unevaluated expression"),
+    ("12 \u2715 2", "unevaluated expression"), ("12 \u2044 1", "unevaluated expression"),
+    ("12 \u2012 3", "unevaluated expression"), ("12 mod 5", "unevaluated expression"),
+    ("12 R 1", "unevaluated expression"), ("12:5", "unevaluated expression"), ("12\u20265", "correction or hedge"),
+    ("12 .5", "unreadable number"), ("12. 5", "unreadable number"), ("12 \uff05", "percentage"), ("12 pct", "percentage"),
+    ("12\u0338", "combining or invisible mark"), ("12\u0305", "combining or invisible mark"), ("1\u0662", "unreadable number"),
+    ("12 (carry 1)", "more than one number"), ("12 -> next", "correction or hedge"), ("12?", "correction or hedge"),
+    ("12 (approx)", "correction or hedge"), ("12 and a half", "number word"),
+]
+
+
+@pytest.mark.parametrize(("written", "why"), TAIL_TRAPS)
+@pytest.mark.parametrize("template", RECORD_LINES)
+def test_a_value_followed_by_more_than_text_gives_no_value(template: str, written: str, why: str) -> None:
+    recs = parse_trace(template.format(written)).records
+    assert [(r.var, r.value, r.error) for r in recs] == [("S1", None, why)]
+    if why != "unevaluated expression":  # "S1 = 12 x 2" then "S1 = 24" is working, then the value
+        # the model wrote a value we cannot read: kept even when a later line gives one, so the guard sees it
+        assert parse_trace(template.format(written) + "\nS1 = 12").records[0].error == why
+
+
+@pytest.mark.parametrize(("written", "why"), TAIL_TRAPS)
+@pytest.mark.parametrize("template", ANSWER_LINES)
+def test_a_final_answer_followed_by_more_than_text_gives_no_value(template: str, written: str, why: str) -> None:
+    assert [(a.value, a.error) for a in parse_trace(template.format(written)).answers] == [(None, why)]
+
+
 # a half-substituted line: an operator followed by a name, an operand, or nothing
 EXPRESSIONS = [
     "7 - b", "7 + S3", "7 *", "7 -", "40 + 2", "7 * b", "7*b", "7 × 3", "7 / 2", "12/5", "2**10", "2^3",
@@ -92,13 +132,22 @@ def test_an_unevaluated_expression_has_no_value(template: str, expr: str) -> Non
     assert [(i.value, i.error) for i in items] == [(None, "unevaluated expression")]
 
 
+@pytest.mark.parametrize("written", ["1\u0662", "1\uff12", "\u0661\u0662.5", "1.\u0665", "1,\u0661\u0667\u0666"])
+def test_read_number_refuses_digits_of_two_scripts(written: str) -> None:
+    # 1٢ (ASCII one, Arabic-Indic two) is no number anyone writes: refused, never 12
+    with pytest.raises(EvaluationError, match="scripts"):
+        read_number(written)
+    assert read_number("\u0661\u0662") == 12 and read_number("\uff11\uff12") == 12
+
+
 @pytest.mark.parametrize(
     ("written", "value"),
     [
         ("1,176.50", Fraction(2353, 2)), ("-1,176.50", Fraction(-2353, 2)), ("1{,}176", 1176), ("1\\,176", 1176),
         ("1\u2009176", 1176), ("1\u202f176\u202f000", 1176000), ("\u22121,176", -1176), ("+42", 42), ("42.0", 42),
-        ("0.000001", Fraction(1, 10**6)), ("\uff11\uff12", 12), ("**42**", 42), ("42.", 42), ("42 (carry 1)", 42),
-        ("42 apples", 42), ("(-12)", -12), ("$1{,}176$", 1176), ("42 -> next", 42), ("3, which is odd", 3),
+        ("0.000001", Fraction(1, 10**6)), ("\uff11\uff12", 12), ("**42**", 42), ("42.", 42), ("42 (carried)", 42),
+        ("42 apples", 42), ("(-12)", -12), ("$1{,}176$", 1176), ("42 (correct)", 42), ("3, which is odd", 3),
+        ("42, as expected", 42), ("**42** (checked)", 42),
     ],
 )
 def test_accepted_notations_read_exactly(written: str, value: object) -> None:
@@ -165,6 +214,42 @@ def test_guard_reasks_instead_of_verifying_a_prefix(bad: str, mode: str) -> None
     assert model.calls == 2  # the re-ask happened
     assert result.deviations[0].kind == "arithmetic_error" and "no readable value" in result.deviations[0].detail
     assert result.status == "verified" and result.values == {"S1": 12}
+
+
+@pytest.mark.parametrize("written", [w for w, _ in TAIL_TRAPS])
+def test_guard_reasks_on_every_tail_trap_and_never_verifies_it(written: str) -> None:
+    model = ListModel(f"S1 = {written}", "S1 = 12")
+    result = Guard(model, GuardConfig(ladder=("restate",), max_reprompts_per_step=2, on_exhausted="flag")).run(PROC, INPUTS)
+    assert model.calls == 2 and "no readable value" in result.deviations[0].detail
+    assert result.status == "verified" and result.values == {"S1": 12}  # from the second reply, not the trap
+    stuck = ListModel(f"S1 = {written}")
+    result = Guard(stuck, GuardConfig(ladder=("restate",), max_reprompts_per_step=1, on_exhausted="flag")).run(PROC, INPUTS)
+    assert result.status != "verified" and all(s.provenance != "model_verified" for s in result.steps)
+
+
+FEE = Procedure.model_validate({"name": "fee", "inputs": {"subtotal": "integer"}, "steps": [
+    {"var": "fee", "instruction": "Pick a handling fee in currency units.", "check": "0 <= value <= subtotal"},
+    {"var": "total", "expr": "subtotal + fee"},
+]})
+
+
+@pytest.mark.parametrize("written", ["12\\ 000", "12~000", "12\u2007000", "12\u200b000", "12 thousand", "12 k", "12 ,5"])
+def test_a_predicate_step_never_verifies_a_prefix(written: str) -> None:
+    # finding 1: no expected value, only "0 <= value <= subtotal": 12 would pass the check
+    def reply(prompt: str) -> str:
+        return f"fee = {written}" if "fee = ?" in prompt or "total" not in prompt else "total = 112"
+
+    class Fn(ListModel):
+        def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
+            """The reply for this prompt."""
+            self.calls += 1
+            return ChatResponse(reply(messages[-1]["content"]), Usage(10, 10), "stop", 0.0, "list", True)
+
+    model = Fn()
+    result = Guard(model, GuardConfig(chunk_size=1, max_reprompts_per_step=1, on_exhausted="flag")).run(FEE, {"subtotal": 100})
+    assert result.status != "verified"
+    assert [s.provenance for s in result.steps if s.var == "fee"] != ["model_verified"]
+    assert any("no readable value" in d.detail for d in result.deviations)
 
 
 @pytest.mark.parametrize("bad", ["S1 = 12,5", "S1 = 12 - b", "S1 = 1e1\nFinal answer: 12"])

@@ -100,6 +100,32 @@ def test_several_assignments_on_one_line() -> None:
     assert recs[2].operands == (3, 1234)
 
 
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("a = small, b = large", [("a", None, " small"), ("b", None, " large")]),
+        ("ok1 = false; ok2 = true", [("ok1", None, " false"), ("ok2", None, " true")]),
+        ("tag = bad, S1 = 8", [("tag", None, " bad"), ("S1", 8, " 8")]),
+        ("S1 = 3 S2 = 5", [("S1", 3, " 3"), ("S2", 5, " 5")]),  # S1 is not 5: that is S2's clause
+        ("S1 = 3 and S2 = 5", [("S1", 3, " 3"), ("S2", 5, " 5")]),
+        ("S1 = **3** S2 = 5", [("S1", 3, " **3**"), ("S2", 5, " 5")]),
+        ("$S_1 = 3$ $S_2 = 5$", [("S1", 3, " 3$"), ("S2", 5, " 5$")]),
+        ("S1: 3, S2: 5", [("S1", 3, " 3"), ("S2", 5, " 5")]),
+        ("S1 = 3 x = 5", [("S1", 3, " 3")]),  # x is no step: its clause still ends S1's
+        ("S12 = S11 * S4 = 3 * 4 = 12", [("S12", 12, " S11 * S4 = 3 * 4 = 12")]),  # one chain
+        ("note = thanks, all fine", [("note", None, " thanks, all fine")]),
+    ],
+)
+def test_each_record_reads_its_own_clause_only(line: str, want: list[tuple[str, object, str]]) -> None:
+    names = ["a", "b", "ok1", "ok2", "tag", "note"]
+    assert [(r.var, r.value, r.rhs) for r in parse_trace(line, var_names=names).records] == want
+
+
+def test_an_over_long_clause_is_not_read() -> None:
+    (rec,) = parse_trace("name = " + "a" * 1001, var_names=["name"]).records
+    assert rec.rhs == "" and len(rec.text) == 200
+
+
 def test_unknown_names_end_a_clause_but_make_no_record() -> None:
     assert [(r.var, r.value) for r in parse_trace("S1 = 3, x = 5").records] == [("S1", 3)]
     recs = parse_trace("Answer: 4\nnote = 5\ntotal = 6, tax = 1", var_names=["total", "tax"]).records

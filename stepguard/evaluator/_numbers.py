@@ -45,6 +45,18 @@ _WRITTEN = re.compile(rf"(?P<sign>[{SIGNS}]?){NUMBER_BODY}")
 _AMBIGUOUS = re.compile(r"\d(?:,|\{,\}|\\,|[\u00a0\u2009\u202f])\d")
 
 
+def one_script(digits: str) -> bool:
+    """True if every decimal digit in ``digits`` comes from one script's run of ten (``12``, ``١٢``).
+
+    ``1٢`` (an ASCII one, an Arabic-Indic two) or ``1２`` is no number anyone writes: it is refused,
+    not read as 12. Other characters in ``digits`` (group separators) are ignored.
+    """
+    if digits.isascii():
+        return True
+    zeros = {ord(c) - int(c) for c in digits if c.isdecimal()}
+    return len(zeros) <= 1
+
+
 def check_size(value: object, max_bits: int = DEFAULT_MAX_BITS) -> object:
     """Return ``value`` unchanged if its size is within ``max_bits``.
 
@@ -113,7 +125,8 @@ def read_number(text: str, max_digits: int = 400) -> Number:
     :data:`GROUP_SEPARATORS` between a first group of 1-3 digits and groups of exactly 3
     (``1,176``, ``1{,}176``, ``1\\,176``), and an optional point with at least one digit after it
     (``1,176.50`` -> ``Fraction(2353, 2)``, ``42.0`` -> ``42``). Surrounding whitespace is ignored.
-    Everything else is refused: a decimal comma (``12,5``, ambiguous with grouping), misplaced
+    All digits of one number come from one script (``1٢`` is refused). Everything else is
+    refused: a decimal comma (``12,5``, ambiguous with grouping), misplaced
     groups (``1,17``, ``12,3456``), exponents, hex, fractions (``12/5``), percentages.
 
     Args:
@@ -140,6 +153,8 @@ def read_number(text: str, max_digits: int = 400) -> Number:
         raise EvaluationError(f"not a number: {t[:40]!r}")
     digits = re.sub(r"\D", "", m.group("int"))
     frac = m.group("frac") or ""
+    if not one_script(digits + frac):
+        raise EvaluationError(f"not a number: {t[:40]!r} mixes the digits of different scripts")
     if len(digits) + len(frac) > max_digits:
         raise EvaluationError(f"number has more than {max_digits} digits")
     value: Number = int(digits) if not frac.strip("0") else Fraction(int(digits + frac), 10 ** len(frac))

@@ -16,28 +16,43 @@ Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see doc
   ``7 + S3``, ``7 *``, ``12/5``, ``2**10``) or has no number gives ``value=None``. The first part with letters is the
   ``expression``; the first all-numeric middle part (the substitution) gives the ``operands``.
 * ``S7: 42`` is a step line only if a number is read (so ``S7: add S6 and S2`` is prose).
-* ``S1 = 3, S2 = 5``: several assignments on one line, split at ``,``/``;`` before a name.
+* Several assignments on one line: a clause runs from ``var =`` (or ``var:``) to the next clause
+  that assigns another variable or the line's end. A clause starts after ``,``/``;``
+  (``S1 = 3, S2 = 5``), or after a value with only blanks (and ``and``/``then``) between
+  (``S1 = 3 S2 = 5``, ``a = small b = large``); a name after an operator (``S6 + S2 = 42``)
+  continues the chain. Each record is read from its own clause only (:attr:`Record.rhs`).
 * Numbers (:func:`stepguard.evaluator.read_number`, docs/hostile-input.md): sign (``-``, ``+``,
-  U+2212), decimal digits, thousands groups (``1,234``, ``1{,}234``, ``1\\,234``, thin spaces; a
-  first group of 1-3 digits not starting with 0, then groups of exactly 3), decimals (``3.50`` ->
-  7/2 exactly, ``42.0`` -> 42). Digits that run on into more of a number give ``value=None`` with
-  ``error`` ``"ambiguous number"`` (``12,5``, ``1176,50``, ``1,17``, ``0,125``), ``"unreadable
-  number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``) or ``"percentage"`` (``12%``): never
-  their prefix. Such a record is kept even when a later line gives the step a value. Text after
-  a whole number that is none of these is ignored: ``42.``, ``42 (carry 1)``, ``**42**``.
+  U+2212), decimal digits of one script, thousands groups (``1,234``, ``1{,}234``, ``1\\,234``,
+  thin spaces; a first group of 1-3 digits not starting with 0, then groups of exactly 3),
+  decimals (``3.50`` -> 7/2 exactly, ``42.0`` -> 42). A number is read exactly or not at all,
+  never its prefix: ``12,5``, ``1176,50``, ``1,17`` give ``value=None`` with ``error``
+  ``"ambiguous number"``; ``12.5.3``, ``1e5``, ``0x1F``, ``12 500``, ``1٢`` give
+  ``"unreadable number"``; ``12%`` gives ``"percentage"``.
+* The rest of the clause after the value may hold only plain text (``42.``, ``**42**``,
+  ``42 apples``, ``3, which is odd``): no digit (``12 (carry 1)``: ``"more than one number"``;
+  ``12\\;000``, ``12 ,5``: ``"unreadable number"``), no number word or multiplier (``12
+  thousand``, ``12 k``, ``12 dozen``, ``12 squared``: ``"number word"``), no percent (``12 pct``),
+  no operator (``12 x 2``, ``12 mod 5``, ``12 R 1``, ``12:5``, ``*``, ``-``: ``"unevaluated
+  expression"``), no arrow, relation or hedge (``12 -> 13``, ``12 or 13``, ``12 ≈ 12.4``,
+  ``12?``, ``12 (approx)``: ``"correction or hedge"``), no combining mark or invisible format
+  character (``12\\u0338``, ``12\\u200b``). Such a record has ``value=None`` and is kept even when a
+  later line gives the step a value (the guard re-asks); a valueless working line (``S3 = S1 - S2``,
+  ``S3 = 12 - 12``) before the value is a restatement and dropped.
 * Final answers: ``Final answer:`` / ``Final answer is`` / ``Answer:`` / ``\\boxed{...}``,
   case-insensitive, in generation order; the value follows on the same line (or the next, if
-  the rest of the line is blank); ``Final answer: S95 = 42`` reads 42.
+  the rest of the line is blank); ``Final answer: S95 = 42`` reads 42. The value follows the
+  same rules as a record's: ``Final answer: 12 or 13`` has no value.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from stepguard.evaluator import Number
-from stepguard.evaluator._numbers import NUMBER_BODY, SIGNS, read_number
+from stepguard.evaluator._numbers import NUMBER_BODY, SIGNS, one_script, read_number
 from stepguard.trace._records import Answer, Record, Trace
 
 __all__ = ["parse_trace"]
@@ -67,6 +82,59 @@ _PLAIN = re.compile(r"[ \t]*+(-?[0-9]++)[ \t\r]*+")  # fast path: " 42", the req
 _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
     r"[ \t]*+\(?[ \t]*+(-?[0-9]++)[ \t]*+\)?[ \t]*+[-+*/×÷][ \t]*+\(?[ \t]*+(-?[0-9]++)[ \t]*+\)?[ \t\r]*+"
 )
+# What the rest of a value's clause may not hold (the value must be all the clause says): the
+# leftmost offender names the error. Words match whole and in any case (ASCII letters around them).
+_W0, _W1 = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
+_NUMBER_WORDS = (
+    "zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+    "hundreds?|thousands?|millions?|billions?|trillions?|dozens?|half|halves|quarters?|"
+    "k|bn|mn|mln|lakhs?|crores?|squared|cubed|point"
+)
+_TAIL = re.compile(
+    r"(?P<digit>\d)"
+    r"|(?P<percent>[%％٪‰‱]|" + _W0 + r"per[ \t]?cent|pct" + _W1 + ")"
+    r"|(?P<word>" + _W0 + _NUMBER_WORDS + _W1 + ")"
+    r"|(?P<hedge>->|=>|<-|[→⇒⟶⟹←↦~∼≈≃≅±∓<>≤≥≠?…]|!=|\.\.|\\(?:approx|sim|simeq|pm|mp|to|rightarrow|Rightarrow|"
+    r"ne|neq|le|leq|ge|geq|lt|gt)(?![A-Za-z])|" + _W0 + r"or|approx|approximately|about|around|roughly|nearly|"
+    r"almost|circa|ca|maybe|perhaps|possibly|wait" + _W1 + ")"
+    r"|(?P<op>[*×✕✖∗/⁄∕÷\-‒–—―−+^·⋅:]|\\(?:times|cdot|div|bmod|pmod|mod|frac)(?![A-Za-z])|"
+    + _W0 + r"x|times|plus|minus|over|mod|(?-i:R)" + _W1 + ")",
+    re.IGNORECASE,
+)
+_TAIL_WHY = {
+    "percent": "percentage",
+    "word": "number word",
+    "hedge": "correction or hedge",
+    "op": "unevaluated expression",
+}
+_LETTER_BEFORE = re.compile(r"[^\W\d_]")
+
+
+def _tail_problem(tail: str) -> str | None:
+    """Why ``tail``, the rest of a value's clause, makes the value unreadable; None if it is plain text.
+
+    Refused: a digit (``"unreadable number"`` when only separators come between, ``12\\;000``,
+    ``12 ,5``; ``"more than one number"`` after words, ``12 (wait, it's 13)``), a percent sign or
+    word, a number word or multiplier (``12 thousand``, ``12 k``), a correction, relation or
+    hedge (``12 -> 13``, ``12 or 13``, ``12 ≈ 12.4``, ``12?``), an operator (``12 x 2``,
+    ``12 mod 5``, ``12:5``), a combining mark or an invisible format character (``12̸``).
+    """
+    if not tail:
+        return None
+    m = _TAIL.search(tail)
+    end = m.start() if m is not None else len(tail)
+    if not tail.isascii():
+        for c in tail[:end]:
+            if c > "\x7f" and unicodedata.category(c) in ("Mn", "Mc", "Me", "Cf"):
+                return "combining or invisible mark"
+    if m is None:
+        return None
+    if m.lastgroup == "digit":
+        return "more than one number" if _LETTER_BEFORE.search(tail, 0, end) else "unreadable number"
+    return _TAIL_WHY[m.lastgroup]  # type: ignore[index]
+
+
 _TOKEN = re.compile(rf"{NUMBER_BODY}|(?P<minus>[-−])|(?P<op>[(+*/×÷^])|[A-Za-z_]")
 _LETTER = re.compile(r"[A-Za-z_]")
 # Final answers are searched in an ASCII-lowercased copy of the text (same length, same offsets).
@@ -86,7 +154,10 @@ _MAX_SEGMENT = 1_000
 _TEXT_CAP = 200
 _REGION_SLACK = 1_000  # characters of an answer's region beyond max_digits
 # a number was written but not read: the record stays (the guard re-asks), even if a later line gives a value
-_WRITTEN_UNREAD = frozenset({"too many digits", "ambiguous number", "unreadable number", "percentage"})
+_WRITTEN_UNREAD = frozenset({
+    "too many digits", "ambiguous number", "unreadable number", "percentage", "more than one number",
+    "number word", "correction or hedge", "combining or invisible mark",
+})
 
 
 class _Patterns:
@@ -101,7 +172,16 @@ class _Patterns:
 
 _S_ONLY, _GENERIC = _Patterns(False), _Patterns(True)
 _ANY_NAME = f"(?P<var>{_S_NAME}|{_IDENT})"
-_CLAUSE = re.compile(f"[,;][ \\t]*+(?:and[ \\t]++)?[*_`$]*+{_ANY_NAME}{_NAME_TAIL}=(?!=)")
+# Where the next assignment on a line starts: after "," or ";", or after a value (a digit, a word
+# or a closing mark, "**3**" but not "S11 *") with only blanks between ("S1 = 3 S2 = 5",
+# "a = small b = large", "S1 = 3 and S2 = 5"), so "S7 = S6 + S2 = 42" (a name after an operator)
+# stays one chain. "name =" with an unknown name ends the clause but makes no record, except after
+# a word ("the value of x = 5"); "name:" counts only for a variable ("S1: 3, S2: 5").
+_CLAUSE = re.compile(
+    f"(?:[,;][ \\t]*+(?:and[ \\t]++)?|(?:(?<=[\\d.)\\]}}`$])|(?<=\\d\\*)|(?<=\\d\\*\\*)|(?P<word>(?<=[^\\W\\d_])))"
+    f"[ \\t]++(?:(?:and|then)[ \\t]++)?)"
+    f"[*_`$]*+{_ANY_NAME}{_NAME_TAIL}(?P<csep>=(?!=)|:)"
+)
 _LEAD = re.compile(f"[ \\t*_`$]*+(?:\\\\boxed[ \\t]*+\\{{)?[ \\t*_`$]*+{_ANY_NAME}{_NAME_TAIL}=")
 
 
@@ -147,13 +227,26 @@ def _run_on(seg: str, end: int) -> str | None:
     return None
 
 
+def _clauses(rhs: str, known: frozenset[str]) -> list[tuple[str | None, str, int, int]]:
+    """The further assignments in a line's right-hand side: ``(variable or None, separator, where
+    its right-hand side starts, where its clause starts)``, offsets into ``rhs``."""
+    out: list[tuple[str | None, str, int, int]] = []
+    for c in _CLAUSE.finditer(rhs):
+        name = _var(c, known)
+        if name is None and (c.group("csep") == ":" or c.group("word") is not None):
+            continue  # "note: x", "the value of x = 5": prose; "S1 = 3, x = 5", "S1 = 3 x = 5" assign x (no step)
+        out.append((name, c.group("csep"), c.end(), c.start()))
+    return out
+
+
 def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
     """The number that starts ``seg`` and is all its value, or ``(None, why)``.
 
     ``why``: ``"no number"``; ``"too many digits"``; ``"ambiguous number"`` (``12,5``, ``1,17``);
     ``"unreadable number"`` (``12.5.3``, ``1e5``, ``0x1F``, ``12 500``); ``"percentage"``
-    (``12%``); ``"unevaluated expression"`` (``7 - b``, ``40 + 2``, ``12/5``, ``7 *``). Text after
-    the number that is none of these (``42.``, ``42 (carry 1)``, ``**42**``) is ignored.
+    (``12%``); ``"unevaluated expression"`` (``7 - b``, ``40 + 2``, ``12/5``, ``7 *``); or what
+    :func:`_tail_problem` finds in the rest (``12 -> 13``, ``12 thousand``, ``12 (carry 1)``).
+    Plain text after the number (``42.``, ``42 apples``, ``**42**``) is allowed.
     """
     plain = _PLAIN.fullmatch(seg)
     if plain is not None and len(plain.group(1).lstrip("-")) <= max_digits:
@@ -171,6 +264,10 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
             why = _run_on(seg, close)  # **42**apples, (40)2
         if why is None and (_EXPR_TAIL.match(seg, close) or _DANGLING.match(seg, close)):
             why = "unevaluated expression"  # **40** + 2, (40) - b, 7 -
+        if why is None:
+            why = _tail_problem(seg[close:])  # 12 -> 13, 12 thousand, 12 (carry 1)
+    if why is None and not one_script(m.group("int") + (m.group("frac") or "")):
+        why = "unreadable number"  # 1٢: the digits of two scripts
     if why is not None:
         return None, why if len(m.group("int")) + len(m.group("frac") or "") <= max_digits else "too many digits"
     return _to_number(m.group("sign"), m, max_digits)
@@ -248,7 +345,8 @@ def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: in
                 break
     if value is None and not expression and _LETTER.search(parts[-1]):
         expression = parts[-1].strip(" \t*_`$")[:_TEXT_CAP]
-    return Record(var, value, operands, expression, line, offset, text, error)
+    own = rhs if len(rhs) <= _MAX_SEGMENT else ""
+    return Record(var, value, operands, expression, line, offset, text, error, own)
 
 
 def _answer_region(text: str, start: int, boxed: bool, cap: int) -> tuple[int, int]:
@@ -365,11 +463,11 @@ def parse_trace(
         if num is not None and var is not None and len(num) - (num[0] == "-") <= max_digits:
             line += text.count("\n", last, start)
             last = start
-            records.append(Record(var, int(num), (), "", line, start, text[start : min(end, start + _TEXT_CAP)]))
+            records.append(Record(var, int(num), (), "", line, start, text[start : min(end, start + _TEXT_CAP)], None, num))
             continue  # the requested format, "S7 = 42": nothing more to read
         rhs = text[m.end("sep") : end]
-        clauses = _CLAUSE.finditer(rhs) if ("," in rhs or ";" in rhs) else None
-        if var is None and clauses is None:
+        clauses = _clauses(rhs, known) if ("=" in rhs or ":" in rhs) else []
+        if var is None and not clauses:
             continue
         line += text.count("\n", last, start)
         last = start
@@ -377,7 +475,7 @@ def parse_trace(
         # one or more assignments: (variable, separator, where its right-hand side starts, where its clause starts)
         base = m.end("sep")
         parts = [(var, m.group("sep"), base, start)]
-        parts += [(_var(c, known), "=", base + c.end(), base + c.start()) for c in clauses or ()]
+        parts += [(name, csep, base + c_end, base + c_start) for name, csep, c_end, c_start in clauses]
         for i, (name, sep, rhs_start, _) in enumerate(parts):
             if name is None:
                 continue

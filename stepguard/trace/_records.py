@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stepguard.evaluator import Number
 
@@ -22,6 +22,10 @@ class Record:
         offset: character offset of the line's start.
         text: the line, capped at 200 characters.
         error: why the value is ``None`` (``"too many digits"``, ``"no number"``), else ``None``.
+        rhs: this record's own right-hand side, from after its ``=`` (or ``:``) to the next
+            clause that assigns a variable or the line's end (``"small"`` in ``a = small, b = large``);
+            ``""`` when it is longer than 1,000 characters (then not read at all); ``None`` for a
+            record built by hand. Not compared: two records of one line are equal as before.
     """
 
     var: str
@@ -32,6 +36,7 @@ class Record:
     offset: int = 0
     text: str = ""
     error: str | None = None
+    rhs: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ ends the check; everything before it is the verified prefix.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -15,7 +16,7 @@ from fractions import Fraction
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure, apply_scale
-from stepguard.trace import Record, Trace
+from stepguard.trace import Record, Trace, parse_trace
 from stepguard.verify._deviation import Deviation
 
 __all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "read_raw_value", "verify_chunk"]
@@ -23,6 +24,7 @@ __all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "read_raw_value",
 _NON_NUMERIC = frozenset({"boolean", "string", "one_of"})
 _MARKS = " \t\r*_`$\"'."
 _BOOLS = {"true": True, "false": False, "yes": True, "no": False}
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
 @dataclass
@@ -58,14 +60,17 @@ def expected_value(procedure: Procedure, index: int, env: Mapping[str, Number | 
 
 
 def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = None) -> bool | str | None:
-    """The value of a boolean, string or one_of step, read from the raw right-hand side of its line.
+    """The value of a boolean, string or one_of step, read from the record's own clause.
 
     The trace parser reads only numbers, so ``tier = gold`` or ``eligible = total >= 100 = true``
-    arrive with ``value=None``; this takes the text after the line's last ``=`` (or ``:``), strips
-    markdown marks, quotes and a trailing period, and reads it as ``type_``. Never evaluates it.
+    arrive with ``value=None``; this takes the text after the last ``=`` of the record's own
+    right-hand side (:attr:`Record.rhs`: up to the next clause that assigns a variable, so in
+    ``a = small, b = large`` the record for ``a`` reads ``small``), strips markdown marks, quotes
+    and a trailing period, and reads it as ``type_``. Never evaluates it. A record built by hand
+    (``rhs`` None) is read from its ``text`` as the parser would split that line.
 
     Args:
-        record: the parsed line (its ``text``, capped at 200 characters).
+        record: the parsed record.
         type_: ``"boolean"`` (``true``/``false``/``yes``/``no``, any case), ``"one_of"`` (a choice,
             matched exactly, else case-insensitively and returned as the choice is spelled), or
             ``"string"`` (the stripped text, at least one character).
@@ -75,9 +80,8 @@ def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = N
         ``True``/``False`` for booleans, a string otherwise, or ``None`` when nothing fits
         (the guard then reports a ``type_error``).
     """
-    text = record.text
-    cut = text.rfind("=") if "=" in text else text.find(":")
-    raw = text[cut + 1 :].strip(_MARKS) if cut >= 0 else ""
+    rhs = record.rhs if record.rhs is not None else _own_rhs(record)
+    raw = rhs[rhs.rfind("=") + 1 :].strip(_MARKS) if rhs else ""
     if not raw:
         return None
     if type_ == "boolean":
@@ -89,6 +93,19 @@ def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = N
         folded = [c for c in options if c.lower() == raw.lower()]
         return folded[0] if len(folded) == 1 else None
     return raw
+
+
+def _own_rhs(record: Record) -> str | None:
+    """The right-hand side of ``record.var``'s clause in ``record.text``, split as the parser splits
+    lines (every name on the line taken for a variable); for a hand-built record whose ``var`` the
+    line does not name (``Record(var="v", text="tier = gold")``), that of the line's first clause."""
+    text = record.text
+    names = tuple(dict.fromkeys([record.var, *_NAME.findall(text)[:64]]))
+    records = parse_trace(text, var_names=names).records
+    for rec in (*[r for r in records if r.var == record.var], *records[:1]):
+        if rec.rhs is not None:
+            return rec.rhs
+    return None
 
 
 def operand_leaves(procedure: Procedure, index: int) -> tuple[tuple[str | None, Number | str | None], ...]:
