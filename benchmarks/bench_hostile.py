@@ -10,20 +10,17 @@ Bounds: under 1 s and under 100 MB each; prints PASS/FAIL per case and a summary
 from __future__ import annotations
 
 import resource
-import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hostile_cases import BINARY, PROCEDURES, REPLIES  # beside this script (the tests read them too)
 
-from stepguard.errors import StepguardError  # noqa: E402
-from stepguard.procedure import Procedure, load_procedure  # noqa: E402
-from stepguard.trace import parse_trace  # noqa: E402
-from stepguard.verify import score_generation  # noqa: E402
-from tests._hostile_cases import BINARY, PROCEDURES, REPLIES  # noqa: E402
+from stepguard.errors import StepguardError
+from stepguard.procedure import Procedure, load_procedure
+from stepguard.trace import parse_trace
+from stepguard.verify import score_generation
 
 TIME_BOUND_S, MEMORY_BOUND_MB = 1.0, 100.0
 PROC = Procedure.model_validate({"name": "h", "inputs": ["x"], "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}]})

@@ -11,7 +11,7 @@ from stepguard import BudgetExhausted, Guard, GuardConfig, Procedure
 from stepguard.model import ChatResponse, Usage
 from stepguard.trace import parse_trace
 from stepguard.verify import score_generation
-from tests._hostile_cases import REPLIES
+from benchmarks.hostile_cases import REPLIES
 
 PROC = Procedure.model_validate({"name": "h", "inputs": ["x"], "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}]})
 INPUTS = {"x": 7}

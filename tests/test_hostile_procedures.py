@@ -11,7 +11,7 @@ import pytest
 
 from stepguard.errors import ProcedureError
 from stepguard.procedure import LoadLimits, load_procedure, parse_procedure
-from tests._hostile_cases import BINARY, PROCEDURES, _steps_json, _steps_yaml
+from benchmarks.hostile_cases import BINARY, PROCEDURES, _steps_json, _steps_yaml
 
 _BIG = {"ten_megabytes", "hundred_thousand_steps_yaml", "hundred_thousand_steps_json", "json_deep_nesting", "json_deep_objects"}
 
