@@ -27,10 +27,8 @@ def _write(tmp_path: Path, name: str, suffix: str, text: str) -> Path:
 def test_hostile_procedure_is_refused_with_file_and_reason(tmp_path: Path, name: str) -> None:
     suffix, text, fragment = PROCEDURES[name]
     path = _write(tmp_path, name, suffix, text)
-    t0 = time.perf_counter()
-    with pytest.raises(ProcedureError) as info:
+    with pytest.raises(ProcedureError) as info:  # its time and memory: benchmarks/bench_hostile.py
         load_procedure(path)
-    assert time.perf_counter() - t0 < 1.0
     message = str(info.value)
     assert str(path) in message, message
     assert fragment in message, message
