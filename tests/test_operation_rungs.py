@@ -95,3 +95,23 @@ def test_split_chains_several_operations_and_routes_one(expr: str, first: tuple[
     sub = get_rung("split").derive(proc, 0, {"a": 61000, "b": 50000})
     assert (sub.steps[0].var, sub.steps[0].expr) == first
     assert sub.expected_values({})["s"] == proc.expected_values({"a": 61000, "b": 50000})["s"]
+
+
+def test_divide_sets_the_divisors_power_of_ten_aside_and_rounds_last() -> None:
+    """A commission's attainment (99365.70 / 80000 at 4 places) failed on every rung on the embedded model."""
+    proc = _step("a / b", type="decimal", scale=4)
+    sub = get_rung("divide").derive(proc, 0, {"a": parse_number("99365.70"), "b": parse_number("80000.00")})
+    assert [(s.var, s.expr, s.scale) for s in sub.steps] == [("t1", "99365.7 / 8", None), ("t2", "t1 / 10000", None), ("s", "t2", 4)]
+    assert sub.expected_values({})["s"] == proc.expected_values({"a": "99365.70", "b": "80000.00"})["s"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=_dec, b=_dec, scale=st.integers(0, 4), up=st.booleans())
+def test_divide_always_gives_the_exact_quotients_rounding(a: str, b: str, scale: int, up: bool) -> None:
+    proc = _step("a / b", type="decimal", scale=scale, rounding="ROUND_HALF_UP" if up else "ROUND_HALF_EVEN")
+    env = {"a": parse_number(a), "b": parse_number(b)}
+    if env["b"] == 0:
+        return
+    sub = get_rung("divide").derive(proc, 0, env)
+    if sub is not None:
+        assert sub.expected_values({})["s"] == proc.expected_values(env)["s"]

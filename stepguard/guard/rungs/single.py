@@ -1,7 +1,7 @@
 """The ``single`` rung: one operation re-asked through the rung made for it.
 
 It derives the failing step with the first of ``choice`` (``min``/``max``), ``partial`` (a product
-with a decimal factor), ``scale`` (a product of decimals), ``bridge`` (an integer sum that carries)
+with a decimal factor), ``scale`` (a product of decimals), ``divide`` (a quotient), ``bridge`` (an integer sum that carries)
 and ``decompose`` (an integer product or sum by place value) that applies; the nested ladder of a
 ``chain`` uses it on each failing sub-step. Where none applies it does not either, and the ladder
 says so and asks the step alone.
@@ -17,7 +17,7 @@ from stepguard.procedure import Procedure
 
 __all__ = ["SINGLE_ORDER", "Single"]
 
-SINGLE_ORDER: tuple[str, ...] = ("choice", "partial", "scale", "bridge", "decompose")
+SINGLE_ORDER: tuple[str, ...] = ("choice", "partial", "scale", "divide", "bridge", "decompose")
 """The rungs ``single`` tries, in order."""
 
 

@@ -1,0 +1,92 @@
+"""The ``divide`` rung: a quotient asked to the step's scale in steps a person can check.
+
+The divisor's power of ten is set aside, so the division left is by a small whole number, and the
+point is placed as a sub-step of its own; the rounding to the step's scale is the last sub-step,
+naming its rule. ``99365.70 / 80000`` (attainment at 4 places) becomes::
+
+    t1 = 99365.7 / 8         (= 12420.7125)
+    t2 = t1 / 10000          (= 1.24207125)
+    attainment = t2          (round half to even to 4 decimal places)
+
+A quotient that is not a finite decimal is carried at three more places than the step's scale,
+and the rung applies only where rounding that value gives the exact quotient's rounding (the
+guard checks, from the expression, before asking). Every sub-step is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from fractions import Fraction
+
+from stepguard.evaluator import Number
+from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, text
+from stepguard.guard.rungs._base import Rung, register
+from stepguard.procedure import Procedure, round_to_scale
+
+__all__ = ["Divide", "divide_steps"]
+
+_EXTRA = 3
+"""Places beyond the step's scale at which a non-terminating quotient is carried."""
+
+
+def _split_power_of_ten(b: Fraction) -> tuple[int, int]:
+    """``b`` as ``m * 10**e`` with ``m`` a whole number with no trailing zero: ``80000`` -> ``(8, 4)``, ``0.25`` -> ``(25, -2)``."""
+    places_ = decimal_places(b) or 0
+    m, e = int(abs(b) * 10**places_), -places_
+    while m % 10 == 0 and m:
+        m, e = m // 10, e + 1
+    return m, e
+
+
+def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+    """A sub-procedure computing the quotient of step ``index`` by a small divisor, the point, then the rounding.
+
+    Returns:
+        The derived procedure, or ``None`` when the step is not one division of two finite decimals
+        by a non-zero divisor, has no scale while its quotient is not a finite decimal, or would
+        round differently from the exact quotient.
+    """
+    found = leaf_values(procedure, index, env)
+    if found is None or not isinstance(found[0], ast.BinOp) or not isinstance(found[0].op, ast.Div):
+        return None
+    a, b = (Fraction(v) for v in found[1])
+    if b == 0 or decimal_places(a) is None or decimal_places(b) is None:
+        return None
+    step = procedure.steps[index]
+    m, e = _split_power_of_ten(b)
+    sign = "-" if b < 0 else ""
+    first = a / (-m if b < 0 else m)
+    finite = decimal_places(first) is not None
+    if not finite and step.scale is None:
+        return None
+    first_step: dict[str, object] = {"var": "t1", "expr": f"{text(a)} / {sign and '('}{sign}{m}{sign and ')'}"}
+    carried = first
+    if not finite:
+        places_ = step.scale + max(e, 0) + _EXTRA  # type: ignore[operator]
+        first_step.update(type="decimal", scale=places_)
+        carried = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN"))
+    steps = [first_step]
+    point = carried / Fraction(10) ** e
+    if e:
+        steps.append({"var": "t2", "expr": f"t1 / {10 ** e}" if e > 0 else f"t1 * {10 ** -e}"})
+    if step.scale is not None:
+        exact = round_to_scale(a / b, step.scale, step.rounding)
+        if round_to_scale(point, step.scale, step.rounding) != exact:
+            return None  # carrying the quotient at finite places would round it otherwise
+        steps.append({"var": f"t{len(steps) + 1}", "expr": f"t{len(steps)}"})
+    if len(steps) < 2:
+        return None
+    return derived(procedure, index, steps, "divide")
+
+
+@register
+class Divide(Rung):
+    """``divide``: a quotient by a small divisor, the point placed, then rounded to the step's scale (:func:`divide_steps`)."""
+
+    name = "divide"
+    derives = True
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """See :func:`divide_steps`."""
+        return divide_steps(procedure, index, env)
