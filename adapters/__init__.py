@@ -15,6 +15,7 @@ The local-model machinery is imported only when a ``local`` spec asks for it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,9 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
     elif parsed.kind == "openai":
         from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel
 
-        model = OpenAICompatibleModel(parsed.target, base_url=OPENAI_BASE_URL, spec=parsed.raw, **options)
+        # the openai client's own convention: OPENAI_BASE_URL replaces the public endpoint
+        base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        model = OpenAICompatibleModel(parsed.target, base_url=base_url, spec=parsed.raw, **options)
     elif parsed.kind == "http":
         from .openai_compat import OpenAICompatibleModel
 

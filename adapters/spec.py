@@ -6,7 +6,7 @@ Valid forms (see :data:`VALID_FORMS`)::
     local:qwen2.5-coder-1.5b               a known local model by name
     local:/path/to/model.gguf              your own GGUF file (not checksummed)
     sim:<preset>                           the seeded simulated executor (never a model's accuracy)
-    openai:gpt-4o-mini                     api.openai.com; key from OPENAI_API_KEY
+    openai:gpt-4o-mini                     $OPENAI_BASE_URL, else api.openai.com; key from OPENAI_API_KEY
     http://127.0.0.1:8000/v1#model-name    any OpenAI-compatible base URL; model after '#'
     replay:/path/cassette.jsonl            answers recorded earlier (see stepguard.adapters.replay)
 """
@@ -27,7 +27,7 @@ VALID_FORMS = (
     "local:<name>                        (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, smollm2-135m)",
     "local:/path/to/model.gguf           (your own GGUF file)",
     "sim:<preset>                        (seeded simulated executor)",
-    "openai:<model>                      (api.openai.com, key from OPENAI_API_KEY)",
+    "openai:<model>                      ($OPENAI_BASE_URL, else api.openai.com; key from OPENAI_API_KEY)",
     "http(s)://host:port/v1#<model>      (any OpenAI-compatible endpoint)",
     "replay:/path/cassette.jsonl         (recorded answers)",
 )

@@ -101,3 +101,14 @@ def test_load_local_unknown_name_is_a_local_server_error() -> None:
 def test_bad_spec_through_load_model() -> None:
     with pytest.raises(ModelSpecError, match="Valid forms"):
         load_model("bogus")
+
+
+def test_openai_specs_follow_the_clients_base_url_convention(monkeypatch) -> None:
+    """Issue 17.4: `openai:` specs ignored OPENAI_BASE_URL."""
+    from stepguard.adapters import load_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert load_model("openai:gpt-4o-mini").base_url.rstrip("/") == "http://127.0.0.1:9/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert load_model("openai:gpt-4o-mini").base_url.rstrip("/") == "https://api.openai.com/v1"
