@@ -69,7 +69,7 @@ def decompose_step(procedure: Procedure, index: int, env: Mapping[str, Number | 
         parts = places(abs(big))
         exprs = [f"{p} * {abs(small)}" for p in parts]
         n = len(exprs)
-        exprs += [f"t1 + t2"] if n >= 2 else []
+        exprs += ["t1 + t2"] if n >= 2 else []
         exprs += [f"t{n + i} + t{i + 2}" for i in range(1, n - 1)]
         negative = (a < 0) != (b < 0) and a != 0 and b != 0
     return sub_procedure(procedure, index, exprs, negative=negative, rung="decompose")
