@@ -120,7 +120,7 @@ def run_command(
     thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id.")] = None,  # noqa: UP007
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
     otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
-    trace_file: Annotated[Optional[Path], typer.Option("--trace-file", metavar="FILE", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
+    trace_file: Annotated[Optional[Path], typer.Option("--trace-file", metavar="FILE", help="Append the run's spans to this file as OTLP/JSON, one request per line (the Collector's otlpjsonfile format; docs/tracing.md).")] = None,  # noqa: UP007
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
     timeout: Timeout = None,
 ) -> None:

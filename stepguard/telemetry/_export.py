@@ -1,4 +1,4 @@
-"""Exporters: a JSON-lines span file, and a wrapper that turns a failing backend into one warning.
+"""A wrapper that turns a failing trace or metrics backend into one warning.
 
 The OTLP exporters log every failed batch (and every retry) through their module loggers; a run
 that traces to a backend that is down would scroll those lines forever. :class:`QuietExporter`
@@ -12,13 +12,11 @@ import logging
 import threading
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExportResult
 
-__all__ = ["FailureNotice", "JsonLinesSpanExporter", "QuietExporter", "TelemetryExportWarning"]
+__all__ = ["FailureNotice", "QuietExporter", "TelemetryExportWarning"]
 
 log = logging.getLogger("stepguard.telemetry")
 
@@ -157,35 +155,3 @@ def _failure(batch: Any) -> Any:
     from opentelemetry.sdk.metrics.export import MetricExportResult
 
     return MetricExportResult.FAILURE
-
-
-class JsonLinesSpanExporter(SpanExporter):
-    """Appends each span to ``path`` as one JSON object per line (``ReadableSpan.to_json`` shape).
-
-    The shape: ``{"name", "context": {"trace_id", "span_id", ...}, "kind", "parent_id",
-    "start_time", "end_time", "status", "attributes", "events", "links", "resource"}``; ids are
-    ``0x``-prefixed hex, times ISO 8601 UTC. The file is opened per batch, so it can be read
-    (``tail -f``) while a run writes it.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Write the batch; a full disk or a vanished folder is a FAILURE, never an exception."""
-        lines = "".join(s.to_json(indent=None) + "\n" for s in spans)
-        try:
-            with self._lock, self.path.open("a", encoding="utf-8") as fh:
-                fh.write(lines)
-        except OSError:
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        """Nothing to close: the file is opened per batch."""
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered here."""
-        return True

@@ -37,7 +37,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-from stepguard.telemetry._export import FailureNotice, JsonLinesSpanExporter, QuietExporter
+from stepguard.telemetry._export import FailureNotice, QuietExporter
+from stepguard.telemetry._otlpfile import OtlpJsonFileExporter
 
 __all__ = ["DEFAULT_EXPORT_TIMEOUT_S", "DEFAULT_OTLP_ENDPOINT", "configure_telemetry", "otlp_endpoint_from_env", "shutdown"]
 
@@ -126,7 +127,8 @@ def configure_telemetry(
         otlp_endpoint: OTLP/HTTP base URL (``http://127.0.0.1:6006`` for Phoenix, ``:4318`` for
             Jaeger or a Collector); ``/v1/traces`` and ``/v1/metrics`` are appended. ``None`` =
             the OTEL_* variables, and no OTLP export when they are unset too.
-        trace_file: append spans to this JSON-lines file (one span per line).
+        trace_file: append spans to this file in OTLP/JSON, one ``ExportTraceServiceRequest`` per
+            line (what the Collector's ``otlpjsonfile`` receiver reads; :func:`read_trace_file`).
         service_name: ``service.name``, unless ``OTEL_SERVICE_NAME`` is set.
         console: also print spans (and metrics at shutdown) to stderr.
         resource_attributes: more resource attributes (e.g. ``{"openinference.project.name": "x"}``).
@@ -165,7 +167,7 @@ def configure_telemetry(
         readers.append(PeriodicExportingMetricReader(exporter))
     if trace_file is not None:
         path = str(trace_file)
-        tp.add_span_processor(BatchSpanProcessor(QuietExporter(JsonLinesSpanExporter(path), path, "spans", notice)))
+        tp.add_span_processor(BatchSpanProcessor(QuietExporter(OtlpJsonFileExporter(path), path, "spans", notice)))
     if console:
         tp.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
