@@ -102,6 +102,8 @@ def test_genai_attributes_on_model_call_and_run(traced):
     assert tuple(a["gen_ai.response.finish_reasons"]) == ("stop",)
     assert a["gen_ai.usage.input_tokens"] == 100 and a["gen_ai.usage.output_tokens"] > 0
     assert a["openinference.span.kind"] == "LLM"
+    ids = [c.attributes["gen_ai.response.id"] for c in sorted(traced.named("chat "), key=lambda s: s.start_time)]
+    assert ids == ["scripted-1", "scripted-2", "scripted-3", "scripted-4"]  # the reply's own id, per call
     (run,) = traced.named("invoke_workflow")
     r = run.attributes
     assert r["gen_ai.operation.name"] == "invoke_workflow" and r["gen_ai.workflow.name"] == "telemetry_demo"
@@ -110,6 +112,9 @@ def test_genai_attributes_on_model_call_and_run(traced):
     assert r["stepguard.result.status"] == result.status == "verified"
     assert r["stepguard.reprompts"] == 1 and r["stepguard.repaired"] == 0 and r["stepguard.simulated"] is True
     assert r["gen_ai.conversation.id"] == "t-1" and r["openinference.span.kind"] == "CHAIN"
+    # the run is the GenAI "invoke agent internal" span: provider Required, request model when available
+    assert r["gen_ai.provider.name"] == "test" and r["gen_ai.request.model"] == "scripted"
+    assert "gen_ai.system" not in r and "gen_ai.system" not in a  # the name before v1.37
     assert run.status.status_code == StatusCode.UNSET
 
 

@@ -111,7 +111,8 @@ class OtelObserver:
                 n.CHUNK_SIZE: config.chunk_size, n.POLICY: config.policy, n.ON_EXHAUSTED: config.on_exhausted,
                 n.MODEL_SPEC: scrub_url(str(getattr(model, "spec", ""))) or None,
                 n.SIMULATED: bool(getattr(model, "simulated", False)), n.THREAD_ID: thread_id,
-            })  # no gen_ai.provider/request.* here: the workflow span has none (and Phoenix would read it as an LLM)
+                **model_attrs,  # provider, request.model, server.*: the agent span's (see _names.GEN_AI_PROVIDER_NAME)
+            })
             if self.openinference:
                 attrs[n.OI_SPAN_KIND] = n.OI_CHAIN
             span = self._tracer.start_span(f"{n.OP_WORKFLOW} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
@@ -264,7 +265,8 @@ class OtelObserver:
             if resp.model:
                 metric_attrs[n.GEN_AI_RESPONSE_MODEL] = resp.model
             attrs.update(clean({
-                n.GEN_AI_RESPONSE_MODEL: resp.model or None, n.GEN_AI_RESPONSE_FINISH_REASONS: (resp.finish_reason,),
+                n.GEN_AI_RESPONSE_MODEL: resp.model or None, n.GEN_AI_RESPONSE_ID: getattr(resp, "response_id", "") or None,
+                n.GEN_AI_RESPONSE_FINISH_REASONS: (resp.finish_reason,),
                 n.GEN_AI_USAGE_INPUT_TOKENS: tokens_in, n.GEN_AI_USAGE_OUTPUT_TOKENS: tokens_out,
                 n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: int(usage.cached_tokens) or None,
                 n.SIMULATED: True if resp.simulated else None,
