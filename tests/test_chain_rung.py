@@ -33,8 +33,11 @@ def test_a_conditional_becomes_a_condition_both_branches_and_a_choice() -> None:
     proc = _one("income * 0.05 if income >= 100 else 0", type="decimal", scale=2)
     sub = CHAIN.derive(proc, 0, {"income": parse_number("100.10")})
     assert [(s.var, s.expr, s.type) for s in sub.steps] == [
-        ("t1", "100.1 >= 100", "boolean"), ("t2", "100.1 * 0.05", "number"), ("band2", "t2 if t1 else 0", "decimal"),
+        ("t1", "max(100.1, 100)", "number"), ("t2", "t1 == 100.1", "boolean"),  # the comparison as a choice
+        ("t3", "100.1 * 0.05", "number"), ("t4", "t3 if t2 else 0", "number"),
+        ("band2", "t4", "decimal"),  # 5.005 rounded to 2 places: a sub-step of its own
     ]
+    assert (sub.steps[-1].scale, sub.steps[-1].rounding) == (2, "ROUND_HALF_EVEN")
 
 
 def test_it_does_not_apply_where_it_cannot_help_or_cannot_be_exact() -> None:
@@ -82,7 +85,9 @@ def test_the_chain_always_computes_the_steps_own_value(expr: str, a: Decimal, b:
     sub = CHAIN.derive(proc, 0, env)
     if sub is None:
         return
-    assert all(_operations(s.expr) == 1 for s in sub.steps), [s.expr for s in sub.steps]
+    *ops, last = sub.steps
+    assert all(_operations(s.expr) == 1 for s in ops), [s.expr for s in sub.steps]
+    assert _operations(last.expr) == 1 or (last.expr == ops[-1].var and last.scale == 2)  # or the rounding alone
     assert sub.expected_values({})["s"] == want
 
 
@@ -95,8 +100,8 @@ def test_the_guard_verifies_a_multi_operation_step_through_the_chain() -> None:
     result = Guard(model, GuardConfig(ladder=("chain",))).run(proc, {"income": "61000"})
     assert result.status == "verified" and result.answer == Decimal("9500.00")
     assert [(d.action, d.rung) for d in result.deviations] == [("reprompt", "chain")]
-    nested = model.calls[1][-1]["content"]
-    assert "t1 = min(61000, 50000)" in nested and "band2 = t3 * 0.25" in nested
+    nested = [call[-1]["content"] for call in model.calls[1:]]  # one sub-step a call, values written in
+    assert len(nested) == 4 and "t1 = min(61000, 50000)" in nested[0] and "band2 = 38000 * 0.25" in nested[-1]
 
 
 def test_a_rung_that_does_not_apply_is_named_in_the_result() -> None:

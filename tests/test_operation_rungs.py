@@ -26,8 +26,9 @@ def _sub(rung: str, expr: str, env: dict[str, str]) -> tuple[list[tuple[str, str
 @pytest.mark.parametrize(("rung", "expr", "env", "steps"), [
     ("partial", "a * b", {"a": "72.5", "b": "15"}, [("t1", "72.5 * 10"), ("t2", "72.5 * 5"), ("s", "t1 + t2")]),
     ("scale", "a * b", {"a": "43", "b": "18.75"}, [("t1", "43 * 1875"), ("s", "t1 / 100")]),
-    ("choice", "min(a, b)", {"a": "61000", "b": "50000"}, [("t1", "61000 < 50000"), ("s", "61000 if t1 else 50000")]),
-    ("choice", "max(a, b)", {"a": "0", "b": "-5"}, [("t1", "0 > (-5)"), ("s", "0 if t1 else (-5)")]),
+    ("choice", "min(a, b)", {"a": "61000", "b": "50000"},
+     [("t1", "max(61000, 50000)"), ("t2", "t1 == 61000"), ("s", "50000 if t2 else 61000")]),
+    ("choice", "max(a, b)", {"a": "0", "b": "-5"}, [("t1", "min(0, (-5))"), ("t2", "t1 == 0"), ("s", "(-5) if t2 else 0")]),
     ("partial", "a * b", {"a": "-72.5", "b": "15"}, [("t1", "72.5 * 10"), ("t2", "72.5 * 5"), ("t3", "t1 + t2"), ("s", "-t3")]),
 ])
 def test_each_rung_writes_the_issue_forms(rung: str, expr: str, env: dict[str, str], steps: list) -> None:
@@ -83,12 +84,12 @@ def test_a_chain_whose_sub_step_fails_is_repaired_by_the_operation_rung() -> Non
     result = Guard(model, GuardConfig(ladder=("chain",))).run(proc, {"income": "61000"})
     assert result.status == "verified" and result.answer == Decimal("9500.00")
     asked = "\n".join(m[-1]["content"] for m in model.calls)
-    assert "61000 < 50000" in asked  # the failing min sub-step was asked as a choice
+    assert "u1 = max(61000, 50000)" in asked and "u2 = 61000 == 61000" in asked  # the failing min sub-step asked as a choice
 
 
 @pytest.mark.parametrize(("expr", "first"), [
     ("max(0, min(a, 50000) - 12000) * 0.25", ("t1", "min(61000, 50000)")),  # several operations: chain
-    ("min(a, b)", ("t1", "61000 < 50000")),  # one: the operation's own rung (choice)
+    ("min(a, b)", ("t1", "max(61000, 50000)")),  # one: the operation's own rung (choice)
 ])
 def test_split_chains_several_operations_and_routes_one(expr: str, first: tuple[str, str]) -> None:
     proc = _step(expr)

@@ -78,6 +78,11 @@ class GuardConfig:
     """Sampling seed of first tries; resample rungs use ``seed + attempt``."""
     resample_temperature: float = 0.7
     """Temperature of the ``resample`` rung."""
+    inline_known: bool = False
+    """Write the values a step reads into its line (``t3 = 0.05 if False else 0``) instead of
+    listing them as known values: the ``chain`` rung's nested runs, one sub-step a call, ask so
+    (the embedded model chose the branch of a conditional over a literal boolean in 6 of 6 probes,
+    over a comparison written inline in 2 of 6: docs/production.md)."""
     max_tokens_per_step: int = 48
     """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
     prompt_dir: Path | None = None

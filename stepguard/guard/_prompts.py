@@ -20,8 +20,28 @@ _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
 def format_value(value: Number | str) -> str:
-    """A value as it appears in prompts: ``-12``, ``3.5``, a string as written."""
+    """A value as it appears in prompts: ``-12``, ``3.5``, ``True``, a string as written.
+
+    Booleans are written as the expressions write them (``0.05 if t2 else 0`` reads ``t2 = False``):
+    with ``false`` beside Python's ``True``/``False`` the embedded model answered a conditional
+    ``= false = 0.05`` (docs/production.md).
+    """
+    if isinstance(value, bool):
+        return "True" if value else "False"
     return value if isinstance(value, str) else format_number(value)
+
+
+def _inline(expr: str, values: Mapping[str, Number | str]) -> str:
+    """``expr`` with each name in ``values`` written as its value (a negative one in parentheses)."""
+
+    def sub(m: re.Match[str]) -> str:
+        text = format_value(values[m.group(0)])
+        return f"({text})" if text.startswith("-") else text
+
+    if not values:
+        return expr
+    pattern = r"(?<![\w.])(" + "|".join(re.escape(n) for n in sorted(values, key=len, reverse=True)) + r")(?![\w(])"
+    return re.sub(pattern, sub, expr)
 
 
 @lru_cache(maxsize=32)
@@ -35,8 +55,9 @@ def _read(folder: Path, name: str) -> Template:
 _ROUNDING_WORDS = {"ROUND_HALF_EVEN": "half to even", "ROUND_HALF_UP": "half up"}
 
 
-def _step_line(procedure: Procedure, index: int) -> str:
-    """``var = expr`` plus, after a gap in parentheses, the instruction and any rounding rule."""
+def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | str] | None = None) -> str:
+    """``var = expr`` plus, after a gap in parentheses, the instruction and any rounding rule;
+    the names in ``values`` written as their values."""
     step = procedure.steps[index]
     notes = [step.instruction] if step.instruction else []
     if step.scale is not None:
@@ -47,11 +68,11 @@ def _step_line(procedure: Procedure, index: int) -> str:
         notes.append(f"a {step.type}" if step.type != "integer" else "a whole number")
     note = f"    ({'; '.join(notes)})" if notes else ""
     if step.expr is not None:
-        return f"{step.var} = {step.expr}{note}"
+        return f"{step.var} = {_inline(step.expr, values or {})}{note}"
     return f"{step.var} = ?{note or '    (as the procedure says)'}"
 
 
-def _example(procedure: Procedure, index: int) -> str:
+def _example(procedure: Procedure, index: int, values: Mapping[str, Number | str] | None = None) -> str:
     """The answer line's shape for the chunk's first step.
 
     A step over numbers alone (``t1 = 219 - 19``, as the derived rungs write them) shows its
@@ -60,10 +81,11 @@ def _example(procedure: Procedure, index: int) -> str:
     (``benchmarks/study_rungs.py``, docs/fidelity.md).
     """
     step = procedure.steps[index]
-    if step.expr is not None and procedure.reads(index):
-        return f"{step.var} = {step.expr} = <the numbers substituted> = <result>"
-    if step.expr is not None and not _NUMBER.fullmatch(step.expr.strip()):
-        return f"{step.var} = {step.expr} = <result>"
+    expr = None if step.expr is None else _inline(step.expr, values or {})
+    if expr is not None and any(name not in (values or {}) for name in procedure.reads(index)):
+        return f"{step.var} = {expr} = <the numbers substituted> = <result>"
+    if expr is not None and not _NUMBER.fullmatch(expr.strip()):
+        return f"{step.var} = {expr} = <result>"
     return f"{step.var} = <result>"
 
 
@@ -106,6 +128,8 @@ class PromptSet:
         indices: Sequence[int],
         env: Mapping[str, Number | str],
         note: str | None = None,
+        *,
+        inline: bool = False,
     ) -> list[ChatMessage]:
         """Messages asking for steps ``indices`` (0-based), restating exactly the committed values they read.
 
@@ -114,19 +138,26 @@ class PromptSet:
             indices: the steps of this chunk, consecutive.
             env: committed values (inputs and verified variables).
             note: a correction to put first (uses ``correction.txt``), or ``None`` (``chunk.txt``).
+            inline: write the committed values into the step lines (``t3 = 0.05 if False else 0``)
+                instead of listing them as known values (:attr:`GuardConfig.inline_known`).
         """
         inside = {procedure.steps[i].var for i in indices}
         known: list[str] = []
+        read: dict[str, Number | str] = {}
         for i in indices:
             for name in procedure.reads(i):
                 if name not in inside and name in env:
+                    read[name] = env[name]
                     line = f"{name} = {format_value(env[name])}"
                     if line not in known:
                         known.append(line)
+        values = read if inline else {}
+        if inline:
+            known = []
         fields = {
             "known": "\n".join(known) if known else "(none)",
-            "steps": "\n".join(_step_line(procedure, i) for i in indices),
-            "example": _example(procedure, indices[0]),
+            "steps": "\n".join(_step_line(procedure, i, values) for i in indices),
+            "example": _example(procedure, indices[0], values),
             "count_line": _count_line(procedure, indices),
             "note": note or "",
         }

@@ -31,6 +31,12 @@ class Rung:
             under a nested guard (:meth:`nested_config`).
         nested_ladder: the nested guard's ladder (derived rungs).
         nested_tries: the nested guard's re-prompts per sub-step (derived rungs).
+        one_at_a_time: the nested guard asks one sub-step a call with the values it reads written
+            into its line (``t3 = 0.05 if False else 0``; :attr:`GuardConfig.inline_known`). The
+            rungs over production expressions (``chain``, ``choice``, and ``split`` and ``single``
+            that reach them) ask so: the embedded model chose a conditional's branch over a literal
+            boolean in 6 of 6 probes, but in a two-line chunk named the larger of 59.97 and 500 as
+            59.97 (docs/production.md). The integer rungs of the benchmark keep whole-chunk asking.
     """
 
     name: str = ""
@@ -39,6 +45,7 @@ class Rung:
     derives: bool = False
     nested_ladder: tuple[str, ...] = ("narrow", "resample")
     nested_tries: int = 2
+    one_at_a_time: bool = False
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The sub-procedure that computes step ``index`` (0-based) from the committed values ``env``.
@@ -61,7 +68,8 @@ class Rung:
             wall_left: the parent's wall-clock seconds left (``None``: unbounded).
         """
         return replace(
-            parent, chunk_size=64, adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
+            parent, chunk_size=1 if self.one_at_a_time else 64, inline_known=self.one_at_a_time,
+            adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
             policy="reprompt", on_exhausted="flag", seed=parent.seed + attempt,
             max_total_tokens=None if tokens_left is None else max(1, tokens_left),
             max_wall_s=None if wall_left is None else max(1e-3, wall_left),

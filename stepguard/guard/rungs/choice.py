@@ -1,9 +1,11 @@
-"""The ``choice`` rung: ``min``, ``max`` and a comparison asked as a choice between two values.
+"""The ``choice`` rung: ``min`` and ``max`` asked as the other choice, then the value chosen.
 
-``min(61000, 50000)`` becomes ``t1 = 61000 < 50000`` (which is smaller?), then
-``t2 = 61000 if t1 else 50000``. Both sub-steps are checked: the comparison as a boolean, the
-choice as the value chosen. A comparison step (``income >= 100``) is asked as its two sides and the
-comparison of the values.
+``min(61000, 50000)`` becomes ``t1 = max(61000, 50000)`` (which is larger?), ``t2 = t1 == 61000``
+and ``t3 = 50000 if t2 else 61000``; ``max`` the same way over ``min``. Every sub-step is checked,
+and the nested guard asks them one a call with the values written in (``t2 = 61000 == 61000``),
+because the embedded model named the larger of two decimals in 14 of 14 probes but wrote a
+comparison's truth in 11 of 14 (docs/production.md). A comparison step (``income >= 100``) is the
+``chain`` rung's: a choice of the larger, then an equality.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ def choice_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     if fn not in ("min", "max"):
         return None
     a, b = (text(v) for v in found[1])
+    other = "max" if fn == "min" else "min"
     steps: list[dict[str, object]] = [
-        {"var": "t1", "expr": f"{a} {'<' if fn == 'min' else '>'} {b}", "type": "boolean"},
-        {"var": "t2", "expr": f"{a} if t1 else {b}"},
+        {"var": "t1", "expr": f"{other}({a}, {b})"},
+        {"var": "t2", "expr": f"t1 == {a}", "type": "boolean"},
+        {"var": "t3", "expr": f"{b} if t2 else {a}"},
     ]
     return derived(procedure, index, steps, "choice")
 
@@ -45,6 +49,7 @@ class Choice(Rung):
 
     name = "choice"
     derives = True
+    one_at_a_time = True
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """See :func:`choice_steps`."""

@@ -1,6 +1,7 @@
 """The ``partial`` rung: a product asked by partial products, the way it is done on paper.
 
-``72.5 x 15`` (a dose: weight times mg per kg) becomes ``72.5 * 10``, ``72.5 * 5``, then their sum;
+``72.5 x 15`` (a dose: weight times mg per kg) becomes ``72.5 * 10``, ``72.5 * 5``, then their sum
+(summed two at a time, a running total plus the next, when there are more than two);
 the factor split is the one with fewer non-zero digits, by its place values (a decimal factor's
 too: ``0.25`` is ``0.2 + 0.05``). Every sub-step is checked. Integer products of two operands are
 ``decompose``'s; this rung applies where a factor has decimal places.
@@ -53,9 +54,12 @@ def partial_products(procedure: Procedure, index: int, env: Mapping[str, Number 
     sign = "-" if (split < 0) != (other < 0) and split != 0 and other != 0 else ""
     steps: list[dict[str, object]] = [{"var": f"t{i}", "expr": f"{text(abs(Fraction(other)))} * {text(p)}"} for i, p in enumerate(parts, 1)]
     n = len(steps)
-    steps.append({"var": f"t{n + 1}", "expr": " + ".join(f"t{i}" for i in range(1, n + 1))})
+    total = "t1"
+    for i in range(2, n + 1):  # summed two at a time: a running total plus the next partial product
+        steps.append({"var": f"t{len(steps) + 1}", "expr": f"{total} + t{i}"})
+        total = f"t{len(steps)}"
     if sign:  # the magnitudes first, then the sign as a sub-step of its own
-        steps.append({"var": f"t{n + 2}", "expr": f"-t{n + 1}"})
+        steps.append({"var": f"t{len(steps) + 1}", "expr": f"-{total}"})
     return derived(procedure, index, steps, "partial")
 
 

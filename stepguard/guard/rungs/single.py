@@ -27,6 +27,7 @@ class Single(Rung):
 
     name = "single"
     derives = True
+    one_at_a_time = True
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The first derivation of :data:`SINGLE_ORDER` that applies, or ``None``."""

@@ -23,6 +23,7 @@ class Split(Rung):
 
     name = "split"
     derives = True
+    one_at_a_time = True
     nested_ladder = ("single", "resample")
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
