@@ -47,11 +47,15 @@ class GenerationSettings:
         temperature: sampling temperature (0 = greedy). The benchmark default is 0.
         seed: sampling seed passed to the server where it honours one.
         max_tokens: cap on generated tokens; a reply cut there has ``finish_reason == "length"``.
+        tools: OpenAI ``tools`` entries offered for native tool calling (a tool step's tool), or
+            ``()``; an adapter without native tool calling ignores them (the prompt also asks for
+            the plain-text ``CALL name(arg=value)`` form).
     """
 
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
+    tools: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class ChatResponse:
         latency_s: wall time of the call, seconds, retries included.
         model: the model name the server reported (or the adapter's name).
         simulated: True when the reply came from the simulated executor: never a model's accuracy.
+        tool_calls: native tool calls, ``({"name": ..., "arguments": "<JSON object text>"}, ...)``;
+            empty when the model answered in text.
     """
 
     text: str
@@ -73,6 +79,7 @@ class ChatResponse:
     latency_s: float = 0.0
     model: str = ""
     simulated: bool = False
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 @runtime_checkable
