@@ -1,0 +1,50 @@
+"""Issue 18: every agent-workflow example checks, and runs verified on sim:perfect with its offline tools."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stepguard import Guard, load_procedure
+from stepguard.adapters import load_model
+from stepguard.cli._app import app
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+sys.path.insert(0, str(EXAMPLES))
+from agent_tools import TOOLS  # noqa: E402
+from run_example import AGENT_EXAMPLES  # noqa: E402
+from run_example import main as run_example  # noqa: E402
+
+ANSWERS = {"refund": "RF-ORD-7-", "age_power": "2.28", "receipt": "17.63", "summary_count": "15"}
+PROVENANCE = {
+    "refund": ["tool", "tool"],
+    "age_power": ["tool", "tool", "model_verified"],
+    "receipt": ["model_verified", "model_verified", "model_verified"],
+    "summary_count": ["model_verified", "model_verified"],
+}
+
+
+def test_every_agent_example_has_a_file_and_an_answer() -> None:
+    assert set(AGENT_EXAMPLES) == set(ANSWERS) == set(PROVENANCE)
+    assert all((EXAMPLES / f"{n}.yaml").exists() for n in AGENT_EXAMPLES)
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_agent_example_checks_and_verifies_on_sim_perfect(name: str) -> None:
+    path = EXAMPLES / f"{name}.yaml"
+    out = CliRunner().invoke(app, ["check", str(path)])
+    assert out.exit_code == 0, out.output
+    proc = load_procedure(path)
+    result = Guard(load_model("sim:perfect", procedure=proc), tools=TOOLS).run(proc, AGENT_EXAMPLES[name])
+    assert result.status == "verified", result.deviations
+    assert result.answer_text is not None and result.answer_text.startswith(ANSWERS[name])
+    assert [s.provenance for s in result.steps] == PROVENANCE[name]
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_runner_runs_each_agent_example(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_example([name, "--model", "sim:perfect"]) == 0
+    assert "guarded: status verified" in capsys.readouterr().out
