@@ -48,3 +48,26 @@ def test_agent_example_checks_and_verifies_on_sim_perfect(name: str) -> None:
 def test_runner_runs_each_agent_example(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_example([name, "--model", "sim:perfect"]) == 0
     assert "guarded: status verified" in capsys.readouterr().out
+
+
+def test_cli_runs_tools_only_when_given_explicitly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLES.parent)
+    args = ["run", "examples/refund.yaml", "-i", "sku=A-12", "-i", "amount=19.99", "--model", "sim:perfect"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 5 and "not among the tools given to the guard" in out.output
+    out = CliRunner().invoke(app, args + ["--tools", "examples.agent_tools:TOOLS"])
+    assert out.exit_code == 0, out.output
+    assert "tool" in out.output and "RF-ORD-7-" in out.output
+    out = CliRunner().invoke(app, args + ["--tools", "examples/agent_tools.py:TOOLS"])
+    assert out.exit_code == 0, out.output
+    out = CliRunner().invoke(app, args + ["--tools", "no_such_module:TOOLS"])
+    assert out.exit_code == 5 and "cannot import tools module" in out.output
+
+
+def test_check_describes_what_each_kind_verifies() -> None:
+    out = CliRunner().invoke(app, ["check", str(EXAMPLES / "refund.yaml")]).output
+    assert "argument order_id: must equal order_id, exactly" in out and "tool_error" in out
+    out = CliRunner().invoke(app, ["check", str(EXAMPLES / "receipt.yaml")]).output
+    assert "must occur in input receipt_text after the label 'Total'" in out
+    out = CliRunner().invoke(app, ["check", str(EXAMPLES / "summary_count.yaml")]).output
+    assert "length: 20..120 characters" in out and "predicate: words(value) >= 5" in out

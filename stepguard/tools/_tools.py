@@ -209,7 +209,9 @@ def as_toolset(tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None) -> Too
 
 
 def load_tools(spec: str) -> ToolSet:
-    """Import the tools named by ``module:attr`` (``examples.agent_tools:TOOLS``): what ``--tools`` does.
+    """Import the tools named by ``module:attr`` (``examples.agent_tools:TOOLS``, or a file,
+    ``path/to/tools.py:TOOLS``): what ``--tools`` does. A module is looked up from the current
+    directory first, as ``python -m`` would.
 
     ``attr`` may be a mapping, a sequence, a single callable or a :class:`ToolSet`. This imports
     (runs) that module: only ever on the user's explicit request, never because a procedure file says so.
@@ -217,12 +219,12 @@ def load_tools(spec: str) -> ToolSet:
     Raises:
         ProcedureError: not of the form ``module:attr``, or the module or attribute is missing.
     """
-    module, _, attr = spec.partition(":")
+    module, _, attr = spec.rpartition(":")
     if not module or not attr:
         raise ProcedureError(f"--tools takes module:attr (e.g. examples.agent_tools:TOOLS), got {spec!r}")
     try:
-        obj = importlib.import_module(module)
-    except ImportError as exc:
+        obj = _import(module)
+    except (ImportError, OSError, SyntaxError) as exc:
         raise ProcedureError(f"cannot import tools module {module!r}: {exc}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -231,3 +233,30 @@ def load_tools(spec: str) -> ToolSet:
     if callable(obj) and not isinstance(obj, (Tool, ToolSet)) and not hasattr(obj, "invoke"):
         return as_toolset([obj])
     return as_toolset(obj if not isinstance(obj, Tool) else [obj])
+
+
+def _import(module: str) -> Any:
+    """A module by dotted name (the current directory searched first) or by ``.py`` path."""
+    import os
+    import sys
+    from pathlib import Path
+
+    if module.endswith(".py"):
+        from importlib import util as importlib_util
+
+        path = Path(module)
+        spec = importlib_util.spec_from_file_location(f"stepguard_tools_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no module at {module}")
+        mod = importlib_util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module)
+    finally:
+        if added:
+            sys.path.remove(cwd)
