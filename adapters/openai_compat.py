@@ -206,6 +206,8 @@ class OpenAICompatibleModel:
             body["seed"] = seed
         if max_tokens is not None:
             body[self._max_tokens_field] = max_tokens
+        if settings is not None and settings.tools:  # a tool step: the endpoint's native tool calling
+            body["tools"] = [dict(t) for t in settings.tools]
         if self.extra_body:
             body.update(self.extra_body)
         return body
@@ -223,7 +225,8 @@ class OpenAICompatibleModel:
                 f"reply cut at max tokens after {reply.usage.output_tokens} tokens", self.spec, reply.text
             )
         latency = time.perf_counter() - started
-        return ChatResponse(reply.text, reply.usage, reply.finish_reason, latency, reply.model or self.model_name)
+        return ChatResponse(reply.text, reply.usage, reply.finish_reason, latency, reply.model or self.model_name,
+                            tool_calls=reply.tool_calls)
 
     def _attempts(self) -> Attempts:
         return Attempts(self.timeout, self.max_retries, self.call_timeout, self.endpoint, self.spec)

@@ -265,3 +265,21 @@ def test_parse_calls_is_strict() -> None:
     assert parse_calls("CALL f(a=x)")[0].error
     assert parse_calls("CALL f(**{'a': 1})")[0].error
     assert parse_calls("please CALL me maybe")[0].error
+
+
+def test_openai_adapter_sends_tools_and_reads_native_calls() -> None:
+    import json
+
+    from stepguard.adapters._reply import read_reply
+    from stepguard.adapters.openai_compat import OpenAICompatibleModel
+    from stepguard.model import GenerationSettings
+
+    model = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, timeout=1, max_retries=0)
+    offered = ({"type": "function", "function": {"name": "catalog_lookup", "parameters": {"type": "object"}}},)
+    body = model._body([{"role": "user", "content": "x"}], GenerationSettings(tools=offered))
+    assert body["tools"] == [dict(offered[0])]
+    assert "tools" not in model._body([{"role": "user", "content": "x"}], GenerationSettings())
+    raw = json.dumps({"choices": [{"finish_reason": "tool_calls", "message": {"content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "catalog_lookup", "arguments": '{"sku": "A-12"}'}}]}}]})
+    assert read_reply(raw).tool_calls == ({"name": "catalog_lookup", "arguments": '{"sku": "A-12"}'},)
+    assert model._response(raw, 0.0).tool_calls == ({"name": "catalog_lookup", "arguments": '{"sku": "A-12"}'},)
