@@ -283,3 +283,39 @@ def test_openai_adapter_sends_tools_and_reads_native_calls() -> None:
         {"id": "c1", "type": "function", "function": {"name": "catalog_lookup", "arguments": '{"sku": "A-12"}'}}]}}]})
     assert read_reply(raw).tool_calls == ({"name": "catalog_lookup", "arguments": '{"sku": "A-12"}'},)
     assert model._response(raw, 0.0).tool_calls == ({"name": "catalog_lookup", "arguments": '{"sku": "A-12"}'},)
+
+
+def test_langgraph_node_accepts_langchain_tools() -> None:
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from stepguard.adapters.langgraph_node import guarded_node
+
+    calls: list[str] = []
+
+    @tool
+    def catalog_lookup(sku: str) -> str:
+        """Look up the order that bought a SKU."""
+        calls.append(sku)
+        return "ORD-7"
+
+    @tool
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return f"RF-{order_id}"
+
+    class S(TypedDict, total=False):
+        sku: str
+        amount: str
+        ref: str
+        stepguard_result: dict
+
+    g = StateGraph(S)
+    model = ReplyModel([LOOKUP, 'CALL issue_refund(order_id="ORD-8", amount=19.99)', REFUND_OK])
+    g.add_node("refund", guarded_node(model, REFUND, answer_key="ref", tools=[catalog_lookup, issue_refund]))
+    g.add_edge(START, "refund")
+    g.add_edge("refund", END)
+    out = g.compile().invoke({"sku": "A-12", "amount": "19.99"})
+    assert out["ref"] == "RF-ORD-7" and calls == ["A-12"]
+    assert model.settings[0].tools[0]["function"]["name"] == "catalog_lookup"
