@@ -43,6 +43,8 @@ class Reply:
         model: the model name the server reported, or ``""``.
         error: the server's message when the body is ``{"error": ...}``, else ``None``.
         id: the completion's ``id`` (``chatcmpl-...``), or ``""``.
+        tool_calls: ``message.tool_calls`` as ``({"name": ..., "arguments": "<JSON text>"}, ...)``;
+            malformed entries are left out (the guard then finds no call and re-asks).
     """
 
     text: str = ""
@@ -51,6 +53,19 @@ class Reply:
     model: str = ""
     error: str | None = None
     id: str = ""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+
+
+def _tool_calls(message: Any) -> tuple[dict[str, Any], ...]:
+    """The function calls of a chat message (``message.tool_calls[*].function``), as plain dicts."""
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    out = []
+    for c in calls if isinstance(calls, list) else ():
+        fn = c.get("function") if isinstance(c, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            args = fn.get("arguments")
+            out.append({"name": str(fn["name"]), "arguments": args if isinstance(args, str) else "{}"})
+    return tuple(out)
 
 
 def quote(raw: str | bytes) -> str:
@@ -178,4 +193,4 @@ def read_reply(raw: str | bytes) -> Reply:
         raise ReplyError(f"choices[0].message is {_kind(message)}, not an object")
     finish = choice.get("finish_reason")
     finish = str.__str__(finish) if isinstance(finish, str) else "stop"
-    return Reply(text, finish or "stop", usage, model, id=rid)
+    return Reply(text, finish or "stop", usage, model, id=rid, tool_calls=_tool_calls(message))

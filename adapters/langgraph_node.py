@@ -56,6 +56,7 @@ def guarded_node(
     values_key: str | None = None,
     config: GuardConfig | None = None,
     checkpointer: Any | None = None,
+    tools: Any | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """Build a LangGraph node (sync and async) that runs ``procedure`` under the guard.
 
@@ -70,6 +71,9 @@ def guarded_node(
         values_key: state key for ``{var: value text}`` (``None``: not written).
         config: guard configuration (default :class:`GuardConfig`).
         checkpointer: a LangGraph checkpointer, typically the one the user's graph uses.
+        tools: the tools the procedure's tool steps call: LangChain tools (``@tool`` functions,
+            ``BaseTool`` objects: called with one dict of arguments, named by ``.name``), plain
+            callables or :class:`stepguard.tools.Tool` s, or a mapping of name to any of these.
 
     Returns:
         A ``RunnableLambda`` for ``StateGraph.add_node``: state in, a partial state update out.
@@ -79,11 +83,11 @@ def guarded_node(
         ProcedureError, StepDeviation, BudgetExhausted, ModelError: as :meth:`Guard.run`.
     """
     if isinstance(model, Guard):
-        if config is not None or checkpointer is not None:
-            raise ValueError("pass config and checkpointer to the Guard, not to guarded_node")
+        if config is not None or checkpointer is not None or tools is not None:
+            raise ValueError("pass config, checkpointer and tools to the Guard, not to guarded_node")
         guard = model
     else:
-        guard = Guard(model, config, checkpointer)
+        guard = Guard(model, config, checkpointer, tools=tools)
     if inputs is None:
         mapping = {i.name: i.name for i in procedure.inputs}
     elif isinstance(inputs, Mapping):

@@ -206,6 +206,8 @@ class OpenAICompatibleModel:
             body["seed"] = seed
         if max_tokens is not None:
             body[self._max_tokens_field] = max_tokens
+        if settings is not None and settings.tools:  # a tool step: the endpoint's native tool calling
+            body["tools"] = [dict(t) for t in settings.tools]
         if self.extra_body:
             body.update(self.extra_body)
         return body
@@ -224,7 +226,7 @@ class OpenAICompatibleModel:
             )
         latency = time.perf_counter() - started
         return ChatResponse(reply.text, reply.usage, reply.finish_reason, latency, reply.model or self.model_name,
-                            response_id=reply.id)
+                            response_id=reply.id, tool_calls=reply.tool_calls)
 
     def _attempts(self) -> Attempts:
         return Attempts(self.timeout, self.max_retries, self.call_timeout, self.endpoint, self.spec)

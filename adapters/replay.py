@@ -37,10 +37,19 @@ def request_key(model_name: str, messages: list[ChatMessage], settings: Generati
     payload = {
         "model": model_name,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "settings": asdict(settings or GenerationSettings()),
+        "settings": _settings_key(settings or GenerationSettings()),
     }
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _settings_key(settings: GenerationSettings) -> dict[str, Any]:
+    """The settings as keyed: ``tools`` only when some were offered (so keys recorded before tool
+    steps existed stay valid)."""
+    out = asdict(settings)
+    if not out.get("tools"):
+        out.pop("tools", None)
+    return out
 
 
 def _response_to_json(r: ChatResponse) -> dict[str, Any]:
@@ -56,6 +65,7 @@ def _response_from_json(d: dict[str, Any]) -> ChatResponse:
         model=d.get("model", ""),
         simulated=bool(d.get("simulated", False)),
         response_id=str(d.get("response_id", "")),
+        tool_calls=tuple(dict(c) for c in d.get("tool_calls") or ()),
     )
 
 

@@ -36,6 +36,10 @@ when no candidate satisfies the predicate, the step is left out, as a model that
 instruction would leave it. The oracle reads the procedure, never the guard's verdicts, so a
 verified run on the simulator shows the wiring works, never that an instruction is clear.
 
+Tool, extract and text steps (asked one at a time) are answered by ``adapters/_sim_kinds.py``:
+the call with its arguments' values, the value read from the source text, or a first sentence;
+no faults are injected into them.
+
 Simulated replies are never a model's accuracy: every response has ``simulated=True``.
 """
 
@@ -56,6 +60,8 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
 from stepguard.model import ClosableModel, ChatMessage, ChatResponse, GenerationSettings, Usage
+
+from ._sim_kinds import answer_kind
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
@@ -491,8 +497,10 @@ class SimulatedExecutor(ClosableModel):
         key = f"{self.seed}\x1d{settings.seed!r}\x1d{settings.temperature!r}\x1d{blob}".encode("utf-8", "replace")
         rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:16], "big"))
         user = next((c for m, c in zip(reversed(messages), reversed(contents)) if m.get("role") == "user"), "")
-        prompt = _parse(user)
-        text = self._write(prompt, rng) if prompt is not None else rng.choice(_NON_ANSWERS)
+        text = answer_kind(user, self.procedure)  # a tool, extract or text step (adapters/_sim_kinds.py)
+        if text is None:
+            prompt = _parse(user)
+            text = self._write(prompt, rng) if prompt is not None else rng.choice(_NON_ANSWERS)
         out_tokens, finish = len(text) // 4, "stop"
         if settings.max_tokens is not None and out_tokens > settings.max_tokens:
             out_tokens, finish = max(settings.max_tokens, 0), "length"

@@ -4,6 +4,10 @@ Usage::
 
     python examples/run_example.py invoice                     # the embedded local model
     python examples/run_example.py tax_brackets --model sim:paper
+    python examples/run_example.py refund --model sim:perfect   # an agent workflow: guarded only
+
+Agent workflows (``AGENT_EXAMPLES``: tool, extract and text steps) run guarded only, with the
+offline tools of ``examples/agent_tools.py`` given to the guard; raw mode has no tools to call.
 
 Raw mode: the whole procedure in one prompt (``render_raw_prompt``), the reply parsed with
 ``parse_trace`` and compared, step by step, with the evaluator's expected values. Guarded mode:
@@ -31,6 +35,30 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "benchmark_n23": {"x": 6, "y": 10},
 }
 """Each example's procedure file (``examples/NAME.yaml``) and the inputs it runs on."""
+
+RECEIPT = """CORNER GROCER
+12 March 2026, 14:02
+Apples 1.2 kg          3.48
+Bread                  2.95
+Olive oil 500 ml      11.20
+Subtotal              17.63
+VAT 7%                 1.23
+Total                $18.86
+Thank you!"""
+
+ARTICLE = (
+    "The city council approved a new bicycle lane network on Tuesday after a two-year study. "
+    "The network adds 40 kilometres of protected lanes across six districts. "
+    "Construction starts in spring and should finish within three years."
+)
+
+AGENT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "refund": {"sku": "A-12", "amount": "19.99"},
+    "age_power": {"person": "Ada Lovelace"},
+    "receipt": {"receipt_text": RECEIPT},
+    "summary_count": {"article": ARTICLE},
+}
+"""Agent-workflow examples (``examples/NAME.yaml``, tools from ``examples/agent_tools.py``) and their inputs."""
 
 
 def _text(value: Any) -> str:
@@ -64,10 +92,12 @@ def _read(procedure: Procedure, var: str, value: Any, record: Any) -> Any:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry: ``run_example.py NAME [--model SPEC]``; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("name", choices=sorted(EXAMPLES))
+    ap.add_argument("name", choices=sorted(EXAMPLES) + sorted(AGENT_EXAMPLES))
     ap.add_argument("--model", default="local", help="model spec: local, sim:paper, http://host/v1#name, ...")
     args = ap.parse_args(argv)
     procedure = load_procedure(HERE / f"{args.name}.yaml")
+    if args.name in AGENT_EXAMPLES:
+        return run_agent(args.name, procedure, args.model)
     inputs = EXAMPLES[args.name]
     want = procedure.expected_values(inputs).get(procedure.answer_var)
     model = load_model(args.model, procedure=procedure)
@@ -86,6 +116,32 @@ def main(argv: list[str] | None = None) -> int:
     for d in result.deviations:
         print(f"  caught at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}")
     return 0
+
+
+def run_agent(name: str, procedure: Procedure, spec: str) -> int:
+    """Run an agent-workflow example guarded, with the offline tools; print each value's provenance."""
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    from agent_tools import TOOLS
+
+    inputs = AGENT_EXAMPLES[name]
+    model = load_model(spec, procedure=procedure)
+    try:
+        result = Guard(model, GuardConfig(on_exhausted="flag"), tools=TOOLS).run(procedure, inputs)
+    finally:
+        close = getattr(model, "close", None)
+        if close:
+            close()
+    sim = "  [SIMULATED: not a model's accuracy]" if getattr(model, "simulated", False) else ""
+    print(f"{procedure.name} on {spec}{sim}")
+    print(f"guarded: status {result.status}; answer {procedure.answer_var} = {result.answer_text}; "
+          f"re-prompts {result.reprompts}; model calls {result.usage.model_calls}")
+    for s in result.steps:
+        print(f"  {s.var} = {s.text}  [{s.provenance}]")
+    for d in result.deviations:
+        print(f"  caught at {d.step}: {d.kind} -> {d.action}: {d.detail}")
+    return 0 if result.status == "verified" else 1
 
 
 if __name__ == "__main__":

@@ -34,6 +34,31 @@ How a step is verified:
   line (`eligible = true`, `tier = gold`); booleans accept true/false/yes/no, `one_of` matches a
   choice (case-insensitively when unambiguous).
 
+Step kinds (`kind`, default `compute`; [agent workflows](agent-workflows.md) shows each end to end):
+
+* `compute`: the model computes the value; verified as above.
+* `tool`: the guard calls the named `tool` (given to the guard in code or by `--tools`, never
+  imported by the file) with `args`; each argument is an expression over earlier values, which
+  the model's argument must equal exactly, or a free `{type, check}` the model chooses. A call
+  runs only when every argument passes; its result is the step's value, provenance `tool`. A tool
+  that raises or times out is the step's `tool_error` and the run stops there.
+* `extract`: the model reads the value from the string input `source`; it must occur there (after
+  `label` when given; numbers, money and dates normalised), then pass `type` and `check`.
+* `text`: the model writes text (`format: text`), a JSON list of strings (`list`) or JSON (`json`),
+  checked by `min_length`/`max_length`, `pattern` (each item, in full), `choices` (each item) and,
+  for JSON, a JSON Schema (`schema`); then by `check` (`len(value)`, `words(value)`).
+
+```yaml
+name: refund_by_receipt
+inputs: {sku: string, receipt: string}
+steps:
+  - {var: order_id, kind: tool, tool: catalog_lookup, args: {sku: sku}, type: string}
+  - {var: paid, kind: extract, source: receipt, label: Total, type: decimal, scale: 2, check: value > 0}
+  - {var: refund_ref, kind: tool, tool: issue_refund, args: {order_id: order_id, amount: paid}, type: string}
+  - {var: note, kind: text, max_length: 80, instruction: A one-line note for the customer.}
+answer: refund_ref
+```
+
 A small procedure; `inputs` is a mapping of name to type (or to `{type, description}`):
 
 ```yaml

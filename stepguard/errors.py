@@ -20,6 +20,9 @@ wrong and where (a file, a step, a line, an endpoint)::
     ├── BudgetExhausted          a re-prompt or token budget is spent and ``on_exhausted`` is ``raise``
     ├── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
     ├── CheckpointError          a checkpoint database is unreadable or corrupt (names the file)
+    ├── ToolError                a tool step's tool raised, or returned a value its step cannot hold;
+    │   │                        ``tool`` and ``step`` name it (recorded in the result, not raised by a run)
+    │   └── ToolTimeout          the tool ran past its ``timeout_s``
     └── MissingExtraError        an optional part needs packages not installed (names the pip extra;
                                  also an ImportError)
 """
@@ -43,6 +46,8 @@ __all__ = [
     "RunStoreError",
     "StepDeviation",
     "StepguardError",
+    "ToolError",
+    "ToolTimeout",
     "TraceError",
 ]
 
@@ -161,6 +166,27 @@ class RunStoreError(StepguardError):
 class CheckpointError(StepguardError):
     """A checkpoint database is unreadable or corrupt; the message names the file. Nothing is
     overwritten: a run never silently starts over on a database it cannot read."""
+
+
+class ToolError(StepguardError):
+    """A tool step's tool failed: it raised, or returned a value its step cannot hold, or is not
+    among the tools given to the guard. The guard records it as the step's ``tool_error`` deviation
+    and stops the run there (nothing after the step is verified from it); it is raised only by
+    :func:`stepguard.tools.Tool.call` itself.
+
+    Attributes:
+        tool: the tool's name.
+        step: the step's variable, or ``None``.
+    """
+
+    def __init__(self, message: str, tool: str, step: str | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.step = step
+
+
+class ToolTimeout(ToolError):
+    """A tool ran past its ``timeout_s`` (its thread is left to finish; its result is discarded)."""
 
 
 class MissingExtraError(StepguardError, ImportError):

@@ -47,11 +47,15 @@ class GenerationSettings:
         temperature: sampling temperature (0 = greedy). The benchmark default is 0.
         seed: sampling seed passed to the server where it honours one.
         max_tokens: cap on generated tokens; a reply cut there has ``finish_reason == "length"``.
+        tools: OpenAI ``tools`` entries offered for native tool calling (a tool step's tool), or
+            ``()``; an adapter without native tool calling ignores them (the prompt also asks for
+            the plain-text ``CALL name(arg=value)`` form).
     """
 
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
+    tools: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ class ChatResponse:
         simulated: True when the reply came from the simulated executor: never a model's accuracy.
         response_id: the id the server gave the reply (a chat completion's ``id``), or ``""``
             (traced as ``gen_ai.response.id``).
+        tool_calls: native tool calls, ``({"name": ..., "arguments": "<JSON object text>"}, ...)``;
+            empty when the model answered in text.
     """
 
     text: str
@@ -76,6 +82,7 @@ class ChatResponse:
     model: str = ""
     simulated: bool = False
     response_id: str = ""
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 @runtime_checkable

@@ -91,3 +91,27 @@ class ScriptedModel:
 
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         return self.complete(messages, settings)
+
+
+class ReplyModel:
+    """A ChatModel that returns the given replies in order (text, or a ``ChatResponse`` for native
+    tool calls); records every prompt. Runs out -> an empty reply."""
+
+    spec = "replies"
+    provider = "test"
+    model_name = "replies"
+    simulated = True
+
+    def __init__(self, replies: list[str | ChatResponse]) -> None:
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+        self.settings: list[GenerationSettings | None] = []
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        self.prompts.append(messages[-1]["content"])
+        self.settings.append(settings)
+        reply = self.replies.pop(0) if self.replies else ""
+        return reply if isinstance(reply, ChatResponse) else ChatResponse(reply, Usage(10, 5), model="replies", simulated=True)
+
+    async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        return self.complete(messages, settings)

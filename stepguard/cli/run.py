@@ -123,6 +123,7 @@ def run_command(
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); a procedure file never imports code itself.")] = None,  # noqa: UP007
     timeout: Timeout = None,
 ) -> None:
     """Execute PROCEDURE stepwise under the guard and print the verified result.
@@ -138,12 +139,15 @@ def run_command(
             if show_prompts:
                 observer = _PromptEcho(observer)
             proc = load_procedure(procedure)
+            from stepguard.tools import load_tools
+
+            toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                                         max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
                                         max_wall_s=max_wall_s)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
-                result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input or []), thread_id=thread_id)
+                result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
     except (StepDeviation, BudgetExhausted) as exc:
         typer.echo(f"stopped: {exc}", err=True)
         if exc.result is not None:

@@ -2,7 +2,8 @@
 
 Allowed: number literals, short string literals (for ``one_of`` checks), variable names, the
 operators ``+ - * / // % **``, unary ``- + not``, comparisons, ``and``/``or``, ``x if c else y``,
-and the functions ``abs``, ``min``, ``max``, ``round``. Everything else (attributes, subscripts,
+and the functions ``abs``, ``min``, ``max``, ``round``, ``len`` (characters of a string) and
+``words`` (its whitespace-separated words, for text steps' predicates). Everything else (attributes, subscripts,
 calls of anything else, lambdas, comprehensions, f-strings, shifts, bit operators) is refused
 when the expression is compiled, before anything runs.
 """
@@ -47,7 +48,7 @@ _ALLOWED_NODES: tuple[type[ast.AST], ...] = (
     ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or,
     ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn,
 )
-_FUNCTIONS = frozenset({"abs", "min", "max", "round"})
+_FUNCTIONS = frozenset({"abs", "min", "max", "round", "len", "words"})
 
 
 def _is_num(v: object) -> bool:
@@ -114,6 +115,18 @@ def _minmax(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return f
 
 
+def _len(v: Any) -> int:
+    if not isinstance(v, str):
+        raise EvaluationError("len() takes a string (a text step's value)")
+    return len(v)
+
+
+def _words(v: Any) -> int:
+    if not isinstance(v, str):
+        raise EvaluationError("words() takes a string (a text step's value)")
+    return len(v.split())
+
+
 def _abs(v: Any) -> Any:
     if not _is_num(v):
         raise EvaluationError("abs() takes a number")
@@ -137,7 +150,7 @@ class _Evaluator(simpleeval.SimpleEval):
             ast.Gt: operator.gt, ast.GtE: operator.ge,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
         }
-        funcs = {"abs": _abs, "min": _minmax(min, "min"), "max": _minmax(max, "max"), "round": _round}
+        funcs = {"abs": _abs, "min": _minmax(min, "min"), "max": _minmax(max, "max"), "round": _round, "len": _len, "words": _words}
         super().__init__(operators=ops, functions=funcs, names={})
         self.nodes[ast.Tuple] = lambda node: tuple(self._eval(e) for e in node.elts)
 

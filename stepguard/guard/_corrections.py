@@ -39,6 +39,8 @@ def correction_note(procedure: Procedure, index: int, deviation: Mapping[str, An
     where = f" where {operands}" if operands else ""
     how = f"{var} = {step.expr}{where}" if step.expr else var
     kind = deviation.get("kind")
+    if step.kind != "compute":
+        return _kind_note(procedure, index, deviation, got)
     if kind == "arithmetic_error":
         head = f"Your line `{got}` was wrong." if got else f"Your value for {var} was wrong."
         return f"{head} Recompute {how}, carefully, then continue."
@@ -55,3 +57,17 @@ def correction_note(procedure: Procedure, index: int, deviation: Mapping[str, An
     if kind in ("type_error", "check_failed"):
         return f"Your value for {var} is not acceptable: {deviation.get('detail', '')}. Write {var} again."
     return f"Recompute {how}, then continue."
+
+
+def _kind_note(procedure: Procedure, index: int, deviation: Mapping[str, Any], got: str) -> str:
+    """The note for a tool, extract or text step: what was refused and why (the detail names no
+    expected value: an argument's expression and the known values it reads are in the prompt)."""
+    step = procedure.steps[index]
+    detail = str(deviation.get("detail", "")).split(" [", 1)[0]
+    yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
+    if step.kind == "tool":
+        return (f"{yours}: {detail}. It was not executed. Call {step.tool} exactly once, with each argument's "
+                "value written out as the step's expression gives it from the known values.")
+    if step.kind == "extract":
+        return f"{yours}: {detail}. Copy the value for {step.var} exactly as it is written in {step.source}."
+    return f"{yours}: {detail}. Write {step.var} again, following every rule on its line."

@@ -2,13 +2,15 @@
 
 ::
 
-    plan ─┬─> ask ──> verify ──> commit ──┬── (clean) ──────────> plan ... ──> finish
+    plan ─┬─> ask ──> verify ──> act ──> commit ──┬── (clean) ──────────> plan ... ──> finish
           │                               ├── reprompt ──> plan
           │                               ├── repair / flag ───> plan
           │                               ├── stop (raise) ────> finish
           │                               └── exhausted (a budget is spent)
           └── exhausted (tokens or wall time spent before a call) ──> on_exhausted: repair | flag | stop
 
+``act`` executes a tool step's call once every argument has passed its check (and does nothing
+for other steps); a tool that fails stops the run at its step (``tool_error``).
 Run-wide budgets (tokens, wall time) are checked on the edge out of ``plan``, so before every
 model call; a derived rung's nested run gets what is left of them.
 The deviation travels in state along conditional edges; a re-ask is a new, corrected prompt,
@@ -23,15 +25,18 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from stepguard.errors import EvaluationError, StepguardError
+from stepguard.errors import EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._prompts import format_value
 from stepguard.guard._state import GuardState, RunContext
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.model import ChatResponse, GenerationSettings, Usage
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, coerce_value
+from stepguard.procedure._values import apply_scale
+from stepguard.tools import ToolCall, calls_from_native, parse_calls
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, expected_value, verify_chunk
+from stepguard.verify._kinds import KindVerdict, verify_extract, verify_text, verify_tool_call
 
 __all__ = ["build_graph"]
 
@@ -44,6 +49,11 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     rung = _rung(state)
     if rung is not None and not rung.whole_chunk:
         size = 1
+    steps = ctx.procedure.steps
+    if steps[cursor].kind != "compute":
+        size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
+    else:  # a chunk of computed steps ends before the next step of another kind
+        size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if steps[k].kind != "compute"), size)
     end, chunk = min(n, cursor + size), state.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.rung, state.attempt)
     return {"chunk_end": end, "chunk_no": chunk}
@@ -53,6 +63,10 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
     cfg = ctx.config
     indices = list(range(state.cursor, state.chunk_end))
     messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note, inline=cfg.inline_known)
+    step = ctx.procedure.steps[indices[0]]
+    offered: tuple[dict[str, Any], ...] = ()
+    if step.kind == "tool" and step.tool in ctx.tools:
+        offered = (ctx.tools[step.tool].schema(only=list(step.args or {})),)
     rung = _rung(state)
     resample = rung is not None and rung.resamples
     max_tokens = cfg.max_tokens_per_step * len(indices) + 32
@@ -61,6 +75,7 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
         temperature=cfg.resample_temperature if resample else cfg.temperature,
         seed=cfg.seed + state.attempt if resample else cfg.seed,
         max_tokens=max_tokens if left is None else max(1, min(max_tokens, left)),
+        tools=offered,
     )
     return messages, settings
 
@@ -72,7 +87,8 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     usage["output_tokens"] = usage.get("output_tokens", 0) + resp.usage.output_tokens
     usage["cached_tokens"] = usage.get("cached_tokens", 0) + resp.usage.cached_tokens
     usage["model_s"] = usage.get("model_s", 0.0) + resp.latency_s
-    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage}
+    calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
+    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls}
 
 
 def _rung(state: GuardState) -> Rung | None:
@@ -83,8 +99,8 @@ def _rung(state: GuardState) -> Rung | None:
 
 def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | None:
     """The derived sub-procedure of ``rung`` for step ``index``, or ``None`` where it does not apply."""
-    if not rung.derives:
-        return None
+    if not rung.derives or ctx.procedure.steps[index].kind != "compute":
+        return None  # only a computed step has an expression to derive sub-steps from
     try:
         return rung.derive(ctx.procedure, index, env)
     except (ValueError, StepguardError):  # a derived procedure our own limits refuse: ask the step as it is
@@ -148,9 +164,37 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     return _record_reply(state, resp)
 
 
+def _tool_calls(state: GuardState) -> list[ToolCall]:
+    """The last reply's tool calls: its native ones, else the ``CALL`` lines of its text."""
+    return calls_from_native(state.tool_calls) if state.tool_calls else parse_calls(state.reply)
+
+
+def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:
+    """Check the reply for the tool, extract or text step at ``cursor`` (asked alone)."""
+    i, env, proc = state.cursor, ctx.env(state), ctx.procedure
+    kind = proc.steps[i].kind
+    if kind == "tool":
+        return verify_tool_call(proc, i, env, _tool_calls(state), state.reply)
+    return (verify_extract if kind == "extract" else verify_text)(proc, i, env, state.reply)
+
+
 def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Parse the reply (never evaluating it) and check it step by step against the evaluator."""
+    """Parse the reply (never evaluating it) and check it step by step against the evaluator.
+
+    A tool step's call is checked here, argument by argument; it runs in ``act`` only if all pass.
+    """
     ctx = runtime.context
+    step = ctx.procedure.steps[state.cursor]
+    if step.kind != "compute":
+        kv = _check_kind(state, ctx)
+        dev = kv.deviation
+        return {
+            "verified": [[step.var, format_value(kv.value)]] if dev is None and kv.value is not None else [],
+            "deviation": dev.model_dump() if dev else None,
+            "model_value": kv.model_value if dev is not None and step.kind != "tool" else None,
+            "pending_call": dev is None and kv.call is not None,
+            "events": [],
+        }
     trace = parse_trace(state.reply, var_names=ctx.procedure.variables)
     verdict = verify_chunk(
         ctx.procedure, state.cursor, state.chunk_end, ctx.env(state), trace,
@@ -174,6 +218,105 @@ def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung
     return {**d, "attempt": state.attempt, "chunk": state.chunk_no - 1, "action": action, "rung": rung}
 
 
+def _tool_value(ctx: RunContext, index: int, result: Any) -> str:
+    """A tool's result as the value text its step commits, in the step's declared type.
+
+    Raises:
+        ToolError: the result does not fit the step's type (a dict for a number step, ``None``, ...).
+    """
+    import json as _json
+
+    step = ctx.procedure.steps[index]
+    if step.type in ("string", "one_of") and isinstance(result, (dict, list)):
+        result = _json.dumps(result, sort_keys=True, separators=(",", ":"), default=str)
+    try:
+        value = coerce_value(result, step.type, f"result of {step.tool}")
+        if step.type == "one_of" and value not in (step.choices or ()):
+            raise ToolError(f"tool {step.tool} returned {str(result)[:80]!r}, not one of {', '.join(step.choices or ())}", str(step.tool), step.var)
+    except StepguardError as exc:
+        if isinstance(exc, ToolError):
+            raise
+        raise ToolError(f"tool {step.tool} returned {type(result).__name__} {str(result)[:80]!r}, which step {step.var} "
+                        f"(type {step.type}) cannot hold: {exc}", str(step.tool), step.var) from None
+    return format_value(apply_scale(value, step))
+
+
+def _tool_checked(ctx: RunContext, state: GuardState, value: str) -> dict[str, Any]:
+    """The tool's result, checked by the step's predicate: verified, or a ``check_failed`` deviation."""
+    i = state.cursor
+    step = ctx.procedure.steps[i]
+    check = ctx.procedure.compiled_checks[i]
+    if check is not None:
+        env = ctx.env(state)
+        from stepguard.guard._state import _parse
+
+        typed = _parse(value, step.type)
+        try:
+            ok = check.evaluate({**env, "value": typed}) is True
+        except EvaluationError:
+            ok = False
+        if not ok:
+            dev = Deviation(kind="tool_error", step=step.var, detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
+            return {"verified": [], "deviation": dev.model_dump(), "pending_call": False, "stop": "tool_error",
+                    "events": [_event(dev, state, "stop", ctx=ctx)]}
+    return {"verified": [[step.var, value]], "pending_call": False}
+
+
+def _tool_failed(ctx: RunContext, state: GuardState, exc: ToolError) -> dict[str, Any]:
+    step = ctx.procedure.steps[state.cursor]
+    dev = Deviation(kind="tool_error", step=step.var, detail=f"{type(exc).__name__}: {exc}")
+    return {"verified": [], "deviation": dev.model_dump(), "pending_call": False, "stop": "tool_error",
+            "events": [_event(dev, state, "stop", ctx=ctx)]}
+
+
+def _accepted_call(state: GuardState, ctx: RunContext) -> tuple[ToolCall, KindVerdict]:
+    kv = _check_kind(state, ctx)  # the same check verify passed, on the same reply: the same call
+    assert kv.call is not None
+    return kv.call, kv
+
+
+def _call_args_text(call: ToolCall) -> dict[str, str]:
+    return {k: ("true" if v else "false") if isinstance(v, bool) else format_value(v) for k, v in call.args.items()}
+
+
+def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Execute the tool call ``verify`` accepted (once), and make its result the step's value.
+
+    Nothing happens for other steps. A tool that raises, times out or returns a value its step
+    cannot hold is a ``tool_error`` deviation that stops the run at this step.
+    """
+    ctx = runtime.context
+    if not state.pending_call:
+        return {}
+    call, kv = _accepted_call(state, ctx)
+    step = ctx.procedure.steps[state.cursor]
+    verdicts = [(a.name, a.ok, a.detail) for a in kv.args]
+    try:
+        with ctx.observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
+            value = _tool_value(ctx, state.cursor, ctx.tools[call.name].call(call.args, step.var))
+            record.result(value)
+    except ToolError as exc:
+        return _tool_failed(ctx, state, exc)
+    return _tool_checked(ctx, state, value)
+
+
+async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Async twin of :func:`act` (the tool through :meth:`stepguard.tools.Tool.acall`)."""
+    ctx = runtime.context
+    if not state.pending_call:
+        return {}
+    call, kv = _accepted_call(state, ctx)
+    step = ctx.procedure.steps[state.cursor]
+    verdicts = [(a.name, a.ok, a.detail) for a in kv.args]
+    try:
+        with ctx.observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
+            value = _tool_value(ctx, state.cursor, await ctx.tools[call.name].acall(call.args, step.var))
+            record.result(value)
+    except ToolError as exc:
+        return _tool_failed(ctx, state, exc)
+    return _tool_checked(ctx, state, value)
+
+
 def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Commit the verified prefix (the checkpoint after this node is the resume point)."""
     ctx = runtime.context
@@ -184,7 +327,8 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     chunks = dict(state.step_chunk)
     for i, (var, text) in enumerate(verified):
         values[var] = text
-        prov[var] = "unverifiable" if _unchecked(ctx, var) else "model_verified"
+        kind = ctx.procedure.steps[ctx.procedure.index_of[var]].kind
+        prov[var] = "tool" if kind == "tool" else "unverifiable" if _unchecked(ctx, var) else "model_verified"
         if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.index_of[var])):
             prov[var] = "flagged"  # verified only against a flagged (unverified) operand
         reprompts[var] = state.attempt if i == 0 else 0
@@ -211,6 +355,8 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 def _unchecked(ctx: RunContext, var: str) -> bool:
     i = ctx.procedure.index_of[var]
+    if ctx.procedure.steps[i].kind != "compute":
+        return False  # an extract or text step is checked against its source or its rules
     return ctx.procedure.compiled[i] is None and ctx.procedure.compiled_checks[i] is None
 
 
@@ -258,6 +404,8 @@ def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route
     """Pick the policy's node for a deviation, or go on."""
     ctx = runtime.context
     n = len(ctx.procedure.steps)
+    if state.stop:  # a tool failed: nothing after its step is verified from it
+        return "finish"
     if state.deviation is None:
         return "finish" if state.cursor >= n else "plan"  # plan's edge checks the run-wide budgets
     policy = ctx.config.policy
@@ -383,6 +531,7 @@ def build_graph(use_async: bool = False) -> StateGraph:
     g.add_node("plan", plan)
     g.add_node("ask", aask if use_async else ask)
     g.add_node("verify", verify)
+    g.add_node("act", aact if use_async else act)
     g.add_node("commit", commit)
     g.add_node("reprompt", reprompt)
     g.add_node("repair", repair)
@@ -393,7 +542,8 @@ def build_graph(use_async: bool = False) -> StateGraph:
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted"])
     g.add_edge("ask", "verify")
-    g.add_edge("verify", "commit")
+    g.add_edge("verify", "act")
+    g.add_edge("act", "commit")
     g.add_conditional_edges("commit", route_after_commit, ["plan", "reprompt", "exhausted", "repair", "flag", "stop", "finish"])
     g.add_edge("reprompt", "plan")
     g.add_conditional_edges("exhausted", route_after_exhausted, ["repair", "flag", "stop"])

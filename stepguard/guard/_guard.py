@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from stepguard.errors import BudgetExhausted, CheckpointError, StepDeviation
+from stepguard.errors import BudgetExhausted, CheckpointError, ProcedureError, StepDeviation
 from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import build_graph
@@ -20,6 +20,7 @@ from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, Us
 from stepguard.guard._state import GuardState, RunContext
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
+from stepguard.tools import ToolSet, as_toolset
 
 __all__ = ["Guard", "sqlite_checkpointer"]
 
@@ -38,6 +39,10 @@ class Guard:
         observer: hooks for tracing and metrics (``stepguard.telemetry.OtelObserver``); default
             :class:`~stepguard.guard.GlobalTelemetry`: traced through OpenTelemetry's global
             providers when the application has set a tracer provider, else nothing.
+        tools: the tools tool steps call: callables (named by ``__name__``), :class:`stepguard.tools.Tool`
+            objects, LangChain tools, or a mapping of name to any of these. A procedure file names a
+            tool; only these are ever called, each after its arguments pass their checks. Their names
+            (and versions, where given) are part of the run's identity.
 
     Example:
         >>> guard = Guard(load_model("sim:perfect"))            # doctest: +SKIP
@@ -50,8 +55,10 @@ class Guard:
         config: GuardConfig | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         observer: GuardObserver | None = None,
+        tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None,
     ) -> None:
         self.model = model
+        self.tools = as_toolset(tools)
         self.observer = SafeObserver(observer or GlobalTelemetry())
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer = async_capable(checkpointer)
@@ -63,15 +70,27 @@ class Guard:
         self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
 
     def _setup(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None) -> tuple[RunContext, dict[str, Any], str]:
-        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer)
+        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer, tools=self.tools)
+        self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
-        ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts)
+        ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts, self.tools.identity())
         ctx.nested_guard = lambda cfg: Guard(self.model, cfg, observer=ModelCallOnly(self.observer.inner))
         tid = thread_id or uuid.uuid4().hex
         self.observer.run_started(procedure, self.model, self.config, tid)
         limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
         cfg = {"configurable": {"thread_id": tid}, "recursion_limit": limit}
         return ctx, cfg, tid
+
+    def _check_tools(self, procedure: Procedure) -> None:
+        """Refuse, before any model call, a tool step whose tool was not given to this guard."""
+        missing = sorted({str(s.tool) for s in procedure.steps if s.kind == "tool" and s.tool not in self.tools})
+        if missing:
+            given = ", ".join(self.tools) or "none"
+            raise ProcedureError(
+                f"tool {', '.join(missing)} is not among the tools given to the guard (given: {given}); "
+                "pass it as Guard(model, tools=[...]) or, on the command line, --tools module:attr",
+                f"procedure {procedure.name!r}",
+            )
 
     def run_identity(self, procedure: Procedure, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """What decides the result of running ``procedure`` on ``inputs`` with this guard.
@@ -83,7 +102,7 @@ class Guard:
         Raises:
             ProcedureError: bad inputs.
         """
-        return run_identity(procedure, procedure.bind_inputs(inputs), self.config, self.model, self._prompts)
+        return run_identity(procedure, procedure.bind_inputs(inputs), self.config, self.model, self._prompts, self.tools.identity())
 
     def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[GuardState, bool]:
         """``(input, finished)`` for a thread that holds state, after checking it holds this work.
@@ -133,6 +152,9 @@ class Guard:
             StepDeviation: ``policy='raise'`` and a step deviated (``.result`` holds the partial result).
             BudgetExhausted: a budget was spent with ``on_exhausted='raise'`` (``.result`` likewise).
             ModelError: the model failed (unreachable, timeout); committed chunks stay checkpointed.
+
+        A tool that raises or times out does not raise here: the result records it (a ``tool_error``
+        deviation of its step, status ``failed``).
         """
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
         t0 = time.perf_counter()
@@ -200,7 +222,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
                     reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
         for s in proc.steps
     ]
-    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "unverifiable")), None)
+    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "unverifiable", "tool")), None)
     kinds = {s.provenance for s in steps}
     if "missing" in kinds:
         status = "failed"

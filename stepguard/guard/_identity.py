@@ -33,9 +33,10 @@ def _sha(text: str) -> str:
 
 
 def run_identity(
-    procedure: Procedure, inputs: Mapping[str, Number | str], config: GuardConfig, model: ChatModel, prompts: PromptSet
+    procedure: Procedure, inputs: Mapping[str, Number | str], config: GuardConfig, model: ChatModel, prompts: PromptSet,
+    tools: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model}``.
+    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model, tools}``.
 
     Args:
         procedure: the procedure (keyed by the sha256 of its canonical JSON, so an edited file is other work).
@@ -44,10 +45,12 @@ def run_identity(
         model: the model (its ``spec``, ``model_name`` and, where it has one, ``seed``: a simulated
             executor's seed decides its replies).
         prompts: the prompt templates in use (keyed by the sha256 of their texts).
+        tools: the tools given to the guard, ``{name: version or ""}`` (:meth:`stepguard.tools.ToolSet.identity`):
+            a checkpoint made with one set of tools (or one version of a tool) is not resumed with another.
 
     Returns:
         ``{"procedure": sha256 hex, "inputs": {name: text}, "settings": {field: value text},
-        "prompts": sha256 hex, "model": {"spec": ..., "name": ...}}``.
+        "prompts": sha256 hex, "model": {"spec": ..., "name": ...}, "tools": {name: version}}``.
     """
     settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY}
     return {
@@ -57,6 +60,7 @@ def run_identity(
         "prompts": prompts.fingerprint(),
         "model": {"spec": str(getattr(model, "spec", type(model).__name__)), "name": str(getattr(model, "model_name", "")),
                   "seed": str(getattr(model, "seed", None))},
+        "tools": {k: str(v) for k, v in sorted((tools or {}).items())},
     }
 
 
@@ -81,11 +85,16 @@ def identity_diff(stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> l
     out: list[str] = []
     if stored.get("procedure") != now["procedure"]:
         out.append("the procedure's content")
-    for group in ("inputs", "settings", "model"):
-        old, new = stored.get(group) or {}, now[group]
+    for group in ("inputs", "settings", "model", "tools"):
+        old, new = stored.get(group) or {}, now.get(group) or {}
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
-                out.append(f"{group}.{key}: stored {old.get(key, '(none)')}, now {new.get(key, '(none)')}")
+                if group == "tools":  # a version may be "": say what differs in words
+                    def said(d: Mapping[str, Any]) -> str:
+                        return "(not given)" if key not in d else f"version {d[key]}" if d[key] else "given"
+                    out.append(f"tools.{key}: stored {said(old)}, now {said(new)}")
+                else:
+                    out.append(f"{group}.{key}: stored {old.get(key, '(none)')}, now {new.get(key, '(none)')}")
     if stored.get("prompts") != now["prompts"]:
         out.append("the prompt templates' text")
     return out

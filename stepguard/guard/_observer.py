@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings
     from stepguard.procedure import Procedure
 
-__all__ = ["GlobalTelemetry", "GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver", "SafeObserver"]
+__all__ = ["GlobalTelemetry", "GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver", "SafeObserver", "ToolCallRecord"]
 
 
 class ModelCallRecord(Protocol):
@@ -31,6 +31,14 @@ class ModelCallRecord(Protocol):
 
     def response(self, response: ChatResponse) -> None:
         """Record the model's response."""
+        ...
+
+
+class ToolCallRecord(Protocol):
+    """Handed to the caller inside :meth:`GuardObserver.tool_call`; told the tool's result when it comes."""
+
+    def result(self, value: str) -> None:
+        """Record the tool's result (as the value text the step commits)."""
         ...
 
 
@@ -55,6 +63,13 @@ class GuardObserver(Protocol):
         """A step was checked: ``outcome`` pass/fail; ``kind`` the deviation kind; ``action`` the policy's action; ``rung`` the re-prompt rung."""
         ...
 
+    def tool_call(
+        self, step: str, name: str, args: dict[str, str], verdicts: list[tuple[str, bool, str]]
+    ) -> contextlib.AbstractContextManager[ToolCallRecord]:
+        """Context manager around one executed tool call of step ``step``: ``args`` as text, and
+        every argument's ``(name, passed, detail)`` verdict (all passed: a call runs only then)."""
+        ...
+
     def chunk_finished(self, chunk: int, verified: int, deviation: str | None) -> None:
         """A chunk's reply was checked: ``verified`` steps committed; the first deviation's kind or None."""
         ...
@@ -66,6 +81,9 @@ class GuardObserver(Protocol):
 
 class _NullRecord:
     def response(self, response: Any) -> None:
+        return None
+
+    def result(self, value: str) -> None:
         return None
 
 
@@ -85,6 +103,11 @@ class NullObserver:
 
     def step_checked(self, *args: Any, **kwargs: Any) -> None:
         """Do nothing."""
+
+    @contextlib.contextmanager
+    def tool_call(self, *args: Any, **kwargs: Any) -> Iterator[ToolCallRecord]:
+        """Do nothing around the call."""
+        yield _NullRecord()
 
     def chunk_finished(self, *args: Any, **kwargs: Any) -> None:
         """Do nothing."""
@@ -152,6 +175,11 @@ class GlobalTelemetry(NullObserver):
         if inner is not None:
             inner.step_checked(*args, **kwargs)
 
+    def tool_call(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """The traced run's context manager around a tool call, or one that does nothing."""
+        inner = self._inner.get()
+        return inner.tool_call(*args, **kwargs) if inner is not None else NullObserver.tool_call(self, *args, **kwargs)
+
     def chunk_finished(self, *args: Any, **kwargs: Any) -> None:
         """Forward when this run is traced."""
         inner = self._inner.get()
@@ -182,13 +210,19 @@ class ModelCallOnly(NullObserver):
 
 
 class _SafeRecord:
-    def __init__(self, inner: ModelCallRecord) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
 
     def response(self, response: ChatResponse) -> None:
         try:
             self.inner.response(response)
         except Exception:  # noqa: BLE001 - telemetry must not break the run
+            pass
+
+    def result(self, value: str) -> None:
+        try:
+            self.inner.result(value)
+        except Exception:  # noqa: BLE001
             pass
 
 
@@ -242,6 +276,24 @@ class SafeObserver:
             self.inner.step_checked(var, outcome, kind, action, detail, rung=rung)
         except Exception:  # noqa: BLE001
             pass
+
+    @contextlib.contextmanager
+    def tool_call(self, step: str, name: str, args: dict[str, str], verdicts: list[tuple[str, bool, str]]) -> Iterator[ToolCallRecord]:
+        """Forward :meth:`GuardObserver.tool_call` (an observer without the hook is skipped); the tool's own errors pass through."""
+        try:
+            cm = self.inner.tool_call(step, name, args, verdicts)
+            record = cm.__enter__()
+        except Exception:  # noqa: BLE001 - an older observer without tool_call, or a broken one
+            yield _NullRecord()
+            return
+        try:
+            yield _SafeRecord(record)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        with contextlib.suppress(Exception):
+            cm.__exit__(None, None, None)
 
     def chunk_finished(self, chunk: int, verified: int, deviation: str | None) -> None:
         """Forward :meth:`GuardObserver.chunk_finished`."""

@@ -55,18 +55,61 @@ def _read(folder: Path, name: str) -> Template:
 _ROUNDING_WORDS = {"ROUND_HALF_EVEN": "half to even", "ROUND_HALF_UP": "half up"}
 
 
+def _arg_text(procedure: Procedure, index: int) -> str:
+    """A tool step's arguments as the prompt shows them: ``sku=sku, note=<string: len(value) <= 80>``."""
+    parts = []
+    for name, arg in (procedure.steps[index].args or {}).items():
+        if isinstance(arg, str):
+            parts.append(f"{name}={arg}")
+        else:
+            rule = f": {arg.check}" if arg.check else ""
+            parts.append(f"{name}=<{arg.type}{rule}>")
+    return ", ".join(parts)
+
+
+def _kind_notes(procedure: Procedure, index: int) -> list[str]:
+    """What an extract or text step's line says about its value (source, label, length, format)."""
+    step = procedure.steps[index]
+    notes: list[str] = []
+    if step.kind == "extract":
+        notes.append(f"read it from {step.source}" + (f", after {step.label!r}" if step.label else "") + ", as written there")
+    elif step.kind == "text":
+        if step.source:
+            notes.append(f"from {step.source}")
+        notes.append({"text": "text on one line", "list": "a JSON list of strings on one line", "json": "JSON on one line"}[step.format])
+        unit = "items" if step.format == "list" else "characters"
+        if step.min_length is not None:
+            notes.append(f"at least {step.min_length} {unit}")
+        if step.max_length is not None:
+            notes.append(f"at most {step.max_length} {unit}")
+        if step.choices:
+            notes.append(("each item " if step.format == "list" else "") + "one of: " + ", ".join(step.choices))
+        if step.pattern:
+            notes.append(f"matching {step.pattern}")
+        if step.json_schema is not None:
+            import json
+
+            notes.append("matching the JSON Schema " + json.dumps(step.json_schema, separators=(",", ":"))[:1500])
+    if step.check and step.kind in ("extract", "text"):
+        notes.append(f"it must satisfy {step.check}")
+    return notes
+
+
 def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | str] | None = None) -> str:
     """``var = expr`` plus, after a gap in parentheses, the instruction and any rounding rule;
     the names in ``values`` written as their values."""
     step = procedure.steps[index]
-    notes = [step.instruction] if step.instruction else []
+    notes = [step.instruction.rstrip(". ")] if step.instruction else []
+    notes += _kind_notes(procedure, index)
     if step.scale is not None:
         notes.append(f"round {_ROUNDING_WORDS[step.rounding]} to {step.scale} decimal places")
     if step.type == "one_of" and step.choices:
         notes.append("one of: " + ", ".join(step.choices))
-    elif step.type in ("boolean", "string", "integer"):
+    elif step.type in ("boolean", "string", "integer") and step.kind in ("compute", "extract"):
         notes.append(f"a {step.type}" if step.type != "integer" else "a whole number")
     note = f"    ({'; '.join(notes)})" if notes else ""
+    if step.kind == "tool":
+        return f"{step.var} = CALL {step.tool}({_arg_text(procedure, index)}){note}"
     if step.expr is not None:
         return f"{step.var} = {_inline(step.expr, values or {})}{note}"
     return f"{step.var} = ?{note or '    (as the procedure says)'}"
@@ -81,6 +124,13 @@ def _example(procedure: Procedure, index: int, values: Mapping[str, Number | str
     (``benchmarks/study_rungs.py``, docs/fidelity.md).
     """
     step = procedure.steps[index]
+    if step.kind == "tool":
+        args = ", ".join(f"{n}=<value>" for n in (step.args or {}))
+        return f"CALL {step.tool}({args})"
+    if step.kind == "extract":
+        return f"{step.var} = <the value as written in {step.source}>"
+    if step.kind == "text":
+        return f"{step.var} = " + {"text": "<text on one line>", "list": '["<item>", "<item>"]', "json": "<JSON on one line>"}[step.format]
     expr = None if step.expr is None else _inline(step.expr, values or {})
     if expr is not None and any(name not in (values or {}) for name in procedure.reads(index)):
         return f"{step.var} = {expr} = <the numbers substituted> = <result>"
@@ -97,6 +147,10 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     count and the step names it wrote 60 of 60.
     """
     first, last = procedure.steps[indices[0]].var, procedure.steps[indices[-1]].var
+    step = procedure.steps[indices[0]]
+    if step.kind == "tool":
+        return (f"Call the tool {step.tool} once, for step {first}. Write each argument's value itself "
+                "(a string in double quotes, or a number), never a name or a formula, as")
     if len(indices) == 1:
         return f"Write one line, for step {first}, as"
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
@@ -144,18 +198,27 @@ class PromptSet:
         inside = {procedure.steps[i].var for i in indices}
         known: list[str] = []
         read: dict[str, Number | str] = {}
+        texts: list[str] = []
+        sources = {procedure.steps[i].source for i in indices}
         for i in indices:
             for name in procedure.reads(i):
                 if name not in inside and name in env:
+                    value = format_value(env[name])
+                    if name in sources or "\n" in value:
+                        block = f'Text {name}:\n"""\n{value.strip()}\n"""'
+                        if block not in texts:
+                            texts.append(block)
+                        continue
                     read[name] = env[name]
-                    line = f"{name} = {format_value(env[name])}"
+                    line = f"{name} = {value}"
                     if line not in known:
                         known.append(line)
         values = read if inline else {}
         if inline:
             known = []
+        shown = "\n".join(known) if known else "(none)"
         fields = {
-            "known": "\n".join(known) if known else "(none)",
+            "known": shown + "".join(f"\n\n{t}" for t in texts),
             "steps": "\n".join(_step_line(procedure, i, values) for i in indices),
             "example": _example(procedure, indices[0], values),
             "count_line": _count_line(procedure, indices),

@@ -103,7 +103,7 @@ def value_text(value: StepValue | None) -> str | None:
     return format_number(value)
 
 
-Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing"]
+Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool"]
 """Where a step's value came from.
 
 - ``model_verified``: the model wrote it and the evaluator agreed (``reprompts`` says after how many re-prompts).
@@ -111,6 +111,7 @@ Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "m
 - ``flagged``: the model's value, kept unverified in shadow mode or after a spent budget with ``flag``.
 - ``unverifiable``: the model's value for a step with neither ``expr`` nor ``check``, verified for presence, order and type only.
 - ``missing``: no value (the run stopped before this step).
+- ``tool``: a tool step's value: the result of its tool, called once with arguments that every check passed.
 """
 
 
@@ -152,7 +153,7 @@ class DeviationEvent(BaseModel):
     got: str | None = None
     attempt: int = Field(0, description="0 = first try of the chunk; n = n-th re-prompt for this step.")
     chunk: int = 0
-    action: Literal["reprompt", "repair", "raise", "flag", "note"] = "reprompt"
+    action: Literal["reprompt", "repair", "raise", "flag", "note", "stop"] = "reprompt"
     rung: str | None = Field(None, description="The ladder rung used for the re-prompt, if one was sent.")
 
 

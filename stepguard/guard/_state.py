@@ -14,6 +14,7 @@ from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure
+from stepguard.tools import ToolSet
 from stepguard.verify import Deviation
 
 __all__ = ["GuardState", "RunContext"]
@@ -53,6 +54,10 @@ class GuardState:
     """Correction note of the pending ask."""
     reply: str = ""
     """The last reply's text."""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The last reply's native tool calls, ``[{"name": ..., "arguments": "<JSON>"}]`` (empty for a text reply)."""
+    pending_call: bool = False
+    """True when the last reply's tool call passed every check and is to be executed (the ``act`` node)."""
     finish_reason: str = ""
     """The last reply's finish reason (``length``: cut at max tokens)."""
     verified: list[list[str]] = field(default_factory=list)
@@ -97,6 +102,8 @@ class RunContext:
     prompts: PromptSet = field(default_factory=PromptSet)
     observer: SafeObserver = field(default_factory=lambda: SafeObserver(NullObserver()))
     identity: dict[str, Any] = field(default_factory=dict)
+    tools: ToolSet = field(default_factory=ToolSet)
+    """The tools given to the guard, by name (tool steps call them)."""
     nested_guard: Callable[[GuardConfig], Any] = field(default=lambda cfg: None, repr=False)
     """Builds the nested guard that runs a derived rung's sub-procedure (set by :class:`Guard`)."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``

@@ -1,7 +1,7 @@
 """Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema."""
 
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
-from stepguard.procedure._model import InputSpec, Procedure, Step, ValueType
+from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ToolArg, ValueType
 from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
 
 __all__ = [
@@ -9,6 +9,8 @@ __all__ = [
     "LoadLimits",
     "Procedure",
     "Step",
+    "StepKind",
+    "ToolArg",
     "ValueType",
     "apply_scale",
     "coerce_value",

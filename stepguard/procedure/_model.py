@@ -15,15 +15,23 @@ from typing_extensions import TypedDict
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number, normalize
 
-__all__ = ["InputSpec", "Procedure", "Step", "ValueType"]
+__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ToolArg", "ValueType"]
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-_RESERVED = frozenset({"value", "abs", "min", "max", "round", "and", "or", "not", "if", "else", "in", "True", "False"})
+_RESERVED = frozenset({"value", "abs", "min", "max", "round", "len", "words", "and", "or", "not", "if", "else", "in", "True", "False"})
 ValueType = Literal["integer", "decimal", "boolean", "string", "one_of", "number"]
 """What a step's value is: ``number`` (int or exact decimal, the default), ``integer``, ``decimal``
 (with ``scale`` places), ``boolean``, ``string``, or ``one_of`` a fixed set of ``choices``."""
 
 Rounding = Literal["ROUND_HALF_EVEN", "ROUND_HALF_UP"]
+
+StepKind = Literal["compute", "tool", "extract", "text"]
+"""How a step gets its value: ``compute`` (the model computes it; the default), ``tool`` (a named
+tool is called with checked arguments; its result is the value), ``extract`` (the model reads it
+from a text input, ``source``) or ``text`` (free text, a list or JSON the model writes, checked
+by predicates or a schema). docs/agent-workflows.md shows each."""
+
+TextFormat = Literal["text", "list", "json"]
 
 
 def _check_name(name: str, where: str) -> str:
@@ -119,10 +127,27 @@ class InputFields(TypedDict, total=False):
 
 
 _Name = Annotated[str, StringConstraints(pattern=_IDENT.pattern)]
+_ArgName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 _InputsForms = list[InputSpec | _Name] | Annotated[
     dict[_Name, ValueType | InputFields], Field(json_schema_extra={"additionalProperties": False})
 ]
 """The forms ``inputs`` accepts: a list of specs or names, or a mapping of name to type or fields."""
+
+
+class ToolArg(BaseModel):
+    """A free argument of a tool step: the model chooses its value, which must pass ``check``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: ValueType = Field("string", description="Value type of the argument.")
+    check: str | None = Field(
+        None, max_length=2000,
+        description="A predicate over `value` and earlier variables the argument must satisfy (`len(value) <= 80`).",
+    )
+    description: str | None = Field(None, max_length=2000, description="What the argument means (shown to the model).")
+
+
+_TOOL_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 
 
 class Step(BaseModel):
@@ -144,7 +169,7 @@ class Step(BaseModel):
     rule is the procedure's, applied exactly, so a model that writes more places is not penalised.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
 
     var: str = Field(description="The variable this step produces.")
     expr: str | None = Field(None, max_length=2000, description="Expected-value expression over earlier variables and inputs.")
@@ -159,26 +184,94 @@ class Step(BaseModel):
         description="A predicate over `value` and earlier variables (`0 <= value <= subtotal`), or, when it "
         "does not mention `value`, a hidden expected-value expression the model's value must equal (`subtotal * rate`).",
     )
+    kind: StepKind = Field("compute", description="How the step gets its value: compute, tool, extract or text.")
+    tool: Annotated[str, StringConstraints(pattern=_TOOL_NAME)] | None = Field(
+        None, description="kind tool: the name of the tool to call (given to the guard, never imported by the file)."
+    )
+    args: dict[_ArgName, str | ToolArg] | None = Field(
+        None, max_length=64,
+        description="kind tool: each argument as an expression over earlier values (checked exactly) "
+        "or as a free argument {type, check} the model chooses.",
+    )
+    source: str | None = Field(
+        None, description="kind extract (and text): the string input the value is read from; an extract's value must occur in it."
+    )
+    label: str | None = Field(
+        None, max_length=200, description="kind extract: the value must follow this label on a line of the source (`Total`)."
+    )
+    format: TextFormat = Field("text", description="kind text: `text` (one line), `list` (a JSON list of strings) or `json` (a JSON value).")
+    min_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(
+        None, description="kind text: fewest characters (text, json) or items (list)."
+    )
+    max_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(
+        None, description="kind text: most characters (text, json) or items (list)."
+    )
+    pattern: str | None = Field(
+        None, max_length=500, description="kind text: a regular expression each text (or list item) must match in full."
+    )
+    json_schema: dict[str, Any] | None = Field(
+        None, alias="schema",
+        description="kind text, format json: a JSON Schema the value must satisfy (needs the jsonschema package).",
+    )
 
     @field_validator("var")
     @classmethod
     def _var(cls, v: str) -> str:
         return _check_name(v, "variable")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _text_is_string(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("kind") == "text" and "type" not in data:
+            return {**data, "type": "string"}  # a text step's value is text
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Step:
+        self._kind_fields()
         if self.type == "one_of" and not self.choices:
             raise _field_error("type", "'one_of' needs 'choices' (the allowed values)")
         if self.type == "decimal" and self.scale is None:
             raise _field_error("type", "'decimal' needs 'scale' (the number of places)")
         # every rule a file states is enforced, or the file is refused: these would be ignored
-        if self.choices is not None and self.type != "one_of":
+        if self.choices is not None and self.type != "one_of" and self.kind != "text":
             raise _field_error("choices", f"choices apply only to type one_of, and this step is of type {self.type}")
         if "rounding" in self.model_fields_set and self.scale is None:
             raise _field_error("rounding", "rounding applies only with scale (the decimal places to round to)")
         if self.scale is not None and self.type not in ("decimal", "number"):
             raise _field_error("scale", f"scale applies only to type decimal or number, and this step is of type {self.type}")
         return self
+
+    def _kind_fields(self) -> None:
+        """Refuse a field the step's kind would ignore, and a kind without what it needs."""
+        own = {"tool": {"tool", "args"}, "extract": {"source", "label"},
+               "text": {"source", "format", "min_length", "max_length", "pattern", "json_schema"}}
+        mine = own.get(self.kind, set())
+        for field in sorted(set().union(*own.values()) - mine):
+            if field in self.model_fields_set:
+                which = [k for k, f in own.items() if field in f]
+                raise _field_error(field, f"{field} applies only to kind {' or '.join(which)}, and this step is of kind {self.kind}")
+        if self.kind != "compute" and self.expr is not None:
+            raise _field_error("expr", f"a {self.kind} step has no expr: its value comes from the "
+                               + {"tool": "tool", "extract": "source text", "text": "model's text"}[self.kind])
+        if self.kind == "tool" and self.tool is None:
+            raise _field_error("tool", "a tool step needs 'tool' (the name of the tool to call)")
+        if self.kind == "extract" and self.source is None:
+            raise _field_error("source", "an extract step needs 'source' (the string input it reads)")
+        if self.kind == "extract" and self.type == "boolean":
+            raise _field_error("type", "an extract step reads a number or a string, not a boolean")
+        if self.kind == "text":
+            if self.type != "string":
+                raise _field_error("type", f"a text step's value is a string, not {self.type}")
+            if self.scale is not None:
+                raise _field_error("scale", "scale does not apply to a text step")
+            if self.json_schema is not None and self.format != "json":
+                raise _field_error("schema", "schema applies only to format json")
+            if self.pattern is not None:
+                try:
+                    re.compile(self.pattern)
+                except re.error as exc:
+                    raise _field_error("pattern", f"not a valid regular expression: {exc}") from None
 
 
 class Procedure(BaseModel):
@@ -224,8 +317,8 @@ class Procedure(BaseModel):
             if step.var in known:
                 what = "an input" if step.var in inputs else "an earlier step"
                 problems.append((f"steps[{i}].var", f"variable {step.var!r} is already defined by {what}"))
-            for field in ("expr", "check"):
-                src = getattr(step, field)
+            problems.extend(self._kind_problems(i, step, inputs, known))
+            for field, src in _expressions(step):
                 if src is None:
                     continue
                 try:
@@ -234,7 +327,7 @@ class Procedure(BaseModel):
                 except EvaluationError as exc:
                     problems.append((f"steps[{i}].{field} ({step.var})", str(exc)))
                     continue
-                allowed = known | {"value"} if field == "check" else known
+                allowed = known | {"value"} if field == "check" or field.endswith(".check") else known
                 for name in compiled.names:
                     if name not in allowed:
                         later = any(s.var == name for s in self.steps[i:])
@@ -246,6 +339,28 @@ class Procedure(BaseModel):
         if problems:
             raise procedure_error(problems)
         return self
+
+    def _kind_problems(self, i: int, step: Step, inputs: frozenset[str], known: set[str]) -> list[tuple[str, str]]:
+        """What a tool, extract or text step states that this procedure cannot satisfy."""
+        out: list[tuple[str, str]] = []
+        where = f"steps[{i}]"
+        if step.source is not None:
+            spec = next((x for x in self.inputs if x.name == step.source), None)
+            if spec is None:
+                out.append((f"{where}.source ({step.var})", f"source {step.source!r} is not an input of this procedure"))
+            elif spec.type != "string":
+                out.append((f"{where}.source ({step.var})", f"source {step.source!r} must be an input of type string, not {spec.type}"))
+        if step.kind in ("tool", "extract", "text") and step.check is not None and self._is_expected_check(step):
+            out.append((f"{where}.check ({step.var})", f"a {step.kind} step's check must be a predicate over value "
+                        "(its value is not computed by an expression)"))
+        return out
+
+    @staticmethod
+    def _is_expected_check(step: Step) -> bool:
+        try:
+            return "value" not in compile_expression(step.check or "").names
+        except EvaluationError:
+            return False
 
     @property
     def answer_var(self) -> str:
@@ -284,13 +399,23 @@ class Procedure(BaseModel):
     @cached_property
     def _reads(self) -> tuple[tuple[str, ...], ...]:
         out = []
-        for expr, check in zip(self.compiled, self.compiled_checks):
+        for step, expr, check in zip(self.steps, self.compiled, self.compiled_checks):
             names: list[str] = []
-            for c in (expr, check):
+            args = [compile_expression(src) for f, src in _expressions(step) if f.startswith("args.") and src is not None]
+            for c in (expr, check, *args):
                 if c is not None:
                     names.extend(n for n in c.names if n != "value" and n not in names)
+            if step.source is not None and step.source not in names:
+                names.append(step.source)
             out.append(tuple(names))
         return tuple(out)
+
+    @cached_property
+    def compiled_args(self) -> tuple[dict[str, CompiledExpression | ToolArg], ...]:
+        """Per step: its tool arguments, each compiled (an expression) or a :class:`ToolArg` (free); ``{}`` for other kinds."""
+        return tuple(
+            {k: compile_expression(v) if isinstance(v, str) else v for k, v in (s.args or {}).items()} for s in self.steps
+        )
 
     def bind_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
         """Check and convert input values to exact numbers.
@@ -373,6 +498,15 @@ class Procedure(BaseModel):
             if value is not None:
                 out[step.var] = env[step.var] = value
         return out
+
+
+def _expressions(step: Step) -> list[tuple[str, str | None]]:
+    """``(field, source)`` of every expression a step states: ``expr``, ``check`` and its tool
+    arguments (``args.sku``, or ``args.note.check`` for a free argument's predicate)."""
+    out: list[tuple[str, str | None]] = [("expr", step.expr), ("check", step.check)]
+    for name, arg in (step.args or {}).items():
+        out.append((f"args.{name}", arg) if isinstance(arg, str) else (f"args.{name}.check", arg.check))
+    return out
 
 
 def _check_type(step: Step, value: Number | str) -> None:

@@ -5,6 +5,7 @@ Span tree of one run (names and attributes in :mod:`stepguard.telemetry._names`)
     invoke_workflow {procedure}          INTERNAL  gen_ai.operation.name=invoke_workflow, stepguard.*
       stepguard.chunk                    INTERNAL  steps, rung, attempt; gen_ai.evaluation.result events
         chat {model}                     CLIENT    gen_ai.operation.name=chat, gen_ai.request.* / response.* / usage.*
+        execute_tool {tool}              INTERNAL  a tool step's executed call; one evaluation event per argument
       stepguard.chunk ...
 
 LangGraph may run nodes in other threads or tasks, so spans are never taken from the current-span
@@ -34,7 +35,7 @@ from opentelemetry.trace import SpanKind, TracerProvider
 from stepguard.telemetry import _names as n
 from stepguard.telemetry._content import capture_from_env, input_messages_json, output_messages_json, scrub_url, server_of
 from stepguard.telemetry._metrics import Instruments
-from stepguard.telemetry._records import Call, Chunk, NullRecord, Run, clean, finish_run_span, mark_error, quiet_context
+from stepguard.telemetry._records import Call, Chunk, NullRecord, Run, ToolRun, clean, finish_run_span, mark_error, quiet_context
 
 __all__ = ["OtelObserver"]
 
@@ -211,6 +212,8 @@ class OtelObserver:
         ctx = trace.set_span_in_context(span)
         for call in chunk.calls:
             self._emit_call(call, ctx)
+        for tool in chunk.tools:
+            self._emit_tool(tool, ctx)
         for attrs, ts in chunk.events:
             if rung and n.RUNG not in attrs and attrs.get(n.POLICY_ACTION) == "reprompt":
                 attrs = {**attrs, n.RUNG: rung}
@@ -298,6 +301,57 @@ class OtelObserver:
             mark_error(span, call.error)
         span.end(end_time=call.end_ns)
         self._inst.record_call(metric_attrs, call.seconds, tokens_in, tokens_out)
+
+    # --- tool calls -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def tool_call(self, step: str, name: str, args: dict[str, str], verdicts: list[tuple[str, bool, str]]) -> Iterator[Any]:
+        """Time one executed tool call; its ``execute_tool {name}`` span is emitted with the chunk's."""
+        tool = None
+        with contextlib.suppress(Exception):
+            run = self._run()
+            if run is not None:
+                import json
+
+                attrs = clean({n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: name,
+                               n.GEN_AI_TOOL_TYPE: "function", n.STEP: step})
+                if self.capture_content:
+                    attrs[n.GEN_AI_TOOL_CALL_ARGUMENTS] = json.dumps(args, sort_keys=True)
+                if self.openinference:
+                    attrs[n.OI_SPAN_KIND] = "TOOL"
+                tool = ToolRun(name, attrs, list(verdicts))
+        if tool is None:
+            yield NullRecord()
+            return
+        try:
+            yield tool
+        except BaseException as exc:
+            tool.error = exc
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                tool.end_ns = time.time_ns()
+                run = self._run()
+                if run is not None and run.chunk is not None:
+                    run.chunk.tools.append(tool)
+                elif run is not None:
+                    self._emit_tool(tool, run.ctx)
+
+    def _emit_tool(self, tool: ToolRun, parent: Any) -> None:
+        attrs = dict(tool.attrs)
+        result = attrs.pop("_result", None)
+        if self.capture_content and result is not None:
+            attrs[n.GEN_AI_TOOL_CALL_RESULT] = result
+        span = self._tracer.start_span(f"{n.OP_EXECUTE_TOOL} {tool.name}", context=parent, kind=SpanKind.INTERNAL,
+                                       attributes=attrs, start_time=tool.start_ns)
+        for arg, ok, detail in tool.verdicts:
+            span.add_event(n.EVALUATION_EVENT, clean({
+                n.EVALUATION_NAME: n.TOOL_ARGUMENT_EVALUATION, n.TOOL_ARGUMENT: arg,
+                n.EVALUATION_SCORE_LABEL: "pass" if ok else "fail", n.EVALUATION_SCORE_VALUE: 1.0 if ok else 0.0,
+                n.EVALUATION_EXPLANATION: detail if self.capture_content else None,
+            }), timestamp=tool.start_ns)
+        if tool.error is not None:
+            mark_error(span, tool.error)
+        span.end(end_time=max(tool.end_ns, tool.start_ns))
 
     # --- per-run record -------------------------------------------------------------------
     def _run(self) -> Run | None:

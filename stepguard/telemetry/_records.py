@@ -15,7 +15,7 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, Sta
 
 from stepguard.telemetry import _names as n
 
-__all__ = ["Call", "Chunk", "NullRecord", "Run", "clean", "finish_run_span", "mark_error", "quiet_context"]
+__all__ = ["Call", "Chunk", "NullRecord", "Run", "ToolRun", "clean", "finish_run_span", "mark_error", "quiet_context"]
 
 
 def clean(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -42,6 +42,24 @@ class Chunk:
     events: list[tuple[dict[str, Any], int]] = field(default_factory=list)
     passed: int = 0
     outcome: dict[str, Any] = field(default_factory=dict)
+    tools: list[ToolRun] = field(default_factory=list)
+    """Its executed tool calls (``execute_tool`` spans)."""
+
+
+@dataclass
+class ToolRun:
+    """One executed tool call: attributes, the arguments' verdicts, times, the result or error."""
+
+    name: str
+    attrs: dict[str, Any]
+    verdicts: list[tuple[str, bool, str]]
+    start_ns: int = field(default_factory=time.time_ns)
+    end_ns: int = 0
+    error: BaseException | None = None
+
+    def result(self, value: str) -> None:
+        """Keep the result (recorded only when content capture is on)."""
+        self.attrs["_result"] = value
 
 
 @dataclass
@@ -62,6 +80,10 @@ class NullRecord:
 
     def response(self, response: Any) -> None:
         """Ignore the response."""
+        return None
+
+    def result(self, value: Any) -> None:
+        """Ignore the tool's result."""
         return None
 
 

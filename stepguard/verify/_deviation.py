@@ -28,6 +28,11 @@ DeviationKind = Literal[
     "code_instead_of_steps",
     "truncated",
     "budget_exhausted",
+    "wrong_tool",
+    "bad_argument",
+    "repeated_call",
+    "tool_error",
+    "not_in_source",
 ]
 """Kinds of deviation.
 
@@ -38,6 +43,11 @@ whose substituted operand is another variable's value), ``type_error`` (value no
 type), ``check_failed`` (a ``check`` predicate is false), ``code_instead_of_steps`` (code fences or
 invented program output instead of step lines), ``truncated`` (the reply hit max tokens) and
 ``budget_exhausted`` (a token or wall-clock budget was spent before the step could be asked).
+Agent-workflow steps (docs/agent-workflows.md) add ``wrong_tool`` (another tool was called, or
+none of the step's), ``bad_argument`` (a tool argument is wrong, symbolic, missing or unknown:
+the call is never executed), ``repeated_call`` (the tool was called more than once),
+``tool_error`` (the tool raised, timed out or returned a value the step cannot hold: the run
+stops there) and ``not_in_source`` (an extracted value does not occur in its source text).
 """
 
 DEVIATION_KINDS: tuple[str, ...] = DeviationKind.__args__  # type: ignore[attr-defined]

@@ -1,0 +1,262 @@
+"""Tools given to the guard: Python callables (or LangChain tools) by name, called with a timeout.
+
+A tool is called only after every argument has been checked (:mod:`stepguard.verify`), and its
+result is converted to the step's declared type; a tool that raises, runs past its timeout or
+returns a value the step cannot hold is a :class:`stepguard.errors.ToolError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import importlib
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Union
+
+from stepguard.errors import ProcedureError, StepguardError, ToolError, ToolTimeout
+from stepguard.evaluator import Number, format_number
+
+__all__ = ["Tool", "ToolSet", "as_toolset", "load_tools"]
+
+_JSON_TYPES = {int: "integer", float: "number", Decimal: "number", str: "string", bool: "boolean"}
+
+
+def _python_value(value: Number | str | bool) -> Any:
+    """An argument as a tool receives it: ``int``, ``Decimal`` (exact), ``str`` or ``bool``."""
+    if isinstance(value, Fraction):
+        text = format_number(value)
+        return Decimal(text) if "/" not in text else Decimal(value.numerator) / Decimal(value.denominator)
+    return value
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: a name, the callable behind it, and how long it may run.
+
+    Attributes:
+        name: the name procedures use (``tool: catalog_lookup``).
+        fn: the callable; called with keyword arguments (numbers as ``int`` or ``Decimal``), sync
+            or ``async def``.
+        description: what it does (sent to the model for native tool calling; default: the docstring's first line).
+        timeout_s: seconds a call may run before it is a :class:`~stepguard.errors.ToolTimeout`
+            (``None``: no limit). A sync tool past its time is left running in its thread, its result discarded.
+        version: a version or fingerprint of the tool's behaviour; part of a run's identity, so a
+            checkpoint made with one version is not resumed with another.
+        parameters: the JSON Schema of its arguments for native tool calling (default: from ``fn``'s signature).
+    """
+
+    name: str
+    fn: Callable[..., Any] = field(repr=False)
+    description: str = ""
+    timeout_s: float | None = 30.0
+    version: str | None = None
+    parameters: dict[str, Any] | None = None
+
+    def schema(self, only: Iterable[str] | None = None) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool, with the arguments ``only`` (default all)."""
+        params = self.parameters or _signature_schema(self.fn)
+        if only is not None:
+            keep = list(only)
+            props = {k: params.get("properties", {}).get(k, {}) for k in keep}
+            params = {"type": "object", "properties": props, "required": keep, "additionalProperties": False}
+        doc = self.description or (inspect.getdoc(self.fn) or "").split("\n", 1)[0]
+        return {"type": "function", "function": {"name": self.name, "description": doc, "parameters": params}}
+
+    def call(self, args: Mapping[str, Number | str | bool], step: str | None = None) -> Any:
+        """Call the tool with checked ``args`` and return its result (a coroutine tool is run to completion).
+
+        Raises:
+            ToolError: it raised (the message names the exception's type and text).
+            ToolTimeout: it ran past ``timeout_s``.
+        """
+        kwargs = {k: _python_value(v) for k, v in args.items()}
+        if inspect.iscoroutinefunction(self.fn):
+            return asyncio.run(self.acall(args, step)) if not _running_loop() else _in_thread(lambda: asyncio.run(self.acall(args, step)))
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tool-{self.name}")
+        try:
+            future = pool.submit(self.fn, **kwargs)
+            try:
+                return future.result(timeout=self.timeout_s)
+            except concurrent.futures.TimeoutError:
+                raise ToolTimeout(f"tool {self.name} ran past its {self.timeout_s} s timeout", self.name, step) from None
+            except StepguardError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure of the user's code is the step's typed failure
+                raise ToolError(f"tool {self.name} raised {type(exc).__name__}: {str(exc)[:300]}", self.name, step) from exc
+        finally:
+            pool.shutdown(wait=False)
+
+    async def acall(self, args: Mapping[str, Number | str | bool], step: str | None = None) -> Any:
+        """Async twin of :meth:`call` (a sync tool runs in a worker thread). Same errors."""
+        kwargs = {k: _python_value(v) for k, v in args.items()}
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                return await asyncio.wait_for(self.fn(**kwargs), self.timeout_s)
+            return await asyncio.wait_for(asyncio.to_thread(self.fn, **kwargs), self.timeout_s)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ToolTimeout(f"tool {self.name} ran past its {self.timeout_s} s timeout", self.name, step) from None
+        except StepguardError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise ToolError(f"tool {self.name} raised {type(exc).__name__}: {str(exc)[:300]}", self.name, step) from exc
+
+
+def _running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _in_thread(fn: Callable[[], Any]) -> Any:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn).result()
+
+
+def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+    """A JSON Schema of ``fn``'s keyword parameters from their annotations (untyped ones: any)."""
+    try:
+        sig = inspect.signature(fn)
+        hints = {k: v for k, v in getattr(fn, "__annotations__", {}).items()}
+    except (TypeError, ValueError):
+        return {"type": "object", "properties": {}}
+    props: dict[str, Any] = {}
+    required = []
+    for name, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        t = hints.get(name)
+        if isinstance(t, str):
+            t = {"int": int, "float": float, "str": str, "bool": bool, "Decimal": Decimal}.get(t)
+        props[name] = {"type": _JSON_TYPES[t]} if t in _JSON_TYPES else {}
+        if p.default is p.empty:
+            required.append(name)
+    return {"type": "object", "properties": props, "required": required}
+
+
+class ToolSet(Mapping[str, Tool]):
+    """The tools of one guard, by name (read-only)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in self._tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self._tools[t.name] = t
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Any:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def identity(self) -> dict[str, str]:
+        """``{name: version}`` (``""`` where none was given), for a run's identity."""
+        return {n: t.version or "" for n, t in sorted(self._tools.items())}
+
+    def fingerprint(self) -> str:
+        """The sha256 (16 hex) of :meth:`identity`."""
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+ToolLike = Union[Tool, Callable[..., Any], Any]
+
+
+def _one(name: str | None, obj: Any) -> Tool:
+    if isinstance(obj, Tool):
+        return obj if name is None or name == obj.name else Tool(name, obj.fn, obj.description, obj.timeout_s, obj.version, obj.parameters)
+    invoke = getattr(obj, "invoke", None)
+    if callable(invoke) and isinstance(getattr(obj, "name", None), str) and not inspect.isfunction(obj):
+        # a LangChain tool (BaseTool): called with one dict of arguments
+        schema = None
+        args_schema = getattr(obj, "args_schema", None)
+        if args_schema is not None and hasattr(args_schema, "model_json_schema"):
+            schema = args_schema.model_json_schema()
+        tool_name = name or obj.name
+        return Tool(tool_name, lambda **kw: invoke(kw), str(getattr(obj, "description", "") or ""), parameters=schema)
+    if not callable(obj):
+        raise TypeError(f"a tool must be a callable, a stepguard Tool or a LangChain tool, got {type(obj).__name__}")
+    return Tool(name or getattr(obj, "__name__", "tool"), obj)
+
+
+def as_toolset(tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None) -> ToolSet:
+    """The tools given to a guard as a :class:`ToolSet`.
+
+    Args:
+        tools: ``None``; a mapping of name to callable (or :class:`Tool`, or LangChain tool); or a
+            sequence of callables (named by ``__name__``), :class:`Tool` s or LangChain tools (named by ``.name``).
+
+    Raises:
+        TypeError: an entry is none of those. ValueError: two tools share a name.
+    """
+    if tools is None:
+        return ToolSet()
+    if isinstance(tools, ToolSet):
+        return tools
+    if isinstance(tools, Mapping):
+        return ToolSet(_one(k, v) for k, v in tools.items())
+    return ToolSet(_one(None, t) for t in tools)
+
+
+def load_tools(spec: str) -> ToolSet:
+    """Import the tools named by ``module:attr`` (``examples.agent_tools:TOOLS``, or a file,
+    ``path/to/tools.py:TOOLS``): what ``--tools`` does. A module is looked up from the current
+    directory first, as ``python -m`` would.
+
+    ``attr`` may be a mapping, a sequence, a single callable or a :class:`ToolSet`. This imports
+    (runs) that module: only ever on the user's explicit request, never because a procedure file says so.
+
+    Raises:
+        ProcedureError: not of the form ``module:attr``, or the module or attribute is missing.
+    """
+    module, _, attr = spec.rpartition(":")
+    if not module or not attr:
+        raise ProcedureError(f"--tools takes module:attr (e.g. examples.agent_tools:TOOLS), got {spec!r}")
+    try:
+        obj = _import(module)
+    except (ImportError, OSError, SyntaxError) as exc:
+        raise ProcedureError(f"cannot import tools module {module!r}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ProcedureError(f"tools module {module!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if callable(obj) and not isinstance(obj, (Tool, ToolSet)) and not hasattr(obj, "invoke"):
+        return as_toolset([obj])
+    return as_toolset(obj if not isinstance(obj, Tool) else [obj])
+
+
+def _import(module: str) -> Any:
+    """A module by dotted name (the current directory searched first) or by ``.py`` path."""
+    import os
+    import sys
+    from pathlib import Path
+
+    if module.endswith(".py"):
+        from importlib import util as importlib_util
+
+        path = Path(module)
+        spec = importlib_util.spec_from_file_location(f"stepguard_tools_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no module at {module}")
+        mod = importlib_util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module)
+    finally:
+        if added:
+            sys.path.remove(cwd)
