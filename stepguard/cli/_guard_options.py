@@ -31,6 +31,7 @@ __all__ = [
     "MaxReprompts",
     "MaxTotalTokens",
     "MaxWallS",
+    "InlineKnown",
     "OnExhausted",
     "PolicyOption",
     "build_guard_config",
@@ -48,6 +49,8 @@ MaxTotalTokens = Annotated[Optional[int], typer.Option(  # noqa: UP007
     "--max-total-tokens", metavar="TOKENS", help="Input plus output tokens for the whole run, re-prompts included (default: unbounded).")]
 MaxWallS = Annotated[Optional[float], typer.Option(  # noqa: UP007
     "--max-wall-s", metavar="SECONDS", help="Wall-clock seconds for the whole run (default: unbounded).")]
+InlineKnown = Annotated[Optional[bool], typer.Option(  # noqa: UP007
+    "--inline-known/--no-inline-known", help="Write the values a step reads into its line instead of listing them.")]
 
 GUARD_FIELDS: dict[str, str] = {
     "chunk_size": "chunk_size",
@@ -58,6 +61,7 @@ GUARD_FIELDS: dict[str, str] = {
     "ladder": "ladder",
     "max_total_tokens": "max_total_tokens",
     "max_wall_s": "max_wall_s",
+    "inline_known": "inline_known",
 }
 """Each guard option's parameter name and the :class:`~stepguard.guard.GuardConfig` field it sets."""
 
@@ -65,11 +69,11 @@ GUARD_FIELDS: dict[str, str] = {
 def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None = None, policy: str | None = None,
                        on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
                        max_total_tokens: int | None = None, max_wall_s: float | None = None,
-                       defaults: Mapping[str, Any] | None = None) -> GuardConfig:
+                       inline_known: bool | None = None, defaults: Mapping[str, Any] | None = None) -> GuardConfig:
     """The :class:`~stepguard.guard.GuardConfig` the guard options ask for.
 
     Args:
-        chunk_size, adaptive, policy, on_exhausted, max_reprompts, ladder, max_total_tokens, max_wall_s:
+        chunk_size, adaptive, policy, on_exhausted, max_reprompts, ladder, max_total_tokens, max_wall_s, inline_known:
             the options' values; ``None`` leaves the field at ``defaults``' value, else at GuardConfig's.
             ``ladder`` is comma-separated rung names.
         defaults: GuardConfig fields a command sets differently (the benchmark's ``on_exhausted``).
@@ -81,7 +85,8 @@ def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None =
     from stepguard.guard import GuardConfig
 
     given = {"chunk_size": chunk_size, "adaptive": adaptive, "policy": policy, "on_exhausted": on_exhausted,
-             "max_reprompts": max_reprompts, "ladder": ladder, "max_total_tokens": max_total_tokens, "max_wall_s": max_wall_s}
+             "max_reprompts": max_reprompts, "ladder": ladder, "max_total_tokens": max_total_tokens, "max_wall_s": max_wall_s,
+             "inline_known": inline_known}
     fields: dict[str, Any] = dict(defaults or {})
     for name, value in given.items():
         if value is not None:

@@ -20,6 +20,7 @@ from stepguard.cli._exit import ExitCode, exit_for_error, fail
 from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
+    InlineKnown,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
@@ -96,6 +97,7 @@ def run_command(
     ladder: Ladder = None,
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
+    inline_known: InlineKnown = None,
     raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,  # noqa: UP007
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     timeout: Timeout = None,
@@ -115,7 +117,7 @@ def run_command(
         raise _fail(f"instances file or folder not found: {instances}", ExitCode.DATA)
     config = build_guard_config(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, defaults=GUARDED_DEFAULTS,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, defaults=GUARDED_DEFAULTS,
     ) if mode == "guarded" else None
     if mode == "raw" and (otel or trace_file is not None):
         typer.echo("note: --otel and --trace-file trace guarded runs; raw mode makes no spans", err=True)
@@ -175,6 +177,7 @@ def demo_command(
     ladder: Ladder = None,
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
+    inline_known: InlineKnown = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
     timeout: Timeout = None,
 ) -> None:
@@ -191,7 +194,7 @@ def demo_command(
         raise _fail(exc) from None
     config = build_guard_config(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, defaults=GUARDED_DEFAULTS,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, defaults=GUARDED_DEFAULTS,
     )
     with open_model(model, timeout) as chat:
         plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)

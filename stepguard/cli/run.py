@@ -18,6 +18,7 @@ from stepguard.cli._exit import ExitCode, exit_for_error, exit_for_status, fail
 from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
+    InlineKnown,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
@@ -117,6 +118,7 @@ def run_command(
     ladder: Ladder = None,
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
+    inline_known: InlineKnown = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
     thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id.")] = None,  # noqa: UP007
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
@@ -144,7 +146,7 @@ def run_command(
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                                         max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                        max_wall_s=max_wall_s)
+                                        max_wall_s=max_wall_s, inline_known=inline_known)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
