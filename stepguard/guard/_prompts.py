@@ -32,10 +32,14 @@ def format_value(value: Number | str) -> str:
 
 
 def _inline(expr: str, values: Mapping[str, Number | str]) -> str:
-    """``expr`` with each name in ``values`` written as its value (a negative one in parentheses)."""
+    """``expr`` with each name in ``values`` written as its value: a negative number in parentheses,
+    a text quoted (``tier == 'gold'``); a name inside a longer one (``t1`` in ``t10``) is left alone."""
 
     def sub(m: re.Match[str]) -> str:
-        text = format_value(values[m.group(0)])
+        value = values[m.group(0)]
+        if isinstance(value, str):  # a text value as the expressions write one
+            return repr(value)
+        text = format_value(value)
         return f"({text})" if text.startswith("-") else text
 
     if not values:
