@@ -35,9 +35,17 @@ def test_each_rung_writes_the_issue_forms(rung: str, expr: str, env: dict[str, s
     assert _sub(rung, expr, env)[0] == steps
 
 
+def test_scale_writes_a_decimal_sum_over_whole_numbers_at_the_common_places() -> None:
+    """The embedded model wrote ``57 + 2.7 = 60.7`` inside a partial-products chain."""
+    assert _sub("scale", "a + b", {"a": "57", "b": "2.7"})[0] == [("t1", "570 + 27"), ("s", "t1 / 10")]
+    assert _sub("scale", "a - b", {"a": "60.7", "b": "0.27"})[0] == [("t1", "6070 - 27"), ("s", "t1 / 100")]
+    assert _sub("scale", "a + b", {"a": "-1.5", "b": "0.25"})[0] == [("t1", "(-150) + 25"), ("s", "t1 / 100")]
+
+
 @pytest.mark.parametrize(("rung", "expr", "env"), [
     ("partial", "a * b", {"a": "12", "b": "34"}),  # whole numbers: decompose's
-    ("scale", "a + b", {"a": "1.5", "b": "2"}),
+    ("scale", "a / b", {"a": "1.5", "b": "2"}),  # a quotient: divide's
+    ("scale", "a + b", {"a": "15", "b": "2"}),  # whole numbers: bridge's
     ("choice", "a * b", {"a": "1", "b": "2"}),
     ("partial", "a * b", {"a": "0.5", "b": "3"}),  # one digit each: nothing to split
 ])

@@ -2,7 +2,9 @@
 
 It derives the failing step with the first of ``choice`` (``min``/``max``), ``partial`` (a product
 with a decimal factor), ``scale`` (a product of decimals), ``divide`` (a quotient), ``bridge`` (an integer sum that carries)
-and ``decompose`` (an integer product or sum by place value) that applies; the nested ladder of a
+and ``decompose`` (an integer product or sum by place value) that applies (a failing sub-step of
+what it derives goes through ``single`` again: ``57 + 2.7`` to ``scale``'s ``570 + 27``, that to
+``bridge``); the nested ladder of a
 ``chain`` uses it on each failing sub-step. Where none applies it does not either, and the ladder
 says so and asks the step alone.
 """
@@ -28,6 +30,7 @@ class Single(Rung):
     name = "single"
     derives = True
     one_at_a_time = True
+    nested_ladder = ("single", "resample")  # a derived sub-step that fails: through its own operation's rung
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The first derivation of :data:`SINGLE_ORDER` that applies, or ``None``."""
