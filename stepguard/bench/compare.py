@@ -1,7 +1,8 @@
 """Paired comparison of a raw and a guarded run on the instances both finished.
 
-For each shared instance id the two outcomes (``correct`` by default, or ``exact``) form a 2x2
-table: both right / only guarded right / only raw right / both wrong. The exact McNemar test
+For each shared instance id the two outcomes form a 2x2 table (metric ``correct`` by default:
+the row field ``correct`` in both runs; ``exact``: ``exact`` in both; ``verified``: raw ``correct``
+against guarded ``verified_correct``, the guard's verified completion that docs/fidelity.md reports): both right / only guarded right / only raw right / both wrong. The exact McNemar test
 (McNemar 1947; exact form: a two-sided binomial test of the discordant pairs against p = 1/2,
 ``scipy.stats.binomtest``) asks whether the guard changes the success rate on the same instances.
 It is computed per configuration (steps, look-back) and overall. Which run is raw and which is
@@ -15,11 +16,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stepguard.bench._extra import import_extra
+from stepguard.bench.stats import wilson_interval
 from stepguard.bench.store import RESULTS, iter_rows, read_meta
 
-__all__ = ["Comparison", "Paired", "compare_runs", "mcnemar_exact"]
+__all__ = ["METRIC_FIELDS", "Comparison", "Paired", "compare_runs", "mcnemar_exact"]
 
-Metric = Literal["correct", "exact"]
+Metric = Literal["correct", "exact", "verified"]
+
+METRIC_FIELDS: dict[str, tuple[str, str]] = {
+    "correct": ("correct", "correct"), "exact": ("exact", "exact"), "verified": ("correct", "verified_correct"),
+}
+"""The row field each metric reads in the (raw, guarded) run."""
 
 
 def mcnemar_exact(only_b: int, only_a: int) -> float:
@@ -69,11 +76,25 @@ class Paired:
         self.p_value = mcnemar_exact(self.only_guarded, self.only_raw)
         return self
 
+    @property
+    def raw_right(self) -> int:
+        """Pairs whose raw outcome is right."""
+        return self.both_right + self.only_raw
+
+    @property
+    def guarded_right(self) -> int:
+        """Pairs whose guarded outcome is right."""
+        return self.both_right + self.only_guarded
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: the counts, ``n``, raw and guarded rates on the shared instances, ``p_value``."""
+        """JSON-ready: the counts, ``n``, raw and guarded rights and rates on the shared instances with
+        their 95% Wilson intervals (``[low, high]``, ``None`` without pairs), ``p_value``."""
         d = asdict(self)
-        d.update(n=self.n, raw_rate=(self.both_right + self.only_raw) / self.n if self.n else None,
-                 guarded_rate=(self.both_right + self.only_guarded) / self.n if self.n else None)
+        d.update(n=self.n, raw_right=self.raw_right, guarded_right=self.guarded_right,
+                 raw_rate=self.raw_right / self.n if self.n else None,
+                 guarded_rate=self.guarded_right / self.n if self.n else None,
+                 raw_interval=list(wilson_interval(self.raw_right, self.n)) if self.n else None,
+                 guarded_interval=list(wilson_interval(self.guarded_right, self.n)) if self.n else None)
         return d
 
 
@@ -82,7 +103,7 @@ class Comparison:
     """The result of :func:`compare_runs`.
 
     Attributes:
-        metric: the row field compared (``correct`` or ``exact``).
+        metric: the metric compared (``correct``, ``exact`` or ``verified``; :data:`METRIC_FIELDS`).
         raw, guarded: the run folders.
         simulated: either run used the simulated executor.
         configs: one :class:`Paired` per configuration present in both runs.
@@ -128,8 +149,10 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
     Args:
         run_a, run_b: the two run folders, in either order: the raw one and the guarded one are
             told apart by the ``mode`` in each run.json.
-        metric: ``"correct"`` (first answer right; guarded: verified and right) or ``"exact"``
-            (exact-step execution; guarded: every step model-verified).
+        metric: ``"correct"`` (first answer right; guarded: verified and right), ``"exact"``
+            (exact-step execution; guarded: every step model-verified), or ``"verified"`` (raw:
+            first answer right; guarded: verified completion, ``verified_correct``: every value
+            model-verified and right, nothing repaired).
 
     Returns:
         A :class:`Comparison`. Memory: one boolean per raw id (the raw run is indexed, the
@@ -140,8 +163,9 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
         ValueError: an unknown metric, or the two runs are not one raw and one guarded run (the
             modes found are named).
     """
-    if metric not in ("correct", "exact"):
-        raise ValueError(f"metric must be 'correct' or 'exact', not {metric!r}")
+    if metric not in METRIC_FIELDS:
+        raise ValueError(f"metric must be one of {', '.join(map(repr, METRIC_FIELDS))}, not {metric!r}")
+    raw_field, guarded_field = METRIC_FIELDS[metric]
     meta = {Path(run_a): read_meta(run_a), Path(run_b): read_meta(run_b)}
     by_mode = {m.get("mode"): d for d, m in meta.items()}
     if set(by_mode) != {"raw", "guarded"}:
@@ -150,7 +174,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
     raw_dir, guarded_dir = by_mode["raw"], by_mode["guarded"]
     raw: dict[str, tuple[int, int | None, bool]] = {}
     for row in iter_rows(raw_dir / RESULTS):
-        raw[row["id"]] = (int(row["n_steps"]), row.get("lookback"), bool(row.get(metric)))
+        raw[row["id"]] = (int(row["n_steps"]), row.get("lookback"), bool(row.get(raw_field)))
     simulated = any(bool(m.get("simulated")) for m in meta.values())
     cmp = Comparison(metric, str(raw_dir), str(guarded_dir), simulated)
     groups: dict[tuple[int, Any], Paired] = {}
@@ -162,7 +186,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
             continue
         seen += 1
         n_steps, lookback, raw_ok = got
-        ok = bool(row.get(metric))
+        ok = bool(row.get(guarded_field))
         groups.setdefault((n_steps, lookback), Paired(n_steps, lookback)).add(raw_ok, ok)
         cmp.overall.add(raw_ok, ok)
     cmp.only_in_raw = len(raw) - seen
