@@ -4,6 +4,7 @@ deviations, labelled plot axes; the CLI commands."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +51,30 @@ def report(runs: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFacto
 def test_report_files_exist_and_html_is_self_contained(report: tuple[Any, list[str]]) -> None:
     rep, _ = report
     names = {p.name for p in rep.outdir.iterdir()}
-    assert {"summary.json", "report.md", "report.html", "accuracy.png", "labels.png", "guard_cost.png"} <= names
+    assert {"summary.json", "report.md", "report.html", "overlay.png", "accuracy.png", "labels.png", "guard_cost.png"} <= names
     page = rep.report_html.read_text()
-    assert page.count("data:image/png;base64,") == 3 and "src='http" not in page and "<link" not in page
+    assert page.count("data:image/png;base64,") == 4 and "src='http" not in page and "<link" not in page
     assert "![accuracy](accuracy.png)" in rep.report_md.read_text()
+
+
+def test_the_overlay_figure_leads_the_report(report: tuple[Any, list[str]]) -> None:
+    rep, titles = report
+    assert rep.plots[0].name == "overlay.png" and rep.plots[0].stat().st_size > 10_000
+    md = rep.report_md.read_text()
+    figures = re.findall(r"!\[[^]]*\]\(([^)]+\.png)\)", md)
+    assert figures[0] == "overlay.png" and len(figures) == 4
+    assert md.index("overlay.png") < md.index("### ")  # before the first table
+    page = rep.report_html.read_text()
+    assert re.findall(r"<img alt='([^']+)'", page)[0] == "overlay" and page.index("alt='overlay'") < page.index("<table>")
+    overlay_title = next(t for t in titles if t.startswith("Raw first-answer accuracy vs guarded verified completion"))
+    assert "SIMULATED" in overlay_title and "2605.00817" in overlay_title
 
 
 def test_every_title_says_simulated(report: tuple[Any, list[str]]) -> None:
     rep, titles = report
     md = rep.report_md.read_text()
     table_titles = [line for line in md.splitlines() if line.startswith("#")]
-    assert len(table_titles) == 5 and all("SIMULATED" in t for t in table_titles)
+    assert len(table_titles) == 6 and all("SIMULATED" in t for t in table_titles)  # title, headline, paired, 3 per run
     assert titles and all("SIMULATED" in t for t in titles if t)
     assert "SIMULATED" in rep.report_html.read_text().split("<table>")[0]
     assert json.loads(rep.summary_json.read_text())["simulated"] is True
@@ -174,6 +188,6 @@ def test_a_deviation_ends_as_its_step_did() -> None:
 
 
 def test_every_plot_axis_is_labelled(report: tuple[Any, list[str]]) -> None:
-    assert {a[0].split(":")[0] for a in AXES} == {"accuracy.png", "labels.png", "guard_cost.png"}
+    assert {a[0].split(":")[0] for a in AXES} == {"overlay.png", "accuracy.png", "labels.png", "guard_cost.png"}
     unlabelled = [title for title, x, y in AXES if not x.strip() or not y.strip()]
     assert not unlabelled

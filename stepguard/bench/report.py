@@ -5,9 +5,13 @@ per-configuration metrics with 95% Wilson intervals (:mod:`stepguard.bench.aggre
 plots (:mod:`stepguard.bench.plots`) and writes::
 
     out/summary.json     every number in the report, machine-readable
-    out/report.md        headline table, per-run tables (guarded runs: the deviations caught, by kind
-                         and how each ended), links to the PNGs
+    out/report.md        led by the overlay figure; the headline table, the paired tables (each raw
+                         run against each guarded run on the instances both ran: the 2x2 counts,
+                         Wilson intervals, exact McNemar p), per-run tables (guarded runs: the
+                         deviations caught, by kind and how each ended), links to the other PNGs
     out/report.html      the same, one file: PNGs embedded as base64, no outside resource
+    out/overlay.png      raw first-answer accuracy and guarded verified completion vs steps on one
+                         pair of axes (:mod:`stepguard.bench.overlay`)
     out/accuracy.png, out/labels.png, out/guard_cost.png (when a guarded run is present)
 
 Every table and plot title says SIMULATED when its run's model is the simulated executor.
@@ -27,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.bench.aggregate import LABEL_HEADINGS, RunAggregate, aggregate_run
+from stepguard.bench.compare import Comparison, compare_runs
+from stepguard.bench.overlay import curves_from_runs, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
-__all__ = ["Report", "Table", "build_report", "headline_steps"]
+__all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
 
 NOTE = ("Benchmark: stepguard's reconstruction of the procedural-execution benchmark of Panda et al. "
         "(arXiv 2605.00817); generator, prompt and scoring rules are ours, so these are not the paper's numbers.")
@@ -68,8 +74,11 @@ class Report:
     report_md: Path
     report_html: Path
     plots: list[Path]
+    """Every PNG, the overlay figure first."""
     headline: Table
     """The headline table (raw vs guarded at the largest step count), for printing."""
+    paired: list[Comparison]
+    """Each raw run against each guarded run that shares instances with it (metric ``verified``)."""
 
 
 def _pct(m: dict[str, Any] | None) -> str:
@@ -112,6 +121,41 @@ def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table,
     return Table(title, header, rows), data
 
 
+def _ci(k: int, n: int, interval: list[float] | None) -> str:
+    if not n or interval is None:
+        return "-"
+    return f"{k}/{n} {100 * k / n:.0f}% [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]"
+
+
+def paired_table(cmp: Comparison, raw_label: str, guarded_label: str) -> Table:
+    """The paired table of one comparison: per (steps, look-back) and over all pairs, the pairs, raw
+    right and guarded right with 95% Wilson intervals, the 2x2 counts and the exact McNemar p."""
+    header = ["steps", "look-back", "pairs", "raw first answer right [95% CI]", "guarded verified [95% CI]",
+              "both", "neither", "only raw", "only guarded", "exact McNemar p"]
+    rows = []
+    for p in [*cmp.configs, cmp.overall]:
+        d = p.as_dict()
+        where = ["all", "all"] if p.n_steps is None else [str(p.n_steps), str(p.lookback) if p.lookback else "-"]
+        rows.append([*where, str(p.n), _ci(p.raw_right, p.n, d["raw_interval"]), _ci(p.guarded_right, p.n, d["guarded_interval"]),
+                     str(p.both_right), str(p.both_wrong), str(p.only_raw), str(p.only_guarded), f"{p.p_value:.3g}"])
+    unpaired = (f"; left out, ran in one mode only: {cmp.only_in_raw} raw, {cmp.only_in_guarded} guarded"
+                if cmp.only_in_raw or cmp.only_in_guarded else "")
+    sim = " (SIMULATED)" if cmp.simulated else ""
+    title = (f"Paired: {raw_label} vs {guarded_label}, on the instances both ran (raw: first answer right; "
+             f"guarded: verified completion; exact McNemar test on the discordant pairs){unpaired}{sim}")
+    return Table(title, header, rows)
+
+
+def _paired(runs: Sequence[RunAggregate]) -> list[tuple[Comparison, Table]]:
+    out = []
+    for raw in (r for r in runs if r.mode == "raw"):
+        for guarded in (r for r in runs if r.mode == "guarded"):
+            cmp = compare_runs(raw.rundir, guarded.rundir, "verified")
+            if cmp.overall.n:
+                out.append((cmp, paired_table(cmp, raw.label, guarded.label)))
+    return out
+
+
 def _run_table(run: RunAggregate) -> Table:
     guarded = run.mode == "guarded"
     header = ["steps", "look-back", "n", "first-answer [95% CI]", "exact-step [95% CI]", "step values", "1st error at"]
@@ -151,19 +195,31 @@ def _deviation_table(run: RunAggregate) -> Table:
     return Table(title, header, rows)
 
 
+OVERLAY_CAPTION = ("Raw first-answer accuracy and guarded verified completion vs procedure length, one line per run "
+                   "(and per look-back), 95% Wilson intervals shaded; stars: the paper's reported raw means "
+                   "(61% at 5 steps, 20% at 95; arXiv 2605.00817, on its data, not this reconstruction).")
+
+
 def _write_md(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
     parts = ["# stepguard benchmark report" + _sim(runs), "", NOTE, ""]
     if any(r.simulated for r in runs):
         parts += [f"**{SIM_BANNER}**", ""]
     parts += ["Runs:", ""] + [f"- `{r.rundir}`: {r.label}, {r.overall.n} rows" for r in runs] + [""]
+    lead, rest = plots[0], plots[1:]
+    parts += [f"![{lead.stem}]({lead.name})", "", OVERLAY_CAPTION + _sim(runs), ""]
     parts += [t.markdown() for t in tables]
-    parts += [f"![{p.stem}]({p.name})\n" for p in plots]
+    parts += [f"![{p.stem}]({p.name})\n" for p in rest]
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin-bottom:1.5em;"
         "font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}td:first-child"
         "{text-align:left}.sim{background:#fff3cd;border:1px solid #d39e00;padding:.6em 1em;font-weight:bold}img{max-width:100%}")
+
+
+def _img(p: Path) -> str:
+    data = base64.b64encode(p.read_bytes()).decode("ascii")
+    return f"<h3>{html.escape(p.stem)}</h3><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'>"
 
 
 def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
@@ -174,10 +230,10 @@ def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], p
         parts.append(f"<p class='sim'>{html.escape(SIM_BANNER)}</p>")
     parts.append("<ul>" + "".join(f"<li><code>{html.escape(str(r.rundir))}</code>: {html.escape(r.label)}, {r.overall.n} rows</li>"
                                   for r in runs) + "</ul>")
+    lead, rest = plots[0], plots[1:]
+    parts += [_img(lead), f"<p>{html.escape(OVERLAY_CAPTION + _sim(runs))}</p>"]
     parts += [t.html() for t in tables]
-    for p in plots:
-        data = base64.b64encode(p.read_bytes()).decode("ascii")
-        parts.append(f"<h3>{html.escape(p.stem)}</h3><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'>")
+    parts += [_img(p) for p in rest]
     parts.append("</body></html>\n")
     path.write_text("\n".join(parts), encoding="utf-8")
 
@@ -203,16 +259,21 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     runs = [aggregate_run(d) for d in rundirs]
     n_head = headline_steps(runs)
     head_table, head_data = _headline(runs, n_head)
-    tables = [head_table]
+    paired = _paired(runs)
+    tables = [head_table] + [t for _, t in paired]
     for r in runs:
         tables += [_run_table(r), _deviation_table(r)] if r.mode == "guarded" else [_run_table(r)]
-    plots = [plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
+    simulated = any(r.simulated for r in runs)
+    overlay = plot_overlay(curves_from_runs(runs), out / "overlay.png", simulated=simulated,
+                           subtitle=", ".join(sorted({r.model for r in runs})), paper=any(lb for r in runs for _, lb in r.configs))
+    plots = [overlay, plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
     cost = plot_guard_cost(runs, out / "guard_cost.png")
     plots += [cost] if cost else []
     summary = {
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "note": NOTE,
-        "simulated": any(r.simulated for r in runs),
+        "simulated": simulated,
         "headline": {"n_steps": n_head, "runs": head_data},
+        "paired": [c.as_dict() for c, _ in paired],
         "runs": [r.summary() for r in runs],
     }
     summary_path = out / "summary.json"
@@ -220,4 +281,4 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     md, page = out / "report.md", out / "report.html"
     _write_md(md, runs, tables, plots)
     _write_html(page, runs, tables, plots)
-    return Report(out, summary_path, md, page, plots, head_table)
+    return Report(out, summary_path, md, page, plots, head_table, [c for c, _ in paired])

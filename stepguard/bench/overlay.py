@@ -1,0 +1,197 @@
+"""The overlay figure: raw first-answer accuracy and guarded verified completion vs procedure length,
+on one pair of axes (the report's first figure, and docs/fidelity.md's).
+
+A :class:`Curve` is one line: a mode's successes ``k`` of ``n`` per step count, either all
+look-backs pooled or one look-back. Curves come from run folders (:func:`curves_from_runs`, via
+:class:`~stepguard.bench.aggregate.RunAggregate`) or from recorded cell counts
+(:func:`curves_from_cells`, the file ``docs/data/fidelity_cells.json``, for measurements whose run
+folders are not at hand). :func:`plot_overlay` draws them: one colour per run, one line style per
+look-back (pooled: solid), 95% Wilson intervals (:func:`stepguard.bench.stats.wilson_interval`) as
+shaded bands, and the paper's reported raw means as reference markers.
+
+What is plotted, per instance: raw, the first answer equals the expected answer (``correct``);
+guarded, the run ended verified with every value model-verified and right and nothing repaired
+(``verified_correct``). The benchmark is this project's reconstruction of Panda et al. (arXiv
+2605.00817); the reference markers are the paper's numbers on its own (unpublished) data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from stepguard.bench.aggregate import RunAggregate
+from stepguard.bench import plots
+from stepguard.bench.plots import SIM_NOTE, Figure
+from stepguard.bench.stats import wilson_interval
+
+__all__ = ["PAPER_RAW_MEANS", "Curve", "curves_from_cells", "curves_from_runs", "plot_overlay"]
+
+PAPER_RAW_MEANS: tuple[tuple[int, float], ...] = ((5, 0.61), (95, 0.20))
+"""(steps, mean first-answer accuracy) reported by Panda et al., arXiv 2605.00817 v1 (14 models;
+v3: 63% at 5 steps); docs/benchmark.md. Their benchmark, not this reconstruction of it."""
+
+PAPER_LABEL = "paper's reported raw mean, 14 models (arXiv 2605.00817; its data, not ours)"
+METRIC_NAMES = {"raw": "first-answer accuracy", "guarded": "verified completion"}
+"""What each mode's curve measures (raw: ``correct``; guarded: ``verified_correct``)."""
+
+_MODE_COLOURS = {"raw": ("#c0392b", "#e67e22", "#8e44ad"), "guarded": ("#1f5fa8", "#16a085", "#2c3e50")}
+_LOOKBACK_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+_MARKERS = ("s", "^", "v", "D", "P")
+
+
+class Curve(NamedTuple):
+    """One line of the overlay figure."""
+
+    run: str
+    """The run's name (legend text; curves of one run share a colour)."""
+    mode: str
+    """``raw`` or ``guarded``."""
+    lookback: int | None
+    """The look-back of every point, or ``None``: all look-backs pooled."""
+    points: tuple[tuple[int, int, int], ...]
+    """``(n_steps, k, n)`` per step count, in step order: ``k`` of ``n`` instances succeeded."""
+
+    @property
+    def label(self) -> str:
+        """The legend entry: run, what is measured, which look-back."""
+        which = "all look-backs" if self.lookback is None else f"look-back {self.lookback}"
+        return f"{self.run}: {METRIC_NAMES.get(self.mode, self.mode)}, {which}"
+
+
+def _curves(run: str, mode: str, cells: Mapping[tuple[int, int], tuple[int, int]]) -> list[Curve]:
+    """A run's curves from ``{(n_steps, lookback): (k, n)}``: pooled over look-backs, and one per
+    look-back when there are several (look-back 0, a suite's "none", gives only the pooled one)."""
+    lookbacks = sorted({lb for _, lb in cells})
+    pooled: dict[int, list[int]] = {}
+    for (n_steps, _), (k, n) in cells.items():
+        acc = pooled.setdefault(n_steps, [0, 0])
+        acc[0] += k
+        acc[1] += n
+    single = lookbacks[0] if len(lookbacks) == 1 and lookbacks[0] else None
+    out = [Curve(run, mode, single, tuple((s, k, n) for s, (k, n) in sorted(pooled.items())))]
+    if len(lookbacks) > 1:
+        for lb in lookbacks:
+            pts = tuple(sorted((s, k, n) for (s, l2), (k, n) in cells.items() if l2 == lb))
+            out.append(Curve(run, mode, lb or None, pts))
+    return out
+
+
+def curves_from_runs(runs: Sequence[RunAggregate]) -> list[Curve]:
+    """The overlay's curves of aggregated runs (raw: ``correct``; guarded: ``verified_correct``)."""
+    out: list[Curve] = []
+    for r in runs:
+        guarded = r.mode == "guarded"
+        cells = {key: (c.verified_correct if guarded else c.correct, c.n) for key, c in r.configs.items() if c.n}
+        name = r.label.replace(" · SIMULATED", "")
+        out += _curves(name, r.mode, cells)
+    return out
+
+
+def curves_from_cells(data: Mapping[str, Any]) -> list[Curve]:
+    """The overlay's curves of recorded cell counts (the shape of ``docs/data/fidelity_cells.json``).
+
+    Args:
+        data: ``{"runs": [{"mode": "raw"|"guarded", "label": str, "cells": [{"n_steps", "lookback",
+            "k", "n"}, ...]}, ...]}`` (other keys are ignored here).
+
+    Raises:
+        ValueError: a run without cells, an unknown mode, or a cell with ``k`` outside ``0..n``
+            (names the run and the cell).
+    """
+    out: list[Curve] = []
+    for i, run in enumerate(data.get("runs") or ()):
+        mode, label = run.get("mode"), run.get("label") or run.get("mode")
+        if mode not in METRIC_NAMES:
+            raise ValueError(f"runs[{i}]: mode must be 'raw' or 'guarded', not {mode!r}")
+        cells: dict[tuple[int, int], tuple[int, int]] = {}
+        for j, c in enumerate(run.get("cells") or ()):
+            k, n = int(c["k"]), int(c["n"])
+            if n < 1 or not 0 <= k <= n:
+                raise ValueError(f"runs[{i}] ({label}): cells[{j}]: need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+            cells[(int(c["n_steps"]), int(c.get("lookback") or 0))] = (k, n)
+        if not cells:
+            raise ValueError(f"runs[{i}] ({label}): no cells")
+        out += _curves(str(label), mode, cells)
+    if not out:
+        raise ValueError("no runs with cells")
+    return out
+
+
+def _colours(curves: Iterable[Curve]) -> dict[str, str]:
+    colours: dict[str, str] = {}
+    used = {"raw": 0, "guarded": 0}
+    for c in curves:
+        if c.run not in colours:
+            palette = _MODE_COLOURS.get(c.mode, _MODE_COLOURS["guarded"])
+            colours[c.run] = palette[used.get(c.mode, 0) % len(palette)]
+            used[c.mode] = used.get(c.mode, 0) + 1
+    return colours
+
+
+def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtitle: str = "", paper: bool = True) -> Path:
+    """Draw the overlay figure into ``path`` (PNG).
+
+    Args:
+        curves: the lines (:func:`curves_from_runs`, :func:`curves_from_cells`); pooled curves are
+            drawn solid with their ``k/n`` written at each point, per-look-back curves in a line
+            style each; every curve carries its 95% Wilson band.
+        path: the PNG to write.
+        simulated: stamp ``SIMULATED`` across the plot and in the title.
+        subtitle: a second title line (model, date).
+        paper: draw the paper's reported raw means (:data:`PAPER_RAW_MEANS`) as reference markers.
+
+    Returns:
+        ``path``.
+    """
+    fig = Figure(figsize=(9, 6.2), layout="constrained")
+    ax = fig.subplots()
+    colours = _colours(curves)
+    styles = {lb: i for i, lb in enumerate(sorted({c.lookback for c in curves if c.lookback is not None}))}
+    several = {c.run for c in curves if c.lookback is None} & {c.run for c in curves if c.lookback is not None}
+    for c in curves:
+        xs = [s for s, _, _ in c.points]
+        ys = [k / n for _, k, n in c.points]
+        lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points)) if c.points else ((), ())
+        main = c.lookback is None or c.run not in several
+        i = styles.get(c.lookback, 0) if c.lookback is not None else 0
+        style = "-" if main else _LOOKBACK_STYLES[i % len(_LOOKBACK_STYLES)]
+        marker = "o" if c.mode == "raw" else "s"
+        if not main:
+            marker = _MARKERS[i % len(_MARKERS)]
+        colour = colours[c.run]
+        ax.plot(xs, ys, linestyle=style, marker=marker, color=colour, linewidth=2.4 if main else 1.3,
+                markersize=7 if main else 5, label=c.label, zorder=3 if main else 2)
+        if len(xs) > 1:
+            ax.fill_between(xs, lows, highs, color=colour, alpha=0.16 if main else 0.06, linewidth=0, zorder=1)
+        else:
+            ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
+        if main:
+            dy = 8 if c.mode == "guarded" else -13
+            for (s, k, n), y in zip(c.points, ys):
+                ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
+    if paper:
+        xs, ys = zip(*PAPER_RAW_MEANS)
+        ax.plot(xs, ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
+        for x, y in PAPER_RAW_MEANS:
+            ax.annotate(f"paper {100 * y:.0f}%", (x, y), textcoords="offset points", xytext=(9, -3), fontsize=8)
+    steps = sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))
+    if len(steps) <= 15:
+        ax.set_xticks(steps)
+    ax.set_ylim(-0.05, 1.08)
+    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
+    ax.set_xlabel("procedure length (steps)")
+    ax.set_ylabel("share of instances (raw: first answer right; guarded: verified completion)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    title = "Raw first-answer accuracy vs guarded verified completion, same instances\n" \
+            "stepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
+    if subtitle:
+        title += f"\n{subtitle}"
+    if simulated:
+        title += f"\n{SIM_NOTE}"
+        ax.text(0.5, 0.5, "SIMULATED", transform=ax.transAxes, fontsize=64, color="#d39e00", alpha=0.25,
+                ha="center", va="center", rotation=25, zorder=0)
+    fig.suptitle(title, fontsize=10)
+    return plots._save(fig, path)
