@@ -6,8 +6,8 @@ look-backs pooled or one look-back. Curves come from run folders (:func:`curves_
 :class:`~stepguard.bench.aggregate.RunAggregate`) or from recorded cell counts
 (:func:`curves_from_cells`, the file ``docs/data/fidelity_cells.json``, for measurements whose run
 folders are not at hand). :func:`plot_overlay` draws them: one colour per run, one line style per
-look-back (pooled: solid), 95% Wilson intervals (:func:`stepguard.bench.stats.wilson_interval`) as
-shaded bands, and the paper's reported raw means as reference markers.
+look-back (pooled: solid, with its 95% Wilson interval, :func:`stepguard.bench.stats.wilson_interval`,
+as a shaded band), and the paper's reported raw means as reference markers.
 
 What is plotted, per instance: raw, the first answer equals the expected answer (``correct``);
 guarded, the run ended verified with every value model-verified and right and nothing repaired
@@ -17,6 +17,7 @@ guarded, the run ended verified with every value model-verified and right and no
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -26,7 +27,7 @@ from stepguard.bench import plots
 from stepguard.bench.plots import SIM_NOTE, Figure
 from stepguard.bench.stats import wilson_interval
 
-__all__ = ["PAPER_RAW_MEANS", "Curve", "curves_from_cells", "curves_from_runs", "plot_overlay"]
+__all__ = ["PAPER_RAW_MEANS", "Curve", "curves_from_cells", "curves_from_runs", "paired_from_cells", "plot_overlay"]
 
 PAPER_RAW_MEANS: tuple[tuple[int, float], ...] = ((5, 0.61), (95, 0.20))
 """(steps, mean first-answer accuracy) reported by Panda et al., arXiv 2605.00817 v1 (14 models;
@@ -119,6 +120,22 @@ def curves_from_cells(data: Mapping[str, Any]) -> list[Curve]:
     return out
 
 
+def paired_from_cells(data: Mapping[str, Any]) -> list[tuple[str, int, int, int, int, float]]:
+    """The recorded pairs of a cells file (``data["pairs"]["groups"]``) with the exact McNemar p-value.
+
+    Returns:
+        ``(steps, both, neither, only_raw, only_guarded, p_value)`` per group, then ``"all"`` over
+        the groups (none when the file records no pairs).
+    """
+    from stepguard.bench.compare import mcnemar_exact
+
+    groups = [(str(g["steps"]), int(g["both"]), int(g["neither"]), int(g["only_raw"]), int(g["only_guarded"]))
+              for g in (data.get("pairs") or {}).get("groups") or ()]
+    if groups:
+        groups.append(("all", *(sum(g[i] for g in groups) for i in range(1, 5))))  # type: ignore[arg-type]
+    return [(s, b, nn, r, g, mcnemar_exact(g, r)) for s, b, nn, r, g in groups]
+
+
 def _colours(curves: Iterable[Curve]) -> dict[str, str]:
     colours: dict[str, str] = {}
     used = {"raw": 0, "guarded": 0}
@@ -134,9 +151,10 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     """Draw the overlay figure into ``path`` (PNG).
 
     Args:
-        curves: the lines (:func:`curves_from_runs`, :func:`curves_from_cells`); pooled curves are
-            drawn solid with their ``k/n`` written at each point, per-look-back curves in a line
-            style each; every curve carries its 95% Wilson band.
+        curves: the lines (:func:`curves_from_runs`, :func:`curves_from_cells`). A run's main curve
+            (all look-backs pooled, or its only one) is drawn solid with its 95% Wilson band and its
+            ``k/n`` written at each point; beside a pooled curve, each look-back's is a thin line in
+            a style of its own, without a band (its interval is in the report's tables).
         path: the PNG to write.
         simulated: stamp ``SIMULATED`` across the plot and in the title.
         subtitle: a second title line (model, date).
@@ -163,14 +181,15 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         colour = colours[c.run]
         ax.plot(xs, ys, linestyle=style, marker=marker, color=colour, linewidth=2.4 if main else 1.3,
                 markersize=7 if main else 5, label=c.label, zorder=3 if main else 2)
+        if not main:
+            continue  # its interval is in the tables; bands of every look-back would hide each other
         if len(xs) > 1:
-            ax.fill_between(xs, lows, highs, color=colour, alpha=0.16 if main else 0.06, linewidth=0, zorder=1)
+            ax.fill_between(xs, lows, highs, color=colour, alpha=0.18, linewidth=0, zorder=1)
         else:
             ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
-        if main:
-            dy = 8 if c.mode == "guarded" else -13
-            for (s, k, n), y in zip(c.points, ys):
-                ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
+        dy = 8 if c.mode == "guarded" else -13
+        for (s, k, n), y in zip(c.points, ys):
+            ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
     if paper:
         xs, ys = zip(*PAPER_RAW_MEANS)
         ax.plot(xs, ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
@@ -182,13 +201,13 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     ax.set_ylim(-0.05, 1.08)
     ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
     ax.set_xlabel("procedure length (steps)")
-    ax.set_ylabel("share of instances (raw: first answer right; guarded: verified completion)")
+    ax.set_ylabel("share of instances (95% Wilson band)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     title = "Raw first-answer accuracy vs guarded verified completion, same instances\n" \
             "stepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
     if subtitle:
-        title += f"\n{subtitle}"
+        title += "\n" + textwrap.fill(subtitle, 120)
     if simulated:
         title += f"\n{SIM_NOTE}"
         ax.text(0.5, 0.5, "SIMULATED", transform=ax.transAxes, fontsize=64, color="#d39e00", alpha=0.25,

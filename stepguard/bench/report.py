@@ -195,9 +195,10 @@ def _deviation_table(run: RunAggregate) -> Table:
     return Table(title, header, rows)
 
 
-OVERLAY_CAPTION = ("Raw first-answer accuracy and guarded verified completion vs procedure length, one line per run "
-                   "(and per look-back), 95% Wilson intervals shaded; stars: the paper's reported raw means "
-                   "(61% at 5 steps, 20% at 95; arXiv 2605.00817, on its data, not this reconstruction).")
+OVERLAY_CAPTION = ("Raw first-answer accuracy and guarded verified completion vs procedure length: a solid line per run "
+                   "(all look-backs pooled, k/n at each point, 95% Wilson interval shaded) and a thin line per look-back; "
+                   "stars: the paper's reported raw means (61% at 5 steps, 20% at 95; arXiv 2605.00817, on its data, "
+                   "not this reconstruction).")
 
 
 def _write_md(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
