@@ -1,0 +1,72 @@
+"""Draw docs/fidelity.md's figure: raw first-answer accuracy and guarded verified completion vs
+procedure length on one pair of axes (:func:`stepguard.bench.overlay.plot_overlay`, the figure that
+leads ``stepguard bench report``), and print the paired table as Markdown.
+
+Usage::
+
+    # from run folders (the real-model runs, once they are on this machine)
+    python scripts/fidelity_figure.py runs/ladder/raw runs/ladder/guarded --out docs/img/fidelity.png
+    # from recorded cell counts (what docs/img/fidelity.png is drawn from today)
+    python scripts/fidelity_figure.py --cells docs/data/fidelity_cells.json --out docs/img/fidelity.png
+
+A figure from any simulated run says SIMULATED in its title and across the plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _table(rows: list[tuple[str, str, int, int, int, int, int, float, str, str]]) -> str:
+    head = ("| steps | look-back | pairs | both right | neither | only raw | only guarded | exact McNemar p | raw right | guarded verified |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n")
+    return head + "".join(f"| {s} | {lb} | {n} | {b} | {nn} | {r} | {g} | {p:.3g} | {rr} | {gg} |\n"
+                          for s, lb, n, b, nn, r, g, p, rr, gg in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the PNG and print the paired table; returns the exit status."""
+    from stepguard.bench.overlay import curves_from_cells, curves_from_runs, paired_from_cells, plot_overlay
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rundirs", nargs="*", type=Path, help="run folders (raw and guarded)")
+    ap.add_argument("--cells", type=Path, help="recorded cell counts (docs/data/fidelity_cells.json) instead of run folders")
+    ap.add_argument("--out", type=Path, default=Path("docs/img/fidelity.png"), help="the PNG to write")
+    args = ap.parse_args(argv)
+    if bool(args.cells) == bool(args.rundirs):
+        ap.error("give run folders or --cells FILE, not both")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.cells:
+        data = json.loads(args.cells.read_text(encoding="utf-8"))
+        simulated = bool(data.get("simulated"))
+        subtitle = f"{data.get('model', '')}; measured {data.get('measured', '?')}; cell counts from {args.cells.as_posix()}"
+        plot_overlay(curves_from_cells(data), args.out, simulated=simulated, subtitle=subtitle)
+        rows = [(s, "all", b + nn + r + g, b, nn, r, g, p, f"{b + r}", f"{b + g}") for s, b, nn, r, g, p in paired_from_cells(data)]
+    else:
+        from stepguard.bench.aggregate import aggregate_run
+        from stepguard.bench.compare import compare_runs
+
+        runs = [aggregate_run(d) for d in args.rundirs]
+        simulated = any(r.simulated for r in runs)
+        plot_overlay(curves_from_runs(runs), args.out, simulated=simulated, subtitle=", ".join(sorted({r.model for r in runs})),
+                     paper=any(lb for r in runs for _, lb in r.configs))
+        rows = []
+        for raw in (r for r in runs if r.mode == "raw"):
+            for guarded in (r for r in runs if r.mode == "guarded"):
+                cmp = compare_runs(raw.rundir, guarded.rundir, "verified")
+                for p in [*cmp.configs, cmp.overall]:
+                    where = ("all", "all") if p.n_steps is None else (str(p.n_steps), str(p.lookback or "-"))
+                    rows.append((*where, p.n, p.both_right, p.both_wrong, p.only_raw, p.only_guarded, p.p_value,
+                                 str(p.raw_right), str(p.guarded_right)))
+    print(f"wrote {args.out}" + (" (SIMULATED)" if simulated else ""))
+    if rows:
+        print("\nPaired (raw first answer right vs guarded verified completion):\n")
+        print(_table(rows), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

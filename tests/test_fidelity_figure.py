@@ -1,0 +1,100 @@
+"""scripts/fidelity_figure.py and the recorded cells behind docs/fidelity.md's figure: the cells agree
+with the page's table, the figure is drawn from them (not SIMULATED) or from run folders (SIMULATED on
+sim:paper), and the page shows the committed PNG."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepguard.bench import plots
+from stepguard.bench.overlay import curves_from_cells, paired_from_cells
+from tests.conftest import SimRuns
+
+ROOT = Path(__file__).parent.parent
+CELLS = ROOT / "docs" / "data" / "fidelity_cells.json"
+PAGE = ROOT / "docs" / "fidelity.md"
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("fidelity_figure", ROOT / "scripts" / "fidelity_figure.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def titles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    save = plots._save
+
+    def capture(fig: Any, path: Path) -> Path:
+        seen.append(fig.get_suptitle())
+        seen.extend(t.get_text() for a in fig.axes for t in a.texts)
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", capture)
+    return seen
+
+
+def test_recorded_cells_agree_with_the_fidelity_page() -> None:
+    data = json.loads(CELLS.read_text(encoding="utf-8"))
+    assert data["simulated"] is False and data["commands"] and data["recorded"]
+    rows = {m.group(1): m.group(2).split("|") for m in re.finditer(r"^\| (\d+ x \d+) \|(.*)$", PAGE.read_text(), re.M)}
+    column = {"raw": 0, "guarded": 1}
+    checked = 0
+    for run in data["runs"]:
+        for c in run["cells"]:
+            text = rows[f"{c['n_steps']} x {c['lookback']}"][column[run["mode"]]]
+            assert re.match(rf"\s*\**{c['k']}/{c['n']} ", text), (run["mode"], c, text)
+            checked += 1
+    assert checked == 16
+    pooled = {(c.mode, s): (k, n) for c in curves_from_cells(data) if c.lookback is None for s, k, n in c.points}
+    assert pooled[("raw", 23)] == (3, 10) and pooled[("guarded", 23)] == (10, 10)
+    assert pooled[("raw", 95)] == (0, 2) and pooled[("guarded", 95)] == (7, 10) and pooled[("guarded", 50)] == (5, 6)
+
+
+def test_recorded_pairs_and_their_mcnemar_p() -> None:
+    got = paired_from_cells(json.loads(CELLS.read_text(encoding="utf-8")))
+    assert [g[:5] for g in got] == [("5", 10, 0, 0, 0), ("23", 3, 0, 0, 7), ("50 and 95", 0, 1, 0, 3), ("all", 13, 1, 0, 10)]
+    assert [g[5] for g in got] == pytest.approx([1.0, 2 / 2**7, 2 / 2**3, 2 / 2**10])
+    page = PAGE.read_text()
+    assert "| 23 | 10 | 3 | 0 | 0 | 7 | 0.0156 |" in page and "| all | 24 | 13 | 1 | 0 | 10 | 0.00195 |" in page
+
+
+def test_the_page_shows_the_committed_figure() -> None:
+    assert "](img/fidelity.png)" in PAGE.read_text()
+    assert (ROOT / "docs" / "img" / "fidelity.png").stat().st_size > 10_000
+
+
+def test_figure_from_recorded_cells(tmp_path: Path, titles: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fig.png"
+    assert _script().main(["--cells", str(CELLS), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert titles and not any("SIMULATED" in t for t in titles)
+    assert "qwen2.5-coder-1.5b" in titles[0] and "2605.00817" in titles[0]
+    assert "| 23 | all | 10 | 3 | 0 | 0 | 7 | 0.0156 |" in capsys.readouterr().out
+
+
+def test_figure_from_simulated_run_folders(sim_runs: SimRuns, tmp_path: Path, titles: list[str],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fig.png"
+    assert _script().main([str(sim_runs.raw), str(sim_runs.guarded), "--out", str(out)]) == 0
+    assert out.is_file() and "SIMULATED" in titles[0] and "SIMULATED" in titles  # the title and the stamp
+    printed = capsys.readouterr().out
+    assert "(SIMULATED)" in printed and "| all | all | 18 |" in printed
+
+
+def test_bad_cells_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"runs\[0\] \(raw\): cells\[0\]: need 0 <= k <= n"):
+        curves_from_cells({"runs": [{"mode": "raw", "label": "raw", "cells": [{"n_steps": 5, "lookback": 2, "k": 3, "n": 2}]}]})
+    with pytest.raises(ValueError, match="mode must be"):
+        curves_from_cells({"runs": [{"mode": "other", "cells": []}]})
+    with pytest.raises(SystemExit):
+        _script().main(["--out", "x.png"])
