@@ -52,7 +52,7 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
     cfg = ctx.config
     indices = list(range(state.cursor, state.chunk_end))
-    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note)
+    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note, ctx.context)
     rung = _rung(state)
     resample = rung is not None and rung.resamples
     max_tokens = cfg.max_tokens_per_step * len(indices) + 32

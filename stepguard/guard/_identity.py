@@ -3,7 +3,7 @@
 A checkpoint thread, the LangGraph node's nested thread, a run store: each holds the state of one
 piece of work. Resuming it for other work returned an old answer marked verified (issue 14), so
 each is keyed by a :func:`run_identity`: the procedure's content, the inputs, the settings that
-change prompts or verdicts, the prompt templates and the model. A stored identity that differs
+change prompts or verdicts, the prompt templates, the model and the caller's context messages. A stored identity that differs
 from the one asked for is named field by field by :func:`identity_diff`.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from stepguard.evaluator import Number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._prompts import PromptSet, format_value
-from stepguard.model import ChatModel
+from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 
 __all__ = ["identity_diff", "identity_digest", "run_identity"]
@@ -33,9 +33,14 @@ def _sha(text: str) -> str:
 
 
 def run_identity(
-    procedure: Procedure, inputs: Mapping[str, Number | str], config: GuardConfig, model: ChatModel, prompts: PromptSet
+    procedure: Procedure,
+    inputs: Mapping[str, Number | str],
+    config: GuardConfig,
+    model: ChatModel,
+    prompts: PromptSet,
+    context: Sequence[ChatMessage] = (),
 ) -> dict[str, Any]:
-    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model}``.
+    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model[, context]}``.
 
     Args:
         procedure: the procedure (keyed by the sha256 of its canonical JSON, so an edited file is other work).
@@ -43,14 +48,20 @@ def run_identity(
         config: the guard configuration; every field but ``extra`` (labels) and ``prompt_dir`` counts.
         model: the model (its ``spec``, ``model_name`` and, where it has one, ``seed``: a simulated
             executor's seed decides its replies).
+            A model with request options of its own that change replies (``identity_options``, a
+            dict: the drop-in client's ``top_p``, its per-call ``max_tokens``) adds them as ``options``.
         prompts: the prompt templates in use (keyed by the sha256 of their texts).
+        context: the caller's messages shown to the model with every chunk (keyed by the sha256
+            of their JSON); the key is absent when there are none, so identities written before
+            context existed still match.
 
     Returns:
         ``{"procedure": sha256 hex, "inputs": {name: text}, "settings": {field: value text},
-        "prompts": sha256 hex, "model": {"spec": ..., "name": ...}}``.
+        "prompts": sha256 hex, "model": {"spec": ..., "name": ..., "seed": ...}}``, plus
+        ``"context": sha256 hex`` when ``context`` is not empty.
     """
     settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY}
-    return {
+    out: dict[str, Any] = {
         "procedure": _sha(procedure.model_dump_json()),
         "inputs": {k: format_value(v) for k, v in sorted(inputs.items())},
         "settings": json.loads(json.dumps(settings, default=str, sort_keys=True)),
@@ -58,6 +69,12 @@ def run_identity(
         "model": {"spec": str(getattr(model, "spec", type(model).__name__)), "name": str(getattr(model, "model_name", "")),
                   "seed": str(getattr(model, "seed", None))},
     }
+    options = getattr(model, "identity_options", None)
+    if options:
+        out["model"]["options"] = json.dumps(options, sort_keys=True, default=str)
+    if context:
+        out["context"] = _sha(json.dumps([dict(m) for m in context], sort_keys=True, ensure_ascii=False))
+    return out
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:
@@ -88,4 +105,6 @@ def identity_diff(stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> l
                 out.append(f"{group}.{key}: stored {old.get(key, '(none)')}, now {new.get(key, '(none)')}")
     if stored.get("prompts") != now["prompts"]:
         out.append("the prompt templates' text")
+    if stored.get("context") != now.get("context"):
+        out.append("the caller's context messages")
     return out

@@ -12,7 +12,7 @@ from stepguard.evaluator import Number, parse_number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
-from stepguard.model import ChatModel
+from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.verify import Deviation
 
@@ -97,6 +97,8 @@ class RunContext:
     prompts: PromptSet = field(default_factory=PromptSet)
     observer: SafeObserver = field(default_factory=lambda: SafeObserver(NullObserver()))
     identity: dict[str, Any] = field(default_factory=dict)
+    context: tuple[ChatMessage, ...] = ()
+    """The caller's messages, shown to the model as a block at the top of every chunk prompt."""
     nested_guard: Callable[[GuardConfig], Any] = field(default=lambda cfg: None, repr=False)
     """Builds the nested guard that runs a derived rung's sub-procedure (set by :class:`Guard`)."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
