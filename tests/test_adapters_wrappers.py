@@ -1,4 +1,4 @@
-"""GuardedOpenAI (over a fake client and a real client on the stub server) and the LangGraph node."""
+"""GuardedOpenAI (the real client on the stub server; the drop-in behaviour is in test_drop_in_client) and the LangGraph node."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import asyncio
 from decimal import Decimal
 from typing import Any, TypedDict
 
+import openai
 import pytest
-from openai.types.chat import ChatCompletion
 
-from stepguard.adapters import GuardedOpenAI, guarded_node, load_model
+from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall, guarded_node, load_model
 from stepguard.procedure import load_procedure
 from tests._stub_server import StubServer
 
@@ -18,79 +18,53 @@ INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 SIM = load_model("sim:perfect")
 
 
-def _chat(body: dict[str, Any]) -> ChatCompletion:
-    reply = SIM.complete(body["messages"])
-    return ChatCompletion.model_validate({
-        "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    })
-
-
-class _Completions:
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-
-    def create(self, **kw: Any) -> ChatCompletion:
-        self.calls.append(kw)
-        return _chat(kw)
-
-
-class _AsyncCompletions(_Completions):
-    async def create(self, **kw: Any) -> ChatCompletion:  # type: ignore[override]
-        self.calls.append(kw)
-        return _chat(kw)
-
-
-class FakeClient:
-    """Duck-types ``openai.OpenAI`` (``chat.completions.create``), answering like sim:perfect."""
-
-    def __init__(self, completions: _Completions) -> None:
-        self.chat = type("Chat", (), {"completions": completions})()
-        self.base_url = "fake://"
+@pytest.fixture(scope="module")
+def stub() -> Any:
+    with StubServer(hang_s=1.0) as server:
+        yield server
 
 
 def _guarded_call(client: GuardedOpenAI, **extra: Any) -> Any:
     return client.chat.completions.create(
-        model="m", messages=[], temperature=0, extra_body={"stepguard": {"procedure": "invoice", "inputs": INPUTS, **extra}}
+        model="sim", messages=[], temperature=0, extra_body={"stepguard": {"procedure": "invoice", "inputs": INPUTS, **extra}}
     )
 
 
-def test_guarded_call_returns_verified_answer_and_result() -> None:
-    inner = _Completions()
-    client = GuardedOpenAI(FakeClient(inner), procedures={"invoice": INVOICE})
+def test_guarded_call_returns_verified_answer_and_result(stub: StubServer) -> None:
+    real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
+    client = GuardedOpenAI(real, procedures={"invoice": INVOICE})
+    n = len(stub.requests)
     resp = _guarded_call(client)
     assert resp.choices[0].message.content == "104.60"
     assert resp.stepguard.status == "verified"
     assert resp.stepguard.values["discount"] == Decimal("5.01")  # ROUND_HALF_UP of 5.005
-    assert inner.calls and all(c["model"] == "m" and c["temperature"] == 0 for c in inner.calls)
-    assert resp.usage.prompt_tokens == 10 * len(inner.calls)
-    assert client.base_url == "fake://"  # other attributes are the client's own
+    calls = stub.requests[n:]
+    assert calls and all(c["model"] == "sim" and c["temperature"] == 0 for c in calls)
+    assert resp.usage.prompt_tokens == 12 * len(calls)
+    assert client.base_url == real.base_url  # other attributes are the client's own
 
 
-def test_async_client_is_awaited() -> None:
-    client = GuardedOpenAI(FakeClient(_AsyncCompletions()), procedures={"invoice": INVOICE})
+def test_async_client_is_awaited(stub: StubServer) -> None:
+    client = GuardedOpenAI(openai.AsyncOpenAI(base_url=stub.base_url, api_key="k", max_retries=0), procedures={"invoice": INVOICE})
     resp = asyncio.run(_guarded_call(client))
     assert resp.stepguard.status == "verified" and resp.choices[0].message.content == "104.60"
 
 
-def test_unknown_procedure_is_a_clear_error() -> None:
-    client = GuardedOpenAI(FakeClient(_Completions()), procedures={"invoice": INVOICE})
-    with pytest.raises(KeyError, match="unknown procedure 'nope'"):
+def test_unknown_procedure_is_a_clear_error(stub: StubServer) -> None:
+    client = GuardedOpenAI(openai.OpenAI(base_url=stub.base_url, api_key="k"), procedures={"invoice": INVOICE})
+    with pytest.raises(InvalidGuardedCall, match="unknown procedure 'nope'; known: invoice"):
         client.chat.completions.create(model="m", messages=[], extra_body={"stepguard": {"procedure": "nope"}})
 
 
-def test_calls_without_a_procedure_pass_straight_through() -> None:
-    import openai
-
-    with StubServer(hang_s=1.0) as stub:
-        real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
-        client = GuardedOpenAI(real, procedures={"invoice": INVOICE})
-        resp = client.chat.completions.create(model="ok", messages=[{"role": "user", "content": "hi"}])
-        assert resp.choices[0].message.content == "reply to: hi"
-        assert not hasattr(resp, "stepguard") or getattr(resp, "stepguard", None) is None
-        assert len(stub.requests) == 1
-        real.close()
+def test_calls_without_a_procedure_pass_straight_through(stub: StubServer) -> None:
+    real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
+    client = GuardedOpenAI(real, procedures={"invoice": INVOICE})
+    n = len(stub.requests)
+    resp = client.chat.completions.create(model="ok", messages=[{"role": "user", "content": "hi"}])
+    assert resp.choices[0].message.content == "reply to: hi"
+    assert not hasattr(resp, "stepguard") or getattr(resp, "stepguard", None) is None
+    assert len(stub.requests) == n + 1
+    real.close()
 
 
 class _State(TypedDict, total=False):
