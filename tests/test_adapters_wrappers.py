@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall, guarded_node, load_model
+from stepguard.guard import GuardConfig
 from stepguard.procedure import load_procedure
 from tests._stub_server import StubServer
 
@@ -159,3 +160,71 @@ def test_langgraph_node_reads_a_pydantic_or_dataclass_state(kind: str) -> None:
     g.add_edge("invoice", END)
     out = g.compile().invoke({"order_subtotal": "100.10", "tax_rate": "0.1"})
     assert out["total"] == "104.60" and out["invoice"]["status"] == "verified"
+
+
+def _state_class(kind: str) -> Any:
+    from dataclasses import dataclass, field
+
+    from pydantic import BaseModel
+
+    if kind == "typeddict":
+        return _State
+    if kind == "pydantic":
+        class PState(BaseModel):
+            order_subtotal: str = ""
+            tax_rate: str = ""
+            invoice: dict[str, Any] = {}
+            total: str | None = None
+
+        return PState
+
+    @dataclass
+    class DState:
+        order_subtotal: str = ""
+        tax_rate: str = ""
+        invoice: dict[str, Any] = field(default_factory=dict)
+        total: str | None = None
+
+    return DState
+
+
+def _graph_of(kind: str, checkpointer: Any = None) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    node = guarded_node(SIM, INVOICE, inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
+                        output_key="invoice", answer_key="total", config=GuardConfig(chunk_size=2),
+                        checkpointer=checkpointer)
+    g = StateGraph(_state_class(kind))
+    g.add_node("invoice", node)
+    g.add_edge(START, "invoice")
+    g.add_edge("invoice", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("kind", ["typeddict", "dataclass", "pydantic"])
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_langgraph_node_inner_steps_show_in_subgraph_stream(kind: str, use_async: bool) -> None:
+    """Issue 17.9: the guard's own nodes appear in ``graph.stream(..., subgraphs=True)``, namespaced as a subgraph's."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = _graph_of(kind, InMemorySaver())
+    cfg = {"configurable": {"thread_id": f"s-{kind}-{use_async}"}}
+    start = {"order_subtotal": "100.10", "tax_rate": "0.1"}
+    if use_async:
+        async def collect() -> list[Any]:
+            return [e async for e in graph.astream(start, cfg, subgraphs=True)]
+
+        events = asyncio.run(collect())
+    else:
+        events = list(graph.stream(start, cfg, subgraphs=True))
+    inner = [(ns, next(iter(upd))) for ns, upd in events if ns]
+    assert inner and all(len(ns) == 1 and ns[0].startswith("invoice:") for ns, _ in inner)
+    nodes = [name for _, name in inner]
+    assert nodes == ["plan", "ask", "verify", "commit"] * 2 + ["finish"]  # two chunks of two steps
+    commits = [upd["commit"] for ns, upd in events if ns and "commit" in upd]
+    assert Decimal(commits[-1]["values"]["total"]) == Decimal("104.60")  # the state keeps exact text
+    outer = [upd for ns, upd in events if not ns]
+    assert outer[-1]["invoice"]["total"] == "104.60" and outer[-1]["invoice"]["invoice"]["status"] == "verified"
+    # without subgraphs=True the parent's stream is as before: the node's update alone
+    plain = list(_graph_of(kind).stream(start, subgraphs=False))
+    assert [list(u) for u in plain] == [["invoice"]]
