@@ -35,7 +35,7 @@ from stepguard.procedure import Procedure
 from ._client_errors import InvalidGuardedCall
 from ._completion import ResponseShape, response_shape
 
-__all__ = ["GuardedCall", "StepguardOptions", "guarded_spec", "read_call"]
+__all__ = ["NOT_IN_IDENTITY", "GuardedCall", "StepguardOptions", "guarded_spec", "read_call"]
 
 KEY = "stepguard"
 _WHERE = f'extra_body["{KEY}"]'
@@ -47,6 +47,9 @@ _SENT_AS_GIVEN = (
 """Sampling and bookkeeping arguments sent with every model call of the run."""
 _REQUEST_OPTIONS = ("extra_headers", "extra_query", "timeout")
 """The client's per-request options, used for every model call of the run."""
+NOT_IN_IDENTITY = frozenset({*_REQUEST_OPTIONS, "user", "metadata", "service_tier", "store", "prompt_cache_key",
+                             "prompt_cache_retention", "safety_identifier"})
+"""Sent arguments that do not change a reply (bookkeeping, routing, caching): left out of the run identity."""
 _READ_HERE = ("model", "messages", "temperature", "seed", "max_tokens", "max_completion_tokens",
               "response_format", "stream", "stream_options", "extra_body", "n")
 

@@ -41,7 +41,7 @@ from stepguard.procedure import Procedure
 from ._attempts import map_error
 from ._client_errors import InvalidGuardedCall, client_error
 from ._completion import AsyncGuardedStream, Chunker, ContentWriter, GuardedStream, achunks, chunks, completion
-from ._guarded_call import GuardedCall, guarded_spec, read_call
+from ._guarded_call import NOT_IN_IDENTITY, GuardedCall, guarded_spec, read_call
 from ._reply import ReplyError, content_text, quote
 
 __all__ = ["ClientChatModel", "GuardedOpenAI"]
@@ -86,9 +86,8 @@ class ClientChatModel:
         self.defaults = defaults or GenerationSettings()
         self.max_tokens, self.max_tokens_name = max_tokens, max_tokens_name
         self.sent = dict(sent or {})
-        # what changes replies, for the run identity (request options like headers and timeouts do not)
-        self.identity_options = {k: v for k, v in self.sent.items()
-                                 if k not in ("extra_headers", "extra_query", "timeout", "user", "metadata")}
+        # what changes replies, for the run identity (headers, timeouts and bookkeeping do not)
+        self.identity_options = {k: v for k, v in self.sent.items() if k not in NOT_IN_IDENTITY}
         if max_tokens is not None:
             self.identity_options["max_tokens_cap"] = max_tokens
 
@@ -202,6 +201,7 @@ class _Completions:
             return self._acreate(kwargs)
         call = self._owner._read(kwargs)
         guard = self._owner._guard(call)
+        _check_inputs(call)
         run = guard.stream(call.procedure, call.options.inputs, call.options.thread_id, context=call.context)
         if call.stream:
             return GuardedStream(_sync_errors(chunks(run, Chunker(call.model, call.shape))))
@@ -214,6 +214,7 @@ class _Completions:
     async def _acreate(self, kwargs: dict[str, Any]) -> Any:
         call = self._owner._read(kwargs)
         guard = self._owner._guard(call)
+        _check_inputs(call)
         run = guard.astream(call.procedure, call.options.inputs, call.options.thread_id, context=call.context)
         if call.stream:
             return AsyncGuardedStream(_async_errors(achunks(run, Chunker(call.model, call.shape))))
@@ -224,6 +225,15 @@ class _Completions:
         except StepguardError as exc:
             _raise_as_client_error(exc)
         return completion(result, call.model, ContentWriter(call.shape).whole(result))  # type: ignore[arg-type]
+
+
+def _check_inputs(call: GuardedCall) -> None:
+    """Refuse inputs the procedure refuses now, at ``create``, as the client raises a refused request
+    there, rather than from a stream's first iteration."""
+    try:
+        call.procedure.expected_values(call.procedure.bind_inputs(call.options.inputs))
+    except StepguardError as exc:
+        _raise_as_client_error(exc)
 
 
 def _last(items: Iterator[Any]) -> Any:
@@ -332,6 +342,8 @@ class GuardedOpenAI:
         return type(self.client)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "client":  # not set yet (a failing __init__): no recursion
+            raise AttributeError(name)
         return getattr(self.client, name)
 
     def __repr__(self) -> str:

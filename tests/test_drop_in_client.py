@@ -18,7 +18,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from stepguard import BudgetExhausted, ModelError, StepDeviation
 from stepguard.adapters import GuardedOpenAI, GuardedStream, InvalidGuardedCall, load_model
-from stepguard.adapters._client_errors import GuardedCheckpointError, GuardedModelError
+from stepguard.adapters._client_errors import GuardedCheckpointError, GuardedModelError, GuardedProcedureError
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, sqlite_checkpointer
 from stepguard.procedure import load_procedure
 from tests._stub_server import StubServer
@@ -351,3 +351,23 @@ def test_arguments_the_guard_cannot_honour_are_refused(stub: StubServer, client:
     with pytest.raises(InvalidGuardedCall, match=f"^{where}: "):
         client.chat.completions.create(model="sim", messages=[], extra_body=_eb(), **kwargs)
     assert len(stub.requests) == n
+
+
+def test_bad_inputs_are_refused_at_create_even_when_streaming(stub: StubServer, client: GuardedOpenAI) -> None:
+    n = len(stub.requests)
+    for stream in (False, True):
+        with pytest.raises(openai.OpenAIError, match="inputs: missing") as info:
+            client.chat.completions.create(model="sim", messages=[], stream=stream,
+                                           extra_body={"stepguard": {"procedure": "invoice", "inputs": {"subtotal": "1"}}})
+        assert isinstance(info.value, GuardedProcedureError)
+    assert len(stub.requests) == n
+
+
+def test_sampling_options_key_the_thread_but_headers_do_not(stub: StubServer, tmp_path: Any) -> None:
+    real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
+    client = GuardedOpenAI(real, {"invoice": INVOICE}, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
+    client.chat.completions.create(model="sim", messages=[], top_p=0.9, extra_body=_eb(thread_id="t"))
+    client.chat.completions.create(model="sim", messages=[], top_p=0.9, extra_headers={"X-Req": "2"},
+                                   extra_body=_eb(thread_id="t"))  # the same work: resumes
+    with pytest.raises(GuardedCheckpointError, match="model.options"):
+        client.chat.completions.create(model="sim", messages=[], top_p=0.5, extra_body=_eb(thread_id="t"))

@@ -324,8 +324,10 @@ class _Progress:
 
 
 def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float) -> None:
-    """Give a stepguard error raised inside a run (a model's failure) the partial result, where it has none."""
-    if isinstance(exc, StepguardError) and getattr(exc, "result", None) is None and last:
+    """Give a stepguard error raised inside a run (a model's failure) this run's partial result, where
+    it has none or has a derived rung's nested run's (a model failure inside a sub-procedure)."""
+    held = getattr(exc, "result", None)
+    if isinstance(exc, StepguardError) and getattr(held, "procedure", None) != ctx.procedure.name and last:
         try:
             exc.result = build_result(ctx, GuardState.of(last), tid, wall_s)  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - the original error matters more than its partial result
