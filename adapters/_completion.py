@@ -185,20 +185,16 @@ class ContentWriter:
             return result.answer_text or ""
         out = [self.step(s.model_copy(update={"value": None})) for s in result.steps
                if s.var in self._wanted and s.var not in self._written]
-        if self.shape.kind == "json_object":
-            out.append("}" if self._open else '{"values": {}')
-            self._open = True
-            fields = {"answer": _json_value(result.answer, None), "status": json.dumps(result.status),
-                      "first_unverified": json.dumps(result.first_unverified)}
-            out += [f", {json.dumps(k)}: {fields[k]}" for k in self.shape.extras]
-            return "".join(out) + "}"
-        answer_type = self._wanted.get(result.answer_var)
+        answer_type = self._wanted.get(result.answer_var) if self.shape.kind == "json_schema" else None
         fields = {"answer": _json_value(result.answer, answer_type), "status": json.dumps(result.status),
                   "first_unverified": json.dumps(result.first_unverified)}
-        for k in self.shape.extras:
-            out.append(f"{self._start()}{json.dumps(k)}: {fields[k]}")
-        if not self._open:
-            out.append(self._start())
+        if self.shape.kind == "json_object":  # the values object closes, the result keys follow
+            out.append("}" if self._open else '{"values": {}')
+            out += [f", {json.dumps(k)}: {fields[k]}" for k in self.shape.extras]
+        else:
+            out += [f"{self._start()}{json.dumps(k)}: {fields[k]}" for k in self.shape.extras]
+            if not self._open:
+                out.append(self._start())
         return "".join(out) + "}"
 
     def whole(self, result: GuardResult) -> str:
