@@ -162,10 +162,6 @@ class ClientChatModel:
 
 
 
-def _raise_as_client_error(exc: StepguardError) -> None:
-    raise client_error(exc) from exc
-
-
 class _Completions:
     """``client.chat.completions``: ``create`` guarded when ``extra_body["stepguard"]`` names a procedure."""
 
@@ -202,29 +198,29 @@ class _Completions:
         call = self._owner._read(kwargs)
         guard = self._owner._guard(call)
         _check_inputs(call)
-        run = guard.stream(call.procedure, call.options.inputs, call.options.thread_id, context=call.context)
+        args = (call.procedure, call.options.inputs, call.options.thread_id)
         if call.stream:
+            run = guard.stream(*args, context=call.context)
             return GuardedStream(_sync_errors(chunks(run, Chunker(call.model, call.shape))))
         try:
-            result = _last(run)
+            result = guard.run(*args, context=call.context)
         except StepguardError as exc:
-            _raise_as_client_error(exc)
+            raise client_error(exc) from exc
         return completion(result, call.model, ContentWriter(call.shape).whole(result))
 
     async def _acreate(self, kwargs: dict[str, Any]) -> Any:
         call = self._owner._read(kwargs)
         guard = self._owner._guard(call)
         _check_inputs(call)
-        run = guard.astream(call.procedure, call.options.inputs, call.options.thread_id, context=call.context)
+        args = (call.procedure, call.options.inputs, call.options.thread_id)
         if call.stream:
+            run = guard.astream(*args, context=call.context)
             return AsyncGuardedStream(_async_errors(achunks(run, Chunker(call.model, call.shape))))
-        result = None
         try:
-            async for result in run:
-                pass
+            result = await guard.arun(*args, context=call.context)
         except StepguardError as exc:
-            _raise_as_client_error(exc)
-        return completion(result, call.model, ContentWriter(call.shape).whole(result))  # type: ignore[arg-type]
+            raise client_error(exc) from exc
+        return completion(result, call.model, ContentWriter(call.shape).whole(result))
 
 
 def _check_inputs(call: GuardedCall) -> None:
@@ -233,14 +229,7 @@ def _check_inputs(call: GuardedCall) -> None:
     try:
         call.procedure.expected_values(call.procedure.bind_inputs(call.options.inputs))
     except StepguardError as exc:
-        _raise_as_client_error(exc)
-
-
-def _last(items: Iterator[Any]) -> Any:
-    out = None
-    for out in items:
-        pass
-    return out
+        raise client_error(exc) from exc
 
 
 def _sync_errors(items: Iterator[Any]) -> Iterator[Any]:
@@ -248,7 +237,7 @@ def _sync_errors(items: Iterator[Any]) -> Iterator[Any]:
     try:
         yield from items
     except StepguardError as exc:
-        _raise_as_client_error(exc)
+        raise client_error(exc) from exc
 
 
 async def _async_errors(items: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -257,7 +246,7 @@ async def _async_errors(items: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for item in items:
             yield item
     except StepguardError as exc:
-        _raise_as_client_error(exc)
+        raise client_error(exc) from exc
 
 
 def _refuse_guarded(kwargs: Mapping[str, Any], where: str) -> None:
