@@ -76,15 +76,7 @@ class _State(TypedDict, total=False):
 
 
 def _graph(checkpointer: Any = None) -> Any:
-    from langgraph.graph import END, START, StateGraph
-
-    node = guarded_node(SIM, INVOICE, inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
-                        output_key="invoice", answer_key="total", checkpointer=checkpointer)
-    g = StateGraph(_State)
-    g.add_node("invoice", node)
-    g.add_edge(START, "invoice")
-    g.add_edge("invoice", END)
-    return g.compile(checkpointer=checkpointer)
+    return _graph_of("typeddict", checkpointer, config=None)
 
 
 def test_langgraph_node_sync_and_async_share_the_checkpointer() -> None:
@@ -133,32 +125,7 @@ def test_langgraph_node_missing_state_key() -> None:
 @pytest.mark.parametrize("kind", ["pydantic", "dataclass"])
 def test_langgraph_node_reads_a_pydantic_or_dataclass_state(kind: str) -> None:
     """The node failed on a pydantic state with a misleading missing-keys error."""
-    from dataclasses import dataclass, field
-
-    from langgraph.graph import END, START, StateGraph
-    from pydantic import BaseModel
-
-    if kind == "pydantic":
-        class State(BaseModel):
-            order_subtotal: str = ""
-            tax_rate: str = ""
-            invoice: dict[str, Any] = {}
-            total: str | None = None
-    else:
-        @dataclass
-        class State:  # type: ignore[no-redef]
-            order_subtotal: str = ""
-            tax_rate: str = ""
-            invoice: dict[str, Any] = field(default_factory=dict)
-            total: str | None = None
-
-    node = guarded_node(SIM, INVOICE, inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
-                        output_key="invoice", answer_key="total")
-    g = StateGraph(State)
-    g.add_node("invoice", node)
-    g.add_edge(START, "invoice")
-    g.add_edge("invoice", END)
-    out = g.compile().invoke({"order_subtotal": "100.10", "tax_rate": "0.1"})
+    out = _graph_of(kind, config=None).invoke({"order_subtotal": "100.10", "tax_rate": "0.1"})
     assert out["total"] == "104.60" and out["invoice"]["status"] == "verified"
 
 
@@ -188,12 +155,15 @@ def _state_class(kind: str) -> Any:
     return DState
 
 
-def _graph_of(kind: str, checkpointer: Any = None) -> Any:
+_TWO = GuardConfig(chunk_size=2)
+
+
+def _graph_of(kind: str, checkpointer: Any = None, config: GuardConfig | None = _TWO) -> Any:
+    """The node in a one-node graph over a ``typeddict``, ``dataclass`` or ``pydantic`` state."""
     from langgraph.graph import END, START, StateGraph
 
     node = guarded_node(SIM, INVOICE, inputs={"subtotal": "order_subtotal", "rate": "tax_rate"},
-                        output_key="invoice", answer_key="total", config=GuardConfig(chunk_size=2),
-                        checkpointer=checkpointer)
+                        output_key="invoice", answer_key="total", config=config, checkpointer=checkpointer)
     g = StateGraph(_state_class(kind))
     g.add_node("invoice", node)
     g.add_edge(START, "invoice")

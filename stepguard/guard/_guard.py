@@ -194,31 +194,21 @@ class Guard:
         """
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
-        seen = _Progress(ctx)
-        last: dict[str, Any] = {}
+        progress = _Progress(ctx)
         try:
-            start: dict[str, Any] = self._fresh(ctx)
-            if self.checkpointer is not None:
-                values = self._graph.get_state(cfg).values
-                if values:
-                    start, finished = self._resume_from(ctx, values, tid)
-                    if finished:
-                        yield from seen.new(values)
-                        last = values
-            if not last:
-                modes = ["updates", "values"] if graph_updates else ["values"]
+            stored = self._graph.get_state(cfg).values if self.checkpointer is not None else {}
+            start, done = self._begin(ctx, stored, tid)
+            if done:
+                yield from progress.take("values", done)
+            else:
                 for mode, data in self._graph.stream(start, cfg, context=ctx, durability=self._durability,
-                                                     stream_mode=modes):
-                    if mode == "values":
-                        last = data
-                        yield from seen.new(data)
-                    else:
-                        yield from data.items()
+                                                     stream_mode=_modes(graph_updates)):
+                    yield from progress.take(mode, data)
         except BaseException as exc:
             self.observer.run_finished(None, exc)
-            _attach_partial(exc, ctx, last, tid, time.perf_counter() - t0)
+            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise
-        yield self._finish(ctx, last, tid, time.perf_counter() - t0)
+        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0)
 
     async def astream(
         self,
@@ -232,34 +222,36 @@ class Guard:
         """Async twin of :meth:`stream`."""
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
-        seen = _Progress(ctx)
-        last: dict[str, Any] = {}
+        progress = _Progress(ctx)
         try:
-            start: dict[str, Any] = self._fresh(ctx)
-            if self.checkpointer is not None:
-                values = (await self._agraph.aget_state(cfg)).values
-                if values:
-                    start, finished = self._resume_from(ctx, values, tid)
-                    if finished:
-                        for item in seen.new(values):
-                            yield item
-                        last = values
-            if not last:
-                modes = ["updates", "values"] if graph_updates else ["values"]
+            stored = (await self._agraph.aget_state(cfg)).values if self.checkpointer is not None else {}
+            start, done = self._begin(ctx, stored, tid)
+            if done:
+                for item in progress.take("values", done):
+                    yield item
+            else:
                 async for mode, data in self._agraph.astream(start, cfg, context=ctx, durability=self._durability,
-                                                             stream_mode=modes):
-                    if mode == "values":
-                        last = data
-                        for item in seen.new(data):
-                            yield item
-                    else:
-                        for pair in data.items():
-                            yield pair
+                                                             stream_mode=_modes(graph_updates)):
+                    for item in progress.take(mode, data):
+                        yield item
         except BaseException as exc:
             self.observer.run_finished(None, exc)
-            _attach_partial(exc, ctx, last, tid, time.perf_counter() - t0)
+            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise
-        yield self._finish(ctx, last, tid, time.perf_counter() - t0)
+        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0)
+
+    def _begin(self, ctx: RunContext, stored: dict[str, Any], tid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(graph input, finished values)`` for a run whose thread holds ``stored`` (``{}``: nothing):
+        a fresh input, or the thread's committed state to go on from; the finished values are the
+        thread's when its run had finished (nothing to run), else ``{}``.
+
+        Raises:
+            CheckpointError: the thread holds a run of other work (see :meth:`_resume_from`).
+        """
+        if not stored:
+            return self._fresh(ctx), {}
+        start, finished = self._resume_from(ctx, stored, tid)
+        return start, (stored if finished else {})
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
@@ -298,13 +290,28 @@ def _context(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
     return tuple(out)
 
 
+def _modes(graph_updates: bool) -> list[str]:
+    """The LangGraph stream modes a run reads: its state after each step, and each node's update if asked."""
+    return ["updates", "values"] if graph_updates else ["values"]
+
+
 class _Progress:
-    """What a run has reported so far, to yield only what is new in each state the graph streams."""
+    """What a run has reported so far, to yield only what is new in each state the graph streams;
+    ``last`` is the latest state (the run's result is built from it)."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.steps: set[str] = set()
         self.events = 0
+        self.last: dict[str, Any] = {}
+
+    def take(self, mode: str, data: Any) -> Iterator[GuardUpdate]:
+        """The items for one streamed part: a state (``values``) or the nodes' updates (``updates``)."""
+        if mode == "values":
+            self.last = data
+            yield from self.new(data)
+        else:
+            yield from data.items()
 
     def new(self, values: Mapping[str, Any]) -> Iterator[StepOutcome | DeviationEvent]:
         """The deviations and committed steps in ``values`` not reported yet (deviations first:
