@@ -42,6 +42,7 @@ class Reply:
         usage: token counts (0 where the server gave none).
         model: the model name the server reported, or ``""``.
         error: the server's message when the body is ``{"error": ...}``, else ``None``.
+        id: the completion's ``id`` (``chatcmpl-...``), or ``""``.
     """
 
     text: str = ""
@@ -49,6 +50,7 @@ class Reply:
     usage: Usage = Usage()
     model: str = ""
     error: str | None = None
+    id: str = ""
 
 
 def quote(raw: str | bytes) -> str:
@@ -160,8 +162,10 @@ def read_reply(raw: str | bytes) -> Reply:
     model = data.get("model")
     model = model if isinstance(model, str) and not isinstance(model, _Literal) else ""
     usage = _usage(data)
+    rid = data.get("id")
+    rid = str.__str__(rid)[:200] if isinstance(rid, str) and not isinstance(rid, _Literal) else ""
     if not choices:
-        return Reply("", "empty", usage, model)
+        return Reply("", "empty", usage, model, id=rid)
     choice = choices[0]
     if not isinstance(choice, dict):
         raise ReplyError(f"choices[0] is {_kind(choice)}, not an object")
@@ -174,4 +178,4 @@ def read_reply(raw: str | bytes) -> Reply:
         raise ReplyError(f"choices[0].message is {_kind(message)}, not an object")
     finish = choice.get("finish_reason")
     finish = str.__str__(finish) if isinstance(finish, str) else "stop"
-    return Reply(text, finish or "stop", usage, model)
+    return Reply(text, finish or "stop", usage, model, id=rid)

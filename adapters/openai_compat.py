@@ -223,7 +223,8 @@ class OpenAICompatibleModel:
                 f"reply cut at max tokens after {reply.usage.output_tokens} tokens", self.spec, reply.text
             )
         latency = time.perf_counter() - started
-        return ChatResponse(reply.text, reply.usage, reply.finish_reason, latency, reply.model or self.model_name)
+        return ChatResponse(reply.text, reply.usage, reply.finish_reason, latency, reply.model or self.model_name,
+                            response_id=reply.id)
 
     def _attempts(self) -> Attempts:
         return Attempts(self.timeout, self.max_retries, self.call_timeout, self.endpoint, self.spec)

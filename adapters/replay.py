@@ -55,6 +55,7 @@ def _response_from_json(d: dict[str, Any]) -> ChatResponse:
         latency_s=float(d.get("latency_s", 0.0)),
         model=d.get("model", ""),
         simulated=bool(d.get("simulated", False)),
+        response_id=str(d.get("response_id", "")),
     )
 
 

@@ -65,6 +65,8 @@ class ChatResponse:
         latency_s: wall time of the call, seconds, retries included.
         model: the model name the server reported (or the adapter's name).
         simulated: True when the reply came from the simulated executor: never a model's accuracy.
+        response_id: the id the server gave the reply (a chat completion's ``id``), or ``""``
+            (traced as ``gen_ai.response.id``).
     """
 
     text: str
@@ -73,6 +75,7 @@ class ChatResponse:
     latency_s: float = 0.0
     model: str = ""
     simulated: bool = False
+    response_id: str = ""
 
 
 @runtime_checkable

@@ -86,7 +86,8 @@ class ScriptedModel:
         return self._reply("\n".join(out))
 
     def _reply(self, text: str) -> ChatResponse:
-        return ChatResponse(text=text, usage=Usage(100, len(text) // 4), model="scripted", simulated=True)
+        return ChatResponse(text=text, usage=Usage(100, len(text) // 4), model="scripted", simulated=True,
+                            response_id=f"scripted-{len(self.calls)}")
 
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         return self.complete(messages, settings)

@@ -42,6 +42,7 @@ def test_reply_usage_cached_tokens_latency(stub: StubServer) -> None:
     assert r.usage == Usage(input_tokens=12, output_tokens=5, cached_tokens=8)
     assert r.finish_reason == "stop" and r.model == "ok" and not r.simulated
     assert r.latency_s > 0
+    assert r.response_id == "chatcmpl-stub"  # traced as gen_ai.response.id
 
 
 def test_defaults_and_per_call_settings_are_sent(stub: StubServer) -> None:

@@ -102,6 +102,8 @@ def test_genai_attributes_on_model_call_and_run(traced):
     assert tuple(a["gen_ai.response.finish_reasons"]) == ("stop",)
     assert a["gen_ai.usage.input_tokens"] == 100 and a["gen_ai.usage.output_tokens"] > 0
     assert a["openinference.span.kind"] == "LLM"
+    ids = [c.attributes["gen_ai.response.id"] for c in sorted(traced.named("chat "), key=lambda s: s.start_time)]
+    assert ids == ["scripted-1", "scripted-2", "scripted-3", "scripted-4"]  # the reply's own id, per call
     (run,) = traced.named("invoke_workflow")
     r = run.attributes
     assert r["gen_ai.operation.name"] == "invoke_workflow" and r["gen_ai.workflow.name"] == "telemetry_demo"
@@ -110,6 +112,9 @@ def test_genai_attributes_on_model_call_and_run(traced):
     assert r["stepguard.result.status"] == result.status == "verified"
     assert r["stepguard.reprompts"] == 1 and r["stepguard.repaired"] == 0 and r["stepguard.simulated"] is True
     assert r["gen_ai.conversation.id"] == "t-1" and r["openinference.span.kind"] == "CHAIN"
+    # the run is the GenAI "invoke agent internal" span: provider Required, request model when available
+    assert r["gen_ai.provider.name"] == "test" and r["gen_ai.request.model"] == "scripted"
+    assert "gen_ai.system" not in r and "gen_ai.system" not in a  # the name before v1.37
     assert run.status.status_code == StatusCode.UNSET
 
 
@@ -286,19 +291,6 @@ def test_backend_down_or_silent_run_finishes_and_warns_once(monkeypatch, caplog,
     assert len([r for r in caplog.records if r.name == "stepguard.telemetry" and r.levelno >= logging.WARNING]) == 0
 
 
-def test_configure_telemetry_writes_a_jsonl_file_and_honours_service_name(tmp_path, monkeypatch):
-    monkeypatch.setenv("OTEL_SERVICE_NAME", "svc-from-env")
-    for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
-    path = tmp_path / "spans.jsonl"
-    tp, mp = configure_telemetry(trace_file=path)
-    Guard(ScriptedModel(faults={"S7": ["wrong"]}), GuardConfig(chunk_size=5), observer=OtelObserver(tp, mp)).run(_procedure(), INPUTS)
-    assert shutdown(timeout_s=5)
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    assert {r["name"] for r in rows} == {"invoke_workflow telemetry_demo", "stepguard.chunk", "chat scripted"}
-    assert rows[0]["resource"]["attributes"]["service.name"] == "svc-from-env"
-
-
 def test_grpc_without_its_package_is_a_clear_error(monkeypatch):
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
     import importlib.util
@@ -321,7 +313,9 @@ def test_cli_trace_file(tmp_path, monkeypatch):
     out = tmp_path / "t.jsonl"
     res = CliRunner().invoke(app, ["run", str(proc), "-i", "x=7", "-i", "y=3", "--model", "sim:perfect", "--trace-file", str(out)])
     assert res.exit_code == 0, res.output
-    names = [json.loads(line)["name"] for line in out.read_text().splitlines()]
+    from stepguard.telemetry import read_trace_file
+
+    names = [s.name for r in read_trace_file(out) for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert "invoke_workflow cli_demo" in names and "chat sim:perfect" in names
 
 

@@ -32,7 +32,7 @@ from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.bench.suites import ProcedureCase
-    from stepguard.guard import GuardConfig
+    from stepguard.guard import GuardConfig, GuardObserver
 
 __all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
 
@@ -89,7 +89,8 @@ class _Runner:
     """One run's workers: holds the model, the store, the guard and the counters."""
 
     def __init__(self, mode: Mode, model: ChatModel, store: RunStore, guard_config: GuardConfig | None,
-                 summary: RunSummary, bar: Any, max_consecutive_errors: int, raw_tokens_per_step: int) -> None:
+                 summary: RunSummary, bar: Any, max_consecutive_errors: int, raw_tokens_per_step: int,
+                 observer: Any | None = None) -> None:
         self.mode, self.model, self.store, self.summary, self.bar = mode, model, store, summary, bar
         self.raw_tokens_per_step = raw_tokens_per_step
         self.max_consecutive_errors = max_consecutive_errors
@@ -98,7 +99,7 @@ class _Runner:
         if mode == "guarded":
             from stepguard.guard import Guard
 
-            self.guard = Guard(model, guard_config)
+            self.guard = Guard(model, guard_config, observer=observer)
 
     async def one(self, inst: Instance | ProcedureCase) -> None:
         """Execute one instance and write its row (or an error row); never writes a row twice."""
@@ -160,6 +161,7 @@ async def arun_benchmark(
     raw_tokens_per_step: int = RAW_TOKENS_PER_STEP,
     progress: bool = True,
     max_consecutive_errors: int = 10,
+    observer: GuardObserver | None = None,
 ) -> RunSummary:
     """Async form of :func:`run_benchmark` (same arguments, same errors)."""
     from tqdm.auto import tqdm
@@ -169,7 +171,7 @@ async def arun_benchmark(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if mode == "guarded" and guard_config is None:
-        from stepguard.guard import GuardConfig
+        from stepguard.guard import GuardConfig, GuardObserver
 
         guard_config = GuardConfig(**GUARDED_DEFAULTS)
     wanted = parse_configs(configs)
@@ -192,7 +194,7 @@ async def arun_benchmark(
             ids = light(jsonl) if jsonl is not None else make()
             todo = sum((i["id"] if isinstance(i, dict) else i.id) not in store.finished for i in select(ids, wanted, limit))
         bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
-        runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors, raw_tokens_per_step)
+        runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors, raw_tokens_per_step, observer)
         sem = asyncio.Semaphore(concurrency)
 
         async def bounded(inst: Instance | ProcedureCase) -> None:
@@ -241,6 +243,7 @@ def run_benchmark(
     raw_tokens_per_step: int = RAW_TOKENS_PER_STEP,
     progress: bool = True,
     max_consecutive_errors: int = 10,
+    observer: GuardObserver | None = None,
 ) -> RunSummary:
     """Execute instances in raw or guarded mode and append one row per instance to the run store.
 
@@ -263,6 +266,8 @@ def run_benchmark(
         raw_tokens_per_step: raw mode's token allowance per step (:data:`RAW_TOKENS_PER_STEP`).
         progress: show a tqdm bar (rate and ETA) on stderr.
         max_consecutive_errors: stop after this many model errors in a row (a dead endpoint).
+        observer: guarded mode's observer (``stepguard.telemetry.OtelObserver``: one
+            ``invoke_workflow`` trace per instance, its thread id the instance id); raw mode has none.
 
     Returns:
         A :class:`RunSummary`.
@@ -283,5 +288,5 @@ def run_benchmark(
     return asyncio.run(arun_benchmark(
         instances, mode, model, rundir, limit=limit, configs=configs, concurrency=concurrency,
         guard_config=guard_config, raw_tokens_per_step=raw_tokens_per_step, progress=progress,
-        max_consecutive_errors=max_consecutive_errors,
+        max_consecutive_errors=max_consecutive_errors, observer=observer,
     ))

@@ -30,6 +30,7 @@ from stepguard.cli._guard_options import (
     guard_option_defaults,
 )
 from stepguard.cli._open_model import LOCAL_HINT, ModelSpec, Timeout, open_model
+from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
 from stepguard.errors import LocalServerError, StepguardError
 
 __all__ = ["compare_command", "demo_command", "register", "report_command", "run_command"]
@@ -98,10 +99,13 @@ def run_command(
     raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,  # noqa: UP007
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     timeout: Timeout = None,
+    otel: OtelOption = False,
+    trace_file: TraceFileOption = None,
 ) -> None:
     """Execute instances in raw or guarded mode into a resumable run directory (one row per instance).
 
-    The guard options (--policy to --max-wall-s) apply to --mode guarded.
+    The guard options (--policy to --max-wall-s) apply to --mode guarded, and so do --otel and
+    --trace-file: one trace per instance (raw mode makes no spans).
     """
     from stepguard.bench.run import GUARDED_DEFAULTS, RAW_TOKENS_PER_STEP, run_benchmark
 
@@ -113,13 +117,16 @@ def run_command(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
         ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, defaults=GUARDED_DEFAULTS,
     ) if mode == "guarded" else None
-    with open_model(model, timeout) as chat:
+    if mode == "raw" and (otel or trace_file is not None):
+        typer.echo("note: --otel and --trace-file trace guarded runs; raw mode makes no spans", err=True)
+    with traced(otel and mode == "guarded", trace_file if mode == "guarded" else None) as observer, \
+            open_model(model, timeout) as chat:
         if chat.simulated:
             typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
         summary = _run_guarded(lambda: run_benchmark(
             instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
             guard_config=config, raw_tokens_per_step=RAW_TOKENS_PER_STEP if raw_tokens is None else raw_tokens,
-            progress=progress))
+            progress=progress, observer=observer))
     for torn in summary.torn:
         typer.echo(f"note: {torn}", err=True)
     typer.echo(_describe(summary))

@@ -28,6 +28,7 @@ from stepguard.cli._guard_options import (
     guard_option_defaults,
 )
 from stepguard.cli._open_model import ModelSpec, Timeout, open_model
+from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
 from stepguard.errors import BudgetExhausted, StepDeviation, StepguardError
 
 if TYPE_CHECKING:
@@ -119,8 +120,8 @@ def run_command(
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
     thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id.")] = None,  # noqa: UP007
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
-    otel: Annotated[bool, typer.Option("--otel", help="Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md).")] = False,
-    trace_file: Annotated[Optional[Path], typer.Option("--trace-file", metavar="FILE", help="Append the run's spans to this JSON-lines file.")] = None,  # noqa: UP007
+    otel: OtelOption = False,
+    trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
     timeout: Timeout = None,
 ) -> None:
@@ -132,28 +133,17 @@ def run_command(
     from stepguard.guard import Guard, sqlite_checkpointer
     from stepguard.procedure import load_procedure
 
-    observer = None
     try:
-        if otel or trace_file is not None:
-            from stepguard.telemetry import DEFAULT_OTLP_ENDPOINT, OtelObserver, configure_telemetry, otlp_endpoint_from_env
-
-            endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
-            observer = OtelObserver(*configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel))
-        if show_prompts:
-            observer = _PromptEcho(observer)
-        proc = load_procedure(procedure)
-        config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
-                                    max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                    max_wall_s=max_wall_s)
-        saver = sqlite_checkpointer(checkpoint) if checkpoint else None
-        try:
+        with traced(otel, trace_file) as observer:
+            if show_prompts:
+                observer = _PromptEcho(observer)
+            proc = load_procedure(procedure)
+            config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
+                                        max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
+                                        max_wall_s=max_wall_s)
+            saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 result = Guard(chat, config, saver, observer=observer).run(proc, _parse_inputs(input or []), thread_id=thread_id)
-        finally:
-            if observer is not None and (otel or trace_file is not None):
-                from stepguard.telemetry import shutdown
-
-                shutdown()
     except (StepDeviation, BudgetExhausted) as exc:
         typer.echo(f"stopped: {exc}", err=True)
         if exc.result is not None:

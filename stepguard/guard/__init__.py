@@ -7,7 +7,7 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy
 from stepguard.guard._guard import Guard, GuardUpdate, build_result, sqlite_checkpointer
 from stepguard.guard._identity import identity_diff, identity_digest, run_identity
-from stepguard.guard._observer import GuardObserver, ModelCallRecord, NullObserver
+from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._prompts import PromptSet, context_block, format_value, render_raw_prompt
 from stepguard.guard.rungs import Rung, get_rung, rung_names
 from stepguard.guard.rungs import register as register_rung
@@ -18,6 +18,7 @@ __all__ = [
     "ExhaustedAction",
     "Guard",
     "GuardConfig",
+    "GlobalTelemetry",
     "GuardObserver",
     "GuardResult",
     "GuardUpdate",

@@ -14,7 +14,7 @@ from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
-from stepguard.guard._observer import GuardObserver, ModelCallOnly, NullObserver, SafeObserver
+from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
 from stepguard.guard._state import GuardState, RunContext
@@ -35,7 +35,9 @@ class Guard:
             last committed chunk when :meth:`run` is called again with the same ``thread_id``,
             and only for the same work: a thread that holds a run of another procedure, other
             inputs, settings, prompts or model raises :class:`CheckpointError` naming the difference.
-        observer: hooks for tracing and metrics (``stepguard.telemetry.OtelObserver``); default none.
+        observer: hooks for tracing and metrics (``stepguard.telemetry.OtelObserver``); default
+            :class:`~stepguard.guard.GlobalTelemetry`: traced through OpenTelemetry's global
+            providers when the application has set a tracer provider, else nothing.
 
     Example:
         >>> guard = Guard(load_model("sim:perfect"))            # doctest: +SKIP
@@ -50,7 +52,7 @@ class Guard:
         observer: GuardObserver | None = None,
     ) -> None:
         self.model = model
-        self.observer = SafeObserver(observer or NullObserver())
+        self.observer = SafeObserver(observer or GlobalTelemetry())
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer = async_capable(checkpointer)
         self._prompts = PromptSet(self.config.prompt_dir)

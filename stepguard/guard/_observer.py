@@ -1,13 +1,19 @@
 """Hooks at each stage of a guarded run, for tracing and metrics (``stepguard.telemetry``).
 
 The controller calls a :class:`GuardObserver` at run, chunk, model-call and step boundaries. The
-default, :class:`NullObserver`, does nothing. Observers must not raise: an exception inside one
-is swallowed so that telemetry never breaks a run.
+default, :class:`GlobalTelemetry`, does nothing until an application sets OpenTelemetry's global
+tracer provider, and then traces through it (``stepguard.telemetry.OtelObserver``): a guard that
+the caller built without an observer (``GuardedOpenAI``, ``guarded_node``) is traced like the
+rest of the application. :class:`NullObserver` never does anything. Observers must not raise: an
+exception inside one is swallowed so that telemetry never breaks a run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import sys
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,7 +23,7 @@ if TYPE_CHECKING:
     from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings
     from stepguard.procedure import Procedure
 
-__all__ = ["GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver", "SafeObserver"]
+__all__ = ["GlobalTelemetry", "GuardObserver", "ModelCallOnly", "ModelCallRecord", "NullObserver", "SafeObserver"]
 
 
 class ModelCallRecord(Protocol):
@@ -85,6 +91,79 @@ class NullObserver:
 
     def run_finished(self, *args: Any, **kwargs: Any) -> None:
         """Do nothing."""
+
+
+_shared: Any = None
+_shared_lock = threading.Lock()
+
+
+def _global_otel() -> Any | None:
+    """The shared ``OtelObserver()`` of the global providers, or None while no tracer provider is set.
+
+    Imports ``stepguard.telemetry`` (and the OpenTelemetry SDK) only once a provider is set.
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:  # nothing imported OpenTelemetry, so nothing set a provider
+        return None
+    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            from stepguard.telemetry import OtelObserver
+
+            _shared = OtelObserver()
+        return _shared
+
+
+class GlobalTelemetry(NullObserver):
+    """The default observer: traces through OpenTelemetry's global providers once a tracer provider is set.
+
+    Whether a run is traced is decided when it starts: a run that starts after the application
+    called ``opentelemetry.trace.set_tracer_provider`` is traced (its spans, events and metrics
+    as :class:`stepguard.telemetry.OtelObserver` records them, by one observer shared by every
+    guard); before that, every hook does nothing and nothing is imported.
+    """
+
+    def __init__(self) -> None:
+        self._inner: contextvars.ContextVar[Any | None] = contextvars.ContextVar(f"stepguard_global_{id(self)}", default=None)
+
+    def run_started(self, procedure: Procedure, model: ChatModel, config: GuardConfig, thread_id: str) -> None:
+        """Trace this run if a global tracer provider is set."""
+        inner = _global_otel()
+        self._inner.set(inner)
+        if inner is not None:
+            inner.run_started(procedure, model, config, thread_id)
+
+    def chunk_started(self, *args: Any, **kwargs: Any) -> None:
+        """Forward when this run is traced."""
+        inner = self._inner.get()
+        if inner is not None:
+            inner.chunk_started(*args, **kwargs)
+
+    def model_call(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """The traced run's context manager around the call, or one that does nothing."""
+        inner = self._inner.get()
+        return inner.model_call(*args, **kwargs) if inner is not None else NullObserver.model_call(self, *args, **kwargs)
+
+    def step_checked(self, *args: Any, **kwargs: Any) -> None:
+        """Forward when this run is traced."""
+        inner = self._inner.get()
+        if inner is not None:
+            inner.step_checked(*args, **kwargs)
+
+    def chunk_finished(self, *args: Any, **kwargs: Any) -> None:
+        """Forward when this run is traced."""
+        inner = self._inner.get()
+        if inner is not None:
+            inner.chunk_finished(*args, **kwargs)
+
+    def run_finished(self, *args: Any, **kwargs: Any) -> None:
+        """Forward when this run is traced; the run is over either way."""
+        inner = self._inner.get()
+        self._inner.set(None)
+        if inner is not None:
+            inner.run_finished(*args, **kwargs)
 
 
 class ModelCallOnly(NullObserver):

@@ -7,7 +7,10 @@ Public face:
   ``gen_ai.evaluation.result`` events per checked step, and the ``gen_ai.client.*`` and
   ``stepguard.*`` metrics.
 - :func:`configure_telemetry`: tracer and meter providers that export over OTLP/HTTP (Phoenix,
-  Jaeger, Tempo, a Collector), to a JSON-lines file, or to the console; honours the OTEL_* variables.
+  Jaeger, Tempo, a Collector), to an OTLP/JSON trace file, or to the console; honours the OTEL_* variables.
+- :class:`OtlpJsonFileExporter`, :func:`read_trace_file`, :func:`replay_trace_file`: the trace file
+  (one OTLP ``ExportTraceServiceRequest`` per line, as the Collector's file exporter writes), read
+  back, or sent to an OTLP/HTTP endpoint later.
 - :func:`shutdown`: flush them within a bounded time.
 - :class:`TelemetryExportWarning`: given once when the backend cannot be reached.
 - ``names``: the module holding every span, attribute, event and metric name, with its source.
@@ -25,8 +28,9 @@ See ``docs/tracing.md``.
 """
 
 from stepguard.telemetry import _names as names
-from stepguard.telemetry._export import JsonLinesSpanExporter, TelemetryExportWarning
+from stepguard.telemetry._export import TelemetryExportWarning
 from stepguard.telemetry._observer import OtelObserver
+from stepguard.telemetry._otlpfile import OtlpJsonFileExporter, read_trace_file, replay_trace_file
 from stepguard.telemetry._setup import (
     DEFAULT_EXPORT_TIMEOUT_S,
     DEFAULT_OTLP_ENDPOINT,
@@ -38,11 +42,13 @@ from stepguard.telemetry._setup import (
 __all__ = [
     "DEFAULT_EXPORT_TIMEOUT_S",
     "DEFAULT_OTLP_ENDPOINT",
-    "JsonLinesSpanExporter",
     "OtelObserver",
+    "OtlpJsonFileExporter",
     "TelemetryExportWarning",
     "configure_telemetry",
     "names",
     "otlp_endpoint_from_env",
+    "read_trace_file",
+    "replay_trace_file",
     "shutdown",
 ]

@@ -1,24 +1,26 @@
-"""Exporters: a JSON-lines span file, and a wrapper that turns a failing backend into one warning.
+"""A wrapper that turns a failing trace or metrics backend into one warning.
 
 The OTLP exporters log every failed batch (and every retry) through their module loggers; a run
 that traces to a backend that is down would scroll those lines forever. :class:`QuietExporter`
-drops those records, remembers the last one as the reason, and gives one
-:class:`TelemetryExportWarning` for all the exporters of one ``configure_telemetry`` call.
+drops those records, remembers the last one as the reason, gives one report (a
+:class:`TelemetryExportWarning`, or one line through a caller's function) for all the exporters
+of one ``configure_telemetry`` call, and after a failure skips exports for a while, so a dead
+backend costs one export attempt per pause rather than one per batch.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
+import time
 import warnings
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExportResult
 
-__all__ = ["FailureNotice", "JsonLinesSpanExporter", "QuietExporter", "TelemetryExportWarning"]
+__all__ = ["FailureNotice", "QuietExporter", "TelemetryExportWarning"]
 
 log = logging.getLogger("stepguard.telemetry")
 
@@ -82,44 +84,90 @@ def silence_exporter_logs() -> None:
         _installed = True
 
 
+def short_reason(text: str) -> str:
+    """The cause of a failed export in a few words (the exporters' messages run to 300 characters).
+
+    ``"... [Errno 111] Connection refused ..."`` -> ``"connection refused"``; an HTTP status stays
+    (``"HTTP 404"``); an export the exporter gave up on without naming the error is
+    ``"unreachable, or no answer within the export timeout"``.
+    """
+    low = text.lower()
+    if "max retries or shutdown" in low and ":" not in low.split("shutdown", 1)[1]:
+        return "unreachable, or no answer within the export timeout"  # the exporter gave up without naming why
+    for needle, said in (("refused", "connection refused"), ("reset", "connection reset"),
+                         ("remotedisconnected", "connection closed without an answer"),
+                         ("aborted", "connection closed without an answer"), ("timed out", "no answer in time"),
+                         ("timeout", "no answer in time"), ("name or service not known", "unknown host"),
+                         ("nodename nor servname", "unknown host")):
+        if needle in low:
+            return said
+    code = re.search(r"code: (\d{3})", text)
+    if code:
+        return f"HTTP {code.group(1)}"
+    return text.splitlines()[0][:160] if text.strip() else "no answer"
+
+
 class FailureNotice:
     """Says once that telemetry could not be exported; shared by the exporters of one set-up.
 
+    Args:
+        report: called with the one message (a single line) instead of warning; ``None`` = a
+            :class:`TelemetryExportWarning`. The command line passes a function that prints it.
+
     Attributes:
-        failures: exports that failed so far (all signals).
+        failures: exports that failed or were skipped so far (all signals).
         warned: whether the one warning has been given.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, report: Callable[[str], None] | None = None) -> None:
         self.failures, self.warned = 0, False
+        self.report = report
         self._lock = threading.Lock()
 
     def failed(self, signal: str, target: str, reason: str) -> None:
-        """Count a failed export; the first one warns (:class:`TelemetryExportWarning`; also logged at INFO)."""
+        """Count a failed export; the first one is reported (one line), the rest are not."""
         with self._lock:
             self.failures += 1
             if self.warned:
                 return
             self.warned = True
-        msg = (f"stepguard: could not export {signal} to {target} ({reason}); runs go on "
-               "without it, and further failures are not reported")
-        log.info(msg)  # the one user-facing channel is the warning (filterable by its category)
-        warnings.warn(msg, TelemetryExportWarning, stacklevel=1)
+        msg = (f"stepguard: could not export {signal} to {target} ({short_reason(reason)}); "
+               "going on without them, further failures not reported")
+        log.info(msg)
+        if self.report is not None:
+            try:
+                self.report(msg)
+            except Exception:  # noqa: BLE001 - reporting must not break the export thread
+                pass
+        else:
+            warnings.warn(msg, TelemetryExportWarning, stacklevel=1)
 
 
 class QuietExporter:
-    """Wraps a span or metric exporter: failures never raise, and are reported once.
+    """Wraps a span or metric exporter: failures never raise, are reported once, and pause exports.
+
+    After a failed export the next ones are skipped (reported as failures at once, no network)
+    for ``pause_s`` seconds, then one is tried again: a backend that is down costs one export
+    attempt per pause, not one per batch, and a run's final flush does not wait on it again.
 
     Args:
         inner: the exporter (``OTLPSpanExporter``, ``OTLPMetricExporter``, ...).
         target: what to name in the warning (the endpoint URL; never headers).
         signal: ``"spans"`` or ``"metrics"``.
         notice: the :class:`FailureNotice` shared with the set-up's other exporters; a new one if None.
+        pause_s: seconds to skip exports after a failure (0: never skip; the file exporter's).
+
+    Attributes:
+        attempts: exports passed to ``inner`` so far.
     """
 
-    def __init__(self, inner: Any, target: str, signal: str = "spans", notice: FailureNotice | None = None) -> None:
+    def __init__(self, inner: Any, target: str, signal: str = "spans", notice: FailureNotice | None = None,
+                 pause_s: float = 30.0) -> None:
         self._inner, self.target, self.signal = inner, target, signal
         self.notice = notice or FailureNotice()
+        self.pause_s = pause_s
+        self.attempts = 0
+        self._paused_until = 0.0
         silence_exporter_logs()
 
     def __getattr__(self, name: str) -> Any:  # metric exporters carry preferred temporality etc.
@@ -127,14 +175,24 @@ class QuietExporter:
 
     def export(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
         """Export through the inner exporter; a failure or exception is counted, never raised."""
+        if self.pause_s and time.monotonic() < self._paused_until:
+            self.notice.failed(self.signal, self.target, "skipped: the backend failed recently")
+            return _failure(batch)
+        self.attempts += 1
         try:
             result = self._inner.export(batch, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - a broken backend must not break the run
+            self._pause()
             self.notice.failed(self.signal, self.target, f"{type(exc).__name__}: {exc}")
             return _failure(batch)
         if getattr(result, "name", "") == "FAILURE":
+            self._pause()
             self.notice.failed(self.signal, self.target, _SWALLOW.reason())
         return result
+
+    def _pause(self) -> None:
+        if self.pause_s:
+            self._paused_until = time.monotonic() + self.pause_s
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush the inner exporter (never raises)."""
@@ -157,35 +215,3 @@ def _failure(batch: Any) -> Any:
     from opentelemetry.sdk.metrics.export import MetricExportResult
 
     return MetricExportResult.FAILURE
-
-
-class JsonLinesSpanExporter(SpanExporter):
-    """Appends each span to ``path`` as one JSON object per line (``ReadableSpan.to_json`` shape).
-
-    The shape: ``{"name", "context": {"trace_id", "span_id", ...}, "kind", "parent_id",
-    "start_time", "end_time", "status", "attributes", "events", "links", "resource"}``; ids are
-    ``0x``-prefixed hex, times ISO 8601 UTC. The file is opened per batch, so it can be read
-    (``tail -f``) while a run writes it.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Write the batch; a full disk or a vanished folder is a FAILURE, never an exception."""
-        lines = "".join(s.to_json(indent=None) + "\n" for s in spans)
-        try:
-            with self._lock, self.path.open("a", encoding="utf-8") as fh:
-                fh.write(lines)
-        except OSError:
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        """Nothing to close: the file is opened per batch."""
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered here."""
-        return True

@@ -31,6 +31,9 @@ name, low in cardinality; which steps it holds is in its attributes."""
 # --- GenAI attributes ---------------------------------------------------------------------
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+"""GenAI (since v1.37; it replaced ``gen_ai.system``): on the ``chat`` spans, and on the run span,
+which ``semantic-conventions-genai`` v0.1.0 models as an "invoke agent internal" span, where it is
+Required (``gen_ai.request.model`` there: Conditionally Required, when available)."""
 GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 """GenAI v1.41 workflow name; ``semantic-conventions-genai`` v0.1.0 replaces it with
 ``gen_ai.agent.name``, so the run span carries both."""
@@ -42,6 +45,8 @@ GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
 GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
 GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+"""The id the server gave the reply (a chat completion's ``id``); set when the adapter read one."""
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 """Input tokens, cached ones included (GenAI)."""

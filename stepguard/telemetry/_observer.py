@@ -27,14 +27,14 @@ import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from opentelemetry import trace
+from opentelemetry import context, trace
 from opentelemetry.metrics import MeterProvider, get_meter_provider
 from opentelemetry.trace import SpanKind, TracerProvider
 
 from stepguard.telemetry import _names as n
 from stepguard.telemetry._content import capture_from_env, input_messages_json, output_messages_json, scrub_url, server_of
 from stepguard.telemetry._metrics import Instruments
-from stepguard.telemetry._records import Call, Chunk, NullRecord, Run, clean, finish_run_span, mark_error
+from stepguard.telemetry._records import Call, Chunk, NullRecord, Run, clean, finish_run_span, mark_error, quiet_context
 
 __all__ = ["OtelObserver"]
 
@@ -59,6 +59,11 @@ class OtelObserver:
             ``"deviations"``: only for failed checks (passes are still counted in the chunk's
             ``stepguard.chunk.verified`` and the ``stepguard.steps.verified`` metric). Events are
             most of the per-step cost of tracing: see ``benchmarks/bench_tracing.py``.
+        suppress_instrumentation: run each model call in a context where other OpenTelemetry
+            instrumentations do not trace it again (the OpenAI, httpx or requests
+            instrumentations would add a second ``chat`` or HTTP span per call, and
+            ``gen_ai.usage.*`` summed over spans would count its tokens twice); see
+            :func:`~stepguard.telemetry._records.quiet_context`. False lets them trace it too.
 
     Example:
         >>> tp, mp = configure_telemetry(trace_file="trace.jsonl")            # doctest: +SKIP
@@ -75,6 +80,7 @@ class OtelObserver:
         capture_content: bool | None = None,
         openinference: bool = True,
         step_events: Literal["all", "deviations"] = "all",
+        suppress_instrumentation: bool = True,
     ) -> None:
         from stepguard import __version__
 
@@ -87,6 +93,7 @@ class OtelObserver:
         if step_events not in ("all", "deviations"):
             raise ValueError(f"step_events must be 'all' or 'deviations', not {step_events!r}")
         self.step_events = step_events
+        self.suppress_instrumentation = suppress_instrumentation
         self._current: contextvars.ContextVar[Run | None] = contextvars.ContextVar(f"stepguard_otel_{id(self)}", default=None)
         self._active: dict[int, Run] = {}
         self._lock = threading.Lock()
@@ -111,7 +118,8 @@ class OtelObserver:
                 n.CHUNK_SIZE: config.chunk_size, n.POLICY: config.policy, n.ON_EXHAUSTED: config.on_exhausted,
                 n.MODEL_SPEC: scrub_url(str(getattr(model, "spec", ""))) or None,
                 n.SIMULATED: bool(getattr(model, "simulated", False)), n.THREAD_ID: thread_id,
-            })  # no gen_ai.provider/request.* here: the workflow span has none (and Phoenix would read it as an LLM)
+                **model_attrs,  # provider, request.model, server.*: the agent span's (see _names.GEN_AI_PROVIDER_NAME)
+            })
             if self.openinference:
                 attrs[n.OI_SPAN_KIND] = n.OI_CHAIN
             span = self._tracer.start_span(f"{n.OP_WORKFLOW} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
@@ -216,19 +224,31 @@ class OtelObserver:
     # --- model calls ----------------------------------------------------------------------
     @contextlib.contextmanager
     def model_call(self, messages: list[Any], settings: Any) -> Iterator[Any]:
-        """Time one model call; its ``chat {model}`` CLIENT span is emitted with the chunk's."""
+        """Time one model call; its ``chat {model}`` CLIENT span is emitted with the chunk's.
+
+        With ``suppress_instrumentation`` (default) the call runs in a context that keeps other
+        instrumentations from tracing it a second time (see :func:`quiet_context`).
+        """
         call = None
         with contextlib.suppress(Exception):
             call = self._start_call(messages, settings)
         if call is None:
             yield NullRecord()
             return
+        token = None
+        if self.suppress_instrumentation:
+            with contextlib.suppress(Exception):
+                token = context.attach(quiet_context(self._run()))
         try:
             yield call
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 self._end_call(call, exc)
             raise
+        finally:
+            if token is not None:
+                with contextlib.suppress(Exception):
+                    context.detach(token)
         with contextlib.suppress(Exception):
             self._end_call(call, None)
 
@@ -264,7 +284,8 @@ class OtelObserver:
             if resp.model:
                 metric_attrs[n.GEN_AI_RESPONSE_MODEL] = resp.model
             attrs.update(clean({
-                n.GEN_AI_RESPONSE_MODEL: resp.model or None, n.GEN_AI_RESPONSE_FINISH_REASONS: (resp.finish_reason,),
+                n.GEN_AI_RESPONSE_MODEL: resp.model or None, n.GEN_AI_RESPONSE_ID: getattr(resp, "response_id", "") or None,
+                n.GEN_AI_RESPONSE_FINISH_REASONS: (resp.finish_reason,),
                 n.GEN_AI_USAGE_INPUT_TOKENS: tokens_in, n.GEN_AI_USAGE_OUTPUT_TOKENS: tokens_out,
                 n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: int(usage.cached_tokens) or None,
                 n.SIMULATED: True if resp.simulated else None,

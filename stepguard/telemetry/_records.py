@@ -8,12 +8,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, StatusCode, TraceFlags
 
 from stepguard.telemetry import _names as n
 
-__all__ = ["Call", "Chunk", "NullRecord", "Run", "clean", "finish_run_span", "mark_error"]
+__all__ = ["Call", "Chunk", "NullRecord", "Run", "clean", "finish_run_span", "mark_error", "quiet_context"]
 
 
 def clean(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -113,3 +115,29 @@ def finish_run_span(span: Span, result: Any, error: BaseException | None, captur
         mark_error(span, error)
     span.end()
 
+
+
+def quiet_context(run: Run | None) -> Context:
+    """The context the guard's own model call runs in: other instrumentations do not trace it.
+
+    Two mechanisms, because instrumentations honour different ones:
+
+    - OpenTelemetry's suppress-instrumentation keys (``opentelemetry.context``'s
+      ``_SUPPRESS_INSTRUMENTATION_KEY`` and ``_SUPPRESS_HTTP_INSTRUMENTATION_KEY``, and the plain
+      ``"suppress_instrumentation"`` key older instrumentations read): the httpx, requests and
+      urllib3 instrumentations check them;
+    - an unsampled parent: the current span is a non-recording span in the run's trace with the
+      sampled flag off, so a span that an instrumentation starts anyway (the
+      ``opentelemetry-instrumentation-openai-v2`` 2.x ``chat`` span does not check the keys) is
+      not sampled under the SDK's default ``ParentBased`` sampler and is never exported.
+
+    A sampler that ignores the parent (plain ``ALWAYS_ON``) still records such spans.
+    """
+    ctx = otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+    ctx = otel_context.set_value(otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, ctx)
+    ctx = otel_context.set_value("suppress_instrumentation", True, ctx)
+    parent = run.span.get_span_context() if run is not None else None
+    if parent is not None and parent.is_valid:
+        unsampled = SpanContext(parent.trace_id, parent.span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.DEFAULT))
+        ctx = trace.set_span_in_context(NonRecordingSpan(unsampled), ctx)
+    return ctx

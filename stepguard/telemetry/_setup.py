@@ -8,7 +8,7 @@ Environment variables honoured (the OpenTelemetry SDK's standard ones):
 ``OTEL_EXPORTER_OTLP_HEADERS``    ``k=v,k2=v2`` sent with each export (API keys of hosted backends)
 ``OTEL_EXPORTER_OTLP_PROTOCOL``   ``http/protobuf`` (default); ``grpc`` needs the extra package
                                   ``opentelemetry-exporter-otlp-proto-grpc``
-``OTEL_EXPORTER_OTLP_TIMEOUT``    seconds per export (default here 3, not the SDK's 10)
+``OTEL_EXPORTER_OTLP_TIMEOUT``    seconds per export (default here 1, not the SDK's 10)
 ``OTEL_SERVICE_NAME``             ``service.name`` (else the ``service_name`` argument)
 ``OTEL_RESOURCE_ATTRIBUTES``      more resource attributes (``openinference.project.name=x`` picks
                                   the Phoenix project)
@@ -28,6 +28,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-from stepguard.telemetry._export import FailureNotice, JsonLinesSpanExporter, QuietExporter
+from stepguard.telemetry._export import FailureNotice, QuietExporter
+from stepguard.telemetry._otlpfile import OtlpJsonFileExporter
 
 __all__ = ["DEFAULT_EXPORT_TIMEOUT_S", "DEFAULT_OTLP_ENDPOINT", "configure_telemetry", "otlp_endpoint_from_env", "shutdown"]
 
@@ -45,8 +47,12 @@ log = logging.getLogger("stepguard.telemetry")
 
 DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318"
 """Where ``stepguard run --otel`` sends when no OTEL_* endpoint is set (OTLP/HTTP's usual port)."""
-DEFAULT_EXPORT_TIMEOUT_S = 3.0
-"""Seconds one OTLP export may take, retries included, unless ``OTEL_EXPORTER_OTLP_TIMEOUT`` says."""
+DEFAULT_EXPORT_TIMEOUT_S = 1.0
+"""Seconds one OTLP export may take, retries included, unless ``OTEL_EXPORTER_OTLP_TIMEOUT`` says.
+
+Short (the SDK's is 10): a run's last spans are exported when it ends, so a backend that is down
+delays the end of ``stepguard run`` by at most this; a local Collector or Phoenix answers in
+milliseconds, and a distant backend that needs longer is given it with the variable."""
 
 _providers: list[tuple[TracerProvider, MeterProvider]] = []
 _lock = threading.Lock()
@@ -119,6 +125,7 @@ def configure_telemetry(
     metric_readers: list[MetricReader] | None = None,
     otlp_from_env: bool = True,
     set_global: bool = False,
+    on_export_failure: Callable[[str], None] | None = None,
 ) -> tuple[TracerProvider, MeterProvider]:
     """Build a tracer provider and a meter provider for :class:`~stepguard.telemetry.OtelObserver`.
 
@@ -126,7 +133,8 @@ def configure_telemetry(
         otlp_endpoint: OTLP/HTTP base URL (``http://127.0.0.1:6006`` for Phoenix, ``:4318`` for
             Jaeger or a Collector); ``/v1/traces`` and ``/v1/metrics`` are appended. ``None`` =
             the OTEL_* variables, and no OTLP export when they are unset too.
-        trace_file: append spans to this JSON-lines file (one span per line).
+        trace_file: append spans to this file in OTLP/JSON, one ``ExportTraceServiceRequest`` per
+            line (what the Collector's ``otlpjsonfile`` receiver reads; :func:`read_trace_file`).
         service_name: ``service.name``, unless ``OTEL_SERVICE_NAME`` is set.
         console: also print spans (and metrics at shutdown) to stderr.
         resource_attributes: more resource attributes (e.g. ``{"openinference.project.name": "x"}``).
@@ -134,6 +142,9 @@ def configure_telemetry(
         otlp_from_env: read the OTLP endpoint from the OTEL_* variables when ``otlp_endpoint`` is
             None; False = OTLP only to an explicit ``otlp_endpoint``.
         set_global: also install both as OpenTelemetry's global providers.
+        on_export_failure: called once, with a one-line message, when an export first fails
+            (``None``: a :class:`~stepguard.telemetry.TelemetryExportWarning`). After a failure an
+            OTLP exporter skips exports for 30 s, so a dead backend costs one attempt per 30 s.
 
     Returns:
         ``(tracer_provider, meter_provider)``. Spans go through a ``BatchSpanProcessor`` (export in
@@ -149,7 +160,7 @@ def configure_telemetry(
     attrs: dict[str, Any] = {"service.name": os.environ.get("OTEL_SERVICE_NAME", "").strip() or service_name,
                              "service.version": __version__, **(resource_attributes or {})}
     resource = Resource.create(attrs)
-    notice = FailureNotice()
+    notice = FailureNotice(on_export_failure)
     tp = TracerProvider(resource=resource, shutdown_on_exit=False)
     readers: list[MetricReader] = list(metric_readers or ())
     if otlp_endpoint:
@@ -165,7 +176,7 @@ def configure_telemetry(
         readers.append(PeriodicExportingMetricReader(exporter))
     if trace_file is not None:
         path = str(trace_file)
-        tp.add_span_processor(BatchSpanProcessor(QuietExporter(JsonLinesSpanExporter(path), path, "spans", notice)))
+        tp.add_span_processor(BatchSpanProcessor(QuietExporter(OtlpJsonFileExporter(path), path, "spans", notice, pause_s=0)))
     if console:
         tp.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
