@@ -15,6 +15,11 @@ serves every case at once:
     truncated 200 with a JSON body cut in the middle
     renamed   200, but the reply names another model (``renamed-by-server``)
     scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
+    sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
+              a guard's chunk prompts answered right, as a model that executes them exactly would
+
+Any model that answers 200 with a text (ok, length, scripted, sim) answers ``"stream": true`` with
+server-sent events: the role, the text in two content deltas, the finish reason, ``[DONE]``.
 
 Hostile shapes and behaviours (the reply text is the scripted one when a script is set, else
 "reply to: <last user message>"):
@@ -119,7 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _completion("renamed-by-server", "reply", "stop"))
         elif model == "scripted":
             last = body["messages"][-1]["content"] if body.get("messages") else ""
-            self._send(200, _completion(model, srv.script(last) if srv.script else "", "stop"))
+            self._reply(body, model, srv.script(last) if srv.script else "", "stop")
+        elif model == "sim":
+            self._reply(body, model, _SIM.complete(body.get("messages") or []).text, "stop")
         elif model == "error500":
             self._send(500, {"error": {"message": "boom"}}, retry_fast)
         elif model == "error429" and n <= 2:
@@ -132,7 +139,27 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             last = body["messages"][-1]["content"] if body.get("messages") else ""
             finish = "length" if model == "length" else "stop"
-            self._send(200, _completion(model, f"reply to: {last}", finish))
+            self._reply(body, model, f"reply to: {last}", finish)
+
+    def _reply(self, body: dict[str, Any], model: str, text: str, finish: str) -> None:
+        """A 200 chat completion, or its server-sent events when the request asks for a stream."""
+        if not body.get("stream"):
+            self._send(200, _completion(model, text, finish))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        k = len(text) // 2
+        base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        deltas = [({"role": "assistant", "content": ""}, None), ({"content": text[:k]}, None),
+                  ({"content": text[k:]}, None), ({}, finish)]
+        for delta, why in deltas:
+            event = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": why}]}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
 
     def _text(self, body: dict[str, Any]) -> str:
@@ -234,6 +261,15 @@ _HOSTILE = frozenset({
     "hang_forever", "reset_early",
 })
 """The hostile models (see the module docstring)."""
+
+
+def _sim() -> Any:
+    from stepguard.adapters.sim import SimulatedExecutor
+
+    return SimulatedExecutor(preset="perfect", seed=0)
+
+
+_SIM = _sim()
 
 
 def _completion(model: str, text: str, finish: str) -> dict[str, Any]:

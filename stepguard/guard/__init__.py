@@ -5,10 +5,10 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 """
 
 from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy
-from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
+from stepguard.guard._guard import Guard, GuardUpdate, build_result, sqlite_checkpointer
 from stepguard.guard._identity import identity_diff, identity_digest, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
-from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
+from stepguard.guard._prompts import PromptSet, context_block, format_value, render_raw_prompt
 from stepguard.guard.rungs import Rung, get_rung, rung_names
 from stepguard.guard.rungs import register as register_rung
 from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
@@ -21,6 +21,7 @@ __all__ = [
     "GlobalTelemetry",
     "GuardObserver",
     "GuardResult",
+    "GuardUpdate",
     "ModelCallRecord",
     "NullObserver",
     "Policy",
@@ -32,6 +33,7 @@ __all__ = [
     "StepValue",
     "UsageTotals",
     "build_result",
+    "context_block",
     "format_value",
     "get_rung",
     "identity_diff",
