@@ -283,6 +283,7 @@ def _completion(model: str, text: str, finish: str) -> dict[str, Any]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # 32 clients connecting at once overflowed the default 5: 1 s SYN retries
 
     def __init__(self, hang_s: float) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -216,7 +216,10 @@ async def _guarded_events(state: ProxyState, job: GuardedRequest) -> AsyncIterat
 
 
 async def _forward(state: ProxyState, request: Request, path: str, body: bytes) -> Response:
-    """Pass a request through to the upstream's endpoint unchanged; stream the answer back as it comes."""
+    """Pass a request through to the upstream's endpoint unchanged; answer with the upstream's answer.
+
+    A server-sent event stream is relayed as it comes; any other body is read whole and sent in one write.
+    """
     up = state.upstream
     if up.base_url is None:
         if path == "chat/completions" and request.method == "POST":
@@ -233,6 +236,17 @@ async def _forward(state: ProxyState, request: Request, path: str, body: bytes) 
         return _json(502, out.error_body(f"the upstream {up.base_url} could not be reached: {type(exc).__name__}: {exc}",
                                          "upstream_error", None, "upstream_unreachable"))
 
+    headers = up.response_headers(resp.headers)
+    if "text/event-stream" not in resp.headers.get("content-type", ""):  # a whole body: one write, with its length
+        try:
+            content = await resp.aread()
+        except Exception as exc:  # noqa: BLE001 - the upstream broke off mid-body
+            return _json(502, out.error_body(f"the upstream {up.base_url} broke off its answer: {type(exc).__name__}",
+                                             "upstream_error", None, "upstream_broken"))
+        finally:
+            await resp.aclose()
+        return Response(content, status_code=resp.status_code, headers=headers)
+
     async def relay() -> AsyncIterator[bytes]:
         try:
             async for piece in resp.aiter_bytes():
@@ -240,7 +254,7 @@ async def _forward(state: ProxyState, request: Request, path: str, body: bytes) 
         finally:
             await resp.aclose()
 
-    return StreamingResponse(relay(), status_code=resp.status_code, headers=up.response_headers(resp.headers))
+    return StreamingResponse(relay(), status_code=resp.status_code, headers=headers)
 
 
 async def _answer_plain(state: ProxyState, body: bytes) -> Response:
