@@ -5,7 +5,8 @@ asyncio client (httpx) in this process; the proxy runs as its own ``stepguard se
 its RSS (``/proc/PID/status`` VmRSS) is the proxy's alone:
 
 1. guarded: ``--requests`` guarded runs of ``examples/invoice.yaml`` on the upstream ``sim:perfect``;
-2. direct: ``--requests`` plain chat requests straight to the stub upstream (``tests/_stub_server.py``);
+2. direct: ``--requests`` plain chat requests straight to the stub upstream (``tests/_stub_server.py``,
+   in a process of its own);
 3. pass-through: the same requests through a proxy whose upstream is that stub.
 
 The added latency of a pass-through request is phase 3's latency percentile minus phase 2's.
@@ -32,9 +33,14 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # tests/_stub_server.py: the stub upstream the adapter tests use
-
-from tests._stub_server import StubServer  # noqa: E402
+_STUB = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from tests._stub_server import StubServer
+with StubServer() as stub:
+    print(stub.base_url, flush=True)
+    sys.stdin.read()  # until the parent closes it
+"""
 
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 
@@ -51,6 +57,19 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+@contextmanager
+def stub_process() -> Iterator[str]:
+    """The stub upstream (tests/_stub_server.py) in a process of its own, so it shares no GIL with the client; yields its base URL."""
+    proc = subprocess.Popen([sys.executable, "-c", _STUB, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
 
 
 @contextmanager
@@ -157,9 +176,9 @@ def main() -> None:
     with proxy("sim:perfect") as (base, pid):
         phase(f"guarded c={c}", f"{base}/chat/completions", guarded_body, n, c, pid, "104.60")
 
-    with StubServer() as stub:
-        direct_url = f"{stub.base_url}/chat/completions"
-        with proxy(f"{stub.base_url}#ok") as (base, pid):
+    with stub_process() as stub_url:
+        direct_url = f"{stub_url}/chat/completions"
+        with proxy(f"{stub_url}#ok") as (base, pid):
             for conc, count in ((1, max(200, n // 4)), (c, n)):
                 direct, _, _ = phase(f"direct stub c={conc}", direct_url, plain_body, count, conc, None, "reply to: hello")
                 through, _, _ = phase(f"pass-through c={conc}", f"{base}/chat/completions", plain_body, count, conc, pid,
