@@ -331,3 +331,20 @@ def test_curl_against_stepguard_serve(stub: StubServer, tmp_path: Path) -> None:
     text = log.read_text()
     assert "Uvicorn running" in text or "Application startup complete" in text
     assert SECRET not in text and TOKEN not in text
+
+
+def test_serve_refuses_before_starting(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    runner = CliRunner()
+    bad = tmp_path / "procs"
+    bad.mkdir()
+    (bad / "broken.yaml").write_text("name: x\nsteps: []\n")
+    out = runner.invoke(app, ["serve", "--procedures", str(bad), "--upstream", "sim:perfect"])
+    assert out.exit_code == 5 and "broken.yaml" in out.output
+    out = runner.invoke(app, ["serve", "--upstream", "local", "--workers", "2"])
+    assert out.exit_code == 2 and "stepguard model serve" in out.output
+    out = runner.invoke(app, ["serve", "--upstream", "nope:x"])
+    assert out.exit_code == 2 and "invalid model specification" in out.output
