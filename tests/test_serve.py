@@ -140,6 +140,14 @@ def test_a_thread_resumes_and_a_finished_one_answers_again_without_model_calls(s
                                        extra_body={"stepguard": {"inputs": {**INPUTS, "rate": "0.2"}, "thread_id": "inv-1"}})
 
 
+def test_only_a_run_with_a_thread_id_is_checkpointed(sim_proxy: BackgroundServer) -> None:
+    _guarded(_client(sim_proxy))
+    _guarded(_client(sim_proxy), thread_id="kept")
+    saver = sim_proxy.server.config.app.state.proxy.checkpointer
+    threads = {row[0] for row in saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert threads == {"kept"}
+
+
 def test_a_run_the_guard_stops_is_422_with_the_partial_result(stub: StubServer) -> None:
     stub.script = lambda prompt: "I think the answer is 7."  # no step lines: a deviation every time
     app = create_app(Upstream(f"{stub.base_url}#scripted"), PROCS)

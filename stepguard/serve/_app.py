@@ -100,8 +100,8 @@ class ProxyState:
         upstream: the model behind the proxy.
         procedures: ``{name: Procedure}`` served as ``stepguard/<name>``.
         config: the proxy's GuardConfig; a request's options override it field by field.
-        checkpointer: a LangGraph checkpointer shared by every guarded run (SQLite for one machine,
-            Postgres for several workers), or ``None``: runs keep no checkpoints and take no ``thread_id``.
+        checkpointer: a LangGraph checkpointer shared by the guarded runs that name a ``thread_id``
+            (SQLite for one machine, Postgres for several workers), or ``None``: no run takes a ``thread_id``.
         max_runs: guarded runs executing at once (each holds a worker thread); more wait their turn.
     """
 
@@ -117,14 +117,19 @@ class ProxyState:
         self._lock = threading.Lock()
 
     def guard(self, job: GuardedRequest) -> Guard:
-        """A guard for ``job``'s procedure and settings (compiling one takes ~25 ms: kept, 128 at most)."""
-        key = (job.name, repr(job.config))
+        """A guard for ``job``'s procedure and settings (compiling one takes ~25 ms: kept, 128 at most).
+
+        Only a run with a ``thread_id`` is checkpointed: one without could never be resumed, and
+        would leave a thread in the database for every request.
+        """
+        saver = self.checkpointer if job.thread_id is not None else None
+        key = (job.name, repr(job.config), saver is not None)
         with self._lock:
             guard = self._guards.get(key)
             if guard is not None:
                 self._guards.move_to_end(key)
                 return guard
-        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, self.checkpointer, observer=_Dispatch())
+        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, saver, observer=_Dispatch())
         with self._lock:
             self._guards[key] = guard
             while len(self._guards) > 128:
