@@ -151,9 +151,8 @@ def test_only_a_run_with_a_thread_id_is_checkpointed(sim_proxy: BackgroundServer
 def test_a_run_the_guard_stops_is_422_with_the_partial_result(stub: StubServer) -> None:
     stub.script = lambda prompt: "I think the answer is 7."  # no step lines: a deviation every time
     app = create_app(Upstream(f"{stub.base_url}#scripted"), PROCS)
-    with BackgroundServer(app) as server:
-        with pytest.raises(openai.UnprocessableEntityError) as err:
-            _guarded(_client(server), policy="raise")
+    with BackgroundServer(app) as server, pytest.raises(openai.UnprocessableEntityError) as err:
+        _guarded(_client(server), policy="raise")
     body = err.value.body
     assert body["type"] == "stepguard_run_failed" and body["stepguard"]["status"] == "failed"
 
@@ -201,7 +200,7 @@ def test_no_token_is_401_and_the_right_one_passes(proxy: BackgroundServer) -> No
 
 
 def test_missing_serve_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import stepguard.serve as serve
+    from stepguard import serve
 
     monkeypatch.setitem(sys.modules, "starlette", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'stepguard\[serve\]'"):

@@ -36,8 +36,9 @@ def pg_url() -> Iterator[str]:
 
 
 def test_postgres_checkpointer_keeps_a_finished_run_and_refuses_other_work(pg_url: str) -> None:
-    from stepguard import CheckpointError, Guard, load_procedure
     from stepguard.adapters import load_model
+
+    from stepguard import CheckpointError, Guard, load_procedure
     from stepguard.guard import postgres_checkpointer
 
     proc = load_procedure(ROOT / "examples/invoice.yaml")
@@ -82,6 +83,7 @@ def _free_port() -> int:
 
 def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(pg_url: str, tmp_path: Path) -> None:
     from stepguard.adapters import load_model
+
     from stepguard.procedure import load_procedure
 
     folder = tmp_path / "procedures"

@@ -64,10 +64,9 @@ def serve_command(
         saver = open_checkpointer(checkpoint)  # reached once here, so a bad URL fails before any worker starts
     except StepguardError as exc:
         raise fail(exc, exit_for_error(exc)) from None
-    if saver is not None:
-        conn = getattr(saver, "conn", None)
-        if hasattr(conn, "close"):
-            conn.close()
+    close = getattr(getattr(saver, "conn", None), "close", None)
+    if close is not None:  # each worker opens its own
+        close()
     names = ", ".join(f"stepguard/{n}" for n in served) or "none (pass-through only)"
     shown = re.sub(r"://[^/@#]*@", "://***@", upstream)  # credentials in a URL are never printed
     typer.echo(f"stepguard serve: upstream {shown}; procedures {names}; "

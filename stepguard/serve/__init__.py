@@ -30,13 +30,13 @@ if TYPE_CHECKING:
     from stepguard.serve._upstream import Upstream
 
 __all__ = [
-    "BackgroundServer",
-    "GuardedRequest",
     "MODEL_PREFIX",
     "OPTION_KEYS",
+    "TOKEN_ENV",
+    "BackgroundServer",
+    "GuardedRequest",
     "ProxyState",
     "RequestError",
-    "TOKEN_ENV",
     "Upstream",
     "app_from_env",
     "create_app",

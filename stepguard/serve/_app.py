@@ -113,7 +113,7 @@ class ProxyState:
         self.checkpointer = checkpointer
         self.max_runs = max_runs
         self._limiter: anyio.CapacityLimiter | None = None
-        self._guards: OrderedDict[tuple[str, str], Guard] = OrderedDict()
+        self._guards: OrderedDict[tuple[str, str, bool], Guard] = OrderedDict()
         self._lock = threading.Lock()
 
     def guard(self, job: GuardedRequest) -> Guard:

@@ -11,7 +11,7 @@ from typing import Any
 
 from stepguard._extra import import_extra
 
-__all__ = ["BackgroundServer", "OPTIONS_ENV", "TOKEN_ENV", "app_from_env", "open_checkpointer", "serve"]
+__all__ = ["OPTIONS_ENV", "TOKEN_ENV", "BackgroundServer", "app_from_env", "open_checkpointer", "serve"]
 
 TOKEN_ENV = "STEPGUARD_PROXY_TOKEN"
 """Environment variable holding the proxy's bearer token (``--token`` sets it for worker processes)."""
