@@ -157,6 +157,16 @@ def test_a_run_the_guard_stops_is_422_with_the_partial_result(stub: StubServer) 
     assert body["type"] == "stepguard_run_failed" and body["stepguard"]["status"] == "failed"
 
 
+def test_a_streamed_run_the_guard_stops_ends_in_an_error_event(stub: StubServer) -> None:
+    stub.script = lambda prompt: "no step lines here"
+    app = create_app(Upstream(f"{stub.base_url}#scripted"), PROCS)
+    with BackgroundServer(app) as server:
+        stream = _client(server).chat.completions.create(
+            model="stepguard/invoice", messages=[], stream=True, extra_body={"stepguard": {"inputs": INPUTS, "policy": "raise"}})
+        with pytest.raises(openai.APIError, match="deviated"):
+            list(stream)
+
+
 # --- request errors -----------------------------------------------------------------------------------------
 
 
