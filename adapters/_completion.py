@@ -1,6 +1,8 @@
 """A guarded run as the ``openai`` client's own types: a ``ChatCompletion``, or a stream of ``ChatCompletionChunk``.
 
-Kept apart from the client wrapper so the OpenAI-compatible proxy can answer with the same shapes.
+Kept apart from the client wrapper so the OpenAI-compatible proxy (:mod:`stepguard.serve`)
+answers with the same shapes: it sends :func:`completion_body` and :meth:`Chunker.body` as JSON,
+with the result under a ``stepguard`` key.
 
 One rule ties the two together: the content a stream's deltas add up to is the content the
 ``ChatCompletion`` holds, byte for byte (both are written by one :class:`ContentWriter`):
@@ -45,10 +47,13 @@ __all__ = [
     "ResponseShape",
     "achunks",
     "chunk",
+    "chunk_body",
     "chunks",
     "completion",
+    "completion_body",
     "new_id",
     "response_shape",
+    "usage_body",
 ]
 
 _RESULT_KEYS = ("answer", "status", "first_unverified")
@@ -207,11 +212,29 @@ def new_id() -> str:
     return f"stepguard-{uuid.uuid4().hex[:12]}"
 
 
+def usage_body(input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> dict[str, Any]:
+    """The ``usage`` object: prompt, completion and total tokens, and the cached prompt tokens."""
+    return {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+
+
 def _usage(result: GuardResult) -> dict[str, Any]:
     u = result.usage
-    return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
-            "total_tokens": u.input_tokens + u.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": u.cached_tokens}}
+    return usage_body(u.input_tokens, u.output_tokens, u.cached_tokens)
+
+
+def completion_body(
+    model: str, content: str, usage: dict[str, Any], *, id: str | None = None, finish: str = "stop"
+) -> dict[str, Any]:
+    """The JSON of a ``chat.completion`` with one assistant message (what the proxy sends, what
+    :func:`completion` validates): ``{"id", "object", "created", "model", "choices", "usage"}``."""
+    return {
+        "id": id or new_id(), "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": usage,
+    }
 
 
 def completion(result: GuardResult, model: str, content: str, *, id: str | None = None) -> ChatCompletion:
@@ -219,13 +242,23 @@ def completion(result: GuardResult, model: str, content: str, *, id: str | None 
 
     ``usage`` sums every model call the run made (re-prompts and derived sub-steps included).
     """
-    resp = ChatCompletion.model_validate({
-        "id": id or new_id(), "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-        "usage": _usage(result),
-    })
+    resp = ChatCompletion.model_validate(completion_body(model, content, _usage(result), id=id))
     resp.stepguard = result  # type: ignore[attr-defined]  # openai models keep extra attributes
     return resp
+
+
+def chunk_body(
+    id: str, model: str, created: int, delta: dict[str, Any], *, finish: str | None = None,
+    result: GuardResult | None = None,
+) -> dict[str, Any]:
+    """The JSON of one ``chat.completion.chunk``; with ``result`` (the last chunk) also its ``usage``."""
+    out: dict[str, Any] = {
+        "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+    }
+    if result is not None:
+        out["usage"] = _usage(result)
+    return out
 
 
 def chunk(
@@ -239,37 +272,52 @@ def chunk(
     report: StepOutcome | DeviationEvent | GuardResult | None = None,
 ) -> ChatCompletionChunk:
     """One ``ChatCompletionChunk``; ``.stepguard`` is ``report`` (or ``result``); with ``result`` also ``usage``."""
-    out = ChatCompletionChunk.model_validate({
-        "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        "usage": _usage(result) if result is not None else None,
-    })
-    out.stepguard = report if report is not None else result  # type: ignore[attr-defined]
+    return _typed_chunk(chunk_body(id, model, created, delta, finish=finish, result=result),
+                        report if report is not None else result)
+
+
+def _typed_chunk(body: dict[str, Any], report: StepOutcome | DeviationEvent | GuardResult | None) -> ChatCompletionChunk:
+    out = ChatCompletionChunk.model_validate(body)
+    out.stepguard = report  # type: ignore[attr-defined]
     return out
 
 
 class Chunker:
     """Turns what :meth:`Guard.stream` yields into chunks: a first chunk with the role, one per
     committed step and per deviation (its content delta, ``""`` where the content does not hold
-    it), and a final one with the rest of the content, ``finish_reason``, ``usage`` and the result."""
+    it), and a final one with the rest of the content, ``finish_reason``, ``usage`` and the result.
+
+    :meth:`first` and :meth:`of` give the ``openai`` client's types; :meth:`first_body` and
+    :meth:`body` the same chunks as JSON (what the proxy sends as server-sent events).
+    """
 
     def __init__(self, model: str, shape: ResponseShape) -> None:
         self.id, self.model, self.created = new_id(), model, int(time.time())
         self.writer = ContentWriter(shape)
 
+    def first_body(self) -> dict[str, Any]:
+        """The opening chunk's JSON: ``delta == {"role": "assistant", "content": ""}``."""
+        return chunk_body(self.id, self.model, self.created, {"role": "assistant", "content": ""})
+
+    def body(self, item: Any) -> dict[str, Any] | None:
+        """The chunk's JSON for one item of the guard's stream (``None`` for a controller node's update)."""
+        if isinstance(item, StepOutcome):
+            return chunk_body(self.id, self.model, self.created, {"content": self.writer.step(item)})
+        if isinstance(item, DeviationEvent):
+            return chunk_body(self.id, self.model, self.created, {"content": ""})
+        if isinstance(item, GuardResult):
+            return chunk_body(self.id, self.model, self.created, {"content": self.writer.finish(item)},
+                              finish="stop", result=item)
+        return None
+
     def first(self) -> ChatCompletionChunk:
         """The opening chunk: ``delta.role == "assistant"``."""
-        return chunk(self.id, self.model, self.created, {"role": "assistant", "content": ""})
+        return _typed_chunk(self.first_body(), None)
 
     def of(self, item: Any) -> ChatCompletionChunk | None:
         """The chunk for one item of the guard's stream (``None`` for a controller node's update)."""
-        if isinstance(item, StepOutcome):
-            return chunk(self.id, self.model, self.created, {"content": self.writer.step(item)}, report=item)
-        if isinstance(item, DeviationEvent):
-            return chunk(self.id, self.model, self.created, {"content": ""}, report=item)
-        if isinstance(item, GuardResult):
-            return chunk(self.id, self.model, self.created, {"content": self.writer.finish(item)}, finish="stop", result=item)
-        return None
+        body = self.body(item)
+        return None if body is None else _typed_chunk(body, item)
 
 
 def chunks(items: Iterator[Any], chunker: Chunker) -> Iterator[ChatCompletionChunk]:

@@ -129,6 +129,35 @@ def test_guarded_stream_async(sim_proxy: BackgroundServer) -> None:
     _check_stream(asyncio.run(main()))
 
 
+def test_a_json_response_format_is_honoured_as_the_drop_in_client_does(sim_proxy: BackgroundServer) -> None:
+    client, fmt = _client(sim_proxy), {"type": "json_object"}
+    whole = client.chat.completions.create(model="stepguard/invoice", messages=[], response_format=fmt,  # type: ignore[call-overload]
+                                           extra_body={"stepguard": {"inputs": INPUTS}})
+    content = whole.choices[0].message.content
+    assert json.loads(content) == {"values": {"discount": "5.01", "net": "95.09", "tax": "9.51", "total": "104.60"},
+                                   "answer": "104.60", "status": "verified", "first_unverified": None}
+    chunks = list(client.chat.completions.create(model="stepguard/invoice", messages=[], response_format=fmt,  # type: ignore[call-overload]
+                                                 stream=True, extra_body={"stepguard": {"inputs": INPUTS}}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == content  # the same bytes, streamed
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(model="stepguard/invoice", messages=[], response_format={"type": "xml"},  # type: ignore[call-overload, typeddict-item]
+                                       extra_body={"stepguard": {"inputs": INPUTS}})
+    assert err.value.body["param"] == "response_format.type" and err.value.body["code"] == "invalid_response_format"
+
+
+def test_a_streamed_run_tells_each_deviation_as_the_policy_acts_on_it(stub: StubServer) -> None:
+    stub.script = lambda prompt: "no step lines here"
+    app = create_app(Upstream(f"{stub.base_url}#scripted"), PROCS)
+    with BackgroundServer(app) as server:
+        chunks = list(_client(server).chat.completions.create(
+            model="stepguard/invoice", messages=[], stream=True,
+            extra_body={"stepguard": {"inputs": INPUTS, "policy": "repair", "max_reprompts_per_step": 0}}))
+    devs = [_extra(c) for c in chunks if _extra(c).get("event") == "deviation"]
+    result = _extra(chunks[-1])
+    assert devs and devs[0]["step"] == "discount" and devs[0]["action"] == "repair"
+    assert result["status"] == "repaired" and len(result["deviations"]) == len(devs)
+
+
 def test_a_thread_resumes_and_a_finished_one_answers_again_without_model_calls(sim_proxy: BackgroundServer) -> None:
     client = _client(sim_proxy)
     first = _extra(_guarded(client, thread_id="inv-1"))

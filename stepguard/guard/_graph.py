@@ -335,7 +335,6 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         reprompts[var] = state.attempt if i == 0 else 0
         chunks[var] = state.chunk_no - 1
         ctx.observer.step_checked(var, "pass", None, None)
-        ctx.observer.value_committed(var, text, prov[var])
     dev = state.deviation
     ctx.observer.chunk_finished(state.chunk_no - 1, len(verified), dev["kind"] if dev else None)
     out: dict[str, Any] = {
@@ -472,7 +471,6 @@ def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     dev = _budget_deviation(state, var)
     if value is None:  # nothing to supply (no expr): stop here
         return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)], **_step_reprompts(state, var)}
-    ctx.observer.value_committed(var, format_value(value), "repaired")
     return {
         "values": {**state.values, var: format_value(value)},
         "provenance": {**state.provenance, var: "repaired"},
@@ -495,7 +493,6 @@ def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     dev = _budget_deviation(state, var)
     if state.model_value is None or state.deviation is None:  # no value of the model's to keep
         return {"stop": f"budget:{state.spent or 'spent'}", "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
-    ctx.observer.value_committed(var, state.model_value, "flagged")
     return {
         "values": {**state.values, var: state.model_value},
         "provenance": {**state.provenance, var: "flagged"},

@@ -74,12 +74,6 @@ class GuardObserver(Protocol):
         """A chunk's reply was checked: ``verified`` steps committed; the first deviation's kind or None."""
         ...
 
-    def value_committed(self, var: str, text: str, provenance: str) -> None:
-        """Step ``var``'s value ``text`` (exact, as the guard stores it: ``"1221"``, ``"5.01"``) was
-        committed with ``provenance`` (model_verified, unverifiable, repaired, flagged). Optional:
-        an observer without this method is not called (the proxy's streaming reads it)."""
-        ...
-
     def run_finished(self, result: GuardResult | None, error: BaseException | None) -> None:
         """The run ended with ``result`` or ``error``."""
         ...
@@ -116,9 +110,6 @@ class NullObserver:
         yield _NullRecord()
 
     def chunk_finished(self, *args: Any, **kwargs: Any) -> None:
-        """Do nothing."""
-
-    def value_committed(self, *args: Any, **kwargs: Any) -> None:
         """Do nothing."""
 
     def run_finished(self, *args: Any, **kwargs: Any) -> None:
@@ -308,15 +299,6 @@ class SafeObserver:
         """Forward :meth:`GuardObserver.chunk_finished`."""
         try:
             self.inner.chunk_finished(chunk, verified, deviation)
-        except Exception:  # noqa: BLE001
-            pass
-
-    def value_committed(self, var: str, text: str, provenance: str) -> None:
-        """Forward :meth:`GuardObserver.value_committed` where the observer has it (a later addition)."""
-        try:
-            hook = getattr(self.inner, "value_committed", None)
-            if hook is not None:
-                hook(var, text, provenance)
         except Exception:  # noqa: BLE001
             pass
 

@@ -6,9 +6,10 @@ Routes::
     GET  /v1/models             stepguard/<procedure> for each procedure served, then the upstream's models
     *    /v1/<anything else>    passed through to the upstream (when it has an HTTP endpoint)
 
-A guarded run executes in a worker thread (``Guard.run``: the controller's parsing, checking and
-checkpoint writes stay off the event loop, which keeps serving pass-through traffic), at most
-``max_runs`` at a time; a run whose client went away still finishes and is checkpointed.
+A guarded run executes in a worker thread (``Guard.run``, or ``Guard.stream`` for a streamed
+request: the controller's parsing, checking and checkpoint writes stay off the event loop, which
+keeps serving pass-through traffic), at most ``max_runs`` at a time; a run whose client went away
+still finishes and is checkpointed.
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ import hmac
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
@@ -44,8 +43,8 @@ from stepguard.errors import (
     ProcedureError,
     StepDeviation,
 )
-from stepguard.guard import Guard, GuardConfig, GuardResult, NullObserver
-from stepguard.guard._result import typed_value, value_text
+from stepguard.adapters._completion import Chunker, chunk_body
+from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
 from stepguard.procedure import Procedure
 from stepguard.serve import _responses as out
@@ -55,19 +54,6 @@ from stepguard.serve._upstream import Upstream
 __all__ = ["ProxyState", "create_app"]
 
 log = logging.getLogger("stepguard.serve")
-
-Listener = Callable[[str, str, str], None]
-_listener: ContextVar[Listener | None] = ContextVar("stepguard_serve_listener", default=None)
-
-
-class _Dispatch(NullObserver):
-    """The cached guards' observer: hands committed values to the listener of the run in this context."""
-
-    def value_committed(self, var: str, text: str, provenance: str) -> None:
-        """Call the current run's listener, if it has one (a streaming request)."""
-        listener = _listener.get()
-        if listener is not None:
-            listener(var, text, provenance)
 
 
 def _json(status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -129,31 +115,61 @@ class ProxyState:
             if guard is not None:
                 self._guards.move_to_end(key)
                 return guard
-        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, saver, observer=_Dispatch())
+        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, saver)
         with self._lock:
             self._guards[key] = guard
             while len(self._guards) > 128:
                 self._guards.popitem(last=False)
         return guard
 
-    async def run(self, job: GuardedRequest, listener: Listener | None = None) -> GuardResult:
-        """Run ``job`` under the guard in a worker thread; ``listener(var, text, provenance)`` hears each commit.
+    async def _in_thread(self, work: Callable[[], Any]) -> Any:
+        """``work()`` in a worker thread, at most ``max_runs`` at once."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.max_runs)
+        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+
+    async def run(self, job: GuardedRequest) -> GuardResult:
+        """Run ``job`` under the guard in a worker thread.
 
         Raises:
             As :meth:`stepguard.guard.Guard.run`.
         """
         guard = self.guard(job)
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.max_runs)
+        result: GuardResult = await self._in_thread(lambda: guard.run(job.procedure, job.inputs, thread_id=job.thread_id))
+        return result
 
-        def work() -> GuardResult:
-            token = _listener.set(listener)
-            try:
-                return guard.run(job.procedure, job.inputs, thread_id=job.thread_id)
-            finally:
-                _listener.reset(token)
+    async def stream(self, job: GuardedRequest) -> AsyncIterator[GuardUpdate]:
+        """What :meth:`stepguard.guard.Guard.stream` yields for ``job`` (run in a worker thread), as it comes.
 
-        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+        A reader that stops early leaves the run to finish in its thread (and be checkpointed).
+
+        Raises:
+            As :meth:`stepguard.guard.Guard.run`, from the iteration, after the items before it.
+        """
+        guard = self.guard(job)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[GuardUpdate] = asyncio.Queue()
+
+        def work() -> None:
+            for item in guard.stream(job.procedure, job.inputs, thread_id=job.thread_id):
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        run = asyncio.ensure_future(self._in_thread(work))
+        try:
+            while not run.done() or not queue.empty():
+                if queue.empty():
+                    get = asyncio.ensure_future(queue.get())
+                    done, _ = await asyncio.wait({get, run}, return_when=asyncio.FIRST_COMPLETED)
+                    if get not in done:
+                        get.cancel()
+                        continue
+                    yield get.result()
+                else:
+                    yield queue.get_nowait()
+            run.result()  # the run's error, if it failed
+        finally:
+            if not run.done():  # the reader went away: the run finishes in its thread
+                run.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
 def _check_inputs(job: GuardedRequest) -> None:
@@ -172,52 +188,25 @@ async def _guarded(state: ProxyState, job: GuardedRequest) -> Response:
         except Exception as exc:  # noqa: BLE001 - every error becomes an HTTP answer
             status, body = _error(exc)
             return _json(status, body)
-        return _json(200, out.completion(result, job.model))
+        return _json(200, out.completion(result, job.model, job.shape))
     return StreamingResponse(_guarded_events(state, job), media_type="text/event-stream",
                              headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
 
 async def _guarded_events(state: ProxyState, job: GuardedRequest) -> AsyncIterator[bytes]:
-    """SSE of a guarded run: the role, one ``stepguard`` step event per committed value, the answer, the result, [DONE]."""
-    cid, created = out.new_id(), int(time.time())
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    steps = {s.var: s for s in job.procedure.steps}
-
-    def listener(var: str, text: str, provenance: str) -> None:
-        step = steps.get(var)  # the value with the places its step declares ("104.60"), as in the result
-        shown = value_text(typed_value(text, step.type, step.scale)) if step is not None else text
-        event = {"event": "step", "var": var, "value": shown, "provenance": provenance}
-        loop.call_soon_threadsafe(queue.put_nowait, event)
-
-    run = asyncio.ensure_future(state.run(job, listener))
+    """SSE of a guarded run: the drop-in client's chunks (:class:`Chunker`), each with its event under
+    ``stepguard`` (a committed step, a deviation, the result last), then ``[DONE]``; an error after
+    the stream started is an ``error`` event."""
+    chunker = Chunker(job.model, job.shape)
+    yield out.sse(chunker.first_body())
     try:
-        yield out.sse(out.chunk(cid, job.model, created, {"role": "assistant", "content": ""}))
-        while not run.done() or not queue.empty():
-            if queue.empty():
-                get = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({get, run}, return_when=asyncio.FIRST_COMPLETED)
-                if get not in done:
-                    get.cancel()
-                    continue
-                event = get.result()
-            else:
-                event = queue.get_nowait()
-            yield out.sse(out.chunk(cid, job.model, created, stepguard=event))
-        try:
-            result = run.result()
-        except Exception as exc:  # noqa: BLE001 - told in the stream: the status line was sent already
-            yield out.sse(_error(exc)[1])
-            yield out.sse("[DONE]")
-            return
-        yield out.sse(out.chunk(cid, job.model, created, {"content": result.answer_text or ""}))
-        yield out.sse(out.chunk(cid, job.model, created, {}, "stop", stepguard=result.model_dump(mode="json"),
-                                use=out.usage(result.usage.input_tokens, result.usage.output_tokens)))
-        yield out.sse("[DONE]")
-    finally:
-        if not run.done():  # the client went away: the run finishes in its thread (and is checkpointed)
-            run.add_done_callback(lambda f: f.cancelled() or f.exception())
+        async for item in state.stream(job):
+            body = chunker.body(item)
+            if body is not None:
+                yield out.sse({**body, out.KEY: out.event(item)})  # type: ignore[arg-type]
+    except Exception as exc:  # noqa: BLE001 - told in the stream: the status line was sent already
+        yield out.sse(_error(exc)[1])
+    yield out.sse("[DONE]")
 
 
 async def _forward(state: ProxyState, request: Request, path: str, body: bytes) -> Response:
@@ -283,8 +272,8 @@ async def _answer_plain(state: ProxyState, body: bytes) -> Response:
         return _json(200, done)
 
     async def events() -> AsyncIterator[bytes]:
-        yield out.sse(out.chunk(done["id"], model, done["created"], {"role": "assistant", "content": reply.text}))
-        yield out.sse(out.chunk(done["id"], model, done["created"], {}, reply.finish_reason or "stop"))
+        yield out.sse(chunk_body(done["id"], model, done["created"], {"role": "assistant", "content": reply.text}))
+        yield out.sse(chunk_body(done["id"], model, done["created"], {}, finish=reply.finish_reason or "stop"))
         yield out.sse("[DONE]")
 
     return StreamingResponse(events(), media_type="text/event-stream")

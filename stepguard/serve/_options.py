@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from stepguard.adapters._client_errors import InvalidGuardedCall
+from stepguard.adapters._completion import ResponseShape, response_shape
 from stepguard.guard import GuardConfig
 from stepguard.procedure import Procedure
 
@@ -93,6 +95,8 @@ class GuardedRequest:
     stream: bool
     model: str
     """The ``model`` field to answer with: the request's own, else ``stepguard/<name>``."""
+    shape: ResponseShape = ResponseShape()
+    """What the content is: the answer's text, or with a JSON ``response_format`` the values as JSON."""
 
 
 def _bad(message: str, param: str | None, code: str = "invalid_option") -> RequestError:
@@ -126,8 +130,8 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
 
     Raises:
         RequestError: 400 for an unknown option, a value of the wrong type or out of range, no inputs,
-            a ``thread_id`` without a checkpointer, or a ``stepguard.procedure`` that contradicts the
-            model name; 404 for an unknown procedure (the error lists the known ones under ``known``).
+            a ``thread_id`` without a checkpointer, a ``stepguard.procedure`` that contradicts the
+            model name, or a ``response_format`` the guard cannot honour (as the drop-in client's); 404 for an unknown procedure (the error lists the known ones under ``known``).
     """
     model = body.get("model")
     raw = body.get("stepguard")
@@ -178,6 +182,11 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
         config = dataclasses.replace(base or GuardConfig(), **fields)
     except (ValueError, TypeError) as exc:
         raise _bad(f"stepguard: {exc}", "stepguard") from None
+    try:
+        shape = response_shape(body.get("response_format"), procedures[name])
+    except InvalidGuardedCall as exc:
+        raise _bad(str(exc), exc.location, "invalid_response_format") from None
     inputs = opts.inputs if opts.inputs is not None else _inputs_from_messages(body)
     return GuardedRequest(name, procedures[name], dict(inputs), config, opts.thread_id,
-                          bool(body.get("stream")), model if isinstance(model, str) and model else MODEL_PREFIX + name)
+                          bool(body.get("stream")), model if isinstance(model, str) and model else MODEL_PREFIX + name,
+                          shape)

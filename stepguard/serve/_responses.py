@@ -1,83 +1,70 @@
-"""GuardResult -> OpenAI-shaped JSON bodies: a ChatCompletion, stream chunks, errors, SSE framing.
+"""The proxy's answers on the wire: JSON bodies with the result under ``stepguard``, errors, SSE framing.
 
-Kept in one small module so that the ``GuardedOpenAI`` wrapper and the proxy can share one
-GuardResult -> response mapping later. Every body here is plain JSON-able dicts (no ``openai``
-import), in the shapes the OpenAI API documents for ``/v1/chat/completions``.
+The ChatCompletion and chunk bodies themselves are the drop-in client's
+(:mod:`stepguard.adapters._completion`: :func:`completion_body`, :class:`Chunker`), so a guarded
+call gets the same content, usage and chunk sequence through ``GuardedOpenAI`` and through the
+proxy. What is the proxy's own: the ``stepguard`` key that carries the result (or a stream's
+event) in the JSON, the OpenAI error shape, and server-sent event framing.
 """
 
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
+from stepguard.adapters._completion import ContentWriter, ResponseShape, completion_body, usage_body
+from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
+
 if TYPE_CHECKING:
-    from stepguard.guard import GuardResult
     from stepguard.model import ChatResponse
 
-__all__ = ["chunk", "completion", "error_body", "model_completion", "new_id", "sse", "usage"]
+__all__ = ["KEY", "completion", "error_body", "event", "model_completion", "sse"]
 
 KEY = "stepguard"
 """The key under which a guarded response carries the guard's result."""
 
 
-def new_id() -> str:
-    """A completion id, ``stepguard-`` and 24 hex characters."""
-    return f"stepguard-{uuid.uuid4().hex[:24]}"
-
-
-def usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
-    """The ``usage`` object: prompt, completion and total tokens."""
-    return {"prompt_tokens": input_tokens, "completion_tokens": output_tokens, "total_tokens": input_tokens + output_tokens}
-
-
-def completion(result: GuardResult, model: str, *, id: str | None = None) -> dict[str, Any]:  # noqa: A002
-    """A ``chat.completion`` whose content is the verified answer, with the result under ``stepguard``.
+def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[str, Any]:
+    """A ``chat.completion`` of a guarded run, with the result under ``stepguard``.
 
     Args:
-        result: the guard's result; its ``answer_text`` (``"104.60"``, places kept) is the content.
+        result: the guard's result.
         model: the ``model`` field to answer with (the one the request named).
-        id: the completion id (default: a new one).
+        shape: what the content is (the request's ``response_format``): the answer's text
+            (``"104.60"``, places kept), or the values as JSON (see :mod:`stepguard.adapters._completion`).
 
     Returns:
         ``{"id", "object": "chat.completion", "created", "model", "choices": [{"message": {"role":
-        "assistant", "content": answer}, "finish_reason": "stop"}], "usage", "stepguard": result JSON}``;
+        "assistant", "content": ...}, "finish_reason": "stop"}], "usage", "stepguard": result JSON}``;
         ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked),
         ``steps`` with values and provenance, ``deviations``, ``reprompts`` and usage.
     """
-    return {
-        "id": id or new_id(), "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": result.answer_text or ""}}],
-        "usage": usage(result.usage.input_tokens, result.usage.output_tokens),
-        KEY: result.model_dump(mode="json"),
-    }
+    body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
+        result.usage.input_tokens, result.usage.output_tokens, result.usage.cached_tokens))
+    body[KEY] = result.model_dump(mode="json")
+    return body
 
 
 def model_completion(resp: ChatResponse, model: str) -> dict[str, Any]:
     """A ``chat.completion`` of one plain model reply (pass-through to a model with no HTTP endpoint: ``sim``)."""
-    return {
-        "id": new_id(), "object": "chat.completion", "created": int(time.time()), "model": resp.model or model,
-        "choices": [{"index": 0, "finish_reason": resp.finish_reason or "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": resp.text}}],
-        "usage": usage(resp.usage.input_tokens, resp.usage.output_tokens),
-    }
+    u = resp.usage
+    return completion_body(resp.model or model, resp.text, usage_body(u.input_tokens, u.output_tokens, u.cached_tokens),
+                           finish=resp.finish_reason or "stop")
 
 
-def chunk(id: str, model: str, created: int, delta: dict[str, Any] | None = None,  # noqa: A002
-          finish_reason: str | None = None, stepguard: dict[str, Any] | None = None,
-          use: dict[str, int] | None = None) -> dict[str, Any]:
-    """One ``chat.completion.chunk``; ``stepguard`` (an event, or the final result) rides beside ``choices``."""
-    out: dict[str, Any] = {
-        "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason, "logprobs": None}],
-    }
-    if use is not None:
-        out["usage"] = use
-    if stepguard is not None:
-        out[KEY] = stepguard
-    return out
+def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
+    """What a streamed chunk carries under ``stepguard`` for one item of :meth:`stepguard.Guard.stream`.
+
+    Returns:
+        A committed step: ``{"event": "step", "var", "value": text with its places, "provenance"}``;
+        a deviation: ``{"event": "deviation", "step", "kind", "action", ...}`` (a
+        :class:`~stepguard.guard.DeviationEvent`); the result (the last chunk): its JSON.
+    """
+    if isinstance(item, StepOutcome):
+        return {"event": "step", "var": item.var, "value": item.text, "provenance": item.provenance}
+    if isinstance(item, DeviationEvent):
+        return {"event": "deviation", **item.model_dump(mode="json")}
+    return item.model_dump(mode="json")
 
 
 def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,  # noqa: A002
