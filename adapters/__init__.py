@@ -7,7 +7,8 @@ Pick a model with one specification string (see :mod:`stepguard.adapters.spec`):
     model = load_model("http://127.0.0.1:8000/v1#qwen")
     reply = model.complete([{"role": "user", "content": "2 + 3 = ?"}])
 
-Adapters: :class:`OpenAICompatibleModel` (any OpenAI-compatible endpoint), :class:`LocalModel`
+Adapters: :class:`OpenAICompatibleModel` (any OpenAI-compatible endpoint), :class:`GuardedOpenAI` (a
+drop-in ``openai`` client whose chat calls can run procedures guarded; docs/drop-in-client.md), :class:`LocalModel`
 (a GGUF model from a Python package on a local llama.cpp server), ``SimulatedExecutor``
 (:mod:`stepguard.adapters.sim`), :class:`RecordingModel` / :class:`ReplayModel` (cassettes).
 The local-model machinery is imported only when a ``local`` spec asks for it.
@@ -28,11 +29,30 @@ if TYPE_CHECKING:
     from .langgraph_node import guarded_node
     from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
     from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
+    from ._client_errors import (
+        GuardedBudgetExhausted, GuardedCallError, GuardedCheckpointError, GuardedModelError, GuardedModelOutputTruncated,
+        GuardedModelTimeout, GuardedModelUnavailable, GuardedProcedureError, GuardedStepDeviation, InvalidGuardedCall,
+    )
+    from ._completion import AsyncGuardedStream, GuardedStream
+    from ._guarded_call import StepguardOptions
     from .openai_wrapper import ClientChatModel, GuardedOpenAI
 
 __all__ = [
+    "AsyncGuardedStream",
     "ClientChatModel",
+    "GuardedBudgetExhausted",
+    "GuardedCallError",
+    "GuardedCheckpointError",
+    "GuardedModelError",
+    "GuardedModelOutputTruncated",
+    "GuardedModelTimeout",
+    "GuardedModelUnavailable",
     "GuardedOpenAI",
+    "GuardedProcedureError",
+    "GuardedStepDeviation",
+    "GuardedStream",
+    "InvalidGuardedCall",
+    "StepguardOptions",
     "HTTP_KEY_ENV",
     "LocalModel",
     "LocalModelInfo",
@@ -63,6 +83,11 @@ _LAZY = {
     "OPENAI_BASE_URL": "openai_compat", "OpenAICompatibleModel": "openai_compat",
     "provider_for_url": "openai_compat",
     "GuardedOpenAI": "openai_wrapper", "ClientChatModel": "openai_wrapper", "guarded_node": "langgraph_node",
+    "GuardedStream": "_completion", "AsyncGuardedStream": "_completion", "StepguardOptions": "_guarded_call",
+    **{name: "_client_errors" for name in (
+        "GuardedBudgetExhausted", "GuardedCallError", "GuardedCheckpointError", "GuardedModelError",
+        "GuardedModelOutputTruncated", "GuardedModelTimeout", "GuardedModelUnavailable", "GuardedProcedureError",
+        "GuardedStepDeviation", "InvalidGuardedCall")},
 }
 
 

@@ -18,11 +18,18 @@ same one the user's graph compiles with), the guard checkpoints under the thread
 ``"<parent thread id>/stepguard/<procedure name>/<run identity digest>"``: a resumed parent run
 resumes the procedure from its last committed chunk, and a later turn with other inputs (or
 another model or settings) runs the procedure afresh rather than returning an earlier answer.
+
+The guard's own steps show in the user's stream: with ``graph.stream(..., subgraphs=True)``
+(``updates`` mode, sync or async), every node of the controller (``plan``, ``ask``, ``verify``,
+``commit``, ``reprompt``...) is forwarded as it finishes, under the node's namespace
+(``("invoice:<task id>",)``), as LangGraph reports a subgraph's updates. The guard graph keeps its
+own checkpoint thread (above) rather than the parent's namespace, which is what lets a new turn
+with new inputs start afresh; so its updates are forwarded, not inherited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -44,6 +51,28 @@ def _thread(config: RunnableConfig | None, guard: Guard, procedure: Procedure, i
     if parent is None:
         return None
     return f"{parent}/stepguard/{procedure.name}/{identity_digest(guard.run_identity(procedure, inputs))}"
+
+
+_STREAM_KEY = "__pregel_stream"
+"""Where LangGraph puts the parent's stream in a task's config when it streams with ``subgraphs=True``
+(``langgraph._internal._constants.CONFIG_KEY_STREAM``); tests/test_adapters_wrappers.py checks the
+forwarding end to end, so a LangGraph that moves it fails a test rather than going quiet."""
+
+
+def _forwarder(config: RunnableConfig | None) -> Callable[[str, Any], None] | None:
+    """A function sending one controller node's update to the parent's stream, or None when the
+    parent is not streaming subgraphs in ``updates`` mode."""
+    conf = (config or {}).get("configurable") or {}
+    stream = conf.get(_STREAM_KEY)
+    if stream is None or not callable(stream) or "updates" not in getattr(stream, "modes", ()):
+        return None
+    ns = conf.get("checkpoint_ns") or ""
+    namespace = tuple(ns.split("|")) if ns else ()
+
+    def forward(node: str, update: Any) -> None:
+        stream((namespace, "updates", {node: update}))
+
+    return forward
 
 
 def guarded_node(
@@ -114,10 +143,32 @@ def guarded_node(
 
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         inputs = read(state)
-        return write(guard.run(procedure, inputs, thread_id=_thread(config, guard, procedure, inputs)))
+        thread = _thread(config, guard, procedure, inputs)
+        forward = _forwarder(config)
+        if forward is None:
+            return write(guard.run(procedure, inputs, thread_id=thread))
+        result = None
+        for item in guard.stream(procedure, inputs, thread_id=thread, graph_updates=True):
+            if isinstance(item, tuple):
+                forward(*item)
+            elif isinstance(item, GuardResult):
+                result = item
+        assert result is not None
+        return write(result)
 
     async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         inputs = read(state)
-        return write(await guard.arun(procedure, inputs, thread_id=_thread(config, guard, procedure, inputs)))
+        thread = _thread(config, guard, procedure, inputs)
+        forward = _forwarder(config)
+        if forward is None:
+            return write(await guard.arun(procedure, inputs, thread_id=thread))
+        result = None
+        async for item in guard.astream(procedure, inputs, thread_id=thread, graph_updates=True):
+            if isinstance(item, tuple):
+                forward(*item)
+            elif isinstance(item, GuardResult):
+                result = item
+        assert result is not None
+        return write(result)
 
     return RunnableLambda(run, afunc=arun, name=f"stepguard:{procedure.name}")

@@ -6,7 +6,7 @@ model; every other call passes straight through to the wrapped client::
 
     client = GuardedOpenAI(openai.OpenAI(), procedures={"invoice": load_procedure("examples/invoice.yaml")})
     resp = client.chat.completions.create(
-        model="gpt-4o-mini", messages=[],
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Invoice for order 42"}],
         extra_body={"stepguard": {"procedure": "invoice", "inputs": {"subtotal": "100.10", "rate": "0.1"}}},
     )
     resp.choices[0].message.content   # "104.60": the verified answer
@@ -14,28 +14,34 @@ model; every other call passes straight through to the wrapped client::
 
 Why ``extra_body`` and not a new keyword: ``extra_body`` is a parameter the ``openai`` client
 already takes, so the call type-checks unchanged and a stray ``stepguard_procedure=`` can never
-reach an unwrapped client as a ``TypeError``. In a guarded call ``messages`` are not sent: the
-guard writes its own prompts from the procedure; ``temperature``, ``seed`` and ``max_tokens``
-become the model's defaults. Always read ``resp.stepguard.status``: only ``verified`` means every
-value was checked (``repaired``/``flagged`` results are returned too, never silently).
+reach an unwrapped client as a ``TypeError``. In a guarded call the caller's ``messages`` are
+shown to the model as context at the top of every chunk prompt (and key the run identity);
+``stream=True`` gives an ``openai.Stream`` of chunks as steps are verified; ``response_format``
+JSON gives the values as JSON; the caller's sampling options are honoured as
+:mod:`stepguard.adapters._guarded_call` says. Errors are both stepguard's and ``openai.OpenAIError``
+(:mod:`stepguard.adapters._client_errors`). Always read ``resp.stepguard.status``: only
+``verified`` means every value was checked (``repaired``/``flagged`` results are returned too,
+never silently). docs/drop-in-client.md is the guide.
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import openai
 
-from stepguard.errors import ModelError, ModelUnavailable
-from stepguard.guard import Guard, GuardConfig, GuardResult
+from stepguard.errors import ModelError, ModelUnavailable, StepguardError
+from stepguard.guard import Guard, GuardConfig
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
 
 from ._attempts import map_error
+from ._client_errors import InvalidGuardedCall, client_error
+from ._completion import AsyncGuardedStream, Chunker, ContentWriter, GuardedStream, achunks, chunks, completion
+from ._guarded_call import NOT_IN_IDENTITY, GuardedCall, guarded_spec, read_call
 from ._reply import ReplyError, content_text, quote
 
 __all__ = ["ClientChatModel", "GuardedOpenAI"]
@@ -55,24 +61,45 @@ class ClientChatModel:
         client: the user's client (its auth, base URL, retries and timeouts are used as they are).
         model: the model name sent with every call.
         defaults: sampling settings used where the guard leaves one unset.
+        max_tokens: a cap on every call's ``max_tokens`` (the guard asks for less where its own
+            allowance is smaller), or None.
+        max_tokens_name: the argument the cap goes out as: ``max_tokens`` or ``max_completion_tokens``.
+        sent: other ``create`` arguments sent with every call as given (``top_p``, ``extra_headers``...).
     """
 
     provider = "openai_compatible"
     simulated = False
 
-    def __init__(self, client: Any, model: str, defaults: GenerationSettings | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        model: str,
+        defaults: GenerationSettings | None = None,
+        *,
+        max_tokens: int | None = None,
+        max_tokens_name: str = "max_tokens",
+        sent: Mapping[str, Any] | None = None,
+    ) -> None:
         self.client = client
         self.model_name = model
         self.spec = f"client#{model}"
         self.defaults = defaults or GenerationSettings()
+        self.max_tokens, self.max_tokens_name = max_tokens, max_tokens_name
+        self.sent = dict(sent or {})
+        # what changes replies, for the run identity (headers, timeouts and bookkeeping do not)
+        self.identity_options = {k: v for k, v in self.sent.items() if k not in NOT_IN_IDENTITY}
+        if max_tokens is not None:
+            self.identity_options["max_tokens_cap"] = max_tokens
 
     def _kwargs(self, messages: list[ChatMessage], settings: GenerationSettings | None) -> dict[str, Any]:
         s, d = settings or GenerationSettings(), self.defaults
-        out: dict[str, Any] = {"model": self.model_name, "messages": messages}
+        out: dict[str, Any] = {**self.sent, "model": self.model_name, "messages": messages}
         for name in ("temperature", "seed", "max_tokens"):
             value = getattr(s, name) if getattr(s, name) is not None else getattr(d, name)
+            if name == "max_tokens" and self.max_tokens is not None:
+                value = self.max_tokens if value is None else min(value, self.max_tokens)
             if value is not None:
-                out[name] = value
+                out[self.max_tokens_name if name == "max_tokens" else name] = value
         return out
 
     def _where(self) -> str:
@@ -93,7 +120,8 @@ class ClientChatModel:
             raise ModelUnavailable(f"{self._where()} answered HTTP 200 with an error body: {message!r}", self.spec,
                                    status=200, server_message=message)
         u = getattr(raw, "usage", None)
-        usage = Usage(getattr(u, "prompt_tokens", 0) or 0, getattr(u, "completion_tokens", 0) or 0) if u else Usage()
+        cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0
+        usage = Usage(getattr(u, "prompt_tokens", 0) or 0, getattr(u, "completion_tokens", 0) or 0, cached) if u else Usage()
         try:
             if not isinstance(choices, list):
                 raise ReplyError("the reply has no list of choices")
@@ -133,42 +161,117 @@ class ClientChatModel:
         return self._response(raw, t0)
 
 
-def _completion(result: GuardResult, model: str) -> Any:
-    """An OpenAI-shaped ``ChatCompletion`` whose content is the answer; the GuardResult as ``.stepguard``."""
-    from openai.types.chat import ChatCompletion
-
-    resp = ChatCompletion.model_validate({
-        "id": f"stepguard-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": result.answer_text or ""}}],
-        "usage": {"prompt_tokens": result.usage.input_tokens, "completion_tokens": result.usage.output_tokens,
-                  "total_tokens": result.usage.input_tokens + result.usage.output_tokens},
-    })
-    resp.stepguard = result  # type: ignore[attr-defined]  # openai models keep extra attributes
-    return resp
-
 
 class _Completions:
+    """``client.chat.completions``: ``create`` guarded when ``extra_body["stepguard"]`` names a procedure."""
+
     def __init__(self, owner: GuardedOpenAI) -> None:
         self._owner = owner
         self._inner = owner.client.chat.completions
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        attr = getattr(self._inner, name)
+        if name in ("with_raw_response", "with_streaming_response"):
+            return _Unguarded(attr, f"chat.completions.{name}")
+        return attr
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's own ``parse``; a guarded call is refused (use ``create`` with ``response_format``)."""
+        _refuse_guarded(kwargs, "chat.completions.parse")
+        return self._inner.parse(*args, **kwargs)
 
     def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create``: guarded when ``extra_body["stepguard"]`` names a procedure."""
-        job = self._owner._job(kwargs)
-        if job is None:
-            return self._inner.create(**kwargs)
-        guard, proc, inputs, model, tid = job
-        if self._owner.is_async:
-            async def run() -> Any:
-                return _completion(await guard.arun(proc, inputs, thread_id=tid), model)
+        """``chat.completions.create``: guarded when ``extra_body["stepguard"]`` names a procedure.
 
-            return run()
-        return _completion(guard.run(proc, inputs, thread_id=tid), model)
+        Returns:
+            A ``ChatCompletion`` with ``.stepguard`` (the GuardResult), or with ``stream=True`` a
+            :class:`GuardedStream` of ``ChatCompletionChunk``; for an async client, a coroutine of these.
+            A call without ``extra_body["stepguard"]`` returns whatever the client returns.
+
+        Raises:
+            GuardedCallError: see :mod:`stepguard.adapters._client_errors` (also ``openai.OpenAIError``).
+        """
+        if guarded_spec(kwargs) is None:
+            return self._inner.create(**kwargs)
+        if self._owner.is_async:
+            return self._acreate(kwargs)
+        call = self._owner._read(kwargs)
+        guard = self._owner._guard(call)
+        _check_inputs(call)
+        args = (call.procedure, call.options.inputs, call.options.thread_id)
+        if call.stream:
+            run = guard.stream(*args, context=call.context)
+            return GuardedStream(_sync_errors(chunks(run, Chunker(call.model, call.shape))))
+        try:
+            result = guard.run(*args, context=call.context)
+        except StepguardError as exc:
+            raise client_error(exc) from exc
+        return completion(result, call.model, ContentWriter(call.shape).whole(result))
+
+    async def _acreate(self, kwargs: dict[str, Any]) -> Any:
+        call = self._owner._read(kwargs)
+        guard = self._owner._guard(call)
+        _check_inputs(call)
+        args = (call.procedure, call.options.inputs, call.options.thread_id)
+        if call.stream:
+            run = guard.astream(*args, context=call.context)
+            return AsyncGuardedStream(_async_errors(achunks(run, Chunker(call.model, call.shape))))
+        try:
+            result = await guard.arun(*args, context=call.context)
+        except StepguardError as exc:
+            raise client_error(exc) from exc
+        return completion(result, call.model, ContentWriter(call.shape).whole(result))
+
+
+def _check_inputs(call: GuardedCall) -> None:
+    """Refuse inputs the procedure refuses now, at ``create``, as the client raises a refused request
+    there, rather than from a stream's first iteration."""
+    try:
+        call.procedure.expected_values(call.procedure.bind_inputs(call.options.inputs))
+    except StepguardError as exc:
+        raise client_error(exc) from exc
+
+
+def _sync_errors(items: Iterator[Any]) -> Iterator[Any]:
+    """``items``, with stepguard's errors raised as the client's (:func:`client_error`)."""
+    try:
+        yield from items
+    except StepguardError as exc:
+        raise client_error(exc) from exc
+
+
+async def _async_errors(items: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """Async twin of :func:`_sync_errors`."""
+    try:
+        async for item in items:
+            yield item
+    except StepguardError as exc:
+        raise client_error(exc) from exc
+
+
+def _refuse_guarded(kwargs: Mapping[str, Any], where: str) -> None:
+    if guarded_spec(kwargs) is not None:
+        raise InvalidGuardedCall(f"{where} is not guarded; call chat.completions.create (response_format for JSON)",
+                                 'extra_body["stepguard"]')
+
+
+class _Unguarded:
+    """A view of a client resource (``with_raw_response``...) whose calls pass through, and refuse a
+    guarded call rather than send it unguarded."""
+
+    def __init__(self, inner: Any, where: str) -> None:
+        self._inner, self._where = inner, where
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _refuse_guarded(kwargs, f"{self._where}.{name}")
+            return attr(*args, **kwargs)
+
+        return call
 
 
 class _Chat:
@@ -183,19 +286,29 @@ class _Chat:
 class GuardedOpenAI:
     """Wrap an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` client so chat calls can run procedures guarded.
 
+    A transparent proxy, as ``wrapt.ObjectProxy`` and ``unittest.mock`` make them: every attribute
+    but ``chat.completions.create`` is the wrapped client's own (its auth, base URL, retries,
+    timeouts, ``models``, ``embeddings``...), and ``isinstance(guarded, openai.OpenAI)`` (or
+    ``AsyncOpenAI``, ``AzureOpenAI``: whatever the wrapped client is) holds, through ``__class__``.
+    ``type(guarded)`` stays ``GuardedOpenAI``: nothing pretends at that level. ``with_options()``
+    and ``copy()`` give a guarded client too.
+
     Args:
-        client: the user's client; every attribute other than ``chat.completions.create`` is its own.
+        client: the user's client.
         procedures: ``{name: Procedure}`` callable by name from ``extra_body={"stepguard": {...}}``.
-        config: the guard's configuration (default :class:`GuardConfig`).
+        config: the guard's configuration (default :class:`GuardConfig`); a call's
+            ``extra_body["stepguard"]`` options and its ``temperature``/``seed`` override it for that call.
         checkpointer: a LangGraph checkpointer shared by all guarded calls (optional).
 
     A guarded call's ``extra_body["stepguard"]`` is ``{"procedure": NAME, "inputs": {...}}`` and
-    optionally ``"thread_id"`` (resume with a checkpointer). The result is a ``ChatCompletion`` (awaitable for an async client) whose
-    content is the answer and whose ``.stepguard`` is the :class:`GuardResult`.
+    optionally ``"thread_id"`` (resume with a checkpointer) and GuardConfig options
+    (:class:`~stepguard.adapters._guarded_call.StepguardOptions`).
 
     Raises (from ``create``):
-        KeyError: an unknown procedure name.
-        ProcedureError, StepDeviation, BudgetExhausted, ModelError: as :meth:`Guard.run`.
+        InvalidGuardedCall: a request the guard cannot honour (an unknown procedure or key,
+            a non-object ``extra_body["stepguard"]``, an unsupported argument or response_format).
+        GuardedProcedureError, GuardedStepDeviation, GuardedBudgetExhausted, GuardedModelError...:
+            as :meth:`Guard.run`, each also ``openai.OpenAIError``, with the partial result.
     """
 
     def __init__(
@@ -213,19 +326,48 @@ class GuardedOpenAI:
         self.is_async = isinstance(client, openai.AsyncOpenAI) or inspect.iscoroutinefunction(client.chat.completions.create)
         self.chat = _Chat(self)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105 - the proxy's one trick: isinstance() sees the client's class
+        return type(self.client)
+
     def __getattr__(self, name: str) -> Any:
+        if name == "client":  # not set yet (a failing __init__): no recursion
+            raise AttributeError(name)
         return getattr(self.client, name)
 
-    def _job(self, kwargs: dict[str, Any]) -> tuple[Guard, Procedure, dict[str, Any], str, str | None] | None:
-        extra = kwargs.get("extra_body") or {}
-        spec = extra.get(_KEY) if isinstance(extra, Mapping) else None
-        if spec is None:
-            return None
-        name = spec.get("procedure")
-        if name not in self.procedures:
-            raise KeyError(f"stepguard: unknown procedure {name!r} (known: {sorted(self.procedures)})")
-        defaults = GenerationSettings(kwargs.get("temperature"), kwargs.get("seed"), kwargs.get("max_tokens"))
-        model = ClientChatModel(self.client, kwargs["model"], defaults)
-        guard = Guard(model, self.config, self.checkpointer)
-        inputs = dict(spec.get("inputs") or {})
-        return guard, self.procedures[name], inputs, kwargs["model"], spec.get("thread_id")
+    def __repr__(self) -> str:
+        return f"GuardedOpenAI({self.client!r}, procedures={sorted(self.procedures)})"
+
+    def _rewrap(self, client: Any) -> GuardedOpenAI:
+        return GuardedOpenAI(client, self.procedures, self.config, self.checkpointer)
+
+    def with_options(self, **options: Any) -> GuardedOpenAI:
+        """The client's ``with_options``, still guarded."""
+        return self._rewrap(self.client.with_options(**options))
+
+    def copy(self, **options: Any) -> GuardedOpenAI:
+        """The client's ``copy``, still guarded."""
+        return self._rewrap(self.client.copy(**options))
+
+    def __enter__(self) -> GuardedOpenAI:
+        self.client.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.client.__exit__(*exc)
+
+    async def __aenter__(self) -> GuardedOpenAI:
+        await self.client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.client.__aexit__(*exc)
+
+    def _read(self, kwargs: Mapping[str, Any]) -> GuardedCall:
+        return read_call(kwargs, self.procedures, self.config)
+
+    def _guard(self, call: GuardedCall) -> Guard:
+        model = ClientChatModel(self.client, call.model, max_tokens=call.max_tokens,
+                                max_tokens_name=call.max_tokens_name, sent=call.sent)
+        return Guard(model, call.config, self.checkpointer)
+

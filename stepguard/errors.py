@@ -89,7 +89,11 @@ class ModelError(StepguardError):
             not a chat completion), or ``None`` when no answer came (unreachable, timed out).
         server_message: what the server said, as it said it (at most 300 characters): the
             ``error.message`` of a JSON error body, else the start of the body; ``None`` if nothing.
+        result: the partial :class:`stepguard.guard.GuardResult` when the call failed inside a
+            guarded run (the steps committed before it), else ``None``.
     """
+
+    result: Any = None
 
     def __init__(
         self,

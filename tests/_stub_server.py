@@ -15,6 +15,14 @@ serves every case at once:
     truncated 200 with a JSON body cut in the middle
     renamed   200, but the reply names another model (``renamed-by-server``)
     scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
+    sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
+              a guard's chunk prompts answered right, as a model that executes them exactly would
+
+Any model that answers 200 with a text (ok, length, scripted, sim) answers ``"stream": true`` with
+server-sent events: the role, the text in two content deltas, the finish reason, ``[DONE]``.
+
+A request with ``"stream": true`` to any other model is answered as server-sent events (three
+content chunks, a finish chunk, ``[DONE]``). ``StubServer.headers`` keeps each request's headers.
 
 Hostile shapes and behaviours (the reply text is the scripted one when a script is set, else
 "reply to: <last user message>"):
@@ -76,6 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        with self.server.lock:
+            self.server.headers.append(dict(self.headers))
         if self.path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": "ok", "object": "model"}]})
         else:
@@ -93,6 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
             srv.counts[model] += 1
             n = srv.counts[model]
             srv.requests.append(body)
+            srv.headers.append(dict(self.headers))
         retry_fast = {"retry-after-ms": "10"}
         if srv.down or model == "error503":
             self._send(503, {"error": {"message": "unavailable"}}, retry_fast)
@@ -119,7 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _completion("renamed-by-server", "reply", "stop"))
         elif model == "scripted":
             last = body["messages"][-1]["content"] if body.get("messages") else ""
-            self._send(200, _completion(model, srv.script(last) if srv.script else "", "stop"))
+            self._reply(body, model, srv.script(last) if srv.script else "", "stop")
+        elif model == "sim":
+            self._reply(body, model, _SIM.complete(body.get("messages") or []).text, "stop")
         elif model == "error500":
             self._send(500, {"error": {"message": "boom"}}, retry_fast)
         elif model == "error429" and n <= 2:
@@ -129,15 +142,55 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif model in _HOSTILE:
             self._hostile(model, body)
+        elif body.get("stream"):
+            self._stream(model, self._text(body))
         else:
             last = body["messages"][-1]["content"] if body.get("messages") else ""
             finish = "length" if model == "length" else "stop"
-            self._send(200, _completion(model, f"reply to: {last}", finish))
+            self._reply(body, model, f"reply to: {last}", finish)
+
+    def _reply(self, body: dict[str, Any], model: str, text: str, finish: str) -> None:
+        """A 200 chat completion, or its server-sent events when the request asks for a stream."""
+        if not body.get("stream"):
+            self._send(200, _completion(model, text, finish))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        k = len(text) // 2
+        base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        deltas = [({"role": "assistant", "content": ""}, None), ({"content": text[:k]}, None),
+                  ({"content": text[k:]}, None), ({}, finish)]
+        for delta, why in deltas:
+            event = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": why}]}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
 
     def _text(self, body: dict[str, Any]) -> str:
         last = body["messages"][-1]["content"] if body.get("messages") else ""
         return self.server.script(last) if self.server.script else f"reply to: {last}"
+
+    def _stream(self, model: str, text: str) -> None:
+        """A streamed reply (SSE): the text in three content chunks, then the finish chunk and [DONE]."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        k = max(1, len(text) // 3)
+        deltas = [{"role": "assistant", "content": ""}] + [{"content": text[i:i + k]} for i in range(0, len(text), k)]
+        for i, delta in enumerate([*deltas, {}]):
+            finish = "stop" if i == len(deltas) else None
+            event = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
     def _raw(self, status: int, data: bytes, ctype: str = "application/json", headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -236,6 +289,15 @@ _HOSTILE = frozenset({
 """The hostile models (see the module docstring)."""
 
 
+def _sim() -> Any:
+    from stepguard.adapters.sim import SimulatedExecutor
+
+    return SimulatedExecutor(preset="perfect", seed=0)
+
+
+_SIM = _sim()
+
+
 def _completion(model: str, text: str, finish: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-stub",
@@ -257,12 +319,14 @@ def _completion(model: str, text: str, finish: str) -> dict[str, Any]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # 32 clients connecting at once overflowed the default 5: 1 s SYN retries
 
     def __init__(self, hang_s: float) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.stopping = threading.Event()
         self.hang_s = hang_s
         self.down = False
@@ -299,6 +363,11 @@ class StubServer:
     def requests(self) -> list[dict[str, Any]]:
         """The JSON bodies received so far."""
         return self._server.requests
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        """The headers of each request received so far (GET and POST)."""
+        return self._server.headers
 
     @property
     def aborted(self) -> Counter[str]:

@@ -47,7 +47,7 @@ def _heavy(modules: set[str]) -> list[str]:
 
 @pytest.mark.parametrize("args", [
     ["--help"], ["-h"], ["--version"], ["check", "examples/invoice.yaml"],
-    ["bench", "--help"], ["bench", "generate", "--help"], ["model", "--help"],
+    ["bench", "--help"], ["bench", "generate", "--help"], ["model", "--help"], ["serve", "--help"],
 ])
 def test_short_commands_load_no_heavy_module(args: list[str], tmp_path: Path) -> None:
     code, modules, stdout = _loaded(args, tmp_path)

@@ -19,7 +19,13 @@ import pytest
 from typer.testing import CliRunner
 
 from stepguard import Guard, GuardConfig, GuardResult, sqlite_checkpointer
-from stepguard.adapters import GuardedOpenAI
+from stepguard.adapters import (
+    GuardedBudgetExhausted,
+    GuardedModelError,
+    GuardedModelTimeout,
+    GuardedModelUnavailable,
+    GuardedOpenAI,
+)
 from stepguard.adapters.openai_compat import OpenAICompatibleModel
 from stepguard.errors import (
     BudgetExhausted,
@@ -244,12 +250,14 @@ async def test_guard_arun_ends_well_on_every_kind_of_shape(scripted: StubServer,
 
 # -- GuardedOpenAI: the user's real openai client, its errors typed ---------------------------------------
 WRAPPED_ENDS = {
-    "parts": "verified", "scripted": "verified", "null": BudgetExhausted, "choices_empty": BudgetExhausted,
-    "number": ModelError,  # the client already read 0.1000...1 as a float: its digits are gone, so refused
-    "choices_object": ModelError, "no_choices": ModelError, "content_object": ModelError, "list_body": ModelError,
-    "html200": ModelError, "invalid_json": ModelError, "error200": ModelUnavailable, "error400": ModelUnavailable,
-    "error500": ModelUnavailable, "html502": ModelUnavailable, "reset": ModelUnavailable, "hang": ModelTimeout,
+    "parts": "verified", "scripted": "verified", "null": GuardedBudgetExhausted, "choices_empty": GuardedBudgetExhausted,
+    "number": GuardedModelError,  # the client already read 0.1000...1 as a float: its digits are gone, so refused
+    "choices_object": GuardedModelError, "no_choices": GuardedModelError, "content_object": GuardedModelError,
+    "list_body": GuardedModelError, "html200": GuardedModelError, "invalid_json": GuardedModelError,
+    "error200": GuardedModelUnavailable, "error400": GuardedModelUnavailable, "error500": GuardedModelUnavailable,
+    "html502": GuardedModelUnavailable, "reset": GuardedModelUnavailable, "hang": GuardedModelTimeout,
 }
+"""Each ends as stepguard's error of that kind that is also an ``openai.OpenAIError`` (adapters/_client_errors.py)."""
 
 
 def _guarded_create(client: Any, name: str) -> Any:

@@ -18,7 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
-from run_example import EXAMPLES as INPUTS  # noqa: E402
+from run_example import AGENT_EXAMPLES, EXAMPLES  # noqa: E402
+
+INPUTS = {**EXAMPLES, **AGENT_EXAMPLES}
 
 _JUNK = ("__pycache__", ".pyc")
 
@@ -80,10 +82,13 @@ def test_installed_wheel_checks_and_runs_every_example_and_the_starter(wheel: Pa
     assert str(ROOT) not in where.stdout and "site-packages" in where.stdout
     examples = sorted((ROOT / "examples").glob("*.yaml"))
     assert {p.stem for p in examples} == set(INPUTS)
+    shutil.copy(ROOT / "examples" / "agent_tools.py", work / "agent_tools.py")
     for path in examples:
         shutil.copy(path, work / path.name)
         assert "is valid" in _run([sg, "check", path.name], work, env).stdout
         args = [a for k, v in INPUTS[path.stem].items() for a in ("-i", f"{k}={v}")]
+        if path.stem in AGENT_EXAMPLES:  # tool steps call only the tools given
+            args += ["--tools", "agent_tools.py:TOOLS"]
         out = _run([sg, "run", path.name, *args, "--model", "sim:perfect"], work, env).stdout
         assert "status verified" in out, out
     _run([sg, "init", "starter.yaml"], work, env)

@@ -1,38 +1,5 @@
-"""Imports from the ``bench`` extra (matplotlib, scipy), with an error that says how to install it.
+"""The benchmark's extra imports: :func:`stepguard._extra.import_extra`, whose default extra is ``bench``."""
 
-The guard and ``stepguard run``/``check``/``init`` need neither; the benchmark's statistics
-(exact McNemar, Wilson intervals) and its report plots do.
-"""
-
-from __future__ import annotations
-
-import importlib
-from types import ModuleType
-
-from stepguard.errors import MissingExtraError
+from stepguard._extra import import_extra
 
 __all__ = ["import_extra"]
-
-
-def import_extra(module: str, extra: str = "bench", what: str = "the benchmark's statistics and plots") -> ModuleType:
-    """Import ``module`` (``"scipy.stats"``, ``"matplotlib.figure"``) from a pip extra.
-
-    Args:
-        module: the dotted module name.
-        extra: the stepguard extra that installs it.
-        what: what needs it, for the message.
-
-    Returns:
-        The imported module.
-
-    Raises:
-        MissingExtraError: the module (or a package it needs) is not installed; the message names
-            it and ``pip install 'stepguard[<extra>]'``.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        missing = exc.name or module
-        raise MissingExtraError(
-            f"{what} need {module} ({missing} is not installed): pip install 'stepguard[{extra}]'", extra, missing
-        ) from exc

@@ -19,7 +19,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 import typer  # noqa: E402
 
-from stepguard.cli import authoring, bench, model, run
+from stepguard.cli import authoring, bench, model, run, serve
 from stepguard.cli._exit import EXIT_CODES_HELP
 
 __all__ = ["app", "main", "version_callback"]
@@ -54,6 +54,7 @@ def _root(
 
 run.register(app)  # `stepguard run`
 authoring.register(app)  # `stepguard init`, `stepguard check`
+serve.register(app)  # `stepguard serve`
 app.add_typer(bench.app, name="bench")
 app.add_typer(model.app, name="model")
 

@@ -1,14 +1,15 @@
 """The guard: stepwise execution of a procedure under a LangGraph controller.
 
 Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its parts,
-:func:`sqlite_checkpointer`, :class:`PromptSet`, :func:`render_raw_prompt`.
+:func:`sqlite_checkpointer`, :func:`postgres_checkpointer`, :class:`PromptSet`, :func:`render_raw_prompt`.
 """
 
 from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy
-from stepguard.guard._guard import Guard, build_result, sqlite_checkpointer
+from stepguard.guard._guard import Guard, GuardUpdate, build_result, sqlite_checkpointer
 from stepguard.guard._identity import identity_diff, identity_digest, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
-from stepguard.guard._prompts import PromptSet, format_value, render_raw_prompt
+from stepguard.guard._postgres import postgres_checkpointer
+from stepguard.guard._prompts import PromptSet, context_block, format_value, render_raw_prompt
 from stepguard.guard.rungs import Rung, get_rung, rung_names
 from stepguard.guard.rungs import register as register_rung
 from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
@@ -21,6 +22,7 @@ __all__ = [
     "GlobalTelemetry",
     "GuardObserver",
     "GuardResult",
+    "GuardUpdate",
     "ModelCallRecord",
     "NullObserver",
     "Policy",
@@ -32,10 +34,12 @@ __all__ = [
     "StepValue",
     "UsageTotals",
     "build_result",
+    "context_block",
     "format_value",
     "get_rung",
     "identity_diff",
     "identity_digest",
+    "postgres_checkpointer",
     "register_rung",
     "render_raw_prompt",
     "run_identity",

@@ -62,7 +62,8 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
     cfg = ctx.config
     indices = list(range(state.cursor, state.chunk_end))
-    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note, inline=cfg.inline_known)
+    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note, ctx.context,
+                                          inline=cfg.inline_known)
     step = ctx.procedure.steps[indices[0]]
     offered: tuple[dict[str, Any], ...] = ()
     if step.kind == "tool" and step.tool in ctx.tools:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Union
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from stepguard.errors import BudgetExhausted, CheckpointError, ProcedureError, StepDeviation
+from stepguard.errors import BudgetExhausted, CheckpointError, ProcedureError, StepDeviation, StepguardError
 from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._graph import build_graph
@@ -18,11 +18,11 @@ from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallO
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
 from stepguard.guard._state import GuardState, RunContext
-from stepguard.model import ChatModel
+from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset
 
-__all__ = ["Guard", "sqlite_checkpointer"]
+__all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]
 
 
 class Guard:
@@ -69,11 +69,15 @@ class Guard:
         self._graph = build_graph(use_async=False).compile(checkpointer=checkpointer)
         self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
 
-    def _setup(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None) -> tuple[RunContext, dict[str, Any], str]:
-        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer, tools=self.tools)
+    def _setup(
+        self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
+    ) -> tuple[RunContext, dict[str, Any], str]:
+        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer,
+                         tools=self.tools, context=_context(context))
         self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
-        ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts, self.tools.identity())
+        ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts, self.tools.identity(),
+                                    ctx.context)
         ctx.nested_guard = lambda cfg: Guard(self.model, cfg, observer=ModelCallOnly(self.observer.inner))
         tid = thread_id or uuid.uuid4().hex
         self.observer.run_started(procedure, self.model, self.config, tid)
@@ -92,17 +96,21 @@ class Guard:
                 f"procedure {procedure.name!r}",
             )
 
-    def run_identity(self, procedure: Procedure, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """What decides the result of running ``procedure`` on ``inputs`` with this guard.
+    def run_identity(
+        self, procedure: Procedure, inputs: Mapping[str, Any], context: Sequence[ChatMessage] = ()
+    ) -> dict[str, Any]:
+        """What decides the result of running ``procedure`` on ``inputs`` (with ``context``) with this guard.
 
         Returns:
-            ``{procedure, inputs, settings, prompts, model}`` (see :func:`stepguard.guard._identity.run_identity`);
-            a checkpoint thread resumes only a run whose identity is equal.
+            ``{procedure, inputs, settings, prompts, model, tools[, context]}`` (see
+            :func:`stepguard.guard._identity.run_identity`); a checkpoint thread resumes only a run
+            whose identity is equal.
 
         Raises:
             ProcedureError: bad inputs.
         """
-        return run_identity(procedure, procedure.bind_inputs(inputs), self.config, self.model, self._prompts, self.tools.identity())
+        return run_identity(procedure, procedure.bind_inputs(inputs), self.config, self.model, self._prompts,
+                            self.tools.identity(), _context(context))
 
     def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[GuardState, bool]:
         """``(input, finished)`` for a thread that holds state, after checking it holds this work.
@@ -133,14 +141,24 @@ class Guard:
         state = {k: v for k, v in values.items() if k != "events"}  # events accumulate in their channel
         return state, finished
 
-    def run(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
+    def run(
+        self,
+        procedure: Procedure,
+        inputs: Mapping[str, Any],
+        thread_id: str | None = None,
+        *,
+        context: Sequence[ChatMessage] = (),
+    ) -> GuardResult:
         """Execute ``procedure`` on ``inputs`` under the guard.
 
         Args:
             procedure: the procedure.
             inputs: input values (ints, decimal strings, Decimals).
             thread_id: checkpoint thread; reuse it to resume a killed run (needs a checkpointer),
-                with the same procedure, inputs, settings and model.
+                with the same procedure, inputs, settings, model and context.
+            context: the caller's messages (``{"role", "content"}`` with text content), shown to
+                the model as a block at the top of every chunk prompt and keyed in the run identity;
+                a derived rung's sub-steps (numbers only) are asked without it.
 
         Returns:
             A :class:`GuardResult` (``status`` verified / repaired / flagged / failed).
@@ -151,44 +169,114 @@ class Guard:
             CheckpointError: ``thread_id`` holds a run of other work (see :meth:`run_identity`).
             StepDeviation: ``policy='raise'`` and a step deviated (``.result`` holds the partial result).
             BudgetExhausted: a budget was spent with ``on_exhausted='raise'`` (``.result`` likewise).
-            ModelError: the model failed (unreachable, timeout); committed chunks stay checkpointed.
+            ModelError: the model failed (unreachable, timeout); ``.result`` holds the partial result
+                where a chunk had begun; committed chunks stay checkpointed.
 
         A tool that raises or times out does not raise here: the result records it (a ``tool_error``
         deviation of its step, status ``failed``).
         """
-        ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
-        t0 = time.perf_counter()
-        try:
-            start: dict[str, Any] = self._fresh(ctx)
-            if self.checkpointer is not None:
-                values = self._graph.get_state(cfg).values
-                if values:
-                    start, finished = self._resume_from(ctx, values, tid)
-                    if finished:
-                        return self._finish(ctx, values, tid, time.perf_counter() - t0)
-            state = self._graph.invoke(start, cfg, context=ctx, durability=self._durability)
-        except BaseException as exc:
-            self.observer.run_finished(None, exc)
-            raise
-        return self._finish(ctx, state, tid, time.perf_counter() - t0)
+        result = None
+        for item in self.stream(procedure, inputs, thread_id, context=context):
+            result = item
+        assert isinstance(result, GuardResult)
+        return result
 
-    async def arun(self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None = None) -> GuardResult:
+    async def arun(
+        self,
+        procedure: Procedure,
+        inputs: Mapping[str, Any],
+        thread_id: str | None = None,
+        *,
+        context: Sequence[ChatMessage] = (),
+    ) -> GuardResult:
         """Async twin of :meth:`run` (model calls through ``acomplete``). Same errors."""
-        ctx, cfg, tid = self._setup(procedure, inputs, thread_id)
+        result = None
+        async for item in self.astream(procedure, inputs, thread_id, context=context):
+            result = item
+        assert isinstance(result, GuardResult)
+        return result
+
+    def stream(
+        self,
+        procedure: Procedure,
+        inputs: Mapping[str, Any],
+        thread_id: str | None = None,
+        *,
+        context: Sequence[ChatMessage] = (),
+        graph_updates: bool = False,
+    ) -> Iterator[GuardUpdate]:
+        """:meth:`run`, yielding progress as the run goes.
+
+        Yields, in order: a :class:`StepOutcome` for each step as it is committed (verified,
+        repaired or flagged; steps a resumed thread had committed come first), a
+        :class:`DeviationEvent` for each deviation as the policy acts on it, and the
+        :class:`GuardResult` last. With ``graph_updates``, also ``(node, update)`` for every node
+        of the controller graph as it finishes (what LangGraph's ``updates`` stream mode gives).
+
+        Arguments and errors as :meth:`run`; an error is raised from the iteration, after the
+        progress that preceded it. Closing the iterator early stops the run (committed chunks
+        stay checkpointed).
+        """
+        ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
+        progress = _Progress(ctx)
         try:
-            start: dict[str, Any] = self._fresh(ctx)
-            if self.checkpointer is not None:
-                values = (await self._agraph.aget_state(cfg)).values
-                if values:
-                    start, finished = self._resume_from(ctx, values, tid)
-                    if finished:
-                        return self._finish(ctx, values, tid, time.perf_counter() - t0)
-            state = await self._agraph.ainvoke(start, cfg, context=ctx, durability=self._durability)
+            stored = self._graph.get_state(cfg).values if self.checkpointer is not None else {}
+            start, done = self._begin(ctx, stored, tid)
+            if done:
+                yield from progress.take("values", done)
+            else:
+                for mode, data in self._graph.stream(start, cfg, context=ctx, durability=self._durability,
+                                                     stream_mode=_modes(graph_updates)):
+                    yield from progress.take(mode, data)
         except BaseException as exc:
             self.observer.run_finished(None, exc)
+            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise
-        return self._finish(ctx, state, tid, time.perf_counter() - t0)
+        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0)
+
+    async def astream(
+        self,
+        procedure: Procedure,
+        inputs: Mapping[str, Any],
+        thread_id: str | None = None,
+        *,
+        context: Sequence[ChatMessage] = (),
+        graph_updates: bool = False,
+    ) -> AsyncIterator[GuardUpdate]:
+        """Async twin of :meth:`stream`."""
+        ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
+        t0 = time.perf_counter()
+        progress = _Progress(ctx)
+        try:
+            stored = (await self._agraph.aget_state(cfg)).values if self.checkpointer is not None else {}
+            start, done = self._begin(ctx, stored, tid)
+            if done:
+                for item in progress.take("values", done):
+                    yield item
+            else:
+                async for mode, data in self._agraph.astream(start, cfg, context=ctx, durability=self._durability,
+                                                             stream_mode=_modes(graph_updates)):
+                    for item in progress.take(mode, data):
+                        yield item
+        except BaseException as exc:
+            self.observer.run_finished(None, exc)
+            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
+            raise
+        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0)
+
+    def _begin(self, ctx: RunContext, stored: dict[str, Any], tid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(graph input, finished values)`` for a run whose thread holds ``stored`` (``{}``: nothing):
+        a fresh input, or the thread's committed state to go on from; the finished values are the
+        thread's when its run had finished (nothing to run), else ``{}``.
+
+        Raises:
+            CheckpointError: the thread holds a run of other work (see :meth:`_resume_from`).
+        """
+        if not stored:
+            return self._fresh(ctx), {}
+        start, finished = self._resume_from(ctx, stored, tid)
+        return start, (stored if finished else {})
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
@@ -206,6 +294,76 @@ class Guard:
             budget = why.split(":", 1)[1]
             raise BudgetExhausted(f"{budget} budget spent at step {result.first_unverified}", budget, result)
         return result
+
+
+GuardUpdate = Union[StepOutcome, DeviationEvent, GuardResult, tuple[str, Any]]
+"""What :meth:`Guard.stream` yields: a committed step, a deviation, the result (last), or, with
+``graph_updates``, a controller node's ``(name, update)``."""
+
+
+def _context(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
+    """The caller's messages as plain ``{"role", "content"}`` text messages.
+
+    Raises:
+        ProcedureError: a message that is not a mapping with a role and text content.
+    """
+    out: list[ChatMessage] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise ProcedureError("a context message must be {'role': str, 'content': str}", f"context[{i}]")
+        out.append({"role": m["role"], "content": m["content"]})  # type: ignore[typeddict-item]
+    return tuple(out)
+
+
+def _modes(graph_updates: bool) -> list[str]:
+    """The LangGraph stream modes a run reads: its state after each step, and each node's update if asked."""
+    return ["updates", "values"] if graph_updates else ["values"]
+
+
+class _Progress:
+    """What a run has reported so far, to yield only what is new in each state the graph streams;
+    ``last`` is the latest state (the run's result is built from it)."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.steps: set[str] = set()
+        self.events = 0
+        self.last: dict[str, Any] = {}
+
+    def take(self, mode: str, data: Any) -> Iterator[GuardUpdate]:
+        """The items for one streamed part: a state (``values``) or the nodes' updates (``updates``)."""
+        if mode == "values":
+            self.last = data
+            yield from self.new(data)
+        else:
+            yield from data.items()
+
+    def new(self, values: Mapping[str, Any]) -> Iterator[StepOutcome | DeviationEvent]:
+        """The deviations and committed steps in ``values`` not reported yet (deviations first:
+        the policy acted before the step it names was committed)."""
+        events = values.get("events") or []
+        for e in events[self.events:]:
+            yield DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields})
+        self.events = max(self.events, len(events))
+        committed = values.get("values") or {}
+        prov, rep, chunk = values.get("provenance") or {}, values.get("step_reprompts") or {}, values.get("step_chunk") or {}
+        for s in self.ctx.procedure.steps:
+            if s.var in committed and s.var not in self.steps:
+                self.steps.add(s.var)
+                yield StepOutcome(var=s.var, value=committed[s.var], type=s.type, scale=s.scale,
+                                  provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
+                                  chunk=chunk.get(s.var))
+
+
+def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float) -> None:
+    """Give a stepguard error raised inside a run (a model's failure) this run's partial result, where
+    it has none or has a derived rung's nested run's (a model failure inside a sub-procedure)."""
+    held = getattr(exc, "result", None)
+    if isinstance(exc, StepguardError) and getattr(held, "procedure", None) != ctx.procedure.name and last:
+        try:
+            exc.result = build_result(ctx, GuardState.of(last), tid, wall_s)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - the original error matters more than its partial result
+            pass
 
 
 def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall_s: float) -> GuardResult:

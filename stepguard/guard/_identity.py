@@ -3,22 +3,23 @@
 A checkpoint thread, the LangGraph node's nested thread, a run store: each holds the state of one
 piece of work. Resuming it for other work returned an old answer marked verified (issue 14), so
 each is keyed by a :func:`run_identity`: the procedure's content, the inputs, the settings that
-change prompts or verdicts, the prompt templates and the model. A stored identity that differs
-from the one asked for is named field by field by :func:`identity_diff`.
+change prompts or verdicts, the prompt templates, the model, the tools and the caller's context
+messages. A stored identity that differs from the one asked for is named field by field by
+:func:`identity_diff`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from stepguard.evaluator import Number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._prompts import PromptSet, format_value
-from stepguard.model import ChatModel
+from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 
 __all__ = ["identity_diff", "identity_digest", "run_identity"]
@@ -33,10 +34,15 @@ def _sha(text: str) -> str:
 
 
 def run_identity(
-    procedure: Procedure, inputs: Mapping[str, Number | str], config: GuardConfig, model: ChatModel, prompts: PromptSet,
+    procedure: Procedure,
+    inputs: Mapping[str, Number | str],
+    config: GuardConfig,
+    model: ChatModel,
+    prompts: PromptSet,
     tools: Mapping[str, str] | None = None,
+    context: Sequence[ChatMessage] = (),
 ) -> dict[str, Any]:
-    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model, tools}``.
+    """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model, tools[, context]}``.
 
     Args:
         procedure: the procedure (keyed by the sha256 of its canonical JSON, so an edited file is other work).
@@ -44,16 +50,22 @@ def run_identity(
         config: the guard configuration; every field but ``extra`` (labels) and ``prompt_dir`` counts.
         model: the model (its ``spec``, ``model_name`` and, where it has one, ``seed``: a simulated
             executor's seed decides its replies).
+            A model with request options of its own that change replies (``identity_options``, a
+            dict: the drop-in client's ``top_p``, its per-call ``max_tokens``) adds them as ``options``.
         prompts: the prompt templates in use (keyed by the sha256 of their texts).
         tools: the tools given to the guard, ``{name: version or ""}`` (:meth:`stepguard.tools.ToolSet.identity`):
             a checkpoint made with one set of tools (or one version of a tool) is not resumed with another.
+        context: the caller's messages shown to the model with every chunk (keyed by the sha256
+            of their JSON); the key is absent when there are none, so identities written before
+            context existed still match.
 
     Returns:
         ``{"procedure": sha256 hex, "inputs": {name: text}, "settings": {field: value text},
-        "prompts": sha256 hex, "model": {"spec": ..., "name": ...}, "tools": {name: version}}``.
+        "prompts": sha256 hex, "model": {"spec": ..., "name": ..., "seed": ...}, "tools": {name: version}}``,
+        plus ``"context": sha256 hex`` when ``context`` is not empty.
     """
     settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY}
-    return {
+    out: dict[str, Any] = {
         "procedure": _sha(procedure.model_dump_json()),
         "inputs": {k: format_value(v) for k, v in sorted(inputs.items())},
         "settings": json.loads(json.dumps(settings, default=str, sort_keys=True)),
@@ -62,6 +74,12 @@ def run_identity(
                   "seed": str(getattr(model, "seed", None))},
         "tools": {k: str(v) for k, v in sorted((tools or {}).items())},
     }
+    options = getattr(model, "identity_options", None)
+    if options:
+        out["model"]["options"] = json.dumps(options, sort_keys=True, default=str)
+    if context:
+        out["context"] = _sha(json.dumps([dict(m) for m in context], sort_keys=True, ensure_ascii=False))
+    return out
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:
@@ -97,4 +115,6 @@ def identity_diff(stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> l
                     out.append(f"{group}.{key}: stored {old.get(key, '(none)')}, now {new.get(key, '(none)')}")
     if stored.get("prompts") != now["prompts"]:
         out.append("the prompt templates' text")
+    if stored.get("context") != now.get("context"):
+        out.append("the caller's context messages")
     return out

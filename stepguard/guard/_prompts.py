@@ -13,7 +13,7 @@ from stepguard.evaluator import Number, format_number
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
 
-__all__ = ["PromptSet", "format_value", "render_raw_prompt"]
+__all__ = ["PromptSet", "context_block", "format_value", "render_raw_prompt"]
 
 _BUILTIN = Path(__file__).parent / "prompts"
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
@@ -143,6 +143,24 @@ def _example(procedure: Procedure, index: int, values: Mapping[str, Number | str
     return f"{step.var} = <result>"
 
 
+_CONTEXT_HEAD = "Context (the caller's messages; the steps below decide every value):"
+
+
+def context_block(context: Sequence[ChatMessage]) -> str:
+    """The caller's messages as one block of text for the top of every chunk prompt; ``""`` for none.
+
+    Each message is one ``[role] content`` paragraph, in order. The block goes inside the guard's
+    user message rather than as messages of its own: chat templates that want the system message
+    first or roles alternating (Qwen, Mistral) reject a second system message or two user turns
+    in a row, and a block keeps the guard's own prompts byte-identical when there is no context.
+    """
+    if not context:
+        return ""
+    lines = [_CONTEXT_HEAD]
+    lines += [f"[{m['role']}] {str(m['content']).strip()}" for m in context]
+    return "\n".join(lines)
+
+
 def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     """How many lines to write, naming the first and last step.
 
@@ -186,6 +204,7 @@ class PromptSet:
         indices: Sequence[int],
         env: Mapping[str, Number | str],
         note: str | None = None,
+        context: Sequence[ChatMessage] = (),
         *,
         inline: bool = False,
     ) -> list[ChatMessage]:
@@ -196,6 +215,8 @@ class PromptSet:
             indices: the steps of this chunk, consecutive.
             env: committed values (inputs and verified variables).
             note: a correction to put first (uses ``correction.txt``), or ``None`` (``chunk.txt``).
+            context: the caller's messages, put first in the user message as a block
+                (:func:`context_block`); the templates cannot leave them out.
             inline: write the committed values into the step lines (``t3 = 0.05 if False else 0``)
                 instead of listing them as known values (:attr:`GuardConfig.inline_known`).
         """
@@ -229,9 +250,11 @@ class PromptSet:
             "note": note or "",
         }
         template = _read(self.folder, "correction.txt" if note else "chunk.txt")
+        text = template.safe_substitute(fields).strip()
+        block = context_block(context)
         return [
             {"role": "system", "content": self.system()},
-            {"role": "user", "content": template.safe_substitute(fields).strip()},
+            {"role": "user", "content": f"{block}\n\n{text}" if block else text},
         ]
 
 

@@ -12,7 +12,7 @@ from stepguard.evaluator import Number, parse_number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
-from stepguard.model import ChatModel
+from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet
 from stepguard.verify import Deviation
@@ -104,6 +104,8 @@ class RunContext:
     identity: dict[str, Any] = field(default_factory=dict)
     tools: ToolSet = field(default_factory=ToolSet)
     """The tools given to the guard, by name (tool steps call them)."""
+    context: tuple[ChatMessage, ...] = ()
+    """The caller's messages, shown to the model as a block at the top of every chunk prompt."""
     nested_guard: Callable[[GuardConfig], Any] = field(default=lambda cfg: None, repr=False)
     """Builds the nested guard that runs a derived rung's sub-procedure (set by :class:`Guard`)."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``

@@ -1,0 +1,84 @@
+"""``stepguard serve``: the guarding proxy, an OpenAI-compatible server in front of a model spec.
+
+Exit codes: 0 stopped; 2 usage (a bad spec, ``--workers`` with the embedded model, the ``serve``
+extra missing); 5 a procedure file is invalid; 6 the upstream model could not be loaded; 7 the
+checkpoint database could not be opened.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from stepguard.cli._exit import ExitCode, exit_for_error, fail
+from stepguard.errors import StepguardError
+
+__all__ = ["register", "serve_command"]
+
+
+def serve_command(
+    upstream: Annotated[str, typer.Option(
+        "--upstream", metavar="SPEC",
+        help="The model behind the proxy: local, sim:perfect, http://host:port/v1#name, openai:NAME, ...")] = "local",
+    procedures: Annotated[Optional[Path], typer.Option(  # noqa: UP007  (typer reads the annotation at run time)
+        "--procedures", metavar="DIR",
+        help="A folder of procedure files, served as the models stepguard/<file name>.")] = None,
+    host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", metavar="PORT", help="TCP port.")] = 8787,
+    token: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--token", metavar="TOKEN", envvar="STEPGUARD_PROXY_TOKEN", show_envvar=True,
+        help="Bearer token every request must carry (default: none; prefer the environment variable).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--checkpoint", metavar="FILE|URL",
+        help="Checkpoints of guarded runs, so a request with a thread_id resumes: a SQLite file (one machine) "
+             "or a postgresql:// URL shared by workers (the postgres extra).")] = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", metavar="N", min=1, help="Worker processes (more than 1: use a postgresql:// --checkpoint).")] = 1,
+    max_runs: Annotated[int, typer.Option(
+        "--max-runs", metavar="N", min=1, help="Guarded runs executing at once per worker; more wait.")] = 32,
+    timeout: Annotated[Optional[float], typer.Option(  # noqa: UP007
+        "--timeout", metavar="SECONDS", help="Seconds one upstream call attempt may take (default: the adapter's).")] = None,
+) -> None:
+    """Serve an OpenAI-compatible endpoint that runs named procedures under the guard.
+
+    POST /v1/chat/completions with model "stepguard/<procedure>" (or extra_body {"stepguard": {...}})
+    runs the procedure guarded; every other request passes through to the upstream unchanged.
+    GET /v1/models lists the procedures and the upstream's models. See docs/proxy.md.
+    """
+    from stepguard.adapters import parse_model_spec
+    from stepguard.serve import load_procedure_folder, open_checkpointer, serve
+
+    try:
+        spec = parse_model_spec(upstream)
+    except StepguardError as exc:
+        raise fail(exc, ExitCode.USAGE) from None
+    if workers > 1 and spec.kind == "local":
+        raise fail("--workers needs an upstream with an endpoint of its own: start the embedded model once with "
+                   "`stepguard model serve` and pass its spec (http://127.0.0.1:PORT/v1#NAME) as --upstream",
+                   ExitCode.USAGE)
+    try:
+        served = load_procedure_folder(procedures) if procedures is not None else {}
+        saver = open_checkpointer(checkpoint)  # reached once here, so a bad URL fails before any worker starts
+    except StepguardError as exc:
+        raise fail(exc, exit_for_error(exc)) from None
+    close = getattr(getattr(saver, "conn", None), "close", None)
+    if close is not None:  # each worker opens its own
+        close()
+    names = ", ".join(f"stepguard/{n}" for n in served) or "none (pass-through only)"
+    shown = re.sub(r"://[^/@#]*@", "://***@", upstream)  # credentials in a URL are never printed
+    typer.echo(f"stepguard serve: upstream {shown}; procedures {names}; "
+               f"auth {'bearer token' if token else 'none'}; checkpoints {'on' if checkpoint else 'off'}", err=True)
+    typer.echo(f"base URL: http://{host}:{port}/v1", err=True)
+    try:
+        serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
+              workers=workers, max_runs=max_runs, timeout=timeout)
+    except KeyboardInterrupt:
+        pass
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` (:func:`serve_command`) to ``app``."""
+    app.command("serve")(serve_command)

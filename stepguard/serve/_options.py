@@ -1,0 +1,192 @@
+"""What a chat request asks of the proxy: a guarded run (its procedure, inputs and options) or nothing.
+
+A request names a procedure by its ``model`` (``"stepguard/invoice"``) or by the ``stepguard``
+object of its body (what the ``openai`` client's ``extra_body={"stepguard": {...}}`` adds)::
+
+    {"model": "stepguard/invoice", "messages": [...],
+     "stepguard": {"inputs": {"subtotal": "120.00", "rate": 0.2}, "policy": "repair", "thread_id": "inv-42"}}
+
+Every key of the ``stepguard`` object is checked: an unknown one, or a value of the wrong type,
+is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from stepguard.adapters._client_errors import InvalidGuardedCall
+from stepguard.adapters._completion import ResponseShape, response_shape
+from stepguard.guard import GuardConfig
+from stepguard.procedure import Procedure
+
+__all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request"]
+
+MODEL_PREFIX = "stepguard/"
+"""A model name with this prefix names a procedure: ``stepguard/<procedure>``."""
+
+
+class RequestError(Exception):
+    """A request the proxy refuses, answered with ``status`` and the OpenAI error shape.
+
+    Attributes:
+        status: the HTTP status (400 bad request, 404 unknown procedure, ...).
+        param: where in the request: ``"stepguard.chunk_size"``, ``"model"``.
+        code: a short machine-readable code: ``unknown_option``, ``procedure_not_found``, ...
+        extra: more fields for the error object (``known`` procedure names).
+    """
+
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code, self.extra = status, message, param, code, extra
+
+
+class _Options(BaseModel):
+    """The ``stepguard`` object of a request; every field but the first three is a GuardConfig field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    procedure: str | None = None
+    """The procedure's name (the file name in the procedures folder)."""
+    inputs: dict[str, Any] | None = None
+    """Input values; default: the last user message, when it is a JSON object."""
+    thread_id: str | None = None
+    """Checkpoint thread: resume a run a dead worker left, or get a finished run's result again."""
+    labels: dict[str, str] | None = None
+    """Free labels recorded with the result (GuardConfig.extra)."""
+    chunk_size: int | None = None
+    adaptive: bool | None = None
+    policy: str | None = None
+    ladder: list[str] | str | None = None
+    max_reprompts_per_step: int | None = None
+    max_reprompts_per_run: int | None = None
+    max_total_tokens: int | None = None
+    max_wall_s: float | None = None
+    on_exhausted: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    resample_temperature: float | None = None
+    max_tokens_per_step: int | None = None
+
+
+OPTION_KEYS: tuple[str, ...] = tuple(_Options.model_fields)
+"""The keys a request's ``stepguard`` object may hold."""
+
+_CONFIG_KEYS = tuple(k for k in OPTION_KEYS if k not in ("procedure", "inputs", "thread_id", "labels"))
+
+
+@dataclass(frozen=True)
+class GuardedRequest:
+    """A request the proxy runs under the guard."""
+
+    name: str
+    """The procedure's name."""
+    procedure: Procedure
+    inputs: dict[str, Any]
+    """Input values as the request gave them (bound and checked by the guard)."""
+    config: GuardConfig
+    thread_id: str | None
+    stream: bool
+    model: str
+    """The ``model`` field to answer with: the request's own, else ``stepguard/<name>``."""
+    shape: ResponseShape = ResponseShape()
+    """What the content is: the answer's text, or with a JSON ``response_format`` the values as JSON."""
+
+
+def _bad(message: str, param: str | None, code: str = "invalid_option") -> RequestError:
+    return RequestError(400, message, param, code)
+
+
+def _inputs_from_messages(body: Mapping[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages")
+    last = next((m for m in reversed(messages) if isinstance(m, Mapping) and m.get("role") == "user"), None) \
+        if isinstance(messages, list) else None
+    content = last.get("content") if last else None
+    try:
+        value = json.loads(content, parse_float=Decimal) if isinstance(content, str) else None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise _bad("give the procedure's inputs as stepguard.inputs, or as a JSON object in the last user message",
+                   "stepguard.inputs", "missing_inputs")
+    return value
+
+
+def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None = None,
+                    *, checkpoints: bool = True) -> GuardedRequest | None:
+    """Read a chat request: ``None`` when it names no procedure (pass it through), else the guarded run.
+
+    Args:
+        body: the request's JSON body (numbers with a fraction read as ``Decimal``, exactly as written).
+        procedures: the procedures served, by name.
+        base: the proxy's GuardConfig, which the request's options override field by field.
+        checkpoints: whether the proxy has a checkpointer (a ``thread_id`` needs one).
+
+    Raises:
+        RequestError: 400 for an unknown option, a value of the wrong type or out of range, no inputs,
+            a ``thread_id`` without a checkpointer, a ``stepguard.procedure`` that contradicts the
+            model name, or a ``response_format`` the guard cannot honour (as the drop-in client's); 404 for an unknown procedure (the error lists the known ones under ``known``).
+    """
+    model = body.get("model")
+    raw = body.get("stepguard")
+    named = model[len(MODEL_PREFIX):] if isinstance(model, str) and model.startswith(MODEL_PREFIX) else None
+    if raw is None and named is None:
+        return None
+    if raw is not None and not isinstance(raw, Mapping):
+        raise _bad("stepguard must be an object: {\"procedure\": ..., \"inputs\": {...}, ...options}", "stepguard")
+    raw = dict(raw or {})
+    for key in raw:
+        if key not in OPTION_KEYS:
+            raise _bad(f"stepguard.{key}: unknown option; the options are: {', '.join(OPTION_KEYS)}",
+                       f"stepguard.{key}", "unknown_option")
+    try:
+        opts = _Options.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in ("stepguard", *err["loc"]))
+        raise _bad(f"{where}: {err['msg']} (got {err.get('input')!r})", where) from None
+    name = opts.procedure if opts.procedure is not None else named
+    if named is not None and opts.procedure is not None and opts.procedure != named:
+        raise _bad(f"the model names procedure {named!r} but stepguard.procedure is {opts.procedure!r}", "stepguard.procedure")
+    if not name:
+        raise _bad("stepguard.procedure: name the procedure to run", "stepguard.procedure", "missing_procedure")
+    if name not in procedures:
+        known = sorted(procedures)
+        raise RequestError(404, f"unknown procedure {name!r}; known: {', '.join(known) or 'none'}",
+                           "stepguard.procedure" if opts.procedure else "model", "procedure_not_found", known=known)
+    if opts.thread_id is not None and not checkpoints:
+        raise _bad("stepguard.thread_id: this proxy keeps no checkpoints (start it with --checkpoint)", "stepguard.thread_id")
+    fields: dict[str, Any] = {}
+    temperature, seed = body.get("temperature"), body.get("seed")  # the request's own, unless the options set them
+    if isinstance(temperature, (int, float, Decimal)) and not isinstance(temperature, bool):
+        fields["temperature"] = float(temperature)
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        fields["seed"] = seed
+    for key in _CONFIG_KEYS:
+        value = getattr(opts, key)
+        if value is not None:
+            fields[key] = value
+    if isinstance(fields.get("ladder"), str):
+        fields["ladder"] = tuple(r.strip() for r in fields["ladder"].split(",") if r.strip())
+    elif "ladder" in fields:
+        fields["ladder"] = tuple(fields["ladder"])
+    if opts.labels:
+        fields["extra"] = dict(opts.labels)
+    try:
+        config = dataclasses.replace(base or GuardConfig(), **fields)
+    except (ValueError, TypeError) as exc:
+        raise _bad(f"stepguard: {exc}", "stepguard") from None
+    try:
+        shape = response_shape(body.get("response_format"), procedures[name])
+    except InvalidGuardedCall as exc:
+        raise _bad(str(exc), exc.location, "invalid_response_format") from None
+    inputs = opts.inputs if opts.inputs is not None else _inputs_from_messages(body)
+    return GuardedRequest(name, procedures[name], dict(inputs), config, opts.thread_id,
+                          bool(body.get("stream")), model if isinstance(model, str) and model else MODEL_PREFIX + name,
+                          shape)

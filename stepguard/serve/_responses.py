@@ -1,0 +1,79 @@
+"""The proxy's answers on the wire: JSON bodies with the result under ``stepguard``, errors, SSE framing.
+
+The ChatCompletion and chunk bodies themselves are the drop-in client's
+(:mod:`stepguard.adapters._completion`: :func:`completion_body`, :class:`Chunker`), so a guarded
+call gets the same content, usage and chunk sequence through ``GuardedOpenAI`` and through the
+proxy. What is the proxy's own: the ``stepguard`` key that carries the result (or a stream's
+event) in the JSON, the OpenAI error shape, and server-sent event framing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from stepguard.adapters._completion import ContentWriter, ResponseShape, completion_body, usage_body
+from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
+
+if TYPE_CHECKING:
+    from stepguard.model import ChatResponse
+
+__all__ = ["KEY", "completion", "error_body", "event", "model_completion", "sse"]
+
+KEY = "stepguard"
+"""The key under which a guarded response carries the guard's result."""
+
+
+def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[str, Any]:
+    """A ``chat.completion`` of a guarded run, with the result under ``stepguard``.
+
+    Args:
+        result: the guard's result.
+        model: the ``model`` field to answer with (the one the request named).
+        shape: what the content is (the request's ``response_format``): the answer's text
+            (``"104.60"``, places kept), or the values as JSON (see :mod:`stepguard.adapters._completion`).
+
+    Returns:
+        ``{"id", "object": "chat.completion", "created", "model", "choices": [{"message": {"role":
+        "assistant", "content": ...}, "finish_reason": "stop"}], "usage", "stepguard": result JSON}``;
+        ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked),
+        ``steps`` with values and provenance, ``deviations``, ``reprompts`` and usage.
+    """
+    body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
+        result.usage.input_tokens, result.usage.output_tokens, result.usage.cached_tokens))
+    body[KEY] = result.model_dump(mode="json")
+    return body
+
+
+def model_completion(resp: ChatResponse, model: str) -> dict[str, Any]:
+    """A ``chat.completion`` of one plain model reply (pass-through to a model with no HTTP endpoint: ``sim``)."""
+    u = resp.usage
+    return completion_body(resp.model or model, resp.text, usage_body(u.input_tokens, u.output_tokens, u.cached_tokens),
+                           finish=resp.finish_reason or "stop")
+
+
+def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
+    """What a streamed chunk carries under ``stepguard`` for one item of :meth:`stepguard.Guard.stream`.
+
+    Returns:
+        A committed step: ``{"event": "step", "var", "value": text with its places, "provenance"}``;
+        a deviation: ``{"event": "deviation", "step", "kind", "action", ...}`` (a
+        :class:`~stepguard.guard.DeviationEvent`); the result (the last chunk): its JSON.
+    """
+    if isinstance(item, StepOutcome):
+        return {"event": "step", "var": item.var, "value": item.text, "provenance": item.provenance}
+    if isinstance(item, DeviationEvent):
+        return {"event": "deviation", **item.model_dump(mode="json")}
+    return item.model_dump(mode="json")
+
+
+def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,  # noqa: A002
+               code: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The OpenAI error shape ``{"error": {"message", "type", "param", "code", ...extra}}``."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
+
+
+def sse(data: dict[str, Any] | str) -> bytes:
+    """One server-sent event: ``data: <json>\\n\\n`` (or ``data: [DONE]\\n\\n`` for the string ``"[DONE]"``)."""
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), default=str)
+    return f"data: {text}\n\n".encode()

@@ -1,0 +1,130 @@
+"""Serving the proxy: in the foreground (``stepguard serve``), with worker processes, or in a thread (tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from stepguard._extra import import_extra
+
+__all__ = ["OPTIONS_ENV", "TOKEN_ENV", "BackgroundServer", "app_from_env", "open_checkpointer", "serve"]
+
+TOKEN_ENV = "STEPGUARD_PROXY_TOKEN"
+"""Environment variable holding the proxy's bearer token (``--token`` sets it for worker processes)."""
+OPTIONS_ENV = "STEPGUARD_SERVE_OPTIONS"
+"""How ``serve`` hands its options (JSON, no secrets) to worker processes, which build their app in :func:`app_from_env`."""
+
+_WHAT = "the guarding proxy (stepguard serve)"
+
+
+def open_checkpointer(target: str | Path | None) -> Any:
+    """The checkpointer ``target`` names: ``postgresql://...`` (shared by workers), a SQLite file path, or none.
+
+    Raises:
+        CheckpointError: the database cannot be opened, reached or set up.
+        MissingExtraError: a Postgres URL without the ``postgres`` extra installed.
+    """
+    if target is None or str(target) == "":
+        return None
+    text = str(target)
+    if text.startswith(("postgresql://", "postgres://")) or (" " in text and "dbname=" in text):
+        from stepguard.guard import postgres_checkpointer
+
+        return postgres_checkpointer(text)
+    from stepguard.guard import sqlite_checkpointer
+
+    return sqlite_checkpointer(text)
+
+
+def app_from_env() -> Any:
+    """The app a worker process serves, built from :data:`OPTIONS_ENV` and :data:`TOKEN_ENV` (uvicorn's factory)."""
+    from stepguard.serve._app import create_app
+    from stepguard.serve._procedures import load_procedure_folder
+    from stepguard.serve._upstream import Upstream
+
+    opts = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
+    procedures = load_procedure_folder(opts["procedures"]) if opts.get("procedures") else {}
+    upstream = Upstream(opts.get("upstream") or "local", timeout=opts.get("timeout"))
+    return create_app(upstream, procedures, token=os.environ.get(TOKEN_ENV) or None,
+                      checkpointer=open_checkpointer(opts.get("checkpoint")), max_runs=int(opts.get("max_runs") or 32))
+
+
+def serve(*, upstream: str, procedures: str | Path | None, host: str = "127.0.0.1", port: int = 8787,
+          token: str | None = None, checkpoint: str | None = None, workers: int = 1, max_runs: int = 32,
+          timeout: float | None = None, log_level: str = "info") -> None:
+    """Serve the proxy in the foreground with uvicorn until interrupted.
+
+    Each worker process builds its own app (:func:`app_from_env`); the token travels in
+    :data:`TOKEN_ENV`, never on a command line. With ``workers > 1`` the checkpoint should be a
+    Postgres URL (SQLite serialises writers across processes).
+    """
+    uvicorn = import_extra("uvicorn", "serve", _WHAT)
+    import_extra("starlette", "serve", _WHAT)
+    os.environ[OPTIONS_ENV] = json.dumps({"upstream": upstream, "procedures": str(procedures) if procedures else None,
+                                          "checkpoint": checkpoint, "max_runs": max_runs, "timeout": timeout})
+    if token:
+        os.environ[TOKEN_ENV] = token
+    uvicorn.run("stepguard.serve._server:app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level=log_level, proxy_headers=False, server_header=False, timeout_graceful_shutdown=10)
+
+
+class BackgroundServer:
+    """Serve an ASGI app with uvicorn in a daemon thread, on 127.0.0.1 and a free port (tests, benchmarks).
+
+    Usage::
+
+        with BackgroundServer(create_app(Upstream("sim:perfect"), procedures)) as server:
+            openai.OpenAI(base_url=server.base_url, api_key="-").models.list()
+
+    Args:
+        app: the ASGI application.
+        host: the address to listen on.
+        port: the port; 0 picks a free one.
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+        uvicorn = import_extra("uvicorn", "serve", _WHAT)
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+        self.server = uvicorn.Server(config)
+        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
+        self._thread = threading.Thread(target=self.server.run, name="stepguard-serve", daemon=True)
+        self.host = host
+
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+        return int(self.server.servers[0].sockets[0].getsockname()[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self, timeout: float = 30.0) -> BackgroundServer:
+        """Start serving; return once it accepts connections.
+
+        Raises:
+            RuntimeError: it did not start within ``timeout`` seconds (the app's start-up failed).
+        """
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the proxy did not start (see its log)")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread."""
+        self.server.should_exit = True
+        self._thread.join(timeout=15)
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
