@@ -237,7 +237,7 @@ class LocalModel:
                 self.server.start()
                 self._inner = OpenAICompatibleModel(
                     self.model_name, base_url=self.server.base_url, api_key_env=None,
-                    provider=self.provider, spec=self.spec, **self._client_options,
+                    provider=self.provider, spec=self.spec, native_tools=False, **self._client_options,
                 )
             return self._inner
 

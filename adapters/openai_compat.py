@@ -107,6 +107,12 @@ class OpenAICompatibleModel:
         raise_on_truncation: raise :class:`ModelOutputTruncated` instead of returning a
             reply with ``finish_reason == "length"``.
         extra_body: extra JSON fields sent with every request (e.g. a llama.cpp ``grammar``).
+        native_tools: offer a tool step's tool as the request's ``tools`` (the endpoint's native
+            tool calling); ``False`` leaves the plain-text ``CALL name(arg=value)`` format the
+            prompt asks for. The embedded server passes ``False``: llama-cpp-python's server, with
+            the GGUF's own chat template, answered an offered tool with a JSON code block and no
+            ``tool_calls`` (and the argument's quotes doubled), while without it the embedded
+            Qwen2.5-Coder-1.5B wrote ``CALL catalog_lookup(sku="A-12")`` (docs/agent-workflows.md).
 
     Raises:
         ModelError: the endpoint is api.openai.com and no key is set.
@@ -133,8 +139,10 @@ class OpenAICompatibleModel:
         call_timeout: float | None = None,
         raise_on_truncation: bool = False,
         extra_body: dict[str, Any] | None = None,
+        native_tools: bool = True,
     ) -> None:
         self.model_name = model
+        self.native_tools = native_tools
         self.base_url = base_url.rstrip("/")
         self.provider = provider or provider_for_url(self.base_url)
         self.spec = spec or f"{self.base_url}#{model}"
@@ -206,7 +214,7 @@ class OpenAICompatibleModel:
             body["seed"] = seed
         if max_tokens is not None:
             body[self._max_tokens_field] = max_tokens
-        if settings is not None and settings.tools:  # a tool step: the endpoint's native tool calling
+        if settings is not None and settings.tools and self.native_tools:  # a tool step: the endpoint's native tool calling
             body["tools"] = [dict(t) for t in settings.tools]
         if self.extra_body:
             body.update(self.extra_body)

@@ -53,7 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     refund, rec = load_procedure(ROOT / "examples/refund.yaml"), load_procedure(ROOT / "examples/receipt.yaml")
     with load_model(args.model) as model:
-        guard = Guard(model, GuardConfig(), tools=agent_tools.TOOLS)
+        guard = Guard(model, GuardConfig(on_exhausted="flag"), tools=agent_tools.TOOLS)
         for name in ("refund", "receipt"):
             n = verified = silent = wrong_exec = calls = tokens = 0
             t0 = time.perf_counter()

@@ -220,3 +220,26 @@ def test_a_400_is_not_retried_and_a_502_html_page_is(stub: StubServer) -> None:
 def test_timeouts_must_be_positive_seconds(option: str, value: Any) -> None:
     with pytest.raises(ValueError, match=option):
         OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, **{option: value})
+
+
+def test_native_tools_false_leaves_the_tools_out_of_the_request() -> None:
+    """The embedded server's model answers an offered tool with a JSON code block, not tool_calls."""
+    from stepguard.model import GenerationSettings
+
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+    settings = GenerationSettings(temperature=0, seed=0, max_tokens=8, tools=(tool,))
+    native = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    plain = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, native_tools=False)
+    assert native._body([], settings)["tools"] == [tool]
+    assert "tools" not in plain._body([], settings)
+
+
+def test_the_embedded_model_is_never_offered_native_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    local = pytest.importorskip("stepguard.adapters.local")
+    try:
+        model = local.LocalModel()
+    except Exception as exc:  # noqa: BLE001 - no runtime or model installed here
+        pytest.skip(f"no embedded model: {exc}")
+    monkeypatch.setattr(model.server, "start", lambda: None)  # no server: only the client it would bind
+    monkeypatch.setattr(type(model.server), "pid", property(lambda self: 1))
+    assert model.start().native_tools is False
