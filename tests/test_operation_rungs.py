@@ -124,3 +124,20 @@ def test_divide_always_gives_the_exact_quotients_rounding(a: str, b: str, scale:
     sub = get_rung("divide").derive(proc, 0, env)
     if sub is not None:
         assert sub.expected_values({})["s"] == proc.expected_values(env)["s"]
+
+
+def test_derived_rungs_nest_a_bounded_depth_when_the_model_never_gets_a_sub_step_right() -> None:
+    """A quotient's sub-steps hold a quotient, and single sends a failing one back to divide: with a
+    model that is always wrong this recursed until Python's stack ran out (2026-12-01)."""
+    from stepguard.guard._graph import MAX_NESTING
+
+    proc = _step("a / b", type="decimal", scale=4)
+    model = ScriptedModel(always_wrong={"s", *(f"{p}{i}" for p in "tu" for i in range(1, 40))})
+    config = GuardConfig(chunk_size=1, inline_known=True, ladder=("split", "resample"), on_exhausted="flag")
+    result = Guard(model, config).run(proc, {"a": "99365.70", "b": "80000.00"})
+    assert result.status == "flagged" and result.first_unverified == "s"
+    assert len(model.calls) < 100  # each level's tries bound the whole
+    nested = Guard(model, config)
+    nested._depth = MAX_NESTING  # a run that deep asks the step as it is
+    deep = nested.run(proc, {"a": "99365.70", "b": "80000.00"})
+    assert any(f"nested {MAX_NESTING} derived rungs deep" in d.detail for d in deep.deviations)

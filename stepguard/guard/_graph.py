@@ -98,9 +98,20 @@ def _rung(state: GuardState) -> Rung | None:
     return get_rung(name) if name else None
 
 
+MAX_NESTING = 2
+"""Derived rungs nest at most this deep: a sub-step of a sub-step is asked as it is (``narrow``, ``resample``).
+
+A derived sub-procedure can hold the operation it came from (``divide`` writes a quotient, and a
+failing quotient goes through ``single`` to ``divide`` again), so without a bound a model that
+keeps failing recursed until Python's stack ran out (a commission's quotient, 2026-12-01). At 2, a
+model wrong on every sub-step costs 117 to 372 calls before the first step of a production
+procedure is flagged (``--ladder split,resample,resample``), at 3 up to 744."""
+
+
 def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | None:
-    """The derived sub-procedure of ``rung`` for step ``index``, or ``None`` where it does not apply."""
-    if not rung.derives or ctx.procedure.steps[index].kind != "compute":
+    """The derived sub-procedure of ``rung`` for step ``index``, or ``None`` where it does not apply
+    (or where this run is already :data:`MAX_NESTING` derived rungs deep)."""
+    if not rung.derives or ctx.procedure.steps[index].kind != "compute" or ctx.depth >= MAX_NESTING:
         return None  # only a computed step has an expression to derive sub-steps from
     try:
         return rung.derive(ctx.procedure, index, env)
@@ -450,7 +461,8 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # resample (a new seed each attempt) after, so that no request is ever sent twice; the
         # event says so, so that a step no rung applies to is never passed over silently
         fallback = "narrow" if attempt == 1 else "resample"
-        dev = {**dev, "detail": f"{dev.get('detail', '')} [{rung} does not apply to this step; asked {fallback}]".strip()}
+        why = f"nested {MAX_NESTING} derived rungs deep" if ctx.depth >= MAX_NESTING else "does not apply to this step"
+        dev = {**dev, "detail": f"{dev.get('detail', '')} [{rung} {why}; asked {fallback}]".strip()}
         rung = fallback
     note = correction_note(ctx.procedure, state.cursor, state.deviation or {}, ctx.env(state))
     return {

@@ -63,11 +63,18 @@ class Guard:
         self.config = config or GuardConfig()
         self.checkpointer = checkpointer = async_capable(checkpointer)
         self._prompts = PromptSet(self.config.prompt_dir)
+        self._depth = 0  # derived rungs this guard's runs are nested in
         # With a checkpointer, each step's checkpoint is written before the next step starts, so a
         # SIGKILL loses at most the model call in flight.
         self._durability = "sync" if checkpointer is not None else None
         self._graph = build_graph(use_async=False).compile(checkpointer=checkpointer)
         self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
+
+    def _nested(self, cfg: GuardConfig) -> Guard:
+        """The guard that runs a derived rung's sub-procedure, one level deeper than this one."""
+        nested = Guard(self.model, cfg, observer=ModelCallOnly(self.observer.inner))
+        nested._depth = self._depth + 1
+        return nested
 
     def _setup(
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
@@ -78,7 +85,8 @@ class Guard:
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
         ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts, self.tools.identity(),
                                     ctx.context)
-        ctx.nested_guard = lambda cfg: Guard(self.model, cfg, observer=ModelCallOnly(self.observer.inner))
+        ctx.depth = self._depth
+        ctx.nested_guard = self._nested
         tid = thread_id or uuid.uuid4().hex
         self.observer.run_started(procedure, self.model, self.config, tid)
         limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50

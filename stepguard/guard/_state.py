@@ -108,6 +108,8 @@ class RunContext:
     """The caller's messages, shown to the model as a block at the top of every chunk prompt."""
     nested_guard: Callable[[GuardConfig], Any] = field(default=lambda cfg: None, repr=False)
     """Builds the nested guard that runs a derived rung's sub-procedure (set by :class:`Guard`)."""
+    depth: int = 0
+    """How many derived rungs this run is nested in (0: the caller's run); see :data:`MAX_NESTING`."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
     _parsed: dict[str, tuple[str, Number | str]] = field(default_factory=dict, repr=False)
 
