@@ -17,12 +17,12 @@ every reply, timing and the load average as JSON.
 
 Usage:
     python benchmarks/bench_embedded_speed.py --rounds 2 \
-        --variant 'base=' --variant 'pld=--draft_model prompt-lookup-decoding --draft_model_num_pred_tokens 10'
+        --variant 'base=' --variant 'pld3=--draft_model prompt-lookup-decoding --draft_model_num_pred_tokens 3'
 
 A variant is ``NAME=ARGS``: ``llama_cpp.server`` arguments added after the plain command
 (``LocalServer(..., draft_tokens=0).command()``: ``--n_ctx 8192 --n_threads 2 --seed 0``, no
 drafting); ``@default`` as the first argument starts from stepguard's default command instead
-(drafting on). Results: docs/speed.md.
+(``draft_tokens`` from ``$STEPGUARD_DRAFT_TOKENS`` or its default). Results: docs/speed.md.
 """
 
 from __future__ import annotations
