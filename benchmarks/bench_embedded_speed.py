@@ -171,6 +171,8 @@ def main() -> None:
     if args.record:
         record(f"local:{args.model}", args.record, args.cassette)
     requests = load_requests(args.cassette)
+    for i, req in enumerate(requests):
+        req["index"] = i
     if args.select:
         keep: list[int] = []
         for part in args.select.split(","):
@@ -203,7 +205,8 @@ def report(passes: list[Pass], variants: list[tuple[str, list[str]]], requests: 
     rounds = sorted({p.round for p in passes})
     greedy = [i for i, r in enumerate(requests) if not r["settings"].get("temperature")]
     ref = by[(base_name, 0)]
-    print(f"\nvariant       wall s/pass  tok/s  s/request  cpu s  prompt tok/s  gen tok/s  wall ratio vs {base_name}"
+    print("\n(prompt and gen tok/s: llama.cpp's own log, where checked draft tokens count as prompt)")
+    print(f"variant       wall s/pass  tok/s  s/request  cpu s  prompt tok/s  gen tok/s  wall ratio vs {base_name}"
           f"  cpu ratio  T=0 identical to {base_name}#0")
     summary = {}
     for name, vargs in variants:
@@ -222,12 +225,13 @@ def report(passes: list[Pass], variants: list[tuple[str, list[str]]], requests: 
                          "cpu_ratios": cpu_ratios, "identical_t0": same, "n_t0": len(greedy)}
         print(f"{name:12s} {wall:10.1f} {toks:6.2f} {per_req:9.2f} {cpu:7.1f} {prompt_tps:11.1f} {gen_tps:10.1f}  "
               f"{' '.join(f'{x:.2f}x' for x in ratios):>18s}  {' '.join(f'{x:.2f}x' for x in cpu_ratios):>12s}  "
-              f"{'/'.join(map(str, same))} of {len(greedy)}")
+              f"{', '.join(f'r{r}: {n}' for r, n in zip(rounds, same))} of {len(greedy)}")
     for name, _ in variants:
         for p in (by[(name, r)] for r in rounds):
             diffs = [i for i in greedy if p.texts[i] != ref.texts[i]]
             for i in diffs[:3]:
-                print(f"  differs: {name}#{p.round} request {i}: {ref.texts[i]!r} -> {p.texts[i]!r}")
+                label = requests[i].get("index", i)
+                print(f"  differs: {name} round {p.round}, cassette request {label}: {ref.texts[i]!r} -> {p.texts[i]!r}")
     hits = by[(base_name, 0)].prefix_hits
     if hits:
         print(f"\nprefix reuse ({base_name}#0): {len(hits)} of {len(requests)} requests reused a cached prefix, "
