@@ -34,6 +34,38 @@ _PREVIOUS: dict[int, Any] = {}
 _INSTALLED = False
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
+DRAFT_TOKENS = 0
+"""Default tokens drafted per decode step by prompt-lookup decoding (n-gram drafts copied from the
+prompt and the reply so far, no second model: ``llama_cpp.server --draft_model
+prompt-lookup-decoding --draft_model_num_pred_tokens N``): off. On the guard's recorded requests
+(2 CPU cores, shared) 3 draft tokens halved the decode steps but a batch of 4 costs 1.7 single
+tokens there: 0.90x and 1.29x in two interleaved rounds, and 1 of 6 temperature-0 replies changed
+(a near-tie). Figures: docs/speed.md. Opt in with ``draft_tokens=3`` or
+``STEPGUARD_DRAFT_TOKENS=3`` where a batch costs little more than one token (more cores, a GPU)."""
+
+DRAFT_TOKENS_ENV = "STEPGUARD_DRAFT_TOKENS"
+"""Environment variable that sets the embedded server's draft tokens when the caller gives none
+(``0``: no drafting), so commands that build the model themselves (``stepguard bench run``) can
+turn drafting on or off."""
+
+
+def draft_tokens_default() -> int:
+    """The draft tokens to use when none are given: ``$STEPGUARD_DRAFT_TOKENS`` or :data:`DRAFT_TOKENS`.
+
+    Raises:
+        LocalServerError: the variable is not a whole number >= 0.
+    """
+    raw = os.environ.get(DRAFT_TOKENS_ENV, "").strip()
+    if not raw:
+        return DRAFT_TOKENS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise LocalServerError(f"{DRAFT_TOKENS_ENV}={raw!r}: give a whole number of tokens >= 0 (0 turns drafting off)")
+    return value
+
 
 def _stop_all() -> None:
     with _LIVE_LOCK:
@@ -109,7 +141,11 @@ class LocalServer:
         ready_timeout: seconds to wait for ``/v1/models`` to answer.
         stop_grace: seconds between SIGTERM and SIGKILL when stopping.
         log_path: where the server's output goes; ``None`` = a temporary file removed on stop.
-        extra_args: more command-line arguments for ``llama_cpp.server``.
+        extra_args: more command-line arguments for ``llama_cpp.server`` (after stepguard's own,
+            so they win).
+        draft_tokens: prompt-lookup draft tokens per decode step (:data:`DRAFT_TOKENS`); ``None`` =
+            :func:`draft_tokens_default`; ``0`` = no drafting. Batched checking can flip a
+            near-tie, so a temperature-0 reply may differ (docs/speed.md).
     """
 
     host = "127.0.0.1"
@@ -127,8 +163,12 @@ class LocalServer:
         stop_grace: float = 5.0,
         log_path: str | Path | None = None,
         extra_args: tuple[str, ...] = (),
+        draft_tokens: int | None = None,
     ) -> None:
         self.model_path = Path(model_path)
+        self.draft_tokens = draft_tokens_default() if draft_tokens is None else draft_tokens
+        if self.draft_tokens < 0:
+            raise LocalServerError(f"draft_tokens must be >= 0, not {self.draft_tokens}")
         self.alias = alias or self.model_path.stem
         self.port = port
         self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
@@ -156,6 +196,8 @@ class LocalServer:
                "--n_threads", str(self.n_threads), "--model_alias", self.alias]
         if self.seed is not None:
             cmd += ["--seed", str(self.seed)]
+        if self.draft_tokens:
+            cmd += ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(self.draft_tokens)]
         return cmd + list(self.extra_args)
 
     def _log_tail(self, lines: int = 20) -> str:

@@ -171,9 +171,13 @@ class LocalModel:
         ready_timeout: seconds to wait for the server to answer.
         eager: start the server now.
         server_args: more ``llama_cpp.server`` arguments.
+        draft_tokens: prompt-lookup draft tokens per decode step (speculative decoding that
+            copies from the prompt, no second model; a temperature-0 reply can change on a near-tie);
+            ``None`` = ``$STEPGUARD_DRAFT_TOKENS`` or 0 (off: slower on 2 CPU cores). Figures: docs/speed.md.
 
     Raises:
-        LocalServerError: llama-cpp-python is not installed, or the model cannot be resolved.
+        LocalServerError: llama-cpp-python is not installed, the model cannot be resolved, or
+            ``draft_tokens`` (or ``$STEPGUARD_DRAFT_TOKENS``) is not a whole number >= 0.
     """
 
     provider = "llama.cpp"
@@ -196,6 +200,7 @@ class LocalModel:
         ready_timeout: float = 120.0,
         eager: bool = False,
         server_args: tuple[str, ...] = (),
+        draft_tokens: int | None = None,
     ) -> None:
         check_llama_cpp()
         self.path, self.model_name = resolve_model(name_or_path)
@@ -203,7 +208,7 @@ class LocalModel:
         threads = n_threads or min(os.cpu_count() or 2, 8)
         self.server = LocalServer(
             self.path, alias=self.model_name, port=port, n_ctx=n_ctx, n_threads=threads, seed=seed,
-            ready_timeout=ready_timeout, extra_args=server_args,
+            ready_timeout=ready_timeout, extra_args=server_args, draft_tokens=draft_tokens,
         )
         self._client_options: dict[str, Any] = dict(
             temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout,

@@ -220,3 +220,104 @@ def test_cli_model_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     result = CliRunner().invoke(app, ["list"])
     assert result.exit_code == 0, result.output
     assert "smollm2-135m" in result.output and "checksum" in result.output
+
+
+# -- server settings: prompt-lookup drafting (docs/speed.md) ----------------------------------
+
+
+def _parse_with_llama_cpp(cmd: list[str]):  # type: ignore[no-untyped-def]
+    """The settings llama-cpp-python's own server would take from ``cmd`` (after ``-m llama_cpp.server``)."""
+    import argparse
+
+    cli = pytest.importorskip("llama_cpp.server.cli")
+    settings = pytest.importorskip("llama_cpp.server.settings")
+    parser = argparse.ArgumentParser()
+    cli.add_args_from_model(parser, settings.Settings)
+    args = parser.parse_args(cmd[cmd.index("llama_cpp.server") + 1:])
+    return cli.parse_model_from_args(settings.ModelSettings, args)
+
+
+def test_default_command_drafts_nothing_and_three_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(_server.DRAFT_TOKENS_ENV, raising=False)
+    plain = LocalServer(tmp_path / "m.gguf", port=1234, seed=0).command()
+    assert "--draft_model" not in plain and _parse_with_llama_cpp(plain).draft_model is None
+    cmd = LocalServer(tmp_path / "m.gguf", port=1234, seed=0, draft_tokens=3).command()
+    i = cmd.index("--draft_model")
+    assert cmd[i:i + 4] == ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", "3"]
+    model_settings = _parse_with_llama_cpp(cmd)  # the server itself reads it so
+    assert model_settings.draft_model == "prompt-lookup-decoding"
+    assert model_settings.draft_model_num_pred_tokens == 3
+    assert model_settings.n_threads == 2 and model_settings.seed == 0 and model_settings.n_ctx == 8192
+    assert cmd[:i] == plain  # drafting adds its two options and changes nothing else
+
+
+@pytest.mark.parametrize(("given", "env", "expected"), [(0, None, 0), (5, None, 5), (None, "0", 0), (None, "7", 7),
+                                                         (2, "0", 2), (None, " ", 0)])
+def test_draft_tokens_given_or_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given, env,
+                                                expected) -> None:
+    if env is None:
+        monkeypatch.delenv(_server.DRAFT_TOKENS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(_server.DRAFT_TOKENS_ENV, env)
+    server = LocalServer(tmp_path / "m.gguf", port=1234, draft_tokens=given)
+    cmd = server.command()
+    assert server.draft_tokens == expected
+    if expected:
+        assert cmd[cmd.index("--draft_model_num_pred_tokens") + 1] == str(expected)
+    else:
+        assert "--draft_model" not in cmd and "--draft_model_num_pred_tokens" not in cmd
+        assert _parse_with_llama_cpp(cmd).draft_model is None
+
+
+def test_extra_args_come_after_and_override_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(_server.DRAFT_TOKENS_ENV, raising=False)
+    cmd = LocalServer(tmp_path / "m.gguf", port=1, draft_tokens=3,
+                      extra_args=("--draft_model_num_pred_tokens", "6")).command()
+    assert _parse_with_llama_cpp(cmd).draft_model_num_pred_tokens == 6
+
+
+@pytest.mark.parametrize("env", ["-1", "three", "2.5"])
+def test_bad_draft_tokens_are_refused_with_the_variable_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              env: str) -> None:
+    monkeypatch.setenv(_server.DRAFT_TOKENS_ENV, env)
+    with pytest.raises(LocalServerError, match="STEPGUARD_DRAFT_TOKENS"):
+        LocalServer(tmp_path / "m.gguf")
+    monkeypatch.delenv(_server.DRAFT_TOKENS_ENV)
+    with pytest.raises(LocalServerError, match=">= 0"):
+        LocalServer(tmp_path / "m.gguf", draft_tokens=-2)
+
+
+def test_run_json_records_the_draft_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stepguard.bench._runmeta import describe_model
+
+    monkeypatch.delenv(_server.DRAFT_TOKENS_ENV, raising=False)
+
+    class Model:
+        spec, model_name, provider = "local:m", "m", "llama.cpp"
+
+        def __init__(self, **kw) -> None:
+            self.server = LocalServer(tmp_path / "m.gguf", alias="m", **kw)
+
+    assert describe_model(Model())["server"]["draft_tokens"] == 0  # type: ignore[arg-type]
+    assert describe_model(Model(draft_tokens=3))["server"]["draft_tokens"] == 3  # type: ignore[arg-type]
+
+
+def test_cli_serve_passes_draft_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.adapters import local
+    from stepguard.cli import app
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    seen: list[list[str]] = []
+
+    def refuse(self: LocalServer) -> LocalServer:
+        seen.append(self.command())
+        raise LocalServerError("not started in this test")
+
+    monkeypatch.setattr(local.LocalServer, "start", refuse)
+    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--draft-tokens", "0", "--port", "5"])
+    assert result.exit_code != 0 and seen and "--draft_model" not in seen[0]
+    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--draft-tokens", "4", "--port", "5"])
+    assert seen[1][seen[1].index("--draft_model_num_pred_tokens") + 1] == "4"

@@ -31,7 +31,8 @@ to what its context window has left; endpoints that refuse instead need a large 
 def describe_model(model: ChatModel) -> dict[str, Any]:
     """What run.json records about a model: ``{spec, name, provider, simulated, seed?, server?}``.
 
-    ``server`` holds the embedded server's settings (model file, alias, context, threads, seed)
+    ``server`` holds the embedded server's settings (model file, alias, context, threads, seed,
+    prompt-lookup draft tokens, extra arguments)
     when the model exposes a ``server`` attribute (:class:`stepguard.adapters.LocalModel`).
     """
     out: dict[str, Any] = {
@@ -44,7 +45,7 @@ def describe_model(model: ChatModel) -> dict[str, Any]:
         out["seed"] = model.seed  # type: ignore[attr-defined]
     server = getattr(model, "server", None)
     if server is not None:
-        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "extra_args")
+        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "draft_tokens", "extra_args")
         out["server"] = {k: (str(v) if isinstance(v, Path) else v) for k in keys if (v := getattr(server, k, None)) is not None}
     return out
 

@@ -62,6 +62,11 @@ def serve(
         int | None, typer.Option("--n-threads", metavar="N", help="CPU threads; default: CPU count, max 8.")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", metavar="N", help="The server's sampling seed.")] = None,
+    draft_tokens: Annotated[
+        int | None,
+        typer.Option("--draft-tokens", metavar="N", min=0,
+                     help="Prompt-lookup draft tokens per step (0: off); default $STEPGUARD_DRAFT_TOKENS or 0."),
+    ] = None,
 ) -> None:
     """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""
     import os
@@ -72,7 +77,8 @@ def serve(
         typer.echo("locating and verifying the model (the first run assembles and hashes it)...", err=True)
         path, alias = resolve_model(name)
         server = LocalServer(path, alias=alias, port=port, n_ctx=n_ctx,
-                             n_threads=n_threads or min(os.cpu_count() or 2, 8), seed=seed)
+                             n_threads=n_threads or min(os.cpu_count() or 2, 8), seed=seed,
+                             draft_tokens=draft_tokens)
         server.start()
     except LocalServerError as exc:
         raise fail(exc) from exc
