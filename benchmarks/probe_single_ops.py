@@ -1,0 +1,96 @@
+"""Probe how the embedded model answers single operations in the forms the production rungs can ask.
+
+Three probes, each a one-step prompt in the guard's chunk format, temperature 0 (no guard, no retries):
+
+--compare  a comparison written as a boolean, as a yes/no question, and as the larger of the two
+           (``max(a, b)``): 2026-12-01, the larger 14/14, the boolean 11/14.
+--branch   a conditional over a literal boolean, over the comparison inline, and as two lines
+           (the larger, then the branch): 6/6, 2/6, and the two-line chunk got the larger wrong once.
+--product  decimal products asked alone: 8 of the first 10 right.
+
+Run: python benchmarks/probe_single_ops.py --compare --branch --product   (minutes on 2 idle cores)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from fractions import Fraction as F
+
+from stepguard.adapters import load_model
+from stepguard.evaluator import format_number
+from stepguard.guard._prompts import PromptSet
+from stepguard.model import GenerationSettings
+
+SYS = PromptSet().system()
+CMPS = [("59.97", ">=", "500"), ("59.97", ">=", "1000"), ("551.25", ">=", "500"), ("1302.45", ">=", "1000"),
+        ("0.9875", ">=", "1.25"), ("1.25", ">=", "1.25"), ("61000", "<", "50000"), ("38.5", ">", "40"), ("45", ">", "40"),
+        ("300", "<=", "100"), ("7.3", ">", "5"), ("1.0625", ">=", "1"), ("12.4", "<", "100"), ("88.6", ">=", "90")]
+BRANCHES = [("0.05", "59.97", ">=", "500", "0"), ("0.10", "1302.45", ">=", "1000", "0.05"), ("1.5", "45", ">", "40", "1"),
+            ("500", "1.3", ">=", "1.25", "0"), ("4", "88.6", ">=", "90", "3"), ("0.20", "350", ">", "300", "0.15")]
+PRODUCTS = [("3", "19.99"), ("25", "22.05"), ("15", "86.83"), ("72.5", "15"), ("6611.62", "0.05"), ("30250.5", "0.04"),
+            ("4968.29", "0.05"), ("38.5", "22.75"), ("1302.45", "0.1"), ("551.25", "0.2"), ("53.7", "12.5"), ("70", "2.54")]
+WORDS = {">=": "greater than or equal to", ">": "greater than", "<": "less than", "<=": "less than or equal to"}
+
+
+def _truth(a: str, op: str, b: str) -> bool:
+    return {">=": F(a) >= F(b), ">": F(a) > F(b), "<": F(a) < F(b), "<=": F(a) <= F(b)}[op]
+
+
+def ask(model, lines: str, fmt: str, n: int = 1) -> str:
+    """One chunk prompt of ``n`` steps; the reply's text."""
+    text = (f"Known values:\n(none)\n\nSteps:\n{lines}\n\nWrite {n} line{'s' if n > 1 else ''}, one for each step, "
+            f"in order, each as\n{fmt}\nWrite nothing else.")
+    settings = GenerationSettings(temperature=0, seed=0, max_tokens=60)
+    return model.complete([{"role": "system", "content": SYS}, {"role": "user", "content": text}], settings).text.strip()
+
+
+def compare(model) -> None:
+    forms = {
+        "boolean": lambda a, o, b: (f"t = {a} {o} {b}    (a boolean)", f"t = {a} {o} {b} = <result>"),
+        "question": lambda a, o, b: (f"t: is {a} {WORDS[o]} {b}? (yes or no)", "t = <yes or no>"),
+        "larger": lambda a, o, b: (f"t = max({a}, {b})", f"t = max({a}, {b}) = <result>"),
+    }
+    for name, form in forms.items():
+        for a, o, b in CMPS:
+            print(f"{name:<9} {a} {o} {b} ({_truth(a, o, b)}) -> {ask(model, *form(a, o, b))!r}", flush=True)
+
+
+def branch(model) -> None:
+    for x, a, o, b, y in BRANCHES:
+        want, lit = (x if _truth(a, o, b) else y), _truth(a, o, b)
+        print(f"literal  want {want} -> {ask(model, f't = {x} if {lit} else {y}', f't = {x} if {lit} else {y} = <result>')!r}")
+        print(f"inline   want {want} -> {ask(model, f't = {x} if {a} {o} {b} else {y}', f't = {x} if {a} {o} {b} else {y} = <result>')!r}")
+        two = f"t1 = max({a}, {b})\nt2 = {x} if t1 == {a} else {y}"
+        print(f"two-line want {want} -> {ask(model, two, f't1 = max({a}, {b}) = <result>', 2)!r}", flush=True)
+
+
+def product(model) -> None:
+    right = 0
+    for a, b in PRODUCTS:
+        reply = ask(model, f"t = {a} * {b}", f"t = {a} * {b} = <result>")
+        found = re.findall(r"-?\d+(?:\.\d+)?", reply.split("=")[-1])
+        ok = bool(found) and F(found[-1]) == F(a) * F(b)
+        right += ok
+        print(f"{a} * {b} = {format_number(F(a) * F(b))} -> {reply!r} {'OK' if ok else ''}", flush=True)
+    print(f"products right: {right}/{len(PRODUCTS)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    for flag in ("--compare", "--branch", "--product"):
+        ap.add_argument(flag, action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    with load_model(args.model) as model:
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product)):
+            if getattr(args, name):
+                fn(model)
+    print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
