@@ -176,6 +176,18 @@ def _free_arg(name: str, spec: ToolArg, got: Number | str | bool, env: Mapping[s
 
 
 # --- reading a step's line ----------------------------------------------------------------
+def _step_line(reply: str, var: str) -> tuple[KindVerdict, str | None]:
+    """A verdict for step ``var`` and the text after ``var =`` in ``reply``; ``None`` (and an
+    ``under_executed`` deviation in the verdict) when the reply has no such line."""
+    out = KindVerdict()
+    raw = _line_of(reply, var)
+    if raw is None:
+        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} is missing", got=reply.strip()[:120] or None)
+        return out, None
+    out.model_value = raw[:200]
+    return out, raw
+
+
 def _line_of(reply: str, var: str) -> str | None:
     """The right-hand side of the reply's first ``var = ...`` line (markdown marks around it stripped)."""
     pat = re.compile(rf"^[ \t>*_`-]*{re.escape(var)}[ \t*_`]*[=:][ \t]*(.*?)[ \t]*$")
@@ -274,12 +286,9 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Number | 
     """
     step = procedure.steps[index]
     var = step.var
-    out = KindVerdict()
-    raw = _line_of(reply, var)
+    out, raw = _step_line(reply, var)
     if raw is None:
-        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} is missing", got=reply.strip()[:120] or None)
         return out
-    out.model_value = raw[:200]
     got = f"{var} = {raw}"[:200]
     text = raw.strip().strip("\"'`").strip()
     value: Number | str | None
@@ -347,12 +356,9 @@ def verify_text(procedure: Procedure, index: int, env: Mapping[str, Number | str
     """
     step = procedure.steps[index]
     var = step.var
-    out = KindVerdict()
-    raw = _line_of(reply, var)
+    out, raw = _step_line(reply, var)
     if raw is None:
-        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} is missing", got=reply.strip()[:120] or None)
         return out
-    out.model_value = raw[:200]
     got = f"{var} = {raw}"[:200]
 
     def fail(kind: str, detail: str) -> KindVerdict:
