@@ -29,7 +29,7 @@ def stub() -> Iterator[StubServer]:
 
 
 def make(stub: StubServer, model: str = "ok", **kw) -> OpenAICompatibleModel:
-    kw.setdefault("timeout", 2.0)
+    kw.setdefault("timeout", 20.0)  # generous: a busy CI machine made a 2 s reply limit time out a plain reply
     kw.setdefault("max_retries", 0)
     return OpenAICompatibleModel(model, base_url=stub.base_url, api_key_env=None, **kw)
 
