@@ -158,33 +158,30 @@ class GlobalTelemetry(NullObserver):
         if inner is not None:
             inner.run_started(procedure, model, config, thread_id)
 
+    def _forward(self, hook: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``hook`` on the traced run's observer, or :class:`NullObserver`'s (does nothing)."""
+        inner = self._inner.get()
+        return getattr(inner, hook)(*args, **kwargs) if inner is not None else getattr(NullObserver, hook)(self, *args, **kwargs)
+
     def chunk_started(self, *args: Any, **kwargs: Any) -> None:
         """Forward when this run is traced."""
-        inner = self._inner.get()
-        if inner is not None:
-            inner.chunk_started(*args, **kwargs)
+        self._forward("chunk_started", *args, **kwargs)
 
     def model_call(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         """The traced run's context manager around the call, or one that does nothing."""
-        inner = self._inner.get()
-        return inner.model_call(*args, **kwargs) if inner is not None else NullObserver.model_call(self, *args, **kwargs)
+        return self._forward("model_call", *args, **kwargs)
 
     def step_checked(self, *args: Any, **kwargs: Any) -> None:
         """Forward when this run is traced."""
-        inner = self._inner.get()
-        if inner is not None:
-            inner.step_checked(*args, **kwargs)
+        self._forward("step_checked", *args, **kwargs)
 
     def tool_call(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         """The traced run's context manager around a tool call, or one that does nothing."""
-        inner = self._inner.get()
-        return inner.tool_call(*args, **kwargs) if inner is not None else NullObserver.tool_call(self, *args, **kwargs)
+        return self._forward("tool_call", *args, **kwargs)
 
     def chunk_finished(self, *args: Any, **kwargs: Any) -> None:
         """Forward when this run is traced."""
-        inner = self._inner.get()
-        if inner is not None:
-            inner.chunk_finished(*args, **kwargs)
+        self._forward("chunk_finished", *args, **kwargs)
 
     def run_finished(self, *args: Any, **kwargs: Any) -> None:
         """Forward when this run is traced; the run is over either way."""
