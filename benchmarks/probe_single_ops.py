@@ -7,8 +7,12 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
 --branch   a conditional over a literal boolean, over the comparison inline, and as two lines
            (the larger, then the branch): 6/6, 2/6, and the two-line chunk got the larger wrong once.
 --product  decimal products asked alone: 8 of the first 10 right.
+--ties     a rounding exactly halfway, half to even, in three forms (the rule named; the rule spelled
+           out with the two candidates; the rule as arithmetic: the last kept digit's parity, a
+           product and a sum, as the ``tie`` rung asks): 2026-12-01, 2/6 and 3/6 (every tie rounded
+           up), and 16 of 16 of the arithmetic sub-steps right.
 
-Run: python benchmarks/probe_single_ops.py --compare --branch --product   (minutes on 2 idle cores)
+Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties   (minutes on 2 idle cores)
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ BRANCHES = [("0.05", "59.97", ">=", "500", "0"), ("0.10", "1302.45", ">=", "1000
             ("500", "1.3", ">=", "1.25", "0"), ("4", "88.6", ">=", "90", "3"), ("0.20", "350", ">", "300", "0.15")]
 PRODUCTS = [("3", "19.99"), ("25", "22.05"), ("15", "86.83"), ("72.5", "15"), ("6611.62", "0.05"), ("30250.5", "0.04"),
             ("4968.29", "0.05"), ("38.5", "22.75"), ("1302.45", "0.1"), ("551.25", "0.2"), ("53.7", "12.5"), ("70", "2.54")]
+TIES = [("81.625", "81.62"), ("130.245", "130.24"), ("17.835", "17.84"), ("6.5", "6"), ("2.0125", "2.012"), ("45.675", "45.68")]
 WORDS = {">=": "greater than or equal to", ">": "greater than", "<": "less than", "<=": "less than or equal to"}
 
 
@@ -78,15 +83,43 @@ def product(model) -> None:
     print(f"products right: {right}/{len(PRODUCTS)}")
 
 
+def ties(model) -> None:
+    from decimal import ROUND_FLOOR, Decimal
+
+    def reply_value(reply: str) -> str:
+        return reply.split("=")[-1].strip()
+
+    for x, want in TIES:
+        s = len(want.split(".")[1]) if "." in want else 0
+        lo = Decimal(x).quantize(Decimal(1).scaleb(-s), rounding=ROUND_FLOOR)
+        hi = lo + Decimal(1).scaleb(-s)
+        named = ask(model, f"v = {x}    (round half to even to {s} decimal places)", "v = <result>")
+        spelled = ask(model, f"v = {x}    (round half to even to {s} decimal places: {x} is exactly halfway between "
+                             f"{lo} and {hi}; write whichever of the two ends in an even digit)", "v = <result>")
+        print(f"tie {x} want {want}: named -> {reply_value(named)}, spelled out -> {reply_value(spelled)}", flush=True)
+    right = total = 0
+    digits = [2, 4, 5, 7, 8, 3]
+    sums = [("81.62", "0"), ("130.24", "0"), ("17.83", "0.01"), ("2.012", "0"), ("45.67", "0.01"), ("6", "0")]
+    products = [("0.01", "0"), ("0.01", "1"), ("0.001", "0"), ("1", "0")]
+    for expr in [f"{d} % 2" for d in digits] + [f"{a} + {b}" for a, b in sums] + [f"{a} * {b}" for a, b in products]:
+        got = reply_value(ask(model, f"t1 = {expr}", f"t1 = {expr} = <result>"))
+        a, op, b = expr.split()
+        want = format_number({"%": F(a) % F(b), "+": F(a) + F(b), "*": F(a) * F(b)}[op])
+        ok = bool(re.fullmatch(r"-?\d+(?:\.\d+)?", got)) and F(got) == F(want)
+        right, total = right + ok, total + 1
+        print(f"{expr} = {want} -> {got} {'OK' if ok else ''}", flush=True)
+    print(f"tie sub-steps right: {right}/{total}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product"):
+    for flag in ("--compare", "--branch", "--product", "--ties"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
-        for name, fn in (("compare", compare), ("branch", branch), ("product", product)):
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)

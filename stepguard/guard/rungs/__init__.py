@@ -11,6 +11,6 @@ by :func:`register`, and add its module to the import line below; ``GuardConfig(
 
 from stepguard.guard.rungs._base import Rung, get_rung, register, rung_names
 
-from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain, partial, scale, choice, divide, single, split  # noqa: E402,F401,I001  registration order
+from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain, partial, scale, choice, divide, tie, single, split  # noqa: E402,F401,I001  registration order
 
 __all__ = ["Rung", "get_rung", "register", "rung_names"]

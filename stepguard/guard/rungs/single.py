@@ -1,6 +1,6 @@
 """The ``single`` rung: one operation re-asked through the rung made for it.
 
-It derives the failing step with the first of ``choice`` (``min``/``max``), ``partial`` (a product
+It derives the failing step with the first of ``tie`` (a rounding at an exact tie), ``choice`` (``min``/``max``), ``partial`` (a product
 with a decimal factor), ``scale`` (a product of decimals), ``divide`` (a quotient), ``bridge`` (an integer sum that carries)
 and ``decompose`` (an integer product or sum by place value) that applies (a failing sub-step of
 what it derives goes through ``single`` again: ``57 + 2.7`` to ``scale``'s ``570 + 27``, that to
@@ -19,7 +19,7 @@ from stepguard.procedure import Procedure
 
 __all__ = ["SINGLE_ORDER", "Single"]
 
-SINGLE_ORDER: tuple[str, ...] = ("choice", "partial", "scale", "divide", "bridge", "decompose")
+SINGLE_ORDER: tuple[str, ...] = ("tie", "choice", "partial", "scale", "divide", "bridge", "decompose")
 """The rungs ``single`` tries, in order."""
 
 
