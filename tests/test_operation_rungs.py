@@ -25,7 +25,7 @@ def _sub(rung: str, expr: str, env: dict[str, str]) -> tuple[list[tuple[str, str
 
 @pytest.mark.parametrize(("rung", "expr", "env", "steps"), [
     ("partial", "a * b", {"a": "72.5", "b": "15"}, [("t1", "72.5 * 10"), ("t2", "72.5 * 5"), ("s", "t1 + t2")]),
-    ("scale", "a * b", {"a": "43", "b": "18.75"}, [("t1", "43 * 1875"), ("s", "t1 / 100")]),
+    ("scale", "a * b", {"a": "43", "b": "18.75"}, [("t1", "43 * 1875"), ("t2", "t1 / 10"), ("s", "t2 / 10")]),
     ("choice", "min(a, b)", {"a": "61000", "b": "50000"},
      [("t1", "max(61000, 50000)"), ("t2", "t1 == 61000"), ("s", "50000 if t2 else 61000")]),
     ("choice", "max(a, b)", {"a": "0", "b": "-5"}, [("t1", "min(0, (-5))"), ("t2", "t1 == 0"), ("s", "(-5) if t2 else 0")]),
@@ -38,8 +38,8 @@ def test_each_rung_writes_the_issue_forms(rung: str, expr: str, env: dict[str, s
 def test_scale_writes_a_decimal_sum_over_whole_numbers_at_the_common_places() -> None:
     """The embedded model wrote ``57 + 2.7 = 60.7`` inside a partial-products chain."""
     assert _sub("scale", "a + b", {"a": "57", "b": "2.7"})[0] == [("t1", "570 + 27"), ("s", "t1 / 10")]
-    assert _sub("scale", "a - b", {"a": "60.7", "b": "0.27"})[0] == [("t1", "6070 - 27"), ("s", "t1 / 100")]
-    assert _sub("scale", "a + b", {"a": "-1.5", "b": "0.25"})[0] == [("t1", "(-150) + 25"), ("s", "t1 / 100")]
+    assert _sub("scale", "a - b", {"a": "60.7", "b": "0.27"})[0] == [("t1", "6070 - 27"), ("t2", "t1 / 10"), ("s", "t2 / 10")]
+    assert _sub("scale", "a + b", {"a": "-1.5", "b": "0.25"})[0] == [("t1", "(-150) + 25"), ("t2", "t1 / 10"), ("s", "t2 / 10")]
 
 
 @pytest.mark.parametrize(("rung", "expr", "env"), [
@@ -48,6 +48,7 @@ def test_scale_writes_a_decimal_sum_over_whole_numbers_at_the_common_places() ->
     ("scale", "a + b", {"a": "15", "b": "2"}),  # whole numbers: bridge's
     ("choice", "a * b", {"a": "1", "b": "2"}),
     ("partial", "a * b", {"a": "0.5", "b": "3"}),  # one digit each: nothing to split
+    ("partial", "a * b", {"a": "99365.7", "b": "0.05"}),  # a one-digit factor: scale's (the other's six parts made 11 sub-steps)
 ])
 def test_a_rung_does_not_apply_outside_its_operation(rung: str, expr: str, env: dict[str, str]) -> None:
     assert _sub(rung, expr, env) is None
@@ -106,11 +107,26 @@ def test_split_chains_several_operations_and_routes_one(expr: str, first: tuple[
     assert sub.expected_values({})["s"] == proc.expected_values({"a": 61000, "b": 50000})["s"]
 
 
+@pytest.mark.parametrize(("rung", "expr", "env", "steps"), [
+    ("scale", "a * b", {"a": "99365.7", "b": "0.05"}, [("t1", "993657 * 5"), ("t2", "t1 / 10"), ("t3", "t2 / 10"), ("s", "t3 / 10")]),
+    ("divide", "a / b", {"a": "4968285", "b": "1000"}, [("t1", "4968285 / 10"), ("t2", "t1 / 10"), ("s", "t2 / 10")]),
+    ("divide", "a / b", {"a": "4.5", "b": "-100"}, [("t1", "4.5 / (-10)"), ("s", "t1 / 10")]),
+    ("divide", "a / b", {"a": "4.5", "b": "0.01"}, [("t1", "4.5 * 10"), ("s", "t1 * 10")]),
+    ("single", "a * b", {"a": "0.05", "b": "99365.7"}, [("t1", "5 * 993657"), ("t2", "t1 / 10"), ("t3", "t2 / 10"), ("s", "t3 / 10")]),
+])
+def test_the_point_moves_one_place_a_sub_step(rung: str, expr: str, env: dict[str, str], steps: list) -> None:
+    """The embedded model wrote 4968285 / 1000 = 49.68285; one place at a time, 30 of 30 right."""
+    found = _sub(rung, expr, env)
+    assert found[0] == steps
+    assert found[1].expected_values({})["s"] == _step(expr).expected_values({k: parse_number(v) for k, v in env.items()})["s"]
+
+
 def test_divide_sets_the_divisors_power_of_ten_aside_and_rounds_last() -> None:
     """A commission's attainment (99365.70 / 80000 at 4 places) failed on every rung on the embedded model."""
     proc = _step("a / b", type="decimal", scale=4)
     sub = get_rung("divide").derive(proc, 0, {"a": parse_number("99365.70"), "b": parse_number("80000.00")})
-    assert [(s.var, s.expr, s.scale) for s in sub.steps] == [("t1", "99365.7 / 8", None), ("t2", "t1 / 10000", None), ("s", "t2", 4)]
+    assert [(s.var, s.expr, s.scale) for s in sub.steps] == [("t1", "99365.7 / 8", None), ("t2", "t1 / 10", None), ("t3", "t2 / 10", None),
+                                                             ("t4", "t3 / 10", None), ("t5", "t4 / 10", None), ("s", "t5", 4)]
     assert sub.expected_values({})["s"] == proc.expected_values({"a": "99365.70", "b": "80000.00"})["s"]
 
 

@@ -11,7 +11,7 @@ from stepguard.errors import StepguardError
 from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure
 
-__all__ = ["decimal_places", "derived", "leaf_values", "magnitudes", "operands", "places", "sub_procedure", "text"]
+__all__ = ["decimal_places", "derived", "leaf_values", "magnitudes", "operands", "places", "point_steps", "sub_procedure", "text"]
 
 _NAME = 100
 """Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
@@ -92,6 +92,18 @@ def leaf_values(procedure: Procedure, index: int, env: Mapping[str, Number | str
             return None
         values.append(v)
     return node, values
+
+
+def point_steps(first: int, shift: int) -> list[dict[str, object]]:
+    """Sub-steps moving the point of ``t{first - 1}`` by ``shift`` places, one place a sub-step:
+    ``t2 = t1 / 10``, ``t3 = t2 / 10`` (``shift > 0``), or ``* 10`` each (``shift < 0``).
+
+    The embedded model placed the point of ``4968285 / 1000`` at 49.68285; asked one place at a
+    time it got 30 of 30 such sub-steps right, against 3 of 8 quotients by ``10 ** k`` and 3 of 8
+    products by ``0.001`` (``benchmarks/probe_single_ops.py --point``, docs/production.md).
+    """
+    op = "/" if shift > 0 else "*"
+    return [{"var": f"t{first + i}", "expr": f"t{first + i - 1} {op} 10"} for i in range(abs(shift))]
 
 
 def decimal_places(value: Number) -> int | None:

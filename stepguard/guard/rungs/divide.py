@@ -5,8 +5,12 @@ point is placed as a sub-step of its own; the rounding to the step's scale is th
 naming its rule. ``99365.70 / 80000`` (attainment at 4 places) becomes::
 
     t1 = 99365.7 / 8         (= 12420.7125)
-    t2 = t1 / 10000          (= 1.24207125)
-    attainment = t2          (round half to even to 4 decimal places)
+    t2 = t1 / 10             (= 1242.07125), and so on, one place a sub-step, to
+    t5 = t4 / 10             (= 1.24207125)
+    attainment = t5          (round half to even to 4 decimal places)
+
+A divisor that is a power of ten (``x / 100``, a rate in percent) is the point alone, moved one place
+a sub-step from the dividend (``4.5 / 10``, ``t1 / 10``).
 
 A quotient that is not a finite decimal is carried at three more places than the step's scale,
 and the rung applies only where rounding that value gives the exact quotient's rounding (the
@@ -20,7 +24,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, text
+from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, text
 from stepguard.guard.rungs._base import Rung, register
 from stepguard.procedure import Procedure, round_to_scale
 
@@ -60,16 +64,20 @@ def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     finite = decimal_places(first) is not None
     if not finite and step.scale is None:
         return None
-    first_step: dict[str, object] = {"var": "t1", "expr": f"{text(a)} / {sign and '('}{sign}{m}{sign and ')'}"}
+    steps: list[dict[str, object]] = []
     carried = first
-    if not finite:
-        places_ = step.scale + max(e, 0) + _EXTRA  # type: ignore[operator]
-        first_step.update(type="decimal", scale=places_)
-        carried = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN"))
-    steps = [first_step]
+    if m != 1:  # the division by the small whole number; a power of ten alone is only the point
+        steps.append({"var": "t1", "expr": f"{text(a)} / {sign and '('}{sign}{m}{sign and ')'}"})
+        if not finite:
+            places_ = step.scale + max(e, 0) + _EXTRA  # type: ignore[operator]
+            steps[0].update(type="decimal", scale=places_)
+            carried = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN"))
     point = carried / Fraction(10) ** e
-    if e:
-        steps.append({"var": "t2", "expr": f"t1 / {10 ** e}" if e > 0 else f"t1 * {10 ** -e}"})
+    if e and not steps:  # the first place moved from the dividend itself: 4968285 / 10, then t1 / 10
+        moves = point_steps(2, e)
+        steps = [{"var": "t1", "expr": f"{text(a)} {'/' if e > 0 else '*'} {'(-10)' if sign else '10'}"}, *moves[:-1]]
+    elif e:
+        steps += point_steps(len(steps) + 1, e)
     if step.scale is not None:
         exact = round_to_scale(a / b, step.scale, step.rounding)
         if round_to_scale(point, step.scale, step.rounding) != exact:

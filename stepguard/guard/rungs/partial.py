@@ -3,7 +3,10 @@
 ``72.5 x 15`` (a dose: weight times mg per kg) becomes ``72.5 * 10``, ``72.5 * 5``, then their sum
 (summed two at a time, a running total plus the next, when there are more than two);
 the factor split is the one with fewer non-zero digits, by its place values (a decimal factor's
-too: ``0.25`` is ``0.2 + 0.05``). Every sub-step is checked. Integer products of two operands are
+too: ``0.25`` is ``0.2 + 0.05``). A factor of one non-zero digit (``99365.7 x 0.05``) is not split
+here: the other factor's six parts made eleven sub-steps, sums of mixed sizes among them, that the
+embedded model got wrong (``4950 + 15 = 5065``); ``scale`` asks ``993657 * 5`` (8 of 8 such
+products right in probes) and places the point. Every sub-step is checked. Integer products of two operands are
 ``decompose``'s; this rung applies where a factor has decimal places.
 """
 
@@ -35,8 +38,8 @@ def partial_products(procedure: Procedure, index: int, env: Mapping[str, Number 
 
     Returns:
         The derived procedure (last step: the step's variable, type, scale and rounding), or
-        ``None`` when the step is not one product of two numbers with a decimal factor, or the
-        split factor has a single non-zero digit (nothing to split).
+        ``None`` when the step is not one product of two numbers with a decimal factor, or a
+        factor has a single non-zero digit (``scale``'s).
     """
     found = leaf_values(procedure, index, env)
     if found is None or not isinstance(found[0], ast.BinOp) or not isinstance(found[0].op, ast.Mult):
@@ -46,11 +49,8 @@ def partial_products(procedure: Procedure, index: int, env: Mapping[str, Number 
         return None  # whole numbers: decompose's
     split, other = sorted((a, b), key=lambda v: (len(_parts(v)), abs(v)))
     parts = _parts(split)
-    if len(parts) < 2:
-        split, other = other, split
-        parts = _parts(split)
-        if len(parts) < 2:
-            return None
+    if len(parts) < 2:  # one digit (0.05): the product over whole numbers and the point is scale's
+        return None
     sign = "-" if (split < 0) != (other < 0) and split != 0 and other != 0 else ""
     steps: list[dict[str, object]] = [{"var": f"t{i}", "expr": f"{text(abs(Fraction(other)))} * {text(p)}"} for i, p in enumerate(parts, 1)]
     n = len(steps)

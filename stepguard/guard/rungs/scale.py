@@ -1,7 +1,8 @@
 """The ``scale`` rung: decimals asked over whole numbers, the point placed as its own sub-step.
 
-``43 x 18.75`` becomes ``43 * 1875`` (= 80625), then ``t1 / 100``: the multiplication a model does
-with whole numbers, and the point moved by the count of decimal places. A sum or difference is
+``43 x 18.75`` becomes ``43 * 1875`` (= 80625), then ``t1 / 10`` and ``t2 / 10``: the
+multiplication a model does with whole numbers, and the point moved by the count of decimal
+places, one place a sub-step (:func:`~stepguard.guard.rungs._arith.point_steps`). A sum or difference is
 scaled to the operands' common places: ``57 + 2.7`` becomes ``570 + 27``, then ``t1 / 10`` (the
 embedded model wrote ``57 + 2.7 = 60.7`` inside a partial-products chain; docs/production.md).
 Every sub-step is checked.
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, text
+from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, text
 from stepguard.guard.rungs._base import Rung, register
 from stepguard.procedure import Procedure
 
@@ -43,10 +44,7 @@ def scaled_product(procedure: Procedure, index: int, env: Mapping[str, Number | 
         op, shift = ("+" if isinstance(found[0].op, ast.Add) else "-"), max(pa, pb)
         pa_ = pb_ = shift
     wa, wb = int(Fraction(a) * 10**pa_), int(Fraction(b) * 10**pb_)
-    steps: list[dict[str, object]] = [
-        {"var": "t1", "expr": f"{text(wa)} {op} {text(wb)}"},
-        {"var": "t2", "expr": f"t1 / {10 ** shift}"},
-    ]
+    steps: list[dict[str, object]] = [{"var": "t1", "expr": f"{text(wa)} {op} {text(wb)}"}, *point_steps(2, shift)]
     return derived(procedure, index, steps, "scale")
 
 
