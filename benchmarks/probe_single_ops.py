@@ -11,8 +11,11 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            out with the two candidates; the rule as arithmetic: the last kept digit's parity, a
            product and a sum, as the ``tie`` rung asks): 2026-12-01, 2/6 and 3/6 (every tie rounded
            up), and 16 of 16 of the arithmetic sub-steps right.
+--point    the point of a whole number moved k places, three ways: ``/ 10**k``, ``* 0.0..1``, and
+           ``/ 10`` k times (each move checked before the next): 2026-12-01, 3/8, 3/8 and 8/8
+           (30 of 30 moves right); whole numbers times one digit (``993657 * 5``): 8/8.
 
-Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties   (minutes on 2 idle cores)
+Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point   (minutes on 2 idle cores)
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ BRANCHES = [("0.05", "59.97", ">=", "500", "0"), ("0.10", "1302.45", ">=", "1000
 PRODUCTS = [("3", "19.99"), ("25", "22.05"), ("15", "86.83"), ("72.5", "15"), ("6611.62", "0.05"), ("30250.5", "0.04"),
             ("4968.29", "0.05"), ("38.5", "22.75"), ("1302.45", "0.1"), ("551.25", "0.2"), ("53.7", "12.5"), ("70", "2.54")]
 TIES = [("81.625", "81.62"), ("130.245", "130.24"), ("17.835", "17.84"), ("6.5", "6"), ("2.0125", "2.012"), ("45.675", "45.68")]
+POINTS = [("4968285", 3), ("121002", 4), ("2484145", 3), ("38535", 3), ("12100200", 4), ("3265000", 4), ("9936570", 4), ("160575", 5)]
+ONE_DIGIT = [("993657", "5"), ("653000", "5"), ("3025050", "4"), ("496829", "5"), ("1302445", "1"), ("12845", "3"), ("8575", "7"), ("4968285", "1")]
 WORDS = {">=": "greater than or equal to", ">": "greater than", "<": "less than", "<=": "less than or equal to"}
 
 
@@ -111,15 +116,46 @@ def ties(model) -> None:
     print(f"tie sub-steps right: {right}/{total}")
 
 
+def _value_is(reply: str, want: F) -> bool:
+    found = re.findall(r"-?\d+(?:\.\d*)?", reply.split("=")[-1].replace(",", ""))
+    return bool(found) and F(found[-1].rstrip(".")) == want
+
+
+def point(model) -> None:
+    from decimal import Decimal
+
+    for form in ("divide", "multiply", "one place"):
+        right = 0
+        for a, k in POINTS:
+            want = F(a) / 10**k
+            if form == "divide":
+                ok = _value_is(ask(model, f"t1 = {a} / {10 ** k}", f"t1 = {a} / {10 ** k} = <result>"), want)
+            elif form == "multiply":
+                ok = _value_is(ask(model, f"t1 = {a} * 0.{'0' * (k - 1)}1", f"t1 = {a} * 0.{'0' * (k - 1)}1 = <result>"), want)
+            else:
+                x, ok = F(a), True
+                for _ in range(k):
+                    shown = str(Decimal(x.numerator) / Decimal(x.denominator))
+                    x /= 10
+                    if not _value_is(ask(model, f"t1 = {shown} / 10", f"t1 = {shown} / 10 = <result>"), x):
+                        ok = False
+                        break
+            right += ok
+            print(f"{form:<9} {a} moved {k}: {'OK' if ok else 'wrong'}", flush=True)
+        print(f"{form}: {right}/{len(POINTS)}")
+    right = sum(_value_is(ask(model, f"t1 = {a} * {b}", f"t1 = {a} * {b} = <result>"), F(a) * F(b)) for a, b in ONE_DIGIT)
+    print(f"whole number x one digit: {right}/{len(ONE_DIGIT)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
-        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties)):
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
