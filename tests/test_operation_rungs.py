@@ -157,3 +157,16 @@ def test_derived_rungs_nest_a_bounded_depth_when_the_model_never_gets_a_sub_step
     nested._depth = MAX_NESTING  # a run that deep asks the step as it is
     deep = nested.run(proc, {"a": "99365.70", "b": "80000.00"})
     assert any(f"nested {MAX_NESTING} derived rungs deep" in d.detail for d in deep.deviations)
+
+
+def test_a_derived_rung_that_fails_names_the_sub_step_it_ended_on() -> None:
+    """The result says which sub-step the model never got right, not only the step's last value."""
+    proc = _step("a * b / 4", type="decimal", scale=3)
+    model = ScriptedModel(always_wrong={"s"})  # the chain's last sub-step takes the step's name
+    config = GuardConfig(chunk_size=1, inline_known=True, ladder=("chain", "resample"), max_reprompts_per_step=2, on_exhausted="flag")
+    result = Guard(model, config).run(proc, {"a": "6530", "b": "0.05"})
+    assert result.status == "flagged"
+    first, after_chain, after_resample = [e for e in result.deviations if e.step == "s"][:3]
+    assert "rung's" not in first.detail  # the first try was the model's own line
+    assert "the chain rung's sub-step s = t1 / 4 never verified; the model wrote `s = 326.5 / 4 = " in after_chain.detail
+    assert "rung's" not in after_resample.detail  # a plain re-ask after it carries no stale note

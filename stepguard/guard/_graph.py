@@ -89,7 +89,7 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     usage["cached_tokens"] = usage.get("cached_tokens", 0) + resp.usage.cached_tokens
     usage["model_s"] = usage.get("model_s", 0.0) + resp.latency_s
     calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
-    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls}
+    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls, "derived_note": None}
 
 
 def _rung(state: GuardState) -> Rung | None:
@@ -136,7 +136,18 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
     out = _record_reply(state, usage)
     out["usage"]["model_calls"] += u.model_calls - 1
+    out["derived_note"] = None if result.status == "verified" else _unverified_sub_step(sub, result)
     return out
+
+
+def _unverified_sub_step(sub: Procedure, result: Any) -> str:
+    """The sub-step a nested run ended on, with the model's last line for it, for the parent's deviation."""
+    first = result.first_unverified
+    step = next((s for s in sub.steps if s.var == first), None)
+    if step is None:
+        return f"the sub-procedure ended {result.status}"
+    got = next((e.got for e in reversed(result.deviations) if e.step == first and e.got), None)
+    return f"sub-step {first} = {step.expr or '?'} never verified" + (f"; the model wrote `{got}`" if got else "")
 
 
 def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
@@ -225,6 +236,8 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
+    if state.derived_note and action != "note" and d.get("step") == (state.deviation or {}).get("step"):
+        d["detail"] = f"{d.get('detail', '')} (the {state.rung} rung's {state.derived_note})"
     if ctx is not None:
         ctx.observer.step_checked(d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
     return {**d, "attempt": state.attempt, "chunk": state.chunk_no - 1, "action": action, "rung": rung}

@@ -60,6 +60,10 @@ class GuardState:
     """True when the last reply's tool call passed every check and is to be executed (the ``act`` node)."""
     finish_reason: str = ""
     """The last reply's finish reason (``length``: cut at max tokens)."""
+    derived_note: str | None = None
+    """Where the last reply came from a derived rung's nested run that did not verify: the sub-step
+    it ended on (``sub-step t2 = t1 / 4 never verified; the model wrote `t2 = 326.5 / 4 = 81.6```),
+    added to the deviation's detail; ``None`` otherwise."""
     verified: list[list[str]] = field(default_factory=list)
     """``[[var, value text], ...]``: the verified prefix of the last reply."""
     deviation: dict[str, Any] | None = None
