@@ -14,8 +14,10 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
 --point    the point of a whole number moved k places, three ways: ``/ 10**k``, ``* 0.0..1``, and
            ``/ 10`` k times (each move checked before the next): 2026-12-01, 3/8, 3/8 and 8/8
            (30 of 30 moves right); whole numbers times one digit (``993657 * 5``): 8/8.
+--divide   quotients by one digit, of a decimal and of the same dividend made whole: 2026-12-01,
+           4/5 and 5/5 (``1234.3412 / 4 = 308.585305``, ``12343412 / 4 = 3085853``).
 
-Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point   (minutes on 2 idle cores)
+Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ PRODUCTS = [("3", "19.99"), ("25", "22.05"), ("15", "86.83"), ("72.5", "15"), ("
 TIES = [("81.625", "81.62"), ("130.245", "130.24"), ("17.835", "17.84"), ("6.5", "6"), ("2.0125", "2.012"), ("45.675", "45.68")]
 POINTS = [("4968285", 3), ("121002", 4), ("2484145", 3), ("38535", 3), ("12100200", 4), ("3265000", 4), ("9936570", 4), ("160575", 5)]
 ONE_DIGIT = [("993657", "5"), ("653000", "5"), ("3025050", "4"), ("496829", "5"), ("1302445", "1"), ("12845", "3"), ("8575", "7"), ("4968285", "1")]
+QUOTIENTS = [("1234.3412", "12343412", "4"), ("326.5", "326500", "4"), ("99365.7", "993657000", "8"), ("1302.45", "130245", "5"),
+             ("6530", "653000", "8")]
 WORDS = {">=": "greater than or equal to", ">": "greater than", "<": "less than", "<=": "less than or equal to"}
 
 
@@ -147,15 +151,26 @@ def point(model) -> None:
     print(f"whole number x one digit: {right}/{len(ONE_DIGIT)}")
 
 
+def divide(model) -> None:
+    for form, col in (("decimal", 0), ("whole", 1)):
+        right = 0
+        for case in QUOTIENTS:
+            a, m = case[col], case[2]
+            ok = _value_is(ask(model, f"t1 = {a} / {m}", f"t1 = {a} / {m} = <result>"), F(a) / F(m))
+            right += ok
+            print(f"{form:<8} {a} / {m}: {'OK' if ok else 'wrong'}", flush=True)
+        print(f"{form} dividends: {right}/{len(QUOTIENTS)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
-        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point)):
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)

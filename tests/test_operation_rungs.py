@@ -112,6 +112,10 @@ def test_split_chains_several_operations_and_routes_one(expr: str, first: tuple[
     ("divide", "a / b", {"a": "4968285", "b": "1000"}, [("t1", "4968285 / 10"), ("t2", "t1 / 10"), ("s", "t2 / 10")]),
     ("divide", "a / b", {"a": "4.5", "b": "-100"}, [("t1", "4.5 / (-10)"), ("s", "t1 / 10")]),
     ("divide", "a / b", {"a": "4.5", "b": "0.01"}, [("t1", "4.5 * 10"), ("s", "t1 * 10")]),
+    # a decimal dividend made whole first: the model wrote 1234.3412 / 4 = 308.585305 on every try
+    ("divide", "a / b", {"a": "1234.3412", "b": "4"}, [("t1", "12343412 / 4"), ("t2", "t1 / 10"), ("t3", "t2 / 10"), ("t4", "t3 / 10"), ("s", "t4 / 10")]),
+    ("divide", "a / b", {"a": "326.5", "b": "4"}, [("t1", "326500 / 4"), ("t2", "t1 / 10"), ("t3", "t2 / 10"), ("s", "t3 / 10")]),
+    ("divide", "a / b", {"a": "3.26", "b": "-40"}, [("t1", "3260 / (-4)"), ("t2", "t1 / 10"), ("t3", "t2 / 10"), ("t4", "t3 / 10"), ("s", "t4 / 10")]),
     ("single", "a * b", {"a": "0.05", "b": "99365.7"}, [("t1", "5 * 993657"), ("t2", "t1 / 10"), ("t3", "t2 / 10"), ("s", "t3 / 10")]),
 ])
 def test_the_point_moves_one_place_a_sub_step(rung: str, expr: str, env: dict[str, str], steps: list) -> None:

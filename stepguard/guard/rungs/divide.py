@@ -9,8 +9,12 @@ naming its rule. ``99365.70 / 80000`` (attainment at 4 places) becomes::
     t5 = t4 / 10             (= 1.24207125)
     attainment = t5          (round half to even to 4 decimal places)
 
-A divisor that is a power of ten (``x / 100``, a rate in percent) is the point alone, moved one place
-a sub-step from the dividend (``4.5 / 10``, ``t1 / 10``).
+A dividend with decimal places is first made a whole number that the small divisor divides exactly
+(``1234.3412 / 4`` as ``12343412 / 4``, then the point): the embedded model wrote
+``1234.3412 / 4 = 308.585305`` on every try, and 5 of 5 such whole-number quotients right
+(``benchmarks/probe_single_ops.py --divide``). A divisor that is a power of ten (``x / 100``, a
+rate in percent) is the point alone, moved one place a sub-step from the dividend (``4.5 / 10``,
+``t1 / 10``).
 
 A quotient that is not a finite decimal is carried at three more places than the step's scale,
 and the rung applies only where rounding that value gives the exact quotient's rounding (the
@@ -43,6 +47,27 @@ def _split_power_of_ten(b: Fraction) -> tuple[int, int]:
     return m, e
 
 
+_MAX_MOVES = 4
+"""Point moves (one sub-step each) a whole-number dividend may bring; beyond, the decimal is divided
+(the commission's ``99365.7 / 8``, which the model wrote right, rather than ``993657000 / 8`` and 8 moves)."""
+
+
+def _whole_dividend(a: Fraction, m: int, e: int) -> tuple[int, int] | None:
+    """``(a * 10**k, k)`` for the least ``k`` at which ``a * 10**k`` is a whole number that ``m``
+    divides exactly (``326.5``, 4 -> ``(326500, 3)``), or ``None`` when ``a`` is already whole or
+    the point would then move more than :data:`_MAX_MOVES` places (``k + e``, ``e`` the divisor's
+    power of ten)."""
+    k = decimal_places(a) or 0
+    if k == 0:
+        return None
+    while abs(k + e) <= _MAX_MOVES:
+        scaled = a * 10**k
+        if scaled.denominator == 1 and scaled.numerator % m == 0:
+            return int(scaled), k
+        k += 1
+    return None
+
+
 def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
     """A sub-procedure computing the quotient of step ``index`` by a small divisor, the point, then the rounding.
 
@@ -64,20 +89,21 @@ def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     finite = decimal_places(first) is not None
     if not finite and step.scale is None:
         return None
-    steps: list[dict[str, object]] = []
-    carried = first
-    if m != 1:  # the division by the small whole number; a power of ten alone is only the point
-        steps.append({"var": "t1", "expr": f"{text(a)} / {sign and '('}{sign}{m}{sign and ')'}"})
+    divisor = f"{sign and '('}{sign}{m}{sign and ')'}"
+    whole = _whole_dividend(a, m, e) if m != 1 and finite else None
+    point = a / b
+    if whole is not None:  # a whole number by the small divisor, then the point: 326.5 / 4 as 326500 / 4
+        steps: list[dict[str, object]] = [{"var": "t1", "expr": f"{text(whole[0])} / {divisor}"}, *point_steps(2, whole[1] + e)]
+    elif m != 1:  # the decimal by the small divisor (carried at finite places if it does not end), then the point
+        steps = [{"var": "t1", "expr": f"{text(a)} / {divisor}"}, *point_steps(2, e)]
         if not finite:
             places_ = step.scale + max(e, 0) + _EXTRA  # type: ignore[operator]
             steps[0].update(type="decimal", scale=places_)
-            carried = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN"))
-    point = carried / Fraction(10) ** e
-    if e and not steps:  # the first place moved from the dividend itself: 4968285 / 10, then t1 / 10
-        moves = point_steps(2, e)
-        steps = [{"var": "t1", "expr": f"{text(a)} {'/' if e > 0 else '*'} {'(-10)' if sign else '10'}"}, *moves[:-1]]
-    elif e:
-        steps += point_steps(len(steps) + 1, e)
+            point = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN")) / Fraction(10) ** e
+    elif e:  # a power of ten alone is the point, its first place moved from the dividend: 4968285 / 10, t1 / 10
+        steps = [{"var": "t1", "expr": f"{text(a)} {'/' if e > 0 else '*'} {'(-10)' if sign else '10'}"}, *point_steps(2, e)[:-1]]
+    else:
+        steps = []
     if step.scale is not None:
         exact = round_to_scale(a / b, step.scale, step.rounding)
         if round_to_scale(point, step.scale, step.rounding) != exact:
