@@ -45,7 +45,7 @@ def _known(prompt: str) -> dict[str, Any]:
             try:
                 env[k.strip()] = parse_number(v)
             except EvaluationError:
-                env[k.strip()] = {"true": True, "false": False}.get(v, v)
+                env[k.strip()] = {"true": True, "false": False}.get(v.lower(), v)
     for name, body in _TEXT.findall(prompt):
         env[name] = body
     return env

@@ -47,11 +47,15 @@ def _procedure(kind: str) -> Procedure:
     return parse_procedure(text + LATER % var + f"answer: {var}\n")
 
 
+@pytest.mark.parametrize("chunk_size", [5, 1], ids=["one-chunk", "a-step-a-call"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_every_kind_verifies_on_sim_perfect(kind: str) -> None:
+def test_every_kind_verifies_on_sim_perfect(kind: str, chunk_size: int) -> None:
+    """One step a call, a later step reads each value back from the run's state: a committed boolean
+    ``True`` was read back as false (the state's reader knew only ``true``), and ``after = 1 if vip
+    else 0`` took the wrong branch and was marked verified (2026-12-01)."""
     proc = _procedure(kind)
     model = load_model("sim:perfect", procedure=proc)
-    result = Guard(model).run(proc, INPUTS)
+    result = Guard(model, GuardConfig(chunk_size=chunk_size)).run(proc, INPUTS)
     assert result.status == "verified", result.deviations
     unverifiable = {s.var for s in proc.steps if s.expr is None and s.check is None}  # presence and type only
     assert result.reprompts == 0

@@ -135,8 +135,10 @@ class RunContext:
 def _parse(text: str, type_: str | None) -> Number | str:
     if type_ in ("string", "one_of"):
         return text
-    if type_ == "boolean":
-        return text == "true"
+    if type_ == "boolean":  # committed as the prompts write it (``True``, :func:`format_value`); ``true`` in older state
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"a committed boolean reads {text!r}, not True or False")
+        return text.lower() == "true"
     if "/" in text:
         num, den = text.split("/", 1)
         from fractions import Fraction
