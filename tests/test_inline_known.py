@@ -44,3 +44,20 @@ def test_the_scripted_model_sees_operands_not_names() -> None:
     asked = [call[-1]["content"] for call in model.calls]
     assert "subtotal = 3 * 19.99" in asked[0]
     assert "discount_rate = 0.10 if 59.97 >= 1000 else (0.05 if 59.97 >= 500 else 0)" in asked[1]
+
+
+def test_a_tool_steps_arguments_stay_listed_when_values_are_written_inline() -> None:
+    """With inline_known the known values were dropped for every step, so a tool call's argument
+    (``name: person``) had no value in the prompt and the age_power example failed on sim:perfect."""
+    import sys
+
+    from stepguard import Guard, GuardConfig, load_procedure
+    from stepguard.adapters import load_model
+
+    sys.path.insert(0, "examples")
+    import agent_tools
+
+    proc = load_procedure("examples/age_power.yaml")
+    model = load_model("sim:perfect", procedure=proc)
+    result = Guard(model, GuardConfig(chunk_size=1, inline_known=True), tools=agent_tools.TOOLS).run(proc, {"person": "Ada Lovelace"})
+    assert result.status == "verified" and str(result.answer) == "2.28"

@@ -221,9 +221,10 @@ class PromptSet:
                 instead of listing them as known values (:attr:`GuardConfig.inline_known`).
         """
         inside = {procedure.steps[i].var for i in indices}
-        known: list[str] = []
+        known: dict[str, str] = {}
         read: dict[str, Number | str] = {}
         texts: list[str] = []
+        listed: set[str] = set()  # names a step reads other than through an expression (a tool's arguments)
         sources = {procedure.steps[i].source for i in indices}
         for i in indices:
             for name in procedure.reads(i):
@@ -235,13 +236,13 @@ class PromptSet:
                             texts.append(block)
                         continue
                     read[name] = env[name]
-                    line = f"{name} = {value}"
-                    if line not in known:
-                        known.append(line)
+                    known.setdefault(name, f"{name} = {value}")
+                    if procedure.steps[i].expr is None:
+                        listed.add(name)
         values = read if inline else {}
-        if inline:
-            known = []
-        shown = "\n".join(known) if known else "(none)"
+        if inline:  # written into the expressions instead; a name a tool call reads stays listed
+            known = {n: line for n, line in known.items() if n in listed}
+        shown = "\n".join(known.values()) if known else "(none)"
         fields = {
             "known": shown + "".join(f"\n\n{t}" for t in texts),
             "steps": "\n".join(_step_line(procedure, i, values) for i in indices),
