@@ -100,8 +100,19 @@ def test_a_thread_refuses_another_model_settings_procedure_or_prompts(tmp_path: 
 def test_labels_alone_do_not_make_other_work(tmp_path: Path) -> None:
     ck = sqlite_checkpointer(tmp_path / "ck.sqlite")
     Guard(ScriptedModel(), checkpointer=ck).run(INVOICE, A, thread_id="t")
-    labelled = Guard(ScriptedModel(), GuardConfig(extra={"id": "x"}), checkpointer=ck).run(INVOICE, A, thread_id="t")
+    labelled = Guard(ScriptedModel(), GuardConfig.for_procedure(INVOICE, extra={"id": "x"}), checkpointer=ck).run(INVOICE, A, thread_id="t")
     assert labelled.answer == _answer(A)
+
+
+def test_a_guard_without_a_configuration_resumes_its_own_thread_and_refuses_other_settings(tmp_path: Path) -> None:
+    """Without a configuration the settings come from the procedure (GuardConfig.for_procedure): the
+    same procedure under the same guard resumes; an explicit configuration with other settings is other work."""
+    ck = sqlite_checkpointer(tmp_path / "ck.sqlite")
+    first = Guard(ScriptedModel(), checkpointer=ck).run(INVOICE, A, thread_id="t")
+    again = Guard(ScriptedModel(), checkpointer=ck).run(INVOICE, A, thread_id="t")
+    assert again.answer == first.answer == _answer(A)
+    with pytest.raises(CheckpointError, match="settings.chunk_size"):
+        Guard(ScriptedModel(), GuardConfig(), checkpointer=ck).run(INVOICE, A, thread_id="t")
 
 
 class _DiesAfter(ScriptedModel):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from stepguard.guard.rungs import rung_names
 
-__all__ = ["RUNGS", "ExhaustedAction", "GuardConfig", "Policy"]
+if TYPE_CHECKING:
+    from stepguard.procedure import Procedure
+
+__all__ = ["PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "Policy", "beyond_integer_sums"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -34,6 +37,31 @@ RUNGS: tuple[str, ...] = rung_names()
 
 A rung registered later (:func:`stepguard.guard.rungs.register`) is accepted in a ladder too.
 """
+
+
+PRODUCTION_SETTINGS: dict[str, Any] = {"ladder": ("split", "resample", "resample"), "chunk_size": 1, "inline_known": True}
+"""The settings :meth:`GuardConfig.for_procedure` gives a procedure beyond integer sums: one step a
+call with its operands written into the line, re-asked by its operations (``split``), then resampled.
+Measured on the production suite (docs/production.md); the benchmark's integer sums keep the
+:class:`GuardConfig` defaults, measured on them (docs/fidelity.md)."""
+
+_SUM_NODES = ("Expression", "Name", "Load", "Constant", "BinOp", "Add", "Sub", "UnaryOp", "USub", "UAdd")
+
+
+def beyond_integer_sums(procedure: Procedure) -> bool:
+    """Whether a computed step of ``procedure`` has decimal places or an operation other than ``+`` and
+    ``-`` (a product, a quotient, ``min``/``max``, a comparison, a conditional): the steps the
+    default ladder (``bridge``, ``decompose``, ``commute``, integer sums only) cannot re-ask."""
+    import ast
+
+    for step, compiled in zip(procedure.steps, procedure.compiled):
+        if step.kind != "compute" or compiled is None:
+            continue
+        if step.scale is not None or step.type == "decimal":
+            return True
+        if any(type(node).__name__ not in _SUM_NODES for node in ast.walk(compiled.tree)):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,20 @@ class GuardConfig:
     """A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones."""
     extra: dict[str, str] = field(default_factory=dict)
     """Free-form labels recorded with the result (e.g. the instance id)."""
+
+    @classmethod
+    def for_procedure(cls, procedure: Procedure, **fields: Any) -> GuardConfig:
+        """The measured defaults for ``procedure``'s kind of steps, with ``fields`` set on top.
+
+        A procedure beyond integer sums (:func:`beyond_integer_sums`: decimals, products, quotients,
+        ``min``/``max``, conditionals) gets :data:`PRODUCTION_SETTINGS`; one of integer sums, the
+        class defaults. :class:`~stepguard.guard.Guard` uses this when it is given no configuration.
+
+        Raises:
+            ValueError: a field out of range (as the constructor).
+        """
+        base = dict(PRODUCTION_SETTINGS) if beyond_integer_sums(procedure) else {}
+        return cls(**{**base, **fields})
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:

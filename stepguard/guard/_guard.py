@@ -30,7 +30,10 @@ class Guard:
 
     Args:
         model: any :class:`stepguard.model.ChatModel`.
-        config: chunking, policy, ladder and budgets (:class:`GuardConfig`).
+        config: chunking, policy, ladder and budgets (:class:`GuardConfig`). Without one, each run
+            uses the measured defaults for its procedure (:meth:`config_for`): the class defaults for
+            integer sums, one step a call and the ``split`` ladder for decimals, products, quotients,
+            ``min``/``max`` and conditionals (docs/production.md).
         checkpointer: a LangGraph checkpointer (``sqlite_checkpointer(path)``, Postgres, memory),
             or ``None`` for no checkpoints. With one, a run killed mid-procedure resumes from its
             last committed chunk when :meth:`run` is called again with the same ``thread_id``,
@@ -61,6 +64,7 @@ class Guard:
         self.tools = as_toolset(tools)
         self.observer = SafeObserver(observer or GlobalTelemetry())
         self.config = config or GuardConfig()
+        self._config_given = config is not None
         self.checkpointer = checkpointer = async_capable(checkpointer)
         self._prompts = PromptSet(self.config.prompt_dir)
         self._depth = 0  # derived rungs this guard's runs are nested in
@@ -76,20 +80,27 @@ class Guard:
         nested._depth = self._depth + 1
         return nested
 
+    def config_for(self, procedure: Procedure) -> GuardConfig:
+        """The configuration a run of ``procedure`` uses: the one this guard was given, else the measured
+        defaults for the procedure's kind of steps (:meth:`GuardConfig.for_procedure`: one step a call
+        and the ``split`` ladder beyond integer sums)."""
+        return self.config if self._config_given else GuardConfig.for_procedure(procedure)
+
     def _setup(
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
     ) -> tuple[RunContext, dict[str, Any], str]:
-        ctx = RunContext(procedure, self.model, self.config, procedure.bind_inputs(inputs), self._prompts, self.observer,
+        config = self.config_for(procedure)
+        ctx = RunContext(procedure, self.model, config, procedure.bind_inputs(inputs), self._prompts, self.observer,
                          tools=self.tools, context=_context(context))
         self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
-        ctx.identity = run_identity(procedure, ctx.inputs, self.config, self.model, self._prompts, self.tools.identity(),
+        ctx.identity = run_identity(procedure, ctx.inputs, config, self.model, self._prompts, self.tools.identity(),
                                     ctx.context)
         ctx.depth = self._depth
         ctx.nested_guard = self._nested
         tid = thread_id or uuid.uuid4().hex
-        self.observer.run_started(procedure, self.model, self.config, tid)
-        limit = 12 * len(procedure.steps) + 8 * self.config.max_reprompts_per_run + 50
+        self.observer.run_started(procedure, self.model, config, tid)
+        limit = 12 * len(procedure.steps) + 8 * config.max_reprompts_per_run + 50
         cfg = {"configurable": {"thread_id": tid}, "recursion_limit": limit}
         return ctx, cfg, tid
 
@@ -117,7 +128,7 @@ class Guard:
         Raises:
             ProcedureError: bad inputs.
         """
-        return run_identity(procedure, procedure.bind_inputs(inputs), self.config, self.model, self._prompts,
+        return run_identity(procedure, procedure.bind_inputs(inputs), self.config_for(procedure), self.model, self._prompts,
                             self.tools.identity(), _context(context))
 
     def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[GuardState, bool]:
@@ -288,7 +299,7 @@ class Guard:
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
-        return {"cursor": 0, "chunk_size": self.config.chunk_size, "events": [], "identity": ctx.identity}
+        return {"cursor": 0, "chunk_size": ctx.config.chunk_size, "events": [], "identity": ctx.identity}
 
     def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
         state = GuardState.of(values)

@@ -1,0 +1,77 @@
+"""Defaults chosen by the procedure's kind of steps (issue 16: "defaults re-chosen from it").
+
+A new user who runs a production procedure with the defaults got refusals, because the default
+ladder only knows integer sums; a guard given no configuration now picks the production settings
+for such a procedure, and keeps the measured benchmark defaults for integer sums.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepguard import Guard, GuardConfig, Procedure, load_procedure
+from stepguard.guard._config import PRODUCTION_SETTINGS, beyond_integer_sums
+from tests._fakes import ScriptedModel
+
+SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "production"
+
+
+def _proc(expr: str, **step: object) -> Procedure:
+    return Procedure.model_validate({"name": "p", "inputs": ["a", "b"], "steps": [{"var": "s", "expr": expr, **step}]})
+
+
+@pytest.mark.parametrize(("expr", "step", "beyond"), [
+    ("a + b", {}, False),
+    ("a - b + 3", {}, False),
+    ("-a + b", {}, False),
+    ("a * b", {}, True),
+    ("a / b", {"type": "decimal", "scale": 2}, True),
+    ("a + b", {"type": "decimal", "scale": 2}, True),  # a decimal sum
+    ("min(a, b)", {}, True),
+    ("a if a > b else b", {}, True),
+    ("a % b", {}, True),
+])
+def test_what_counts_as_beyond_integer_sums(expr: str, step: dict, beyond: bool) -> None:
+    assert beyond_integer_sums(_proc(expr, **step)) is beyond
+
+
+@pytest.mark.parametrize("path", sorted(p for p in SUITE.glob("*.yaml") if not p.name.endswith(".inputs.yaml")), ids=lambda p: p.stem)
+def test_every_production_procedure_gets_the_production_settings(path: Path) -> None:
+    config = GuardConfig.for_procedure(load_procedure(path))
+    assert (config.ladder, config.chunk_size, config.inline_known) == (
+        PRODUCTION_SETTINGS["ladder"], PRODUCTION_SETTINGS["chunk_size"], PRODUCTION_SETTINGS["inline_known"])
+
+
+def test_fields_given_win_over_the_chosen_defaults() -> None:
+    config = GuardConfig.for_procedure(_proc("a * b"), chunk_size=3, on_exhausted="flag")
+    assert (config.chunk_size, config.on_exhausted, config.ladder) == (3, "flag", PRODUCTION_SETTINGS["ladder"])
+    assert GuardConfig.for_procedure(_proc("a + b")) == GuardConfig()
+
+
+def test_a_guard_without_a_configuration_asks_a_product_one_step_a_call_and_splits_it() -> None:
+    proc = Procedure.model_validate({"name": "p", "inputs": [{"name": "a", "type": "decimal"}, {"name": "b", "type": "decimal"}],
+                                     "steps": [{"var": "s", "expr": "a * b", "type": "decimal", "scale": 2},
+                                               {"var": "u", "expr": "s + 1", "type": "decimal", "scale": 2}]})
+    model = ScriptedModel(faults={"s": ["wrong"]})
+    result = Guard(model).run(proc, {"a": "72.5", "b": "15"})
+    assert result.status == "verified"
+    assert result.deviations[0].rung == "split"  # the production ladder, not bridge
+    assert all(m[-1]["content"].count(" = <result>") <= 1 for m in model.calls)  # one step a call
+    assert "72.5 * 15" in model.calls[0][-1]["content"]  # operands written into the line
+
+
+def test_a_guard_without_a_configuration_keeps_the_benchmark_defaults_for_integer_sums() -> None:
+    proc = Procedure.model_validate({"name": "p", "inputs": ["a", "b"], "steps": [
+        {"var": "s1", "expr": "a + b"}, {"var": "s2", "expr": "s1 - a"}, {"var": "s3", "expr": "s2 + s1"}]})
+    guard = Guard(ScriptedModel())
+    assert guard.config_for(proc) == GuardConfig()
+    model = ScriptedModel()
+    assert Guard(model).run(proc, {"a": 5, "b": 7}).status == "verified"
+    assert len(model.calls) == 1  # all three steps in one chunk of 5
+
+
+def test_a_configuration_given_is_used_as_it_is() -> None:
+    given = GuardConfig(on_exhausted="flag")
+    assert Guard(ScriptedModel(), given).config_for(_proc("a * b")) is given
