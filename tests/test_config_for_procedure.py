@@ -75,3 +75,30 @@ def test_a_guard_without_a_configuration_keeps_the_benchmark_defaults_for_intege
 def test_a_configuration_given_is_used_as_it_is() -> None:
     given = GuardConfig(on_exhausted="flag")
     assert Guard(ScriptedModel(), given).config_for(_proc("a * b")) is given
+
+
+def _cli_chunks(path: str, *args: str) -> tuple[int, int]:
+    import json
+
+    from typer.testing import CliRunner
+
+    from stepguard.cli._app import app
+
+    proc = load_procedure(path)
+    inputs = [f"-i{i.name}={'7' if i.type != 'decimal' else '12.5'}" for i in proc.inputs]
+    out = CliRunner().invoke(app, ["run", path, *inputs, "--model", "sim:perfect", "--json", *args])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    return result["chunks"], len(proc.steps)
+
+
+def test_stepguard_run_picks_the_defaults_by_procedure_and_an_option_given_wins(tmp_path: Path) -> None:
+    sums = tmp_path / "sums.yaml"
+    sums.write_text("name: sums\ninputs: [a, b]\nsteps:\n  - {var: s1, expr: a + b}\n  - {var: s2, expr: s1 - a}\n  - {var: s3, expr: s2 + s1}\n")
+    products = tmp_path / "products.yaml"
+    products.write_text("name: products\ninputs: {a: decimal, b: decimal}\nsteps:\n"
+                        "  - {var: s1, expr: a * b, type: decimal, scale: 2}\n  - {var: s2, expr: s1 + a, type: decimal, scale: 2}\n"
+                        "  - {var: s3, expr: \"max(s2, 100)\", type: decimal, scale: 2}\n")
+    assert _cli_chunks(str(sums)) == (1, 3)  # the benchmark default: five steps a call
+    assert _cli_chunks(str(products)) == (3, 3)  # one step a call
+    assert _cli_chunks(str(products), "--chunk-size", "5") == (1, 3)  # an option given wins

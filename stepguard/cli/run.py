@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from stepguard.cli._deferred import deferred_defaults
+from stepguard.cli._deferred import Deferred, deferred_defaults
 from stepguard.cli._exit import ExitCode, exit_for_error, exit_for_status, fail
 from stepguard.cli._guard_options import (
     Adaptive,
@@ -146,7 +146,7 @@ def run_command(
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                                         max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                        max_wall_s=max_wall_s, inline_known=inline_known)
+                                        max_wall_s=max_wall_s, inline_known=inline_known, defaults=_procedure_defaults(proc))
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
@@ -165,7 +165,35 @@ def run_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` (:func:`run_command`) to ``app``, its guard options' defaults read from GuardConfig."""
-    app.command("run", cls=deferred_defaults(guard_option_defaults))(run_command)
+    app.command("run", cls=deferred_defaults(_run_option_defaults))(run_command)
+
+
+_BY_PROCEDURE = ("chunk_size", "ladder", "inline_known")
+"""Options whose default depends on the procedure (:meth:`stepguard.guard.GuardConfig.for_procedure`)."""
+
+
+def _procedure_defaults(proc: Any) -> dict[str, Any]:
+    """The GuardConfig fields the procedure's kind of steps sets (the production settings beyond integer sums)."""
+    from stepguard.guard import GuardConfig
+
+    chosen = GuardConfig.for_procedure(proc)
+    return {name: getattr(chosen, name) for name in _BY_PROCEDURE}
+
+
+def _run_option_defaults() -> Deferred:
+    """GuardConfig's defaults, except the options chosen by the procedure, which say how."""
+    from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig
+
+    base = guard_option_defaults()
+    plain = GuardConfig()
+    shown = {"chunk_size": (plain.chunk_size, PRODUCTION_SETTINGS["chunk_size"]),
+             "ladder": (",".join(plain.ladder), ",".join(PRODUCTION_SETTINGS["ladder"])),
+             "inline_known": (plain.inline_known, PRODUCTION_SETTINGS["inline_known"])}
+    notes = dict(base.notes)
+    for option, (sums, beyond) in shown.items():
+        notes[option] = (f"{notes.get(option, '')} Default by procedure: {sums} for integer sums, {beyond} for decimals, "
+                         "products, quotients, min/max and conditionals (docs/policies.md).").strip()
+    return Deferred({k: (None if k in shown else v) for k, v in base.defaults.items()}, notes)
 
 
 def _print(result: GuardResult, as_json: bool) -> None:
