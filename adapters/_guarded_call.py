@@ -204,7 +204,7 @@ def context_of(messages: Any) -> tuple[ChatMessage, ...]:
     return tuple(out)
 
 
-def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig) -> GuardedCall:
+def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None) -> GuardedCall:
     """Read and check a guarded call's arguments (``extra_body["stepguard"]`` present).
 
     Raises:
@@ -235,7 +235,7 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
     return GuardedCall(
         procedure=procedure,
         options=options,
-        config=options.config(base, args.get("temperature"), args.get("seed")),
+        config=options.config(base or GuardConfig.for_procedure(procedure), args.get("temperature"), args.get("seed")),
         model=args["model"],
         context=context_of(args.get("messages")),
         shape=response_shape(args.get("response_format"), procedure),

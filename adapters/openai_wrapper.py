@@ -296,7 +296,8 @@ class GuardedOpenAI:
     Args:
         client: the user's client.
         procedures: ``{name: Procedure}`` callable by name from ``extra_body={"stepguard": {...}}``.
-        config: the guard's configuration (default :class:`GuardConfig`); a call's
+        config: the guard's configuration (default: each procedure's measured defaults,
+            :meth:`GuardConfig.for_procedure`); a call's
             ``extra_body["stepguard"]`` options and its ``temperature``/``seed`` override it for that call.
         checkpointer: a LangGraph checkpointer shared by all guarded calls (optional).
 
@@ -320,7 +321,7 @@ class GuardedOpenAI:
     ) -> None:
         self.client = client
         self.procedures = dict(procedures)
-        self.config = config or GuardConfig()
+        self.config = config  # None: each procedure's measured defaults (GuardConfig.for_procedure)
         self.checkpointer = checkpointer
         # The real AsyncOpenAI's ``create`` is a decorated plain function returning a coroutine.
         self.is_async = isinstance(client, openai.AsyncOpenAI) or inspect.iscoroutinefunction(client.chat.completions.create)

@@ -102,3 +102,23 @@ def test_stepguard_run_picks_the_defaults_by_procedure_and_an_option_given_wins(
     assert _cli_chunks(str(sums)) == (1, 3)  # the benchmark default: five steps a call
     assert _cli_chunks(str(products)) == (3, 3)  # one step a call
     assert _cli_chunks(str(products), "--chunk-size", "5") == (1, 3)  # an option given wins
+
+
+def test_the_drop_in_client_and_the_proxy_pick_the_same_defaults_by_procedure() -> None:
+    """A guarded call with no configuration on the client or proxy runs as Guard(model) would."""
+    from adapters._guarded_call import read_call
+    from stepguard.serve._options import guarded_request
+
+    products = _proc("a * b")
+    sums = _proc("a + b")
+    procedures = {"products": products, "sums": sums}
+    for name, want in (("products", GuardConfig.for_procedure(products)), ("sums", GuardConfig())):
+        body = {"model": "m", "messages": [{"role": "user", "content": "go"}],
+                "extra_body": {"stepguard": {"procedure": name, "inputs": {"a": 2, "b": 3}}}}
+        call = read_call(body, procedures, None)
+        assert (call.config.chunk_size, call.config.ladder, call.config.inline_known) == (want.chunk_size, want.ladder, want.inline_known)
+        job = guarded_request({"model": "m", "messages": body["messages"], "stepguard": body["extra_body"]["stepguard"]}, procedures)
+        assert (job.config.chunk_size, job.config.ladder, job.config.inline_known) == (want.chunk_size, want.ladder, want.inline_known)
+    given = GuardConfig(chunk_size=4)
+    body = {"model": "m", "messages": [], "extra_body": {"stepguard": {"procedure": "products", "inputs": {"a": 2, "b": 3}}}}
+    assert read_call(body, procedures, given).config.chunk_size == 4  # a configuration given is kept

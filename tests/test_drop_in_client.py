@@ -333,7 +333,7 @@ def test_callers_sampling_options_are_sent_and_resample_overrides_temperature(st
     n = len(stub.requests)
     resp = client.chat.completions.create(
         model="scripted", messages=[], temperature=0.2, seed=7, top_p=0.9, max_completion_tokens=100,
-        extra_headers={"X-Trace": "t1"}, extra_body={**_eb(ladder=["resample"]), "top_k": 20})
+        extra_headers={"X-Trace": "t1"}, extra_body={**_eb(ladder=["resample"], chunk_size=5), "top_k": 20})  # a chunk of 5: 224 tokens
     assert resp.stepguard.status == "verified"
     first, retry = _since(stub, n)[:2]
     assert (first["temperature"], first["seed"], first["top_p"], first["top_k"]) == (0.2, 7, 0.9, 20)

@@ -85,7 +85,8 @@ class ProxyState:
     Args:
         upstream: the model behind the proxy.
         procedures: ``{name: Procedure}`` served as ``stepguard/<name>``.
-        config: the proxy's GuardConfig; a request's options override it field by field.
+        config: the proxy's GuardConfig (``None``: each procedure's measured defaults,
+            :meth:`GuardConfig.for_procedure`); a request's options override it field by field.
         checkpointer: a LangGraph checkpointer shared by the guarded runs that name a ``thread_id``
             (SQLite for one machine, Postgres for several workers), or ``None``: no run takes a ``thread_id``.
         max_runs: guarded runs executing at once (each holds a worker thread); more wait their turn.
@@ -95,7 +96,7 @@ class ProxyState:
                  checkpointer: Any | None = None, max_runs: int = 32) -> None:
         self.upstream = upstream
         self.procedures = dict(procedures)
-        self.config = config or GuardConfig()
+        self.config = config  # None: each procedure's measured defaults (GuardConfig.for_procedure)
         self.checkpointer = checkpointer
         self.max_runs = max_runs
         self._limiter: anyio.CapacityLimiter | None = None
@@ -339,7 +340,8 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
         upstream: the model behind the proxy (started when the app starts: a ``local`` server).
         procedures: ``{name: Procedure}``, served as the models ``stepguard/<name>``.
         token: a bearer token every request must carry; ``None`` (or empty): no authentication.
-        config: the GuardConfig of guarded runs; each request's ``stepguard`` options override it.
+        config: the GuardConfig of guarded runs (``None``: each procedure's measured defaults,
+            :meth:`GuardConfig.for_procedure`); each request's ``stepguard`` options override it.
         checkpointer: shared by every guarded run (:func:`stepguard.serve.open_checkpointer`); needed for ``thread_id``.
         max_runs: guarded runs executing at once.
 

@@ -179,7 +179,7 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     if opts.labels:
         fields["extra"] = dict(opts.labels)
     try:
-        config = dataclasses.replace(base or GuardConfig(), **fields)
+        config = dataclasses.replace(base or GuardConfig.for_procedure(procedures[name]), **fields)
     except (ValueError, TypeError) as exc:
         raise _bad(f"stepguard: {exc}", "stepguard") from None
     try:
