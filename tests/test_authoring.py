@@ -94,6 +94,7 @@ def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
     out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted", "--show-prompts",
                                  "--ladder", "restate,narrow"])
     assert out.exit_code == 0, out.output
-    assert "re-prompt 1 (restate): Your line `tax = tax1 + tax2 + tax3" in out.output
+    # beyond integer sums, one step a call with the values written into the line (defaults by procedure)
+    assert "re-prompt 1 (restate): Your line `tax = 1000 + 6000 + 3703.7" in out.output
     assert "re-prompt 2 (narrow): " in out.output
     assert "status verified" in out.output and "re-prompts 2" in out.output
