@@ -11,7 +11,7 @@ from stepguard.errors import StepguardError
 from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure
 
-__all__ = ["decimal_places", "derived", "leaf_values", "magnitudes", "operands", "places", "point_steps", "sub_procedure", "text"]
+__all__ = ["decimal_places", "derived", "leaf_value", "leaf_values", "magnitudes", "operands", "places", "point_steps", "sub_procedure", "text"]
 
 _NAME = 100
 """Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
@@ -80,18 +80,27 @@ def leaf_values(procedure: Procedure, index: int, env: Mapping[str, Number | str
         return None
     values: list[Number] = []
     for side in sides:
-        if isinstance(side, ast.UnaryOp) and isinstance(side.op, ast.USub) and isinstance(side.operand, ast.Constant):
-            v = -side.operand.value
-        elif isinstance(side, ast.Name):
-            v = env.get(side.id)
-        elif isinstance(side, ast.Constant):
-            v = side.value
-        else:
-            return None
-        if isinstance(v, bool) or not isinstance(v, (int, Fraction)):
+        v = leaf_value(side, env)
+        if v is None:
             return None
         values.append(v)
     return node, values
+
+
+def leaf_value(node: ast.AST, env: Mapping[str, Number | str]) -> Number | None:
+    """The number a leaf of an expression stands for (a name's committed value, a constant, a negated
+    constant), or ``None`` for anything else: an operation, a boolean, a text value."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        v = -node.operand.value
+    elif isinstance(node, ast.Name):
+        v = env.get(node.id)
+    elif isinstance(node, ast.Constant):
+        v = node.value
+    else:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, Fraction)):
+        return None
+    return v
 
 
 def point_steps(first: int, shift: int) -> list[dict[str, object]]:

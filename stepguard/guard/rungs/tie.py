@@ -18,12 +18,11 @@ sub-step) at an exact tie; anywhere else it does not, and the ladder says so.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import derived, text
+from stepguard.guard.rungs._arith import derived, leaf_value, text
 from stepguard.guard.rungs._base import Rung, register
 from stepguard.procedure import Procedure
 
@@ -33,20 +32,8 @@ __all__ = ["Tie", "tie_steps"]
 def _rounded_value(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Fraction | None:
     """The exact value a rounding-only step (``var = name`` / ``var = number``) rounds, else ``None``."""
     compiled = procedure.compiled[index]
-    if compiled is None:
-        return None
-    node = compiled.tree.body
-    if isinstance(node, ast.Name):
-        value = env.get(node.id)
-    elif isinstance(node, ast.Constant):
-        value = node.value
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        value = -node.operand.value
-    else:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
-        return None
-    return Fraction(value)
+    value = None if compiled is None else leaf_value(compiled.tree.body, env)
+    return None if value is None else Fraction(value)
 
 
 def tie_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
