@@ -186,14 +186,15 @@ def _run_option_defaults() -> Deferred:
 
     base = guard_option_defaults()
     plain = GuardConfig()
-    shown = {"chunk_size": (plain.chunk_size, PRODUCTION_SETTINGS["chunk_size"]),
-             "ladder": (",".join(plain.ladder), ",".join(PRODUCTION_SETTINGS["ladder"])),
-             "inline_known": (plain.inline_known, PRODUCTION_SETTINGS["inline_known"])}
+    def shown(value: Any) -> str:
+        return ",".join(value) if isinstance(value, tuple) else str(value)
+
     notes = dict(base.notes)
-    for option, (sums, beyond) in shown.items():
+    for option in _BY_PROCEDURE:
+        sums, beyond = shown(getattr(plain, option)), shown(PRODUCTION_SETTINGS[option])
         notes[option] = (f"{notes.get(option, '')} Default by procedure: {sums} for integer sums, {beyond} for decimals, "
                          "products, quotients, min/max and conditionals (docs/policies.md).").strip()
-    return Deferred({k: (None if k in shown else v) for k, v in base.defaults.items()}, notes)
+    return Deferred({k: (None if k in _BY_PROCEDURE else v) for k, v in base.defaults.items()}, notes)
 
 
 def _print(result: GuardResult, as_json: bool) -> None:
