@@ -25,7 +25,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from stepguard.errors import EvaluationError, StepguardError, ToolError
+from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._prompts import format_value
 from stepguard.guard._state import GuardState, RunContext
@@ -166,7 +166,11 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     sub = _derived_procedure(state, ctx)
     if sub is not None:
-        return _derived_reply(state, ctx, sub, _nested_guard(ctx, state).run(sub, {}))
+        try:
+            result = _nested_guard(ctx, state).run(sub, {})
+        except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config)
+            result = exc.result
+        return _derived_reply(state, ctx, sub, result)
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -179,7 +183,11 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx = runtime.context
     sub = _derived_procedure(state, ctx)
     if sub is not None:
-        return _derived_reply(state, ctx, sub, await _nested_guard(ctx, state).arun(sub, {}))
+        try:
+            result = await _nested_guard(ctx, state).arun(sub, {})
+        except BudgetExhausted as exc:  # as in ask
+            result = exc.result
+        return _derived_reply(state, ctx, sub, result)
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
@@ -237,6 +245,8 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
     if state.derived_note and action != "note" and d.get("step") == (state.deviation or {}).get("step"):
+        if d.get("kind") == "under_executed":  # the derived run stopped at a wrong sub-step: no value, not a skip
+            d.update(kind="arithmetic_error", detail=f"step {d.get('step')} has no verified value")
         d["detail"] = f"{d.get('detail', '')} (the {state.rung} rung's {state.derived_note})"
     if ctx is not None:
         ctx.observer.step_checked(d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)

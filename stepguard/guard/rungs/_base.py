@@ -61,6 +61,11 @@ class Rung:
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None) -> GuardConfig:
         """The nested guard's configuration for this rung's derived sub-procedure.
 
+        Its ``on_exhausted`` is ``raise``: a derived run stops at its first sub-step no try
+        verified, since every later sub-step reads that value and the parent takes only a verified
+        result (flagging and going on cost the embedded model 7 of 26 calls on ``15951.08 * 0.09``
+        for nothing; docs/production.md).
+
         Args:
             parent: the run's configuration.
             attempt: the parent step's re-prompt number (moves the seed: no request is resent).
@@ -70,7 +75,7 @@ class Rung:
         return replace(
             parent, chunk_size=1 if self.one_at_a_time else 64, inline_known=self.one_at_a_time,
             adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
-            policy="reprompt", on_exhausted="flag", seed=parent.seed + attempt,
+            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt,
             max_total_tokens=None if tokens_left is None else max(1, tokens_left),
             max_wall_s=None if wall_left is None else max(1e-3, wall_left),
         )
