@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 import openai
@@ -37,6 +37,7 @@ from stepguard.errors import ModelError, ModelUnavailable, StepguardError
 from stepguard.guard import Guard, GuardConfig
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
+from stepguard.tools import ToolSet, as_toolset, check_tools
 
 from ._attempts import map_error
 from ._client_errors import InvalidGuardedCall, client_error
@@ -300,6 +301,11 @@ class GuardedOpenAI:
             :meth:`GuardConfig.for_procedure`); a call's
             ``extra_body["stepguard"]`` options and its ``temperature``/``seed`` override it for that call.
         checkpointer: a LangGraph checkpointer shared by all guarded calls (optional).
+        tools: the tools the procedures' tool steps call (as ``Guard(model, tools=...)``: callables,
+            a ``{name: callable}`` mapping, :class:`~stepguard.tools.Tool` s or LangChain tools).
+
+    Raises (from the constructor):
+        ValueError: a procedure has a tool step whose tool is not among ``tools`` (named, with the procedure).
 
     A guarded call's ``extra_body["stepguard"]`` is ``{"procedure": NAME, "inputs": {...}}`` and
     optionally ``"thread_id"`` (resume with a checkpointer) and GuardConfig options
@@ -318,11 +324,14 @@ class GuardedOpenAI:
         procedures: Mapping[str, Procedure],
         config: GuardConfig | None = None,
         checkpointer: Any | None = None,
+        tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None,
     ) -> None:
         self.client = client
         self.procedures = dict(procedures)
         self.config = config  # None: each procedure's measured defaults (GuardConfig.for_procedure)
         self.checkpointer = checkpointer
+        self.tools = as_toolset(tools)
+        check_tools(self.procedures, self.tools)
         # The real AsyncOpenAI's ``create`` is a decorated plain function returning a coroutine.
         self.is_async = isinstance(client, openai.AsyncOpenAI) or inspect.iscoroutinefunction(client.chat.completions.create)
         self.chat = _Chat(self)
@@ -340,7 +349,7 @@ class GuardedOpenAI:
         return f"GuardedOpenAI({self.client!r}, procedures={sorted(self.procedures)})"
 
     def _rewrap(self, client: Any) -> GuardedOpenAI:
-        return GuardedOpenAI(client, self.procedures, self.config, self.checkpointer)
+        return GuardedOpenAI(client, self.procedures, self.config, self.checkpointer, self.tools)
 
     def with_options(self, **options: Any) -> GuardedOpenAI:
         """The client's ``with_options``, still guarded."""
@@ -370,5 +379,5 @@ class GuardedOpenAI:
     def _guard(self, call: GuardedCall) -> Guard:
         model = ClientChatModel(self.client, call.model, max_tokens=call.max_tokens,
                                 max_tokens_name=call.max_tokens_name, sent=call.sent)
-        return Guard(model, call.config, self.checkpointer)
+        return Guard(model, call.config, self.checkpointer, tools=self.tools)
 

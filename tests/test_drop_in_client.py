@@ -371,3 +371,23 @@ def test_sampling_options_key_the_thread_but_headers_do_not(stub: StubServer, tm
                                    extra_body=_eb(thread_id="t"))  # the same work: resumes
     with pytest.raises(GuardedCheckpointError, match="model.options"):
         client.chat.completions.create(model="sim", messages=[], top_p=0.5, extra_body=_eb(thread_id="t"))
+
+
+# --- tools ----------------------------------------------------------------------------------------
+
+
+def test_tool_steps_run_with_the_tools_given_to_the_client(stub: StubServer) -> None:
+    """A procedure with tool steps through the real client: the tools given to GuardedOpenAI are called."""
+    from examples.agent_tools import TOOLS
+
+    refund = load_procedure("examples/refund.yaml")
+    with openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0) as real:
+        client = GuardedOpenAI(real, {"refund": refund}, tools=TOOLS)
+        resp = client.chat.completions.create(
+            model="sim", messages=[], extra_body={"stepguard": {"procedure": "refund", "inputs": {"sku": "A-12", "amount": "19.99"}}})
+        steps = {s.var: s for s in resp.stepguard.steps}
+        assert resp.stepguard.status == "verified" and steps["order_id"].provenance == "tool"
+        assert resp.choices[0].message.content == steps["refund_ref"].value != ""
+        assert isinstance(client.with_options(timeout=5), GuardedOpenAI)  # the tools go with a rewrapped client
+        with pytest.raises(ValueError, match=r"procedure 'refund' calls catalog_lookup, issue_refund \(given: none\)"):
+            GuardedOpenAI(real, {"refund": refund})  # refused at once, not at the first call

@@ -394,3 +394,44 @@ def test_serve_refuses_before_starting(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "stepguard model serve" in out.output
     out = runner.invoke(app, ["serve", "--upstream", "nope:x"])
     assert out.exit_code == 2 and "invalid model specification" in out.output
+    out = runner.invoke(app, ["serve", "--upstream", "sim:perfect", "--tools", "no_such_module:TOOLS"])
+    assert out.exit_code != 0 and "no_such_module" in out.output
+
+
+# --- tools and context ----------------------------------------------------------------------------------------
+
+
+def test_tool_steps_run_with_the_tools_given_to_the_proxy_and_are_refused_without() -> None:
+    from examples.agent_tools import TOOLS
+
+    body = {"inputs": {"sku": "A-12", "amount": "19.99"}}
+    with BackgroundServer(create_app(Upstream("sim:perfect"), PROCS, tools=TOOLS)) as server:
+        resp = _client(server).chat.completions.create(model="stepguard/refund", messages=[], extra_body={"stepguard": body})
+        result = _extra(resp)
+        assert result["status"] == "verified"
+        assert {s["var"]: s["provenance"] for s in result["steps"]}["order_id"] == "tool"
+    with BackgroundServer(create_app(Upstream("sim:perfect"), PROCS)) as server:
+        with pytest.raises(openai.BadRequestError) as err:
+            _client(server).chat.completions.create(model="stepguard/refund", messages=[], extra_body={"stepguard": body})
+        assert err.value.body["code"] == "missing_tools" and "catalog_lookup" in err.value.body["message"]
+        assert "--tools" in err.value.body["message"]
+        assert _guarded(_client(server)).choices[0].message.content == "104.60"  # the others are served
+
+
+def test_the_requests_messages_are_context_in_every_model_call(stub: StubServer) -> None:
+    """As the drop-in client: the caller's messages reach the model; a last user message that held the
+    inputs is the inputs, not context."""
+    with BackgroundServer(create_app(Upstream(f"{stub.base_url}#sim"), PROCS)) as server:
+        n = len(stub.requests)
+        context = [{"role": "system", "content": "You bill for ACME."}, {"role": "user", "content": "Invoice order 42."}]
+        resp = _client(server).chat.completions.create(model="stepguard/invoice", messages=context,
+                                                      extra_body={"stepguard": {"inputs": INPUTS}})
+        assert resp.choices[0].message.content == "104.60"
+        sent = stub.requests[n:]
+        assert sent and all("[system] You bill for ACME.\n[user] Invoice order 42." in b["messages"][-1]["content"] for b in sent)
+        n = len(stub.requests)
+        as_inputs = [*context, {"role": "user", "content": '{"subtotal": 100.10, "rate": 0.1}'}]
+        resp = _client(server).chat.completions.create(model="stepguard/invoice", messages=as_inputs)
+        assert resp.choices[0].message.content == "104.60"
+        prompts = [b["messages"][-1]["content"] for b in stub.requests[n:]]
+        assert all("[user] Invoice order 42." in p and '"subtotal": 100.10' not in p for p in prompts)

@@ -41,6 +41,10 @@ def serve_command(
         "--max-runs", metavar="N", min=1, help="Guarded runs executing at once per worker; more wait.")] = 32,
     timeout: Annotated[Optional[float], typer.Option(  # noqa: UP007
         "--timeout", metavar="SECONDS", help="Seconds one upstream call attempt may take (default: the adapter's).")] = None,
+    tools: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--tools", metavar="MODULE:ATTR",
+        help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); "
+             "a request for a procedure whose tools are not given is refused.")] = None,
 ) -> None:
     """Serve an OpenAI-compatible endpoint that runs named procedures under the guard.
 
@@ -50,6 +54,7 @@ def serve_command(
     """
     from stepguard.adapters import parse_model_spec
     from stepguard.serve import load_procedure_folder, open_checkpointer, serve
+    from stepguard.tools import as_toolset, load_tools, missing_tools
 
     try:
         spec = parse_model_spec(upstream)
@@ -62,8 +67,10 @@ def serve_command(
     try:
         served = load_procedure_folder(procedures) if procedures is not None else {}
         saver = open_checkpointer(checkpoint)  # reached once here, so a bad URL fails before any worker starts
+        toolset = load_tools(tools) if tools else as_toolset(None)  # a bad spec fails here, before any worker
     except StepguardError as exc:
         raise fail(exc, exit_for_error(exc)) from None
+    lacking = {n: m for n, p in served.items() if (m := missing_tools(p, toolset))}
     close = getattr(getattr(saver, "conn", None), "close", None)
     if close is not None:  # each worker opens its own
         close()
@@ -71,10 +78,12 @@ def serve_command(
     shown = re.sub(r"://[^/@#]*@", "://***@", upstream)  # credentials in a URL are never printed
     typer.echo(f"stepguard serve: upstream {shown}; procedures {names}; "
                f"auth {'bearer token' if token else 'none'}; checkpoints {'on' if checkpoint else 'off'}", err=True)
+    for name, missing in lacking.items():
+        typer.echo(f"note: stepguard/{name} calls {', '.join(missing)}, not given (--tools): its requests are refused", err=True)
     typer.echo(f"base URL: http://{host}:{port}/v1", err=True)
     try:
         serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
-              workers=workers, max_runs=max_runs, timeout=timeout)
+              workers=workers, max_runs=max_runs, timeout=timeout, tools=tools)
     except KeyboardInterrupt:
         pass
 

@@ -20,7 +20,7 @@ from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, Us
 from stepguard.guard._state import GuardState, RunContext
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
-from stepguard.tools import ToolSet, as_toolset
+from stepguard.tools import ToolSet, as_toolset, missing_tools
 
 __all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]
 
@@ -106,7 +106,7 @@ class Guard:
 
     def _check_tools(self, procedure: Procedure) -> None:
         """Refuse, before any model call, a tool step whose tool was not given to this guard."""
-        missing = sorted({str(s.tool) for s in procedure.steps if s.kind == "tool" and s.tool not in self.tools})
+        missing = missing_tools(procedure, self.tools)
         if missing:
             given = ", ".join(self.tools) or "none"
             raise ProcedureError(

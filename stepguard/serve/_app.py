@@ -50,6 +50,7 @@ from stepguard.procedure import Procedure
 from stepguard.serve import _responses as out
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request
 from stepguard.serve._upstream import Upstream
+from stepguard.tools import as_toolset, missing_tools
 
 __all__ = ["ProxyState", "create_app"]
 
@@ -90,12 +91,15 @@ class ProxyState:
         checkpointer: a LangGraph checkpointer shared by the guarded runs that name a ``thread_id``
             (SQLite for one machine, Postgres for several workers), or ``None``: no run takes a ``thread_id``.
         max_runs: guarded runs executing at once (each holds a worker thread); more wait their turn.
+        tools: the tools the procedures' tool steps call (as ``Guard(model, tools=...)``); a request
+            for a procedure that calls a tool not among them is refused (400 ``missing_tools``).
     """
 
     def __init__(self, upstream: Upstream, procedures: Mapping[str, Procedure], config: GuardConfig | None = None,
-                 checkpointer: Any | None = None, max_runs: int = 32) -> None:
+                 checkpointer: Any | None = None, max_runs: int = 32, tools: Any | None = None) -> None:
         self.upstream = upstream
         self.procedures = dict(procedures)
+        self.tools = as_toolset(tools)
         self.config = config  # None: each procedure's measured defaults (GuardConfig.for_procedure)
         self.checkpointer = checkpointer
         self.max_runs = max_runs
@@ -116,7 +120,7 @@ class ProxyState:
             if guard is not None:
                 self._guards.move_to_end(key)
                 return guard
-        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, saver)
+        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, saver, tools=self.tools)
         with self._lock:
             self._guards[key] = guard
             while len(self._guards) > 128:
@@ -136,7 +140,8 @@ class ProxyState:
             As :meth:`stepguard.guard.Guard.run`.
         """
         guard = self.guard(job)
-        result: GuardResult = await self._in_thread(lambda: guard.run(job.procedure, job.inputs, thread_id=job.thread_id))
+        result: GuardResult = await self._in_thread(lambda: guard.run(job.procedure, job.inputs, thread_id=job.thread_id,
+                                                                           context=job.context))
         return result
 
     async def stream(self, job: GuardedRequest) -> AsyncIterator[GuardUpdate]:
@@ -152,7 +157,7 @@ class ProxyState:
         queue: asyncio.Queue[GuardUpdate] = asyncio.Queue()
 
         def work() -> None:
-            for item in guard.stream(job.procedure, job.inputs, thread_id=job.thread_id):
+            for item in guard.stream(job.procedure, job.inputs, thread_id=job.thread_id, context=job.context):
                 loop.call_soon_threadsafe(queue.put_nowait, item)
 
         run = asyncio.ensure_future(self._in_thread(work))
@@ -173,8 +178,13 @@ class ProxyState:
                 run.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
-def _check_inputs(job: GuardedRequest) -> None:
-    """Refuse bad inputs (400) before a stream starts: the errors ``Guard.run`` raises before any model call."""
+def _check_inputs(state: ProxyState, job: GuardedRequest) -> None:
+    """Refuse bad inputs, or a procedure whose tools the proxy was not given (400), before a stream
+    starts: the errors ``Guard.run`` raises before any model call."""
+    missing = missing_tools(job.procedure, state.tools)
+    if missing:
+        raise RequestError(400, f"procedure {job.name!r} calls {', '.join(missing)}, which this proxy was not given "
+                                f"(start it with --tools MODULE:ATTR)", "stepguard.procedure", "missing_tools")
     try:
         job.procedure.expected_values(job.procedure.bind_inputs(job.inputs))
     except (ProcedureError, EvaluationError) as exc:
@@ -182,7 +192,7 @@ def _check_inputs(job: GuardedRequest) -> None:
 
 
 async def _guarded(state: ProxyState, job: GuardedRequest) -> Response:
-    _check_inputs(job)
+    _check_inputs(state, job)
     if not job.stream:
         try:
             result = await state.run(job)
@@ -333,7 +343,8 @@ class _BearerAuth:
 
 
 def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token: str | None = None,
-               config: GuardConfig | None = None, checkpointer: Any | None = None, max_runs: int = 32) -> Starlette:
+               config: GuardConfig | None = None, checkpointer: Any | None = None, max_runs: int = 32,
+               tools: Any | None = None) -> Starlette:
     """The proxy as an ASGI application (serve it with uvicorn, or :class:`stepguard.serve.BackgroundServer`).
 
     Args:
@@ -344,11 +355,13 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
             :meth:`GuardConfig.for_procedure`); each request's ``stepguard`` options override it.
         checkpointer: shared by every guarded run (:func:`stepguard.serve.open_checkpointer`); needed for ``thread_id``.
         max_runs: guarded runs executing at once.
+        tools: the tools the procedures' tool steps call (as ``Guard(model, tools=...)``); a request
+            for a procedure that calls a tool not among them is refused (400 ``missing_tools``).
 
     Returns:
         A Starlette application; ``app.state.proxy`` is its :class:`ProxyState`.
     """
-    state = ProxyState(upstream, procedures, config, checkpointer, max_runs)
+    state = ProxyState(upstream, procedures, config, checkpointer, max_runs, tools)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

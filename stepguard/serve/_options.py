@@ -23,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from stepguard.adapters._client_errors import InvalidGuardedCall
 from stepguard.adapters._completion import ResponseShape, response_shape
+from stepguard.adapters._guarded_call import context_of
 from stepguard.guard import GuardConfig
+from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
 
 __all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request"]
@@ -97,6 +99,10 @@ class GuardedRequest:
     """The ``model`` field to answer with: the request's own, else ``stepguard/<name>``."""
     shape: ResponseShape = ResponseShape()
     """What the content is: the answer's text, or with a JSON ``response_format`` the values as JSON."""
+    context: tuple[ChatMessage, ...] = ()
+    """The request's messages, shown to the model as context in every chunk prompt (as the drop-in
+    client's, :func:`~stepguard.adapters._guarded_call.context_of`); where the inputs came from the
+    last user message, that message is the inputs, not context."""
 
 
 def _bad(message: str, param: str | None, code: str = "invalid_option") -> RequestError:
@@ -186,7 +192,17 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
         shape = response_shape(body.get("response_format"), procedures[name])
     except InvalidGuardedCall as exc:
         raise _bad(str(exc), exc.location, "invalid_response_format") from None
-    inputs = opts.inputs if opts.inputs is not None else _inputs_from_messages(body)
+    messages = body.get("messages")
+    if opts.inputs is not None:
+        inputs = opts.inputs
+    else:
+        inputs = _inputs_from_messages(body)
+        last = max(i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "user")
+        messages = messages[:last] + messages[last + 1:]  # that message is the inputs
+    try:
+        context = context_of(messages)
+    except InvalidGuardedCall as exc:
+        raise _bad(str(exc), exc.location, "invalid_messages") from None
     return GuardedRequest(name, procedures[name], dict(inputs), config, opts.thread_id,
                           bool(body.get("stream")), model if isinstance(model, str) and model else MODEL_PREFIX + name,
-                          shape)
+                          shape, context)

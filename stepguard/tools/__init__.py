@@ -5,6 +5,6 @@ guard (``Guard(model, tools=[catalog_lookup])``), never imported by the file. Se
 """
 
 from stepguard.tools._calls import ToolCall, calls_from_native, parse_calls
-from stepguard.tools._tools import Tool, ToolSet, as_toolset, load_tools
+from stepguard.tools._tools import Tool, ToolSet, as_toolset, check_tools, load_tools, missing_tools
 
-__all__ = ["Tool", "ToolCall", "ToolSet", "as_toolset", "calls_from_native", "load_tools", "parse_calls"]
+__all__ = ["Tool", "ToolCall", "ToolSet", "as_toolset", "calls_from_native", "check_tools", "load_tools", "missing_tools", "parse_calls"]

@@ -22,7 +22,7 @@ from typing import Any, Union
 from stepguard.errors import ProcedureError, StepguardError, ToolError, ToolTimeout
 from stepguard.evaluator import Number, format_number
 
-__all__ = ["Tool", "ToolSet", "as_toolset", "load_tools"]
+__all__ = ["Tool", "ToolSet", "as_toolset", "check_tools", "load_tools", "missing_tools"]
 
 _JSON_TYPES = {int: "integer", float: "number", Decimal: "number", str: "string", bool: "boolean"}
 
@@ -260,3 +260,26 @@ def _import(module: str) -> Any:
     finally:
         if added:
             sys.path.remove(cwd)
+
+
+def missing_tools(procedure: Any, tools: ToolSet) -> list[str]:
+    """The tools ``procedure``'s tool steps call that ``tools`` lacks, sorted (``[]``: none missing)."""
+    return sorted({str(s.tool) for s in procedure.steps if s.kind == "tool" and s.tool not in tools})
+
+
+def check_tools(procedures: Mapping[str, Any], tools: ToolSet) -> None:
+    """Refuse, before any request, procedures served without the tools their tool steps call.
+
+    Args:
+        procedures: ``{name: Procedure}`` (a drop-in client's, or a proxy's).
+        tools: the tools given.
+
+    Raises:
+        ValueError: names each procedure and the tools it lacks, and how to give them.
+    """
+    lacking = {name: missing_tools(p, tools) for name, p in procedures.items()}
+    lacking = {name: m for name, m in lacking.items() if m}
+    if lacking:
+        which = "; ".join(f"procedure {name!r} calls {', '.join(m)}" for name, m in sorted(lacking.items()))
+        given = ", ".join(tools) or "none"
+        raise ValueError(f"tools missing: {which} (given: {given}); pass them as tools=[...] (or --tools MODULE:ATTR)")
