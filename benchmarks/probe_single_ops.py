@@ -17,6 +17,11 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
 --divide   quotients by one digit, of a decimal and of the same dividend made whole: 2026-12-01,
            4/5 and 5/5 (``1234.3412 / 4 = 308.585305``, ``12343412 / 4 = 3085853``).
 
+--carry    whole numbers times one digit from 6 to 9 (``1595108 * 9``, the product the ``scale`` rung
+           asked in a flagged currency case), three ways: alone; as ``decompose`` asks it (place-value
+           products, then running sums such as ``13500000 + 810000``); and by thousands (``595 * 9``,
+           then ``t * 1000 + ...`` as single operations). Each sub-step is asked over the right values.
+
 Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
 
@@ -162,15 +167,56 @@ def divide(model) -> None:
         print(f"{form} dividends: {right}/{len(QUOTIENTS)}")
 
 
+CARRY = [("1595108", 9), ("4706160", 8), ("5236900", 6), ("2552400", 7), ("3025050", 9), ("1435597", 8), ("993657", 9), ("86830", 7)]
+
+
+def _place_value_chain(a: int, d: int) -> list[tuple[str, int]]:
+    """``decompose``'s sub-steps for ``a * d``: each non-zero place times ``d``, then running sums."""
+    parts = [int(c) * 10**i for i, c in enumerate(reversed(str(a))) if c != "0"][::-1]
+    steps = [(f"{p} * {d}", p * d) for p in parts]
+    total = parts[0] * d
+    for p in parts[1:]:
+        steps.append((f"{total} + {p * d}", total + p * d))
+        total += p * d
+    return steps
+
+
+def _thousands_chain(a: int, d: int) -> list[tuple[str, int]]:
+    """``a * d`` by groups of three digits, most significant first: ``1 * 9``, ``t * 1000``, ``+ 595 * 9`` ..."""
+    groups = [int(str(a)[max(0, i - 3):i]) for i in range(len(str(a)), 0, -3)][::-1]
+    steps, total = [(f"{groups[0]} * {d}", groups[0] * d)], groups[0] * d
+    for g in groups[1:]:
+        steps += [(f"{g} * {d}", g * d), (f"{total} * 1000", total * 1000), (f"{total * 1000} + {g * d}", total * 1000 + g * d)]
+        total = total * 1000 + g * d
+    return steps
+
+
+def carry(model) -> None:
+    alone = sum(_value_is(ask(model, f"t1 = {a} * {d}", f"t1 = {a} * {d} = <result>"), F(int(a) * d)) for a, d in CARRY)
+    print(f"alone: {alone}/{len(CARRY)}", flush=True)
+    for name, chain in (("place values", _place_value_chain), ("thousands", _thousands_chain)):
+        whole = steps = right = 0
+        for a, d in CARRY:
+            ok_all = True
+            for expr, want in chain(int(a), d):
+                ok = _value_is(ask(model, f"t1 = {expr}", f"t1 = {expr} = <result>"), F(want))
+                steps, right, ok_all = steps + 1, right + ok, ok_all and ok
+                if not ok:
+                    print(f"{name}: {expr} wrong", flush=True)
+            whole += ok_all
+        print(f"{name}: {whole}/{len(CARRY)} products with every sub-step right; {right}/{steps} sub-steps", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
-        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide)):
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide),
+                         ("carry", carry)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
