@@ -188,3 +188,28 @@ def test_an_empty_folder_or_an_input_sets_file_is_not_a_suite(tmp_path: Path) ->
         load_suite(folder / "order.inputs.yaml")
     with pytest.raises(ProcedureError, match="no such file or folder"):
         load_suite(tmp_path / "missing.yaml")
+
+
+def test_guarded_procedure_files_get_the_production_defaults_and_generated_instances_keep_the_benchmarks(tmp_path: Path) -> None:
+    """As ``stepguard run``: a suite beyond integer sums runs one step a call, values inline, on the
+    ``split`` ladder unless an option says otherwise; generated instances keep the benchmark defaults."""
+    from stepguard.bench.generate import generate_grid
+    from stepguard.bench.instances import write_instances
+    from stepguard.bench.store import read_meta
+
+    cli = CliRunner()
+    base = ["bench", "run", "--mode", "guarded", "--model", "sim:perfect", "--no-progress"]
+    res = cli.invoke(app, [*base, "--instances", str(_suite(tmp_path)), "--out", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+    cfg = read_meta(tmp_path / "p")["guard_config"]
+    assert (cfg["chunk_size"], cfg["ladder"], cfg["inline_known"]) == (1, ["split", "resample", "resample"], True)
+    assert cfg["on_exhausted"] == "flag"  # the benchmark's own default stays
+    res = cli.invoke(app, [*base, "--instances", str(_suite(tmp_path)), "--out", str(tmp_path / "q"), "--chunk-size", "3"])
+    assert res.exit_code == 0, res.output
+    assert read_meta(tmp_path / "q")["guard_config"]["chunk_size"] == 3  # an option given wins
+    jsonl = tmp_path / "gen.jsonl"
+    write_instances(generate_grid(steps=(5,), lookbacks=(2,), per_config=1), jsonl)
+    res = cli.invoke(app, [*base, "--instances", str(jsonl), "--out", str(tmp_path / "g")])
+    assert res.exit_code == 0, res.output
+    cfg = read_meta(tmp_path / "g")["guard_config"]
+    assert cfg["chunk_size"] == 5 and cfg["inline_known"] is False

@@ -50,10 +50,10 @@ def _params(path: tuple[str, ...]) -> dict[str, Any]:
 def test_guard_options_are_the_same_everywhere_and_default_to_guardconfig(command: str) -> None:
     params = _params(GUARDED[command])
     expected = GuardConfig(**(GUARDED_DEFAULTS if command.startswith("bench") else {}))
-    by_procedure = ("chunk_size", "ladder", "inline_known") if command == "run" else ()
+    by_procedure = ("chunk_size", "ladder", "inline_known") if command in ("run", "bench run") else ()
     for option, field in GUARD_FIELDS.items():
         default = params[option].default
-        if option in by_procedure:  # stepguard run: GuardConfig.for_procedure's, said in the help
+        if option in by_procedure:  # GuardConfig.for_procedure's (bench run: for procedure files), said in the help
             assert default is None and "Default by procedure" in (params[option].help or ""), option
             continue
         want = getattr(expected, field)

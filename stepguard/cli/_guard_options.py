@@ -120,3 +120,23 @@ def guard_option_defaults(defaults: Mapping[str, Any] | None = None) -> Deferred
         "ladder": f"Registered rungs: {', '.join(rung_names())}.",
     }
     return Deferred(values, notes)
+
+
+BY_PROCEDURE = ("chunk_size", "ladder", "inline_known")
+"""Options whose default depends on the procedure (:meth:`stepguard.guard.GuardConfig.for_procedure`)."""
+
+
+def by_procedure_notes(notes: Mapping[str, str], where: str = "") -> dict[str, str]:
+    """``notes`` with each :data:`BY_PROCEDURE` option's help saying how the procedure picks its
+    default (``where`` prefixes the sentence: ``"For procedure files: "``)."""
+    from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig
+
+    def shown(value: Any) -> str:
+        return ",".join(value) if isinstance(value, tuple) else str(value)
+
+    out = dict(notes)
+    for option in BY_PROCEDURE:
+        sums, beyond = shown(getattr(GuardConfig(), option)), shown(PRODUCTION_SETTINGS[option])
+        out[option] = (f"{out.get(option, '')} {where}Default by procedure: {sums} for integer sums, {beyond} for decimals, "
+                       "products, quotients, min/max and conditionals (docs/policies.md).").strip()
+    return out

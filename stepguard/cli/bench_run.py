@@ -27,7 +27,9 @@ from stepguard.cli._guard_options import (
     MaxWallS,
     OnExhausted,
     PolicyOption,
+    BY_PROCEDURE,
     build_guard_config,
+    by_procedure_notes,
     guard_option_defaults,
 )
 from stepguard.cli._open_model import LOCAL_HINT, ModelSpec, Timeout, open_model
@@ -78,7 +80,31 @@ def _run_defaults() -> Deferred:
     from stepguard.bench.run import RAW_TOKENS_PER_STEP
 
     guard = _bench_guard_defaults()
-    return Deferred({**guard.defaults, "raw_tokens": RAW_TOKENS_PER_STEP}, guard.notes)
+    defaults = {k: (None if k in BY_PROCEDURE else v) for k, v in guard.defaults.items()}  # None: chosen in run_command
+    return Deferred({**defaults, "raw_tokens": RAW_TOKENS_PER_STEP},
+                    by_procedure_notes(guard.notes, "For procedure files (not generated instances): "))
+
+
+def _suite_defaults(instances: Path) -> dict[str, Any]:
+    """GuardConfig fields a suite of procedure files sets: the production settings
+    (:meth:`GuardConfig.for_procedure`) where any of its procedures is beyond integer sums, else none.
+
+    One configuration serves a run; a suite that mixes both kinds gets the production settings
+    (their ``split`` rung asks an integer sum through ``bridge`` and ``decompose`` too), and a note says so.
+    """
+    from stepguard.bench.suites import is_suite, load_suite
+    from stepguard.guard._config import PRODUCTION_SETTINGS, beyond_integer_sums
+
+    if not is_suite(instances):
+        return {}
+    kinds = {c.procedure.name: beyond_integer_sums(c.procedure) for c in load_suite(instances)}
+    if not any(kinds.values()):
+        return {}
+    sums = sorted(name for name, beyond in kinds.items() if not beyond)
+    if sums:
+        typer.echo(f"note: {', '.join(sums)} {'is' if len(sums) == 1 else 'are'} integer sums; the run uses one "
+                   "configuration, the one for the other procedures (docs/policies.md#defaults-by-procedure)", err=True)
+    return {k: v for k, v in PRODUCTION_SETTINGS.items() if k in BY_PROCEDURE}
 
 
 def run_command(
@@ -115,9 +141,13 @@ def run_command(
         raise _fail(f"--mode must be raw or guarded, not {mode!r}")
     if not instances.exists():
         raise _fail(f"instances file or folder not found: {instances}", ExitCode.DATA)
+    try:
+        defaults = {**GUARDED_DEFAULTS, **_suite_defaults(instances)} if mode == "guarded" else {}
+    except (StepguardError, ValueError) as exc:  # a suite that cannot load: as run_benchmark would say it
+        raise _fail(exc) from None
     config = build_guard_config(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, defaults=GUARDED_DEFAULTS,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, defaults=defaults,
     ) if mode == "guarded" else None
     if mode == "raw" and (otel or trace_file is not None):
         typer.echo("note: --otel and --trace-file trace guarded runs; raw mode makes no spans", err=True)

@@ -25,7 +25,9 @@ from stepguard.cli._guard_options import (
     MaxWallS,
     OnExhausted,
     PolicyOption,
+    BY_PROCEDURE,
     build_guard_config,
+    by_procedure_notes,
     guard_option_defaults,
 )
 from stepguard.cli._open_model import ModelSpec, Timeout, open_model
@@ -168,33 +170,18 @@ def register(app: typer.Typer) -> None:
     app.command("run", cls=deferred_defaults(_run_option_defaults))(run_command)
 
 
-_BY_PROCEDURE = ("chunk_size", "ladder", "inline_known")
-"""Options whose default depends on the procedure (:meth:`stepguard.guard.GuardConfig.for_procedure`)."""
-
-
 def _procedure_defaults(proc: Any) -> dict[str, Any]:
     """The GuardConfig fields the procedure's kind of steps sets (the production settings beyond integer sums)."""
     from stepguard.guard import GuardConfig
 
     chosen = GuardConfig.for_procedure(proc)
-    return {name: getattr(chosen, name) for name in _BY_PROCEDURE}
+    return {name: getattr(chosen, name) for name in BY_PROCEDURE}
 
 
 def _run_option_defaults() -> Deferred:
     """GuardConfig's defaults, except the options chosen by the procedure, which say how."""
-    from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig
-
     base = guard_option_defaults()
-    plain = GuardConfig()
-    def shown(value: Any) -> str:
-        return ",".join(value) if isinstance(value, tuple) else str(value)
-
-    notes = dict(base.notes)
-    for option in _BY_PROCEDURE:
-        sums, beyond = shown(getattr(plain, option)), shown(PRODUCTION_SETTINGS[option])
-        notes[option] = (f"{notes.get(option, '')} Default by procedure: {sums} for integer sums, {beyond} for decimals, "
-                         "products, quotients, min/max and conditionals (docs/policies.md).").strip()
-    return Deferred({k: (None if k in _BY_PROCEDURE else v) for k, v in base.defaults.items()}, notes)
+    return Deferred({k: (None if k in BY_PROCEDURE else v) for k, v in base.defaults.items()}, by_procedure_notes(base.notes))
 
 
 def _print(result: GuardResult, as_json: bool) -> None:
