@@ -476,6 +476,12 @@ class SimulatedExecutor(ClosableModel):
     def __repr__(self) -> str:
         return f"SimulatedExecutor(preset={self.preset.name!r}, seed={self.seed}, latency_s={self.latency_s})"
 
+    def for_procedure(self, procedure: Procedure | None) -> SimulatedExecutor:
+        """This executor (same preset, seed and latency: the same replies to the same prompts) given
+        ``procedure``, so it computes the procedure's instruction steps as a model following them
+        would. The benchmark harness runs each case's procedure through one of these."""
+        return SimulatedExecutor(self.preset, self.seed, self.latency_s, procedure)
+
     def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         """Answer ``messages`` (see the module docstring for the prompt contract); never raises on odd text."""
         t0 = time.perf_counter()

@@ -213,3 +213,22 @@ def test_guarded_procedure_files_get_the_production_defaults_and_generated_insta
     assert res.exit_code == 0, res.output
     cfg = read_meta(tmp_path / "g")["guard_config"]
     assert cfg["chunk_size"] == 5 and cfg["inline_known"] is False
+
+
+HIDDEN = """\
+name: hidden
+inputs: [a, b]
+steps:
+  - {var: s, instruction: Add a and b., check: a + b}
+  - {var: d, expr: s * 2}
+"""
+
+
+@pytest.mark.parametrize("mode", ["raw", "guarded"])
+def test_an_instruction_step_with_a_hidden_check_is_followed_by_the_simulator_in_the_benchmark(tmp_path: Path, mode: str) -> None:
+    """As in ``stepguard run``: the simulated executor is given each case's procedure, so a step the
+    prompt shows only as an instruction is computed as a model following it would (it scored 0 of 1)."""
+    folder = _suite(tmp_path, "- {id: one, inputs: {a: 2, b: 3}}\n", name="hidden")
+    (folder / "hidden.yaml").write_text(HIDDEN, encoding="utf-8")
+    summary = run_benchmark(folder, mode, load_model("sim:perfect"), tmp_path / mode, progress=False)
+    assert (summary.written, summary.correct) == (1, 1)

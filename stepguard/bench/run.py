@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.bench.suites import ProcedureCase
     from stepguard.guard import GuardConfig, GuardObserver
+    from stepguard.procedure import Procedure
 
 __all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
 
@@ -95,11 +96,18 @@ class _Runner:
         self.raw_tokens_per_step = raw_tokens_per_step
         self.max_consecutive_errors = max_consecutive_errors
         self.consecutive_errors = 0
+        self.guard_config, self.observer = guard_config, observer
         self.guard = None
         if mode == "guarded":
             from stepguard.guard import Guard
 
             self.guard = Guard(model, guard_config, observer=observer)
+
+    def _model_for(self, procedure: Procedure) -> ChatModel | None:
+        """The simulated executor given ``procedure`` (so it follows instruction steps, as
+        ``stepguard run`` gives it), or ``None`` for any other model: one serves every case."""
+        bind = getattr(self.model, "for_procedure", None)
+        return bind(procedure) if self.model.simulated and callable(bind) else None
 
     async def one(self, inst: Instance | ProcedureCase) -> None:
         """Execute one instance and write its row (or an error row); never writes a row twice."""
@@ -132,15 +140,23 @@ class _Runner:
         messages = render_raw_prompt(inst.to_procedure(), inst.inputs)
         settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED, max_tokens=raw_max_tokens(inst.n_steps, self.raw_tokens_per_step))
         try:
-            resp = await self.model.acomplete(messages, settings)
+            resp = await (self._model_for(inst.to_procedure()) or self.model).acomplete(messages, settings)
         except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
             resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=self.model.simulated)
         return raw_row(inst, resp, score_generation(inst.scoring_target(), resp.text, id=inst.id), time.perf_counter() - t0)
 
     async def _guarded(self, inst: Instance | ProcedureCase) -> dict[str, Any]:
         assert self.guard is not None
+        procedure = inst.to_procedure()
+        bound = self._model_for(procedure)
+        if bound is None:
+            guard = self.guard
+        else:
+            from stepguard.guard import Guard
+
+            guard = Guard(bound, self.guard_config, observer=self.observer)
         try:
-            result = await self.guard.arun(inst.to_procedure(), inst.inputs, thread_id=inst.id)
+            result = await guard.arun(procedure, inst.inputs, thread_id=inst.id)
         except StepDeviation as exc:
             return guarded_row(inst, exc.result, "deviation")
         except BudgetExhausted as exc:
