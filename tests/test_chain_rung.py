@@ -108,4 +108,5 @@ def test_a_rung_that_does_not_apply_is_named_in_the_result() -> None:
     proc = _one("income * 2")
     result = Guard(ScriptedModel(faults={"band2": ["wrong"]}), GuardConfig(ladder=("chain",))).run(proc, {"income": 3})
     event = next(d for d in result.deviations if d.action == "reprompt")
-    assert event.rung == "narrow" and "chain does not apply to this step" in event.detail
+    # a one-step procedure was already asked alone: resampled, not narrowed (the same request again)
+    assert event.rung == "resample" and "chain does not apply to this step; asked resample" in event.detail

@@ -137,3 +137,21 @@ def test_reprompts_column_shows_each_steps_count() -> None:
         text = stdout.getvalue().decode()
     assert "a                   1221.00  model_verified  2" in text
     assert "b                         3  model_verified  0" in text
+
+
+def test_an_answer_nothing_checked_is_flagged_not_verified(stub: StubServer, tmp_path: Path) -> None:
+    """A step with neither expr nor check: its value is the model's, unchecked (999.99 for 120.00 was
+    answered "status verified", exit 0, by a new user's stub); the run is flagged, exit 3."""
+    proc = tmp_path / "unv.yaml"
+    proc.write_text("name: unv\ninputs: {subtotal: decimal, rate: decimal}\nsteps:\n"
+                    "  - {var: tax, expr: subtotal * rate, type: decimal, scale: 2}\n"
+                    "  - {var: total, instruction: Add the tax to the subtotal., type: decimal, scale: 2}\n", encoding="utf-8")
+    old, stub.script = stub.script, (lambda _last: "tax = 20.00\ntotal = 999.99\n")
+    try:
+        out = CliRunner().invoke(app, ["run", str(proc), "-i", "subtotal=100", "-i", "rate=0.2", "--model", f"{stub.base_url}#scripted", "--json"])
+    finally:
+        stub.script = old
+    assert out.exit_code == ExitCode.FLAGGED, out.output
+    data = json.loads(out.stdout)
+    assert data["status"] == "flagged" and data["first_unverified"] == "total"
+    assert [s["provenance"] for s in data["steps"]] == ["model_verified", "unverifiable"]

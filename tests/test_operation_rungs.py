@@ -190,3 +190,29 @@ def test_a_derived_run_stops_at_its_first_sub_step_no_try_verified() -> None:
     after_scale = result.deviations[1]
     assert after_scale.kind == "arithmetic_error"  # a wrong sub-step, not a skipped step
     assert "the scale rung's sub-step t1 = 43 * 1875 never verified" in after_scale.detail
+
+
+def test_a_derived_run_a_budget_stopped_is_told_as_the_budget_not_a_wrong_sub_step() -> None:
+    """Only the first answer is wrong and the sub-step answered is right: the token budget ended the
+    nested run, so the deviation says the budget, not an arithmetic error."""
+    proc = _step("a * b", type="decimal", scale=2)
+    model = ScriptedModel(faults={"s": ["wrong"]})
+    config = GuardConfig(chunk_size=1, inline_known=True, ladder=("split", "resample", "resample"), on_exhausted="flag",
+                         max_total_tokens=200)
+    result = Guard(model, config).run(proc, {"a": "15951.08", "b": "0.09"})
+    assert result.status != "verified"
+    told = [d for d in result.deviations if d.rung == "split" or "split rung" in d.detail]
+    assert told and all(d.kind != "arithmetic_error" for d in told[1:])
+    assert any(d.kind == "budget_exhausted" and "tokens budget ran out inside the split rung" in d.detail for d in result.deviations)
+
+
+def test_a_flag_after_a_derived_try_that_gave_no_value_keeps_the_models_earlier_value() -> None:
+    """The last rung is derived and stops at a wrong sub-step: the run is flagged with the value the
+    model wrote on an earlier try, not failed for want of one."""
+    proc = _step("a * b / 4", type="decimal", scale=3)
+    model = ScriptedModel(always_wrong={"s", "t1"})
+    config = GuardConfig(chunk_size=1, inline_known=True, ladder=("chain",), max_reprompts_per_step=1, on_exhausted="flag")
+    result = Guard(model, config).run(proc, {"a": "6530", "b": "0.05"})
+    s = next(x for x in result.steps if x.var == "s")
+    assert result.status == "flagged" and s.provenance == "flagged" and s.value is not None
+    assert s.value != proc.expected_values({"a": parse_number("6530"), "b": parse_number("0.05")})["s"]

@@ -25,7 +25,7 @@ KINDS = Procedure.model_validate({"name": "kinds", "inputs": {"hours": "integer"
     {"var": "whole", "expr": "hours * 2", "type": "integer"},
     {"var": "over", "expr": "hours > 40", "type": "boolean"},
     {"var": "band", "expr": "'high' if pay > 1000 else 'low'", "type": "one_of", "choices": ["high", "low"]},
-    {"var": "label", "type": "string", "instruction": "Write ok."},
+    {"var": "label", "type": "string", "instruction": "Write ok.", "check": "value == 'ok'"},
     {"var": "half", "expr": "rate / 2"},
 ]})
 KINDS_INPUTS = {"hours": 37, "rate": "33"}

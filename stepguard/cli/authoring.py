@@ -107,7 +107,7 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
         kind += f", one of {', '.join(step.choices)}"
     lines.append(f"type: {kind}")
     if not step.expr and not step.check and step.kind == "compute":
-        lines.append("unverifiable: presence, order and type only")
+        lines.append("unverifiable: presence, order and type only (a run with it is flagged, not verified)")
     reads = procedure.reads(index)
     if reads:
         lines.append(f"reads: {', '.join(reads)}")

@@ -56,7 +56,7 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if steps[k].kind != "compute"), size)
     end, chunk = min(n, cursor + size), state.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.rung, state.attempt)
-    return {"chunk_end": end, "chunk_no": chunk}
+    return {"chunk_start": cursor, "chunk_end": end, "chunk_no": chunk}
 
 
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
@@ -89,7 +89,8 @@ def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
     usage["cached_tokens"] = usage.get("cached_tokens", 0) + resp.usage.cached_tokens
     usage["model_s"] = usage.get("model_s", 0.0) + resp.latency_s
     calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
-    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls, "derived_note": None}
+    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls, "derived_note": None,
+            "derived_spent": None}
 
 
 def _rung(state: GuardState) -> Rung | None:
@@ -125,8 +126,10 @@ def _derived_procedure(state: GuardState, ctx: RunContext) -> Procedure | None:
     return None if rung is None else _derive(rung, ctx, state.cursor, ctx.env(state))
 
 
-def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any) -> dict[str, Any]:
-    """The nested run's outcome as a reply line for the failing step, with its usage added."""
+def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: Any, spent: str | None = None) -> dict[str, Any]:
+    """The nested run's outcome as a reply line for the failing step, with its usage added.
+
+    ``spent``: the budget that stopped the nested run (``BudgetExhausted.budget``), if one did."""
     var = ctx.procedure.steps[state.cursor].var
     # not verified: pass on the value the model gave, if any, so the parent records a wrong value
     # (arithmetic_error, with a model value to flag) rather than a missing step; it is checked again
@@ -137,6 +140,7 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
     out = _record_reply(state, usage)
     out["usage"]["model_calls"] += u.model_calls - 1
     out["derived_note"] = None if result.status == "verified" else _unverified_sub_step(sub, result)
+    out["derived_spent"] = spent if spent in ("tokens", "wall_time") and result.status != "verified" else None
     return out
 
 
@@ -166,11 +170,12 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     sub = _derived_procedure(state, ctx)
     if sub is not None:
+        spent = None
         try:
             result = _nested_guard(ctx, state).run(sub, {})
-        except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config)
-            result = exc.result
-        return _derived_reply(state, ctx, sub, result)
+        except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config), or a budget
+            result, spent = exc.result, exc.budget
+        return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings)
@@ -183,11 +188,12 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx = runtime.context
     sub = _derived_procedure(state, ctx)
     if sub is not None:
+        spent = None
         try:
             result = await _nested_guard(ctx, state).arun(sub, {})
         except BudgetExhausted as exc:  # as in ask
-            result = exc.result
-        return _derived_reply(state, ctx, sub, result)
+            result, spent = exc.result, exc.budget
+        return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
         resp = await ctx.model.acomplete(messages, settings)
@@ -234,10 +240,13 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     notes = [
         _event(d, state, "note") for d in verdict.others
     ]
+    value = format_value(verdict.model_value) if verdict.model_value is not None else None
+    kept = [verdict.deviation.step, value] if verdict.deviation is not None and value is not None else state.kept_value
     return {
         "verified": [[v, format_value(x)] for v, x in verdict.verified],
         "deviation": verdict.deviation.model_dump() if verdict.deviation else None,
-        "model_value": format_value(verdict.model_value) if verdict.model_value is not None else None,
+        "model_value": value,
+        "kept_value": kept,
         "events": notes,
     }
 
@@ -245,7 +254,10 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
     d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
     if state.derived_note and action != "note" and d.get("step") == (state.deviation or {}).get("step"):
-        if d.get("kind") == "under_executed":  # the derived run stopped at a wrong sub-step: no value, not a skip
+        if state.derived_spent:  # the derived run stopped because a run budget ran out, not at a wrong sub-step
+            d.update(kind="budget_exhausted", detail=f"step {d.get('step')} has no verified value: the {state.derived_spent} "
+                                                     f"budget ran out inside the {state.rung} rung")
+        elif d.get("kind") == "under_executed":  # the derived run stopped at a wrong sub-step: no value, not a skip
             d.update(kind="arithmetic_error", detail=f"step {d.get('step')} has no verified value")
         d["detail"] = f"{d.get('detail', '')} (the {state.rung} rung's {state.derived_note})"
     if ctx is not None:
@@ -482,8 +494,12 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if chosen.derives and _derive(chosen, ctx, state.cursor, ctx.env(state)) is None:
         # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
         # resample (a new seed each attempt) after, so that no request is ever sent twice; the
-        # event says so, so that a step no rung applies to is never passed over silently
-        fallback = "narrow" if attempt == 1 else "resample"
+        # event says so, so that a step no rung applies to is never passed over silently. A step
+        # already asked alone resamples at once: narrowing it again at temperature 0 got the same
+        # wrong value back (13500000 + 810000 = 14210000 three times), while 8 samples at 0.8
+        # got it right 6 times (benchmarks/probe_single_ops.py --resample; docs/production.md)
+        alone = state.chunk_end - state.chunk_start == 1  # the failing chunk was this step alone
+        fallback = "narrow" if attempt == 1 and not alone else "resample"
         why = f"nested {MAX_NESTING} derived rungs deep" if ctx.depth >= MAX_NESTING else "does not apply to this step"
         dev = {**dev, "detail": f"{dev.get('detail', '')} [{rung} {why}; asked {fallback}]".strip()}
         rung = fallback
@@ -526,10 +542,12 @@ def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     i = state.cursor
     var = ctx.procedure.steps[i].var
     dev = _budget_deviation(state, var)
-    if state.model_value is None or state.deviation is None:  # no value of the model's to keep
+    kept = state.kept_value[1] if state.kept_value and state.kept_value[0] == var else None
+    value = state.model_value if state.model_value is not None else kept  # this try's, else an earlier try's
+    if value is None or state.deviation is None:  # no value of the model's to keep
         return {"stop": f"budget:{state.spent or 'spent'}", "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
     return {
-        "values": {**state.values, var: state.model_value},
+        "values": {**state.values, var: value},
         "provenance": {**state.provenance, var: "flagged"},
         **_step_reprompts(state, var),
         "cursor": i + 1, "attempt": 0, "rung": None, "note": None, "deviation": None, "spent": None,

@@ -399,11 +399,13 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
                     reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
         for s in proc.steps
     ]
-    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "unverifiable", "tool")), None)
+    # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
+    # flagged, not verified, so a status or exit code 0 never stands for a value nothing checked
+    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool")), None)
     kinds = {s.provenance for s in steps}
     if "missing" in kinds:
         status = "failed"
-    elif "flagged" in kinds:
+    elif "flagged" in kinds or "unverifiable" in kinds:
         status = "flagged"
     elif "repaired" in kinds:
         status = "repaired"

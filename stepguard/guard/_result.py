@@ -109,7 +109,8 @@ Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "m
 - ``model_verified``: the model wrote it and the evaluator agreed (``reprompts`` says after how many re-prompts).
 - ``repaired``: the guard supplied the evaluator's value (``repair`` policy or ``on_exhausted``): never the model's.
 - ``flagged``: the model's value, kept unverified in shadow mode or after a spent budget with ``flag``.
-- ``unverifiable``: the model's value for a step with neither ``expr`` nor ``check``, verified for presence, order and type only.
+- ``unverifiable``: the model's value for a step with neither ``expr`` nor ``check``, checked for presence, order and
+  type only; the run's status is then ``flagged``, never ``verified``.
 - ``missing``: no value (the run stopped before this step).
 - ``tool``: a tool step's value: the result of its tool, called once with arguments that every check passed.
 """
@@ -171,10 +172,11 @@ class UsageTotals(BaseModel):
 class GuardResult(BaseModel):
     """The result of :meth:`stepguard.guard.Guard.run`.
 
-    ``status`` is ``verified`` only when every step is ``model_verified`` (or ``unverifiable``,
-    type-checked); ``repaired`` when the run completed with guard-supplied values; ``flagged``
-    when deviations were recorded but not corrected; ``failed`` when the run stopped early
-    (``first_unverified`` names the step). No value is returned without its provenance.
+    ``status`` is ``verified`` only when every step is ``model_verified`` (or ``tool``);
+    ``repaired`` when the run completed with guard-supplied values; ``flagged`` when deviations
+    were recorded but not corrected, or a step's value could not be checked (``unverifiable``: no
+    ``expr`` and no ``check``); ``failed`` when the run stopped early (``first_unverified`` names
+    the first step whose value is not verified). No value is returned without its provenance.
 
     ``answer`` and :attr:`values` are typed as the procedure declares (:data:`StepValue`);
     ``answer_text`` and :attr:`texts` give the same values as text with their places (``"1221.00"``).

@@ -44,6 +44,8 @@ class GuardState:
     """Model-call groups started so far."""
     chunk_size: int = 0
     """Current chunk size (adaptive); 0 until the run sets it from the config."""
+    chunk_start: int = 0
+    """Start of the chunk being asked (a step index)."""
     chunk_end: int = 0
     """End (exclusive) of the chunk being asked."""
     attempt: int = 0
@@ -60,6 +62,8 @@ class GuardState:
     """True when the last reply's tool call passed every check and is to be executed (the ``act`` node)."""
     finish_reason: str = ""
     """The last reply's finish reason (``length``: cut at max tokens)."""
+    derived_spent: str | None = None
+    """The run budget (``tokens``, ``wall_time``) that stopped the last reply's nested run, if one did."""
     derived_note: str | None = None
     """Where the last reply came from a derived rung's nested run that did not verify: the sub-step
     it ended on (``sub-step t2 = t1 / 4 never verified; the model wrote `t2 = 326.5 / 4 = 81.6```),
@@ -70,6 +74,10 @@ class GuardState:
     """The first deviation of the last reply, ``Deviation.model_dump()``."""
     model_value: str | None = None
     """What the model wrote for the deviating step."""
+    kept_value: list[str] | None = None
+    """``[var, value text]``: the last value the model wrote for a deviating step on any try, so a
+    ``flag`` after a try that gave none (a derived rung that stopped at a wrong sub-step) still
+    keeps the model's value rather than ending the run."""
     events: Annotated[list[dict[str, Any]], operator.add] = field(default_factory=list)
     """``DeviationEvent`` dumps, appended by every node that reports one."""
     usage: dict[str, float] = field(default_factory=dict)

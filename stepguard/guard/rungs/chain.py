@@ -31,7 +31,7 @@ from typing import Any
 from stepguard.evaluator import Number, format_number
 from stepguard.errors import StepguardError
 from stepguard.guard.rungs._arith import decimal_places, derived
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
 
 __all__ = ["Chain", "chain_steps"]
@@ -46,7 +46,8 @@ class Chain(Rung):
 
     name = "chain"
     derives = True
-    nested_ladder = ("single", "resample")  # each failing sub-step through the rung for its operation
+    nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
+    nested_tries = len(SUB_STEP_LADDER)
     one_at_a_time = True
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from stepguard.evaluator import Number
 from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, text
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure, round_to_scale
 
 __all__ = ["Divide", "divide_steps"]
@@ -120,6 +120,8 @@ class Divide(Rung):
 
     name = "divide"
     derives = True
+    nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
+    nested_tries = len(SUB_STEP_LADDER)
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """See :func:`divide_steps`."""

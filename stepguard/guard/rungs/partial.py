@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from stepguard.evaluator import Number
 from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, text
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
 
 __all__ = ["Partial", "partial_products"]
@@ -69,6 +69,8 @@ class Partial(Rung):
 
     name = "partial"
     derives = True
+    nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
+    nested_tries = len(SUB_STEP_LADDER)
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """See :func:`partial_products`."""

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from stepguard.evaluator import Number
 from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, text
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
 
 __all__ = ["Scale", "scaled_product"]
@@ -54,7 +54,8 @@ class Scale(Rung):
 
     name = "scale"
     derives = True
-    nested_ladder = ("single", "resample")  # the whole-number product or sum through its own rung (bridge, decompose)
+    nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
+    nested_tries = len(SUB_STEP_LADDER)
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """See :func:`scaled_product`."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._base import Rung, get_rung, register
+from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, get_rung, register
 from stepguard.procedure import Procedure
 
 __all__ = ["SINGLE_ORDER", "Single"]
@@ -30,7 +30,8 @@ class Single(Rung):
     name = "single"
     derives = True
     one_at_a_time = True
-    nested_ladder = ("single", "resample")  # a derived sub-step that fails: through its own operation's rung
+    nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
+    nested_tries = len(SUB_STEP_LADDER)
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The first derivation of :data:`SINGLE_ORDER` that applies, or ``None``."""

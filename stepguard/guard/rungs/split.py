@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._base import Rung, get_rung, register
+from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, get_rung, register
 from stepguard.procedure import Procedure
 
 __all__ = ["Split"]
@@ -24,7 +24,8 @@ class Split(Rung):
     name = "split"
     derives = True
     one_at_a_time = True
-    nested_ladder = ("single", "resample")
+    nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
+    nested_tries = len(SUB_STEP_LADDER)
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The ``chain`` derivation where it applies, else the ``single`` one, else ``None``."""
