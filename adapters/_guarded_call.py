@@ -172,6 +172,31 @@ def _text(content: Any, where: str) -> str:
     raise InvalidGuardedCall(f"content must be text or a list of text parts, not {type(content).__name__}", f"{where}.content")
 
 
+def _calls(message: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+    """An assistant message's tool calls (``tool_calls[j].function``, ``function_call``), each an object.
+
+    Raises:
+        InvalidGuardedCall: ``tool_calls`` is not a list, or a call or its function is not an object.
+    """
+    raw = message.get("tool_calls")
+    if raw is not None and (isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__iter__")):
+        raise InvalidGuardedCall(f"tool_calls must be a list of tool calls, not {type(raw).__name__}", f"{where}.tool_calls")
+    calls: list[Mapping[str, Any]] = []
+    for j, call in enumerate(raw or []):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            raise InvalidGuardedCall("a tool call must be an object with a function object {name, arguments}",
+                                     f"{where}.tool_calls[{j}]")
+        calls.append(function)
+    single = message.get("function_call")
+    if single is not None:
+        if not isinstance(single, Mapping):
+            raise InvalidGuardedCall(f"function_call must be an object {{name, arguments}}, not {type(single).__name__}",
+                                     f"{where}.function_call")
+        calls.append(single)
+    return calls
+
+
 def context_of(messages: Any) -> tuple[ChatMessage, ...]:
     """The caller's ``messages`` as the guard's context: ``{"role", "content"}`` text messages, in order.
 
@@ -194,9 +219,7 @@ def context_of(messages: Any) -> tuple[ChatMessage, ...]:
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
             raise InvalidGuardedCall("a message must be an object with a role", where)
         text = _text(m.get("content"), where)
-        calls = [c.get("function", {}) for c in m.get("tool_calls") or [] if isinstance(c, Mapping)]
-        if m.get("function_call"):
-            calls.append(m["function_call"])
+        calls = _calls(m, where)
         text = "\n".join([t for t in [text] if t] + [f"called {c.get('name')}({c.get('arguments', '')})" for c in calls])
         if m.get("name"):
             text = f"{m['name']}: {text}"

@@ -50,7 +50,7 @@ def test_runner_runs_each_agent_example(name: str, capsys: pytest.CaptureFixture
     assert "guarded: status verified" in capsys.readouterr().out
 
 
-def test_cli_runs_tools_only_when_given_explicitly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_runs_tools_only_when_given_explicitly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(EXAMPLES.parent)
     args = ["run", "examples/refund.yaml", "-i", "sku=A-12", "-i", "amount=19.99", "--model", "sim:perfect"]
     out = CliRunner().invoke(app, args)
@@ -62,6 +62,15 @@ def test_cli_runs_tools_only_when_given_explicitly(monkeypatch: pytest.MonkeyPat
     assert out.exit_code == 0, out.output
     out = CliRunner().invoke(app, args + ["--tools", "no_such_module:TOOLS"])
     assert out.exit_code == 5 and "cannot import tools module" in out.output
+    for spec, says in [("examples.agent_tools:__doc__", "__doc__ is a str, not a tool"),
+                       ("examples.agent_tools:Decimal", "Decimal is a type, not a tool"),
+                       ("examples.agent_tools:CATALOG", "a tool must be a callable")]:
+        out = CliRunner().invoke(app, args + ["--tools", spec])
+        assert out.exit_code == 5 and says in out.output and "Traceback" not in out.output, (spec, out.output)
+    raising = tmp_path / "raising_tools.py"
+    raising.write_text("raise RuntimeError('no database')\n", encoding="utf-8")
+    out = CliRunner().invoke(app, args + ["--tools", f"{raising}:TOOLS"])
+    assert out.exit_code == 5 and "RuntimeError: no database" in out.output, out.output
 
 
 def test_check_describes_what_each_kind_verifies() -> None:

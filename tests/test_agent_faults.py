@@ -319,3 +319,34 @@ def test_langgraph_node_accepts_langchain_tools() -> None:
     out = g.compile().invoke({"sku": "A-12", "amount": "19.99"})
     assert out["ref"] == "RF-ORD-7" and calls == ["A-12"]
     assert model.settings[0].tools[0]["function"]["name"] == "catalog_lookup"
+
+
+def test_a_thread_is_not_resumed_with_other_code_behind_a_tool_name(tmp_path) -> None:
+    """Tools without a version are keyed by their code: a checkpoint made with one catalog_lookup
+    returned its old answer, verified, when resumed with another function of that name."""
+    from functools import partial
+
+    from stepguard.adapters import load_model
+    from stepguard.errors import CheckpointError
+    from stepguard.guard import sqlite_checkpointer
+
+    def v1(sku: str) -> str:
+        return "ORD-7"
+
+    def v2(sku: str) -> str:
+        return "ORD-19"
+
+    def refund(order_id: str, amount: object) -> str:
+        return f"RF-{order_id}"
+
+    saver = sqlite_checkpointer(tmp_path / "ck.sqlite")
+    model = load_model("sim:perfect", procedure=REFUND)
+    first = Guard(model, checkpointer=saver, tools={"catalog_lookup": v1, "issue_refund": refund}).run(REFUND, REFUND_IN, thread_id="T")
+    assert first.answer == "RF-ORD-7"
+    again = Guard(model, checkpointer=saver, tools={"catalog_lookup": v1, "issue_refund": refund}).run(REFUND, REFUND_IN, thread_id="T")
+    assert again.answer == "RF-ORD-7"  # the same code resumes
+    with pytest.raises(CheckpointError, match="tools.catalog_lookup"):
+        Guard(model, checkpointer=saver, tools={"catalog_lookup": v2, "issue_refund": refund}).run(REFUND, REFUND_IN, thread_id="T")
+    ids = [Guard(model, tools={"catalog_lookup": partial(v1, sku=s), "issue_refund": refund}).tools.identity()["catalog_lookup"]
+           for s in ("a", "b")]
+    assert ids[0] != ids[1]  # a partial is keyed by its arguments too

@@ -83,6 +83,20 @@ def test_text_parts_tool_calls_and_names_are_kept(stub: StubServer, client: Guar
     assert '[user] bob: Invoice 42\n[assistant] called get_order({"id": 42})\n[tool] subtotal 100.10' in prompt
 
 
+@pytest.mark.parametrize(("message", "where"), [
+    ({"role": "assistant", "content": None, "function_call": "x"}, r"messages\[0\]\.function_call"),
+    ({"role": "assistant", "content": None, "tool_calls": [{"function": "x"}]}, r"messages\[0\]\.tool_calls\[0\]"),
+    ({"role": "assistant", "content": None, "tool_calls": [{"function": None}]}, r"messages\[0\]\.tool_calls\[0\]"),
+    ({"role": "assistant", "content": None, "tool_calls": "abc"}, r"messages\[0\]\.tool_calls"),
+])
+def test_malformed_tool_calls_in_messages_are_refused_by_place(stub: StubServer, client: GuardedOpenAI, message: dict, where: str) -> None:
+    """Not an AttributeError from deep inside, and not silently dropped: named, before any model call."""
+    n = len(stub.requests)
+    with pytest.raises(InvalidGuardedCall, match=where):
+        client.chat.completions.create(model="sim", messages=[message], extra_body=_eb())
+    assert len(stub.requests) == n
+
+
 def test_non_text_content_is_refused_not_dropped(stub: StubServer, client: GuardedOpenAI) -> None:
     n = len(stub.requests)
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}

@@ -435,3 +435,8 @@ def test_the_requests_messages_are_context_in_every_model_call(stub: StubServer)
         assert resp.choices[0].message.content == "104.60"
         prompts = [b["messages"][-1]["content"] for b in stub.requests[n:]]
         assert all("[user] Invoice order 42." in p and '"subtotal": 100.10' not in p for p in prompts)
+        bad = {"role": "assistant", "content": None, "tool_calls": [{"function": "x"}]}
+        with pytest.raises(openai.BadRequestError) as err:
+            _client(server).chat.completions.create(model="stepguard/invoice", messages=[bad],
+                                                    extra_body={"stepguard": {"inputs": INPUTS}})
+        assert err.value.body["code"] == "invalid_messages" and err.value.body["param"] == "messages[0].tool_calls[0]"

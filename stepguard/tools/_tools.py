@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import hashlib
 import importlib
 import inspect
@@ -22,7 +23,7 @@ from typing import Any, Union
 from stepguard.errors import ProcedureError, StepguardError, ToolError, ToolTimeout
 from stepguard.evaluator import Number, format_number
 
-__all__ = ["Tool", "ToolSet", "as_toolset", "check_tools", "load_tools", "missing_tools"]
+__all__ = ["Tool", "ToolSet", "as_toolset", "check_tools", "code_fingerprint", "load_tools", "missing_tools"]
 
 _JSON_TYPES = {int: "integer", float: "number", Decimal: "number", str: "string", bool: "boolean"}
 
@@ -57,6 +58,8 @@ class Tool:
     timeout_s: float | None = 30.0
     version: str | None = None
     parameters: dict[str, Any] | None = None
+    origin: Any = field(default=None, repr=False, compare=False)
+    """What ``fn`` wraps, when it is an adapter (a LangChain tool's ``invoke``): fingerprinted instead of it."""
 
     def schema(self, only: Iterable[str] | None = None) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool, with the arguments ``only`` (default all)."""
@@ -161,8 +164,10 @@ class ToolSet(Mapping[str, Tool]):
         return len(self._tools)
 
     def identity(self) -> dict[str, str]:
-        """``{name: version}`` (``""`` where none was given), for a run's identity."""
-        return {n: t.version or "" for n, t in sorted(self._tools.items())}
+        """``{name: version}`` for a run's identity: the version given, else a fingerprint of the code
+        behind the tool (:func:`code_fingerprint`), so a checkpoint thread made with one function is
+        not resumed with another of the same name."""
+        return {n: t.version or code_fingerprint(t.origin if t.origin is not None else t.fn) for n, t in sorted(self._tools.items())}
 
     def fingerprint(self) -> str:
         """The sha256 (16 hex) of :meth:`identity`."""
@@ -174,7 +179,7 @@ ToolLike = Union[Tool, Callable[..., Any], Any]
 
 def _one(name: str | None, obj: Any) -> Tool:
     if isinstance(obj, Tool):
-        return obj if name is None or name == obj.name else Tool(name, obj.fn, obj.description, obj.timeout_s, obj.version, obj.parameters)
+        return obj if name is None or name == obj.name else Tool(name, obj.fn, obj.description, obj.timeout_s, obj.version, obj.parameters, obj.origin)
     invoke = getattr(obj, "invoke", None)
     if callable(invoke) and isinstance(getattr(obj, "name", None), str) and not inspect.isfunction(obj):
         # a LangChain tool (BaseTool): called with one dict of arguments
@@ -183,10 +188,29 @@ def _one(name: str | None, obj: Any) -> Tool:
         if args_schema is not None and hasattr(args_schema, "model_json_schema"):
             schema = args_schema.model_json_schema()
         tool_name = name or obj.name
-        return Tool(tool_name, lambda **kw: invoke(kw), str(getattr(obj, "description", "") or ""), parameters=schema)
+        return Tool(tool_name, lambda **kw: invoke(kw), str(getattr(obj, "description", "") or ""), parameters=schema,
+                    origin=getattr(obj, "func", None) or getattr(obj, "coroutine", None) or obj)
     if not callable(obj):
         raise TypeError(f"a tool must be a callable, a stepguard Tool or a LangChain tool, got {type(obj).__name__}")
     return Tool(name or getattr(obj, "__name__", "tool"), obj)
+
+
+def code_fingerprint(obj: Any) -> str:
+    """``module.qualname#sha256`` (12 hex) of a callable's source, for a run's identity when its tool
+    has no ``version``: the same function gives the same text, another function or an edited one
+    another. Where the source cannot be read (a builtin, a C extension), ``module.qualname`` alone;
+    a callable object is fingerprinted by its class, a ``functools.partial`` by its function and arguments."""
+    if isinstance(obj, functools.partial):
+        bound = hashlib.sha256(repr((obj.args, sorted(obj.keywords.items()))).encode()).hexdigest()[:12]
+        return f"{code_fingerprint(obj.func)}+{bound}"
+    target = obj if inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj) or isinstance(obj, type) else type(obj)
+    target = getattr(target, "__func__", target)
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(target).__name__)}"
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):
+        return name
+    return f"{name}#{hashlib.sha256(source.encode()).hexdigest()[:12]}"
 
 
 def as_toolset(tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None) -> ToolSet:
@@ -217,22 +241,29 @@ def load_tools(spec: str) -> ToolSet:
     (runs) that module: only ever on the user's explicit request, never because a procedure file says so.
 
     Raises:
-        ProcedureError: not of the form ``module:attr``, or the module or attribute is missing.
+        ProcedureError: not of the form ``module:attr``; the module cannot be imported (whatever its
+            import raised) or lacks the attribute; the attribute is not tools (a string, a number,
+            two tools of one name). The message names the spec.
     """
     module, _, attr = spec.rpartition(":")
     if not module or not attr:
         raise ProcedureError(f"--tools takes module:attr (e.g. examples.agent_tools:TOOLS), got {spec!r}")
     try:
         obj = _import(module)
-    except (ImportError, OSError, SyntaxError) as exc:
-        raise ProcedureError(f"cannot import tools module {module!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module ran: any error it raised is a bad --tools
+        raise ProcedureError(f"cannot import tools module {module!r}: {type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ProcedureError(f"tools module {module!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if callable(obj) and not isinstance(obj, (Tool, ToolSet)) and not hasattr(obj, "invoke"):
-        return as_toolset([obj])
-    return as_toolset(obj if not isinstance(obj, Tool) else [obj])
+    if isinstance(obj, (str, bytes)) or isinstance(obj, type):
+        raise ProcedureError(f"--tools {spec}: {attr} is a {type(obj).__name__}, not a tool, a list or a mapping of tools")
+    try:
+        if callable(obj) and not isinstance(obj, (Tool, ToolSet)) and not hasattr(obj, "invoke"):
+            return as_toolset([obj])
+        return as_toolset(obj if not isinstance(obj, Tool) else [obj])
+    except (TypeError, ValueError) as exc:
+        raise ProcedureError(f"--tools {spec}: {exc}") from None
 
 
 def _import(module: str) -> Any:
