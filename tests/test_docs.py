@@ -39,3 +39,23 @@ def test_every_page_is_in_the_nav() -> None:
     listed = {next(iter(item.values())) for item in nav}
     pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").glob("*.md")}
     assert pages - listed == set(), f"add to mkdocs.yml nav: {sorted(pages - listed)}"
+
+
+def test_the_proxy_pages_invoice_numbers_are_the_invoices() -> None:
+    """docs/proxy.md answered 124.56 for subtotal 120.00 and rate 0.2 (the procedure gives 136.80), so a
+    user checking the proxy against the page thought it broken: every value it quotes is computed here."""
+    import re
+
+    from decimal import Decimal
+
+    from stepguard import load_procedure
+
+    proc = load_procedure(ROOT / "examples" / "invoice.yaml")
+    exact = proc.expected_values(proc.bind_inputs({"subtotal": "120.00", "rate": "0.2"}))
+    want = {s.var: f"{Decimal(exact[s.var].numerator) / Decimal(exact[s.var].denominator):.{s.scale}f}" for s in proc.steps}
+    page = (ROOT / "docs" / "proxy.md").read_text(encoding="utf-8")
+    assert page.count('"subtotal": "120.00", "rate": "0.2"') >= 3  # the page's one example input
+    quoted = re.findall(r'"(?:content|answer)": "([\d.]+)"|# "([\d.]+)"', page)
+    assert quoted and {a or b for a, b in quoted} == {want["total"]}
+    for var, value in re.findall(r'"var": "(\w+)", "value": "([\d.]+)"', page):
+        assert value == want[var], var
