@@ -300,3 +300,23 @@ def test_derived_rungs_survive_long_names_and_sub_step_like_variable_names(rung)
 def test_an_empty_ladder_is_refused():
     with pytest.raises(ValueError, match="at least one rung"):
         GuardConfig(ladder=())
+
+
+@pytest.mark.parametrize(("reply", "verified"), [
+    ("s = 10.005\ns = 11", False),          # the model corrected itself to a wrong value after the right one
+    ("s = 10.005\ns = 10.01", True),        # the same value again, at the step's places, is a restatement
+    ("s = 10.01\ns = 10.005", True),
+])
+def test_a_step_written_again_with_another_value_is_not_verified(reply: str, verified: bool) -> None:
+    """Read numbers exactly or refuse them: two values for one step are refused, not the first taken."""
+    from fractions import Fraction
+
+    from stepguard.trace import parse_trace
+    from stepguard.verify import verify_chunk
+
+    proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [
+        {"var": "s", "expr": "a + b", "type": "decimal", "scale": 2, "rounding": "ROUND_HALF_UP"}]})
+    verdict = verify_chunk(proc, 0, 1, {"a": 4, "b": Fraction("6.005")}, parse_trace(reply, var_names=proc.variables))
+    assert bool(verdict.verified) is verified
+    if not verified:
+        assert verdict.deviation.kind == "extra_steps" and "written again with a different value" in verdict.deviation.detail

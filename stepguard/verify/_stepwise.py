@@ -259,6 +259,17 @@ def verify_chunk(
             return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
         tail = trace.records[-1].text if trace.records else ""
         return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
+    for rec in trace.records:  # a verified step written again, after the chunk, with another value: which one is meant?
+        again = rec.value if rec.value is None or steps[all_vars.get(rec.var, 0)].scale is None \
+            else apply_scale(rec.value, steps[all_vars[rec.var]])
+        if rec.line > last_line_of_chunk and rec.var in seen_lines and again is not None and local.get(rec.var) != again:
+            keep = next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)
+            for var, _ in verdict.verified[keep:]:
+                local.pop(var, None)
+            verdict.verified = verdict.verified[:keep]
+            pos = all_vars[rec.var]
+            return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
+                                  got=rec.text))
     final_step_in_chunk = end == len(steps)
     for ans in trace.answers:
         if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
