@@ -122,7 +122,7 @@ def run_command(
     max_wall_s: MaxWallS = None,
     inline_known: InlineKnown = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
-    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id.")] = None,  # noqa: UP007
+    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,  # noqa: UP007
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
@@ -138,6 +138,8 @@ def run_command(
     from stepguard.guard import Guard, sqlite_checkpointer
     from stepguard.procedure import load_procedure
 
+    if thread_id is not None and checkpoint is None:  # nothing would be kept: the thread could never resume
+        raise fail("--thread-id needs --checkpoint FILE (the SQLite file the thread is kept in)", ExitCode.USAGE)
     try:
         with traced(otel, trace_file) as observer:
             if show_prompts:
