@@ -102,7 +102,7 @@ def _sim(runs: Sequence[RunAggregate]) -> str:
 
 
 def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table, list[dict[str, Any]]]:
-    header = ["run", "n", "first-answer accuracy [95% CI]", "exact-step rate [95% CI]", "tokens / inst",
+    header = ["run", "n", "answer right [95% CI] (raw: first answer; guarded: verified)", "exact-step rate [95% CI]", "tokens / inst",
               "calls / inst", "wall s / inst", "re-prompts / inst", "repaired / inst", "unresolved errors"]
     rows, data = [], []
     for r in runs:

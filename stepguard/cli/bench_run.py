@@ -181,7 +181,8 @@ def report_command(
 def compare_command(
     raw: Annotated[Path, typer.Argument(metavar="RAW_RUNDIR", help="The raw run directory.", show_default=False)],
     guarded: Annotated[Path, typer.Argument(metavar="GUARDED_RUNDIR", help="The guarded run directory.", show_default=False)],
-    metric: Annotated[str, typer.Option("--metric", metavar="METRIC", help="correct (first answer) | exact (exact-step) | verified (raw first answer vs guarded verified completion).")] = "correct",
+    metric: Annotated[str, typer.Option("--metric", metavar="METRIC", help="correct (raw: the first answer right; guarded: ended verified with the right answer) | exact (exact-step) | "
+                                                                           "verified (raw first answer vs guarded verified completion: every value model-verified and right).")] = "correct",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Paired comparison on shared instances: both / only guarded / only raw / neither right, exact McNemar test."""
