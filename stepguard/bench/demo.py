@@ -31,11 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SIZES", "SIM_SIZES", "DemoResult", "estimate_seconds", "parse_sizes", "run_demo"]
 
 DEFAULT_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 1))
-"""``(steps, instances)`` of the demo on a real model: about 3 minutes on 2 idle CPU cores."""
+"""``(steps, instances)`` of the demo on a real model: raw and guarded, about 8 minutes on 2 idle CPU
+cores with the model's start and the report (README; the demo prints its own estimate first)."""
 
 SIM_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 2), (95, 1))
 """The demo's sizes on the simulated executor (seconds), and the full demo on a real model
-(``--sizes 5:3,23:2,95:1``: about 12 minutes on 2 idle CPU cores, the 95-step headline)."""
+(``--sizes 5:3,23:2,95:1``: about 20 minutes more on 2 idle CPU cores, the 95-step headline; README)."""
 
 # Seconds per step on the embedded Qwen2.5-Coder-1.5B, 2 CPU cores, measured in the fidelity runs
 # (docs/fidelity.md, 2026-11-29): raw 22 s for 5 steps and 208 s for 23 (~37 generated tokens a

@@ -196,8 +196,9 @@ def demo_command(
     model: ModelSpec = "local",
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Demo folder.")] = Path("stepguard-demo"),
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="STEPS:COUNT,...", help=(  # noqa: UP007
-        "Instances to generate per length. Default 5:3,23:1 on a real model (about 3 minutes on 2 idle "
-        "CPU cores); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real model: about 12 minutes)."))] = None,
+        "Instances to generate per length. Default 5:3,23:1 on a real model (about 8 minutes raw and guarded on 2 idle "
+        "CPU cores; it prints its own estimate first); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real "
+        "model: about 20 minutes more)."))] = None,
     lookback: Annotated[int, typer.Option("--lookback", metavar="N", help="Look-back depth of every instance.")] = 2,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", metavar="N", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
     policy: PolicyOption = None,
