@@ -108,3 +108,12 @@ def test_lock_refuses_a_second_process_and_names_the_holder(tmp_path: Path) -> N
         assert f"PID {os.getpid()}" in proc.stdout
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # released on close
+
+
+def test_a_different_run_names_the_fields_that_changed_not_whole_settings(tmp_path: Path) -> None:
+    old = {**META, "guard_config": {"chunk_size": 5, "ladder": ["bridge"], "seed": 0}}
+    with RunStore.open(tmp_path / "g", old):
+        pass
+    with pytest.raises(RunStoreError) as err:
+        RunStore.open(tmp_path / "g", {**old, "guard_config": {"chunk_size": 1, "ladder": ["bridge"], "seed": 0}})
+    assert "guard_config.chunk_size: stored 5, now 1" in str(err.value) and "ladder" not in str(err.value)

@@ -117,7 +117,7 @@ class RunStore:
             old = read_meta(self.rundir)
             diff = [k for k in IDENTITY_KEYS if old.get(k) != meta.get(k)]
             if diff:
-                details = "; ".join(f"{k}: stored {old.get(k)!r}, now {meta.get(k)!r}" for k in diff)
+                details = "; ".join(_differences(k, old.get(k), meta.get(k)) for k in diff)
                 raise RunStoreError(
                     f"{path}: this run directory holds a different run ({details}); "
                     "use another --out directory, or the same settings to resume"
@@ -228,3 +228,12 @@ class RunStore:
         self.close()
 
 
+
+
+def _differences(key: str, old: Any, new: Any) -> str:
+    """``key: stored X, now Y``, or for two mappings only the fields that differ
+    (``guard_config.chunk_size: stored 5, now 1``), so a refusal names what changed."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return "; ".join(f"{key}.{k}: stored {old.get(k, '(none)')!r}, now {new.get(k, '(none)')!r}"
+                         for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
+    return f"{key}: stored {old!r}, now {new!r}"

@@ -142,7 +142,8 @@ def run_command(
     if not instances.exists():
         raise _fail(f"instances file or folder not found: {instances}", ExitCode.DATA)
     try:
-        defaults = {**GUARDED_DEFAULTS, **_suite_defaults(instances)} if mode == "guarded" else {}
+        chosen = any(v is None for v in (chunk_size, ladder, inline_known))  # else every by-procedure option is given
+        defaults = {**GUARDED_DEFAULTS, **(_suite_defaults(instances) if chosen else {})} if mode == "guarded" else {}
     except (StepguardError, ValueError) as exc:  # a suite that cannot load: as run_benchmark would say it
         raise _fail(exc) from None
     config = build_guard_config(
