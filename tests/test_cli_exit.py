@@ -118,7 +118,7 @@ def test_bad_inputs_exit_5_and_missing_files_too(tmp_path: Path) -> None:
 def test_model_and_checkpoint_errors(stub: StubServer, tmp_path: Path) -> None:
     out = _run("--model", f"{stub.base_url}#error503")
     assert out.exit_code == ExitCode.MODEL == 6 and "503" in out.stderr
-    assert _run("--model", "nosuchscheme:x").exit_code == 6  # ModelSpecError
+    assert _run("--model", "nosuchscheme:x").exit_code == ExitCode.USAGE  # ModelSpecError: a spec naming no model is usage, as serve says it
     broken = tmp_path / "ck.sqlite"
     broken.write_bytes(b"not a database " * 20)
     out = _run("--model", "sim:perfect", "--checkpoint", str(broken), "--thread-id", "a")

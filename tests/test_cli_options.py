@@ -171,7 +171,7 @@ def test_open_model_turns_load_errors_into_exit_codes(monkeypatch: pytest.Monkey
     monkeypatch.undo()
     with pytest.raises(typer.Exit) as info, open_model("nonsense-spec"):
         pass
-    assert info.value.exit_code == ExitCode.MODEL  # a ModelSpecError is a ModelError
+    assert info.value.exit_code == ExitCode.USAGE  # a spec naming no model is the caller's usage (as stepguard serve says it)
 
 
 # --------------------------------------------------------------------------- a conventional CLI

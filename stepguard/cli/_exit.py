@@ -16,6 +16,7 @@ from stepguard.errors import (
     EvaluationError,
     LocalServerError,
     ModelError,
+    ModelSpecError,
     ProcedureError,
     RunStoreError,
     StepDeviation,
@@ -81,6 +82,8 @@ def exit_for_error(exc: BaseException) -> ExitCode:
         return ExitCode.FAILED
     if isinstance(exc, (ProcedureError, EvaluationError)):
         return ExitCode.PROCEDURE
+    if isinstance(exc, ModelSpecError):  # a spec the user wrote that names no model: their usage, not a model's failure
+        return ExitCode.USAGE
     if isinstance(exc, (ModelError, LocalServerError)):
         return ExitCode.MODEL
     if isinstance(exc, (CheckpointError, RunStoreError, OSError)):

@@ -26,7 +26,7 @@ STARTER = """\
 # Run:       stepguard run {name} -i subtotal=100.10 -i rate=0.1 --model local
 
 # name: used in traces, reports and the GuardResult.
-name: invoice
+name: {stem}
 # description: free text for people (optional).
 description: Net, tax and total of an invoice, money rounded to cents.
 
@@ -153,7 +153,7 @@ def init_command(
     if file.exists() and not force:
         typer.echo(f"error: {file} exists (use --force to overwrite)", err=True)
         raise typer.Exit(2)
-    file.write_text(STARTER.format(name=file), encoding="utf-8")
+    file.write_text(STARTER.format(name=file, stem=file.stem), encoding="utf-8")
     typer.echo(f"wrote {file}; next: stepguard check {file}")
 
 
