@@ -92,6 +92,9 @@ def test_inputs_from_the_last_user_message(sim_proxy: BackgroundServer) -> None:
     resp = _client(sim_proxy).chat.completions.create(
         model="stepguard/invoice", messages=[{"role": "user", "content": '{"subtotal": 100.10, "rate": 0.1}'}])
     assert resp.choices[0].message.content == "104.60"
+    parts = [{"type": "text", "text": '{"subtotal": 100.10, '}, {"type": "text", "text": '"rate": 0.1}'}]
+    resp = _client(sim_proxy).chat.completions.create(model="stepguard/invoice", messages=[{"role": "user", "content": parts}])
+    assert resp.choices[0].message.content == "104.60"  # text parts are one text, as the drop-in client reads them
 
 
 def test_guarded_call_with_the_async_client(sim_proxy: BackgroundServer) -> None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from stepguard.adapters._client_errors import InvalidGuardedCall
 from stepguard.adapters._completion import ResponseShape, response_shape
-from stepguard.adapters._guarded_call import context_of
+from stepguard.adapters._guarded_call import _text, context_of
 from stepguard.guard import GuardConfig
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
@@ -114,6 +114,11 @@ def _inputs_from_messages(body: Mapping[str, Any]) -> dict[str, Any]:
     last = next((m for m in reversed(messages) if isinstance(m, Mapping) and m.get("role") == "user"), None) \
         if isinstance(messages, list) else None
     content = last.get("content") if last else None
+    if isinstance(content, list):  # text parts, as the drop-in client reads them
+        try:
+            content = _text(content, "messages[-1]")
+        except InvalidGuardedCall as exc:
+            raise _bad(str(exc), exc.location, "invalid_messages") from None
     try:
         value = json.loads(content, parse_float=Decimal) if isinstance(content, str) else None
     except ValueError:
