@@ -22,6 +22,10 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            products, then running sums such as ``13500000 + 810000``); and by thousands (``595 * 9``,
            then ``t * 1000 + ...`` as single operations). Each sub-step is asked over the right values.
 
+--resample the operations the model got wrong at temperature 0 on every try (from the --carry probe and
+           flagged production runs), each sampled 8 times at the guard's resample temperature with
+           seeds 100..107, as the ``resample`` rung asks them: how often a new sample is right.
+
 Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
 
@@ -207,16 +211,33 @@ def carry(model) -> None:
         print(f"{name}: {whole}/{len(CARRY)} products with every sub-step right; {right}/{steps} sub-steps", flush=True)
 
 
+RESAMPLED = [("677795 * 5", F(3388975)), ("1595108 * 9", F(14355972)), ("128455 / 8", F(128455, 8)),
+             ("14355000 + 900", F(14355900)), ("13500000 + 810000", F(14310000)), ("6777.95 * 0.05", F("338.8975"))]
+
+
+def resample(model) -> None:
+    from stepguard.guard import GuardConfig
+
+    temperature = GuardConfig().resample_temperature
+    for expr, want in RESAMPLED:
+        text = (f"Known values:\n(none)\n\nSteps:\nt1 = {expr}\n\nWrite 1 line, one for each step, in order, each as\n"
+                f"t1 = {expr} = <result>\nWrite nothing else.")
+        got = [model.complete([{"role": "system", "content": SYS}, {"role": "user", "content": text}],
+                              GenerationSettings(temperature=temperature, seed=100 + s, max_tokens=60)).text.strip() for s in range(8)]
+        right = sum(_value_is(g, want) for g in got)
+        print(f"{expr}: {right}/8 right at temperature {temperature}; wrote {[g.split('=')[-1].strip() for g in got]}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
         for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide),
-                         ("carry", carry)):
+                         ("carry", carry), ("resample", resample)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
