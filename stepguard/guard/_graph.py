@@ -496,8 +496,8 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # resample (a new seed each attempt) after, so that no request is ever sent twice; the
         # event says so, so that a step no rung applies to is never passed over silently. A step
         # already asked alone resamples at once: narrowing it again at temperature 0 got the same
-        # wrong value back (13500000 + 810000 = 14210000 three times), while 8 samples at 0.8
-        # got it right 6 times (benchmarks/probe_single_ops.py --resample; docs/production.md)
+        # wrong value back (13500000 + 810000 = 14210000 three times), while 8 samples at the
+        # resample temperature got it right 6 times (benchmarks/probe_single_ops.py --resample)
         alone = state.chunk_end - state.chunk_start == 1  # the failing chunk was this step alone
         fallback = "narrow" if attempt == 1 and not alone else "resample"
         why = f"nested {MAX_NESTING} derived rungs deep" if ctx.depth >= MAX_NESTING else "does not apply to this step"

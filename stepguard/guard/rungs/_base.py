@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 
 SUB_STEP_LADDER: tuple[str, ...] = ("single", "resample", "resample", "resample")
 """The nested ladder of the rungs over production expressions: a failing sub-step through the rung for
-its operation (``single``), then sampled anew three times. Sampled at temperature 0.8, the embedded
-model wrote ``677795 * 5`` and ``1595108 * 9`` right 2 times in 8 and ``13500000 + 810000`` 6 in 8,
-where temperature 0 gave the same wrong value on every try (``benchmarks/probe_single_ops.py
---resample``; docs/production.md); a derived run stops at its first sub-step no try verified, so the
-extra tries cost calls only where a sub-step keeps failing."""
+its operation (``single``), then sampled anew three times. Sampled at the resample temperature (0.7),
+the embedded model wrote ``677795 * 5`` right 2 times in 8, ``1595108 * 9`` 3 in 8 and
+``13500000 + 810000`` 6 in 8, where temperature 0 gave the same wrong value on every try
+(``benchmarks/probe_single_ops.py --resample``, 2026-12-01; ``14355000 + 900`` and ``128455 / 8``
+stayed 0 in 8); a derived run stops at its first sub-step no try verified, so the extra tries cost
+calls only where a sub-step keeps failing."""
 
 __all__ = ["SUB_STEP_LADDER", "Rung", "get_rung", "register", "rung_names"]
 
