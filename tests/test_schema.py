@@ -75,7 +75,7 @@ def test_every_docs_snippet_validates_and_loads(where: str, fmt: str, text: str)
 
 
 def test_init_starter_validates() -> None:
-    text = STARTER.format(name="procedure.yaml")
+    text = STARTER.format(name="procedure.yaml", stem="procedure")
     assert _errors(yaml.safe_load(text)) == []
     parse_procedure(text)
 
