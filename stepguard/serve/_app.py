@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -50,7 +50,7 @@ from stepguard.procedure import Procedure
 from stepguard.serve import _responses as out
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request
 from stepguard.serve._upstream import Upstream
-from stepguard.tools import as_toolset, missing_tools
+from stepguard.tools import ToolSet, as_toolset, missing_tools
 
 __all__ = ["ProxyState", "create_app"]
 
@@ -96,7 +96,8 @@ class ProxyState:
     """
 
     def __init__(self, upstream: Upstream, procedures: Mapping[str, Procedure], config: GuardConfig | None = None,
-                 checkpointer: Any | None = None, max_runs: int = 32, tools: Any | None = None) -> None:
+                 checkpointer: Any | None = None, max_runs: int = 32,
+                 tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None) -> None:
         self.upstream = upstream
         self.procedures = dict(procedures)
         self.tools = as_toolset(tools)
@@ -344,7 +345,7 @@ class _BearerAuth:
 
 def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token: str | None = None,
                config: GuardConfig | None = None, checkpointer: Any | None = None, max_runs: int = 32,
-               tools: Any | None = None) -> Starlette:
+               tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None) -> Starlette:
     """The proxy as an ASGI application (serve it with uvicorn, or :class:`stepguard.serve.BackgroundServer`).
 
     Args:
