@@ -260,13 +260,11 @@ def verify_chunk(
         tail = trace.records[-1].text if trace.records else ""
         return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
     for rec in trace.records:  # a verified step written again, after the chunk, with another value: which one is meant?
-        again = rec.value if rec.value is None or steps[all_vars.get(rec.var, 0)].scale is None \
-            else apply_scale(rec.value, steps[all_vars[rec.var]])
-        if rec.line > last_line_of_chunk and rec.var in seen_lines and again is not None and local.get(rec.var) != again:
-            keep = next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)
-            for var, _ in verdict.verified[keep:]:
-                local.pop(var, None)
-            verdict.verified = verdict.verified[:keep]
+        if rec.line <= last_line_of_chunk or rec.var not in seen_lines or rec.value is None:
+            continue
+        step = steps[all_vars[rec.var]]
+        if local.get(rec.var) != (rec.value if step.scale is None else apply_scale(rec.value, step)):
+            verdict.verified = verdict.verified[:next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)]
             pos = all_vars[rec.var]
             return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
                                   got=rec.text))
