@@ -320,3 +320,24 @@ def test_a_step_written_again_with_another_value_is_not_verified(reply: str, ver
     assert bool(verdict.verified) is verified
     if not verified:
         assert verdict.deviation.kind == "extra_steps" and "written again with a different value" in verdict.deviation.detail
+
+
+@pytest.mark.parametrize(("reply", "verified"), [
+    ("s = 10.01\ns = 10.005\nt = s + 1 = 11.01", ["s", "t"]),   # restated unrounded inside the chunk: the same value
+    ("s = 10.005\ns = 10.01\nt = s + 1 = 11.01", ["s", "t"]),
+    ("s = 10.01\ns = 11\nt = s + 1 = 11.01", ["s"]),            # restated with another value before the next step
+])
+def test_a_step_restated_inside_its_chunk_is_compared_as_the_step_rounds(reply: str, verified: list[str]) -> None:
+    """A restatement inside the chunk is rounded by the step's rule before it is compared, as one after the chunk is."""
+    from fractions import Fraction
+
+    from stepguard.trace import parse_trace
+    from stepguard.verify import verify_chunk
+
+    proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [
+        {"var": "s", "expr": "a + b", "type": "decimal", "scale": 2, "rounding": "ROUND_HALF_UP"},
+        {"var": "t", "expr": "s + 1", "type": "decimal", "scale": 2, "rounding": "ROUND_HALF_UP"}]})
+    verdict = verify_chunk(proc, 0, 2, {"a": 4, "b": Fraction("6.005")}, parse_trace(reply, var_names=proc.variables))
+    assert [var for var, _ in verdict.verified] == verified
+    if len(verified) < 2:
+        assert verdict.deviation.kind == "extra_steps" and "written again with a different value" in verdict.deviation.detail

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number
-from stepguard.procedure import Procedure, apply_scale
+from stepguard.procedure import Procedure, Step, apply_scale
 from stepguard.trace import Record, Trace, parse_trace
 from stepguard.verify._deviation import Deviation
 
@@ -201,8 +201,8 @@ def verify_chunk(
         want_var = steps[pos].var
         if rec.var != want_var:
             if rec.var in seen_lines or (rec.var in local and rec.var in all_vars):
-                if rec.value is not None and local.get(rec.var) == rec.value:
-                    continue  # a harmless restatement of a verified value
+                if rec.value is not None and local.get(rec.var) == _as_committed(rec.value, steps[all_vars[rec.var]]):
+                    continue  # a harmless restatement of a verified value (5.005 after 5.01, rounded as the step rounds)
                 return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value", got=rec.text))
             if rec.var in chunk_vars[pos - start + 1 :]:
                 later = any(r.var == want_var for r in trace.records if r.line > rec.line)
@@ -262,8 +262,7 @@ def verify_chunk(
     for rec in trace.records:  # a verified step written again, after the chunk, with another value: which one is meant?
         if rec.line <= last_line_of_chunk or rec.var not in seen_lines or rec.value is None:
             continue
-        step = steps[all_vars[rec.var]]
-        if local.get(rec.var) != (rec.value if step.scale is None else apply_scale(rec.value, step)):
+        if local.get(rec.var) != _as_committed(rec.value, steps[all_vars[rec.var]]):
             verdict.verified = verdict.verified[:next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)]
             pos = all_vars[rec.var]
             return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
@@ -274,3 +273,8 @@ def verify_chunk(
             verdict.others.append(Deviation(kind="premature_answer", detail="a final answer came before the last step of the chunk"))
             break
     return verdict
+
+
+def _as_committed(value: Number, step: Step) -> Number:
+    """A value a reply wrote for ``step``, as the guard commits it: rounded by the step's own rule."""
+    return value if step.scale is None else apply_scale(value, step)
