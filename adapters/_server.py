@@ -1,4 +1,8 @@
-"""Private: the llama.cpp server process (``python -m llama_cpp.server``), started and stopped.
+"""Private: the llama.cpp server process, started and stopped.
+
+Two runtimes serve the same OpenAI-compatible API: llama-cpp-python's server (``python -m
+llama_cpp.server``, ``runtime="python"``) and llama.cpp's own ``llama-server`` binary
+(``runtime="native"``; :func:`native_binary` finds it).
 
 A :class:`LocalServer` runs the server in its own session (so a terminal's Ctrl-C reaches
 stepguard, not the server), waits until ``GET /v1/models`` answers, and stops it by its own
@@ -13,6 +17,7 @@ import atexit
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,6 +70,66 @@ def draft_tokens_default() -> int:
     if value < 0:
         raise LocalServerError(f"{DRAFT_TOKENS_ENV}={raw!r}: give a whole number of tokens >= 0 (0 turns drafting off)")
     return value
+
+
+RUNTIMES = ("python", "native")
+"""The embedded server's runtimes: llama-cpp-python's server, or llama.cpp's own ``llama-server``."""
+
+RUNTIME = "python"
+"""The default runtime (docs/speed.md compares the two on the guard's requests)."""
+
+RUNTIME_ENV = "STEPGUARD_RUNTIME"
+"""Environment variable naming the runtime when the caller gives none (``python`` or ``native``)."""
+
+SERVER_BINARY_ENV = "STEPGUARD_LLAMA_SERVER"
+"""Environment variable giving the path of a ``llama-server`` binary for ``runtime="native"``."""
+
+
+def runtime_default() -> str:
+    """The runtime to use when none is given: ``$STEPGUARD_RUNTIME`` or :data:`RUNTIME`.
+
+    Raises:
+        LocalServerError: the variable names no runtime of :data:`RUNTIMES`.
+    """
+    raw = os.environ.get(RUNTIME_ENV, "").strip()
+    if raw and raw not in RUNTIMES:
+        raise LocalServerError(f"{RUNTIME_ENV}={raw!r}: give one of {', '.join(RUNTIMES)}")
+    return raw or RUNTIME
+
+
+def _built_binaries() -> list[Path]:
+    """``llama-server`` binaries built by ``scripts/build_llama_server.sh``, newest first."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stepguard" / "llama-server"
+    found = [p for p in cache.glob("*/llama-server") if os.access(p, os.X_OK)]
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def native_binary(path: str | Path | None = None) -> Path:
+    """The ``llama-server`` binary for ``runtime="native"``.
+
+    Looked for in this order: ``path``; ``$STEPGUARD_LLAMA_SERVER``; ``llama-server`` on ``PATH``;
+    the newest build of ``scripts/build_llama_server.sh`` (under ``~/.cache/stepguard/llama-server``).
+
+    Raises:
+        LocalServerError: none is found, or the one given is not an executable file.
+    """
+    given = path or os.environ.get(SERVER_BINARY_ENV, "").strip() or None
+    if given is not None:
+        p = Path(given).expanduser()
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            where = "" if path else f" (from {SERVER_BINARY_ENV})"
+            raise LocalServerError(f"llama-server binary {str(p)!r}{where} is not an executable file")
+        return p
+    on_path = shutil.which("llama-server")
+    if on_path:
+        return Path(on_path)
+    built = _built_binaries()
+    if built:
+        return built[0]
+    raise LocalServerError(
+        "the native runtime needs llama.cpp's llama-server: build it once with `bash scripts/build_llama_server.sh` "
+        f"(10 to 25 minutes on 2 cores), or set {SERVER_BINARY_ENV} to a binary of your own"
+    )
 
 
 def _stop_all() -> None:
@@ -145,7 +210,15 @@ class LocalServer:
             so they win).
         draft_tokens: prompt-lookup draft tokens per decode step (:data:`DRAFT_TOKENS`); ``None`` =
             :func:`draft_tokens_default`; ``0`` = no drafting. Batched checking can flip a
-            near-tie, so a temperature-0 reply may differ (docs/speed.md).
+            near-tie, so a temperature-0 reply may differ (docs/speed.md). The native runtime
+            drafts with its ``ngram-simple`` speculative type.
+        runtime: ``"python"`` (llama-cpp-python's server) or ``"native"`` (llama.cpp's
+            ``llama-server``); ``None`` = :func:`runtime_default`. ``extra_args`` are the chosen
+            runtime's own arguments.
+        binary: the ``llama-server`` binary for the native runtime; ``None`` = :func:`native_binary`.
+
+    Raises:
+        LocalServerError: ``draft_tokens`` is negative, or ``runtime`` is not one of :data:`RUNTIMES`.
     """
 
     host = "127.0.0.1"
@@ -164,8 +237,14 @@ class LocalServer:
         log_path: str | Path | None = None,
         extra_args: tuple[str, ...] = (),
         draft_tokens: int | None = None,
+        runtime: str | None = None,
+        binary: str | Path | None = None,
     ) -> None:
         self.model_path = Path(model_path)
+        self.runtime = runtime_default() if runtime is None else runtime
+        if self.runtime not in RUNTIMES:
+            raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
+        self.binary = Path(binary) if binary is not None else None
         self.draft_tokens = draft_tokens_default() if draft_tokens is None else draft_tokens
         if self.draft_tokens < 0:
             raise LocalServerError(f"draft_tokens must be >= 0, not {self.draft_tokens}")
@@ -190,7 +269,13 @@ class LocalServer:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def command(self) -> list[str]:
-        """The command line that starts the server."""
+        """The command line that starts the server.
+
+        Raises:
+            LocalServerError: the native runtime's binary is not found (:func:`native_binary`).
+        """
+        if self.runtime == "native":
+            return self._native_command()
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
                "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                "--n_threads", str(self.n_threads), "--model_alias", self.alias]
@@ -198,6 +283,17 @@ class LocalServer:
             cmd += ["--seed", str(self.seed)]
         if self.draft_tokens:
             cmd += ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(self.draft_tokens)]
+        return cmd + list(self.extra_args)
+
+    def _native_command(self) -> list[str]:
+        """``llama-server`` with the same settings: one slot, so requests queue as they do on the Python server."""
+        self.binary = native_binary(self.binary)
+        cmd = [str(self.binary), "-m", str(self.model_path), "--host", self.host, "--port", str(self.port),
+               "-c", str(self.n_ctx), "-t", str(self.n_threads), "-np", "1", "--alias", self.alias]
+        if self.seed is not None:
+            cmd += ["--seed", str(self.seed)]
+        if self.draft_tokens:
+            cmd += ["--spec-type", "ngram-simple", "--spec-draft-n-max", str(self.draft_tokens)]
         return cmd + list(self.extra_args)
 
     def _log_tail(self, lines: int = 20) -> str:
@@ -222,7 +318,8 @@ class LocalServer:
         """
         if self.pid is not None:
             return self
-        check_llama_cpp()
+        if self.runtime == "python":
+            check_llama_cpp()
         if not self.model_path.is_file():
             raise LocalServerError(f"model file not found: {self.model_path}")
         self.port = self.port or free_port(self.host)
@@ -233,8 +330,9 @@ class LocalServer:
         _install_cleanup()
         started = time.monotonic()
         with self._log_path.open("ab") as log:
+            command = self.command()
             self._proc = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         with _LIVE_LOCK:
@@ -257,8 +355,10 @@ class LocalServer:
                         f"llama.cpp server for {self.model_path.name} exited with code {code} before it was "
                         f"ready; last lines of its log ({self._log_path}):\n{self._log_tail()}"
                     )
+                # llama-server answers /health with 503 while it loads the model, 200 once ready
+                url = f"http://{self.host}:{self.port}/health" if self.runtime == "native" else f"{self.base_url}/models"
                 try:
-                    if client.get(f"{self.base_url}/models").status_code == 200:
+                    if client.get(url).status_code == 200:
                         return
                 except httpx.HTTPError:
                     pass

