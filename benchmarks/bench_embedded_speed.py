@@ -22,7 +22,9 @@ Usage:
 A variant is ``NAME=ARGS``: ``llama_cpp.server`` arguments added after the plain command
 (``LocalServer(..., draft_tokens=0).command()``: ``--n_ctx 8192 --n_threads 2 --seed 0``, no
 drafting); ``@default`` as the first argument starts from stepguard's default command instead
-(``draft_tokens`` from ``$STEPGUARD_DRAFT_TOKENS`` or its default). Results: docs/speed.md.
+(``draft_tokens`` from ``$STEPGUARD_DRAFT_TOKENS`` or its default); ``@native`` serves with llama.cpp's
+own ``llama-server`` (``runtime="native"``, the same settings; the ARGS after it are its own, e.g.
+``--spec-type ngram-simple --spec-draft-n-max 3``). Results: docs/speed.md.
 """
 
 from __future__ import annotations
@@ -114,12 +116,17 @@ def run_pass(path: Path, alias: str, variant: str, args: list[str], rnd: int, re
     from stepguard.adapters.local import LocalServer
 
     draft: int | None = 0
-    if args and args[0] == "@default":
-        draft, args = None, args[1:]
+    runtime = "python"
+    while args and args[0] in ("@default", "@native"):
+        if args[0] == "@default":
+            draft = None
+        else:
+            runtime = "native"
+        args = args[1:]
     log = log_dir / f"{variant}-{rnd}.log"
     log.unlink(missing_ok=True)
     server = LocalServer(path, alias=alias, n_ctx=8192, n_threads=2, seed=0, log_path=log,
-                         extra_args=tuple(args), draft_tokens=draft)
+                         extra_args=tuple(args), draft_tokens=draft, runtime=runtime)
     result = Pass(variant, rnd)
     with server, httpx.Client(trust_env=False, timeout=3600) as client:
         url = f"{server.base_url}/chat/completions"
