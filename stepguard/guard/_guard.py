@@ -138,13 +138,25 @@ class Guard:
             CheckpointError: the thread holds a run of other work (procedure, inputs, settings,
                 prompts or model differ); the message names each difference.
         """
-        diff = identity_diff(values.get("identity"), ctx.identity)
-        if diff:
-            raise CheckpointError(
-                f"checkpoint thread {tid!r} holds a run of other work ({'; '.join(diff)}); "
-                "use a new thread id for this run, or the same procedure, inputs, settings and model to resume it"
-            )
+        _refuse_other_work(tid, identity_diff(values.get("identity"), ctx.identity))
         return self._plan_start(values)
+
+    def check_thread(
+        self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, *, context: Sequence[ChatMessage] = ()
+    ) -> None:
+        """Raise now what :meth:`run` would raise first for ``thread_id``: for a caller that must
+        answer before the run starts (the proxy's status line, before a stream's first event).
+
+        Raises:
+            ProcedureError: bad inputs.
+            CheckpointError: ``thread_id`` holds a run of other work (see :meth:`run_identity`).
+        """
+        identity = self.run_identity(procedure, inputs, context)
+        if thread_id is None or self.checkpointer is None:
+            return
+        stored = self._graph.get_state({"configurable": {"thread_id": thread_id}}).values
+        if stored:
+            _refuse_other_work(thread_id, identity_diff(stored.get("identity"), identity))
 
     @staticmethod
     def _plan_start(values: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -435,3 +447,12 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         thread_id=thread_id,
         labels=dict(ctx.config.extra),
     )
+
+
+def _refuse_other_work(tid: str, diff: list[str]) -> None:
+    """Raise :class:`CheckpointError` naming each difference, when ``diff`` has any."""
+    if diff:
+        raise CheckpointError(
+            f"checkpoint thread {tid!r} holds a run of other work ({'; '.join(diff)}); "
+            "use a new thread id for this run, or the same procedure, inputs, settings and model to resume it"
+        )

@@ -201,6 +201,12 @@ async def _guarded(state: ProxyState, job: GuardedRequest) -> Response:
             status, body = _error(exc)
             return _json(status, body)
         return _json(200, out.completion(result, job.model, job.shape))
+    if job.thread_id is not None:  # a thread of other work is a 409, as without streaming, not an error event
+        guard = state.guard(job)
+        try:
+            await state._in_thread(lambda: guard.check_thread(job.procedure, job.inputs, job.thread_id, context=job.context))
+        except Exception as exc:  # noqa: BLE001 - every error becomes an HTTP answer
+            return _json(*_error(exc))
     return StreamingResponse(_guarded_events(state, job), media_type="text/event-stream",
                              headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
