@@ -302,7 +302,7 @@ def test_run_json_records_the_draft_tokens(tmp_path: Path, monkeypatch: pytest.M
     assert describe_model(Model(draft_tokens=3))["server"]["draft_tokens"] == 3  # type: ignore[arg-type]
 
 
-def test_cli_serve_passes_draft_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_serve_passes_draft_tokens_and_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from stepguard.adapters import local
@@ -321,3 +321,12 @@ def test_cli_serve_passes_draft_tokens(tmp_path: Path, monkeypatch: pytest.Monke
     assert result.exit_code != 0 and seen and "--draft_model" not in seen[0]
     result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--draft-tokens", "4", "--port", "5"])
     assert seen[1][seen[1].index("--draft_model_num_pred_tokens") + 1] == "4"
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv(_server.SERVER_BINARY_ENV, str(binary))
+    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--runtime", "native", "--port", "5"])
+    assert result.exit_code != 0 and seen[2][0] == str(binary)
+    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--runtime", "rust", "--port", "5"])
+    assert result.exit_code == 2 and "'rust': give one of python, native" in result.output  # usage, before any start
+    assert len(seen) == 3

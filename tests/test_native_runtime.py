@@ -175,26 +175,3 @@ def test_a_run_started_on_one_runtime_is_not_resumed_on_the_other(no_binary: Pat
     with pytest.raises(RunStoreError, match=r"model.runtime: stored 'native', now '\(none\)'"):
         RunStore.open(no_binary / "run", python_meta)
     RunStore.open(no_binary / "run", native_meta).close()  # the same runtime resumes
-
-
-def test_cli_serve_passes_the_runtime(no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from stepguard.adapters import local
-    from stepguard.cli import app
-
-    binary = _executable(no_binary / "bin" / "llama-server")
-    gguf = no_binary / "m.gguf"
-    gguf.write_bytes(b"GGUF")
-    seen: list[list[str]] = []
-
-    def refuse(self: LocalServer) -> LocalServer:
-        seen.append(self.command())
-        raise LocalServerError("not started in this test")
-
-    monkeypatch.setattr(local.LocalServer, "start", refuse)
-    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--runtime", "native", "--port", "5"])
-    assert result.exit_code != 0 and seen[0][0] == str(binary)
-    result = CliRunner().invoke(app, ["model", "serve", str(gguf), "--runtime", "rust", "--port", "5"])
-    assert result.exit_code == 2 and "'rust': give one of python, native" in result.output  # usage, before any start
-    assert len(seen) == 1
