@@ -100,7 +100,7 @@ def runtime_default() -> str:
 def _built_binaries() -> list[Path]:
     """``llama-server`` binaries built by ``scripts/build_llama_server.sh``, newest first."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stepguard" / "llama-server"
-    found = [p for p in cache.glob("*/llama-server") if os.access(p, os.X_OK)]
+    found = [p for p in cache.glob("*/llama-server") if p.is_file() and os.access(p, os.X_OK)]
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
@@ -130,6 +130,25 @@ def native_binary(path: str | Path | None = None) -> Path:
         "the native runtime needs llama.cpp's llama-server: build it once with `bash scripts/build_llama_server.sh` "
         f"(10 to 25 minutes on 2 cores), or set {SERVER_BINARY_ENV} to a binary of your own"
     )
+
+
+def check_runtime(runtime: str | None = None) -> str:
+    """Check the embedded server's settings before anything starts: the runtime, the draft tokens,
+    and that the runtime's server is installed. Returns the runtime.
+
+    Raises:
+        LocalServerError: ``$STEPGUARD_RUNTIME`` or ``$STEPGUARD_DRAFT_TOKENS`` is not valid, or the
+            runtime's server is not installed (llama-cpp-python, or a ``llama-server`` binary).
+    """
+    runtime = runtime_default() if runtime is None else runtime
+    if runtime not in RUNTIMES:
+        raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    draft_tokens_default()
+    if runtime == "native":
+        native_binary()
+    else:
+        check_llama_cpp()
+    return runtime
 
 
 def _stop_all() -> None:
@@ -168,7 +187,7 @@ def _install_cleanup() -> None:
     atexit.register(_stop_all)
     if threading.current_thread() is not threading.main_thread():
         return
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal was closed
         previous = signal.getsignal(signum)
         if previous in (None, signal.SIG_IGN) or previous is _on_signal:  # set from C, ignored, or ours
             continue
@@ -244,7 +263,8 @@ class LocalServer:
         self.runtime = runtime_default() if runtime is None else runtime
         if self.runtime not in RUNTIMES:
             raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
-        self.binary = Path(binary) if binary is not None else None
+        self.binary = Path(binary).resolve() if binary is not None and self.runtime == "native" else None
+        self._binary_sha256: str | None = None
         self.draft_tokens = draft_tokens_default() if draft_tokens is None else draft_tokens
         if self.draft_tokens < 0:
             raise LocalServerError(f"draft_tokens must be >= 0, not {self.draft_tokens}")
@@ -262,6 +282,25 @@ class LocalServer:
     def base_url(self) -> str:
         """The OpenAI-compatible base URL, ``http://127.0.0.1:PORT/v1``."""
         return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def binary_sha256(self) -> str | None:
+        """The sha256 of the native runtime's binary (hex; read once), or ``None`` for the Python runtime.
+
+        It tells one ``llama-server`` build from another: two builds can differ in their replies.
+
+        Raises:
+            LocalServerError: the native runtime's binary is not found (:func:`native_binary`).
+        """
+        if self.runtime != "native":
+            return None
+        if self._binary_sha256 is None:
+            import hashlib
+
+            self.binary = native_binary(self.binary).resolve()
+            with self.binary.open("rb") as fh:
+                self._binary_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+        return self._binary_sha256
 
     @property
     def pid(self) -> int | None:
@@ -287,7 +326,7 @@ class LocalServer:
 
     def _native_command(self) -> list[str]:
         """``llama-server`` with the same settings: one slot, so requests queue as they do on the Python server."""
-        self.binary = native_binary(self.binary)
+        self.binary = native_binary(self.binary).resolve()
         cmd = [str(self.binary), "-m", str(self.model_path), "--host", self.host, "--port", str(self.port),
                "-c", str(self.n_ctx), "-t", str(self.n_threads), "-np", "1", "--alias", self.alias]
         if self.seed is not None:
@@ -329,12 +368,18 @@ class LocalServer:
             self._log_path = Path(name)
         _install_cleanup()
         started = time.monotonic()
-        with self._log_path.open("ab") as log:
+        try:
             command = self.command()
-            self._proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            with self._log_path.open("ab") as log:
+                self._proc = subprocess.Popen(
+                    command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        except (OSError, LocalServerError) as exc:  # a binary that cannot be executed (no #!, a missing interpreter)
+            self._remove_log()
+            if isinstance(exc, LocalServerError):
+                raise
+            raise LocalServerError(f"the {self.runtime} runtime's server could not be started ({command[0]}): {exc}") from None
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -364,7 +409,7 @@ class LocalServer:
                     pass
                 if time.monotonic() > deadline:
                     raise LocalServerError(
-                        f"llama.cpp server for {self.model_path.name} did not answer on {self.base_url} within "
+                        f"llama.cpp server for {self.model_path.name} did not answer on {url} within "
                         f"{self.ready_timeout:g} s; last lines of its log:\n{self._log_tail()}"
                     )
                 time.sleep(0.1)

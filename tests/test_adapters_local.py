@@ -100,7 +100,7 @@ def test_sigterm_ignored_means_sigkill_after_grace(fake) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["sigterm", "sigint", "atexit"])
+@pytest.mark.parametrize("how", ["sigterm", "sigint", "sighup", "atexit"])
 def test_caller_signals_and_exit_stop_the_server(fake, tmp_path: Path, how: str) -> None:
     script = tmp_path / "fake_server.py"
     child = textwrap.dedent(
@@ -113,8 +113,8 @@ def test_caller_signals_and_exit_stop_the_server(fake, tmp_path: Path, how: str)
                 return [sys.executable, {str(script)!r}, "ok", str(self.port)]
         server = Fake({str(tmp_path / 'm.gguf')!r}).start()
         print(server.pid, flush=True)
-        if {how!r} == "sigterm":
-            os.kill(os.getpid(), signal.SIGTERM); time.sleep(10)
+        if {how!r} in ("sigterm", "sighup"):  # sighup: the terminal was closed
+            os.kill(os.getpid(), getattr(signal, {how!r}.upper())); time.sleep(10)
         elif {how!r} == "sigint":
             with server:
                 os.kill(os.getpid(), signal.SIGINT); time.sleep(10)

@@ -175,3 +175,60 @@ def test_a_run_started_on_one_runtime_is_not_resumed_on_the_other(no_binary: Pat
     with pytest.raises(RunStoreError, match=r"model.runtime: stored 'native', now '\(none\)'"):
         RunStore.open(no_binary / "run", python_meta)
     RunStore.open(no_binary / "run", native_meta).close()  # the same runtime resumes
+
+
+def test_a_binary_that_cannot_be_executed_is_a_local_server_error_and_leaves_no_log(
+        no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(no_binary))
+    gguf = no_binary / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    no_shebang = no_binary / "llama-server"
+    no_shebang.write_text("echo not a program\n")  # executable, but not a format the kernel runs
+    no_shebang.chmod(0o755)
+    with pytest.raises(LocalServerError, match=r"native runtime's server could not be started .*llama-server.*Exec format"):
+        LocalServer(gguf, runtime="native", binary=no_shebang).start()
+    assert not list(no_binary.glob("stepguard-llama-*.log"))
+
+
+def test_a_directory_in_the_build_cache_is_not_taken_for_a_binary(no_binary: Path) -> None:
+    (no_binary / "cache" / "stepguard" / "llama-server" / "v1" / "llama-server").mkdir(parents=True)
+    with pytest.raises(LocalServerError, match="build_llama_server"):
+        native_binary()
+
+
+def test_a_python_runtime_records_no_binary_and_another_build_is_another_run(no_binary: Path) -> None:
+    from stepguard.bench._runmeta import run_meta
+    from stepguard.bench.store import RunStore
+    from stepguard.errors import RunStoreError
+
+    one = _executable(no_binary / "a" / "llama-server")
+    other = no_binary / "b" / "llama-server"
+    other.parent.mkdir()
+    other.write_text("#!/bin/sh\necho another build\n")
+    other.chmod(0o755)
+    assert LocalServer(no_binary / "m.gguf", runtime="python", binary=one).binary is None
+
+    def meta(binary: Path) -> dict:
+        class Model:
+            spec, model_name, provider = "local:x", "x", "llama.cpp"
+            server = LocalServer(no_binary / "m.gguf", runtime="native", binary=binary)
+        return run_meta("raw", Model(), None, {"file": None, "sha256": "abc"})  # type: ignore[arg-type]
+
+    RunStore.open(no_binary / "run", meta(one)).close()
+    with pytest.raises(RunStoreError, match="model.binary_sha256: stored"):
+        RunStore.open(no_binary / "run", meta(other))
+
+
+def test_serve_refuses_bad_runtime_settings_before_it_starts(no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    monkeypatch.setenv(_server.RUNTIME_ENV, "bogus")
+    result = CliRunner().invoke(app, ["serve", "--upstream", "local:smollm2-135m"])
+    assert result.exit_code == 6 and "STEPGUARD_RUNTIME='bogus'" in result.output and "Traceback" not in result.output
+    monkeypatch.setenv(_server.RUNTIME_ENV, "native")
+    result = CliRunner().invoke(app, ["serve", "--upstream", "local:smollm2-135m"])
+    assert result.exit_code == 6 and "build_llama_server" in result.output and "pip install" not in result.output

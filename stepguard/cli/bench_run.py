@@ -32,17 +32,17 @@ from stepguard.cli._guard_options import (
     by_procedure_notes,
     guard_option_defaults,
 )
-from stepguard.cli._open_model import LOCAL_HINT, ModelSpec, Timeout, open_model
+from stepguard.cli._open_model import ModelSpec, Timeout, open_model, with_local_hint
 from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
 from stepguard.errors import LocalServerError, StepguardError
 
 __all__ = ["compare_command", "demo_command", "register", "report_command", "run_command"]
 
-def _fail(error: BaseException | str, code: int | None = None, hint: str = "") -> typer.Exit:
-    """Print ``error`` (and ``hint``); the exit code is ``code``, else the error's (a message: usage)."""
+def _fail(error: BaseException | str, code: int | None = None) -> typer.Exit:
+    """Print ``error``; the exit code is ``code``, else the error's (a message: usage)."""
     if code is None:
         code = ExitCode.USAGE if isinstance(error, str) else exit_for_error(error)
-    return fail(f"{error}\n{hint}" if hint else str(error), code)
+    return fail(str(error), code)
 
 
 def _describe(summary: Any) -> str:
@@ -59,7 +59,7 @@ def _run_guarded(fn: Any) -> Any:
         typer.echo("\ninterrupted: every finished row is on disk; run the same command again to resume", err=True)
         raise typer.Exit(130) from None
     except LocalServerError as exc:
-        raise _fail(exc, ExitCode.MODEL, LOCAL_HINT) from None
+        raise fail(with_local_hint(exc), ExitCode.MODEL) from None
     except (StepguardError, ValueError) as exc:
         raise _fail(exc) from None
 

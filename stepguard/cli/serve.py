@@ -60,6 +60,13 @@ def serve_command(
         spec = parse_model_spec(upstream)
     except StepguardError as exc:
         raise fail(exc, ExitCode.USAGE) from None
+    if spec.kind == "local":  # the embedded server's settings, before the app starts it (a traceback there)
+        from stepguard.adapters._server import check_runtime
+
+        try:
+            check_runtime()
+        except StepguardError as exc:
+            raise fail(exc, ExitCode.MODEL) from None
     if workers > 1 and spec.kind == "local":
         raise fail("--workers needs an upstream with an endpoint of its own: start the embedded model once with "
                    "`stepguard model serve` and pass its spec (http://127.0.0.1:PORT/v1#NAME) as --upstream",
