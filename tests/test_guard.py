@@ -341,3 +341,25 @@ def test_a_step_restated_inside_its_chunk_is_compared_as_the_step_rounds(reply: 
     assert [var for var, _ in verdict.verified] == verified
     if len(verified) < 2:
         assert verdict.deviation.kind == "extra_steps" and "written again with a different value" in verdict.deviation.detail
+
+
+@pytest.mark.parametrize(("reply", "verified"), [
+    ("big = true\nbig = true\nn = a + 1 = 8", ["big", "n"]),      # the same boolean again, inside the chunk
+    ("big = true\nn = a + 1 = 8\nbig = false", ["big", "n"][:0]),  # contradicted after the chunk: neither is taken
+    ("tier = 2\nbig = true\nn = a + 1 = 8\ntier = 2", ["tier", "big", "n"]),  # a choice named like a number, again
+    ("tier = 2\ntier = 1\nbig = true\nn = a + 1 = 8", ["tier"]),
+])
+def test_text_steps_restated_are_read_as_their_own_line_is(reply: str, verified: list[str]) -> None:
+    """A boolean or choice written again is read as the step reads it: the same value is a restatement,
+    another one is refused, wherever it comes."""
+    from stepguard.trace import parse_trace
+    from stepguard.verify import verify_chunk
+
+    steps = [{"var": "big", "expr": "a > 5", "type": "boolean"}, {"var": "n", "expr": "a + 1"}]
+    if reply.startswith("tier"):
+        steps.insert(0, {"var": "tier", "expr": "'2' if a > 5 else '1'", "type": "one_of", "choices": ["1", "2"]})
+    proc = Procedure.model_validate({"inputs": ["a"], "steps": steps})
+    verdict = verify_chunk(proc, 0, len(steps), {"a": 7}, parse_trace(reply, var_names=proc.variables))
+    assert [var for var, _ in verdict.verified] == verified
+    if len(verified) < len(steps):
+        assert verdict.deviation.kind == "extra_steps" and "written again with a different value" in verdict.deviation.detail

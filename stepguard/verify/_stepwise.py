@@ -201,9 +201,11 @@ def verify_chunk(
         want_var = steps[pos].var
         if rec.var != want_var:
             if rec.var in seen_lines or (rec.var in local and rec.var in all_vars):
-                if rec.value is not None and local.get(rec.var) == _as_committed(rec.value, steps[all_vars[rec.var]]):
+                again = _restated(rec, steps[all_vars[rec.var]])
+                if again is not None and _same(again, local.get(rec.var)):
                     continue  # a harmless restatement of a verified value (5.005 after 5.01, rounded as the step rounds)
-                return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value", got=rec.text))
+                how = "with a different value" if again is not None else "without a value"
+                return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again {how}", got=rec.text))
             if rec.var in chunk_vars[pos - start + 1 :]:
                 later = any(r.var == want_var for r in trace.records if r.line > rec.line)
                 kind = "out_of_order" if later else "under_executed"
@@ -260,9 +262,10 @@ def verify_chunk(
         tail = trace.records[-1].text if trace.records else ""
         return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
     for rec in trace.records:  # a verified step written again, after the chunk, with another value: which one is meant?
-        if rec.line <= last_line_of_chunk or rec.var not in seen_lines or rec.value is None:
+        if rec.line <= last_line_of_chunk or rec.var not in seen_lines:
             continue
-        if local.get(rec.var) != _as_committed(rec.value, steps[all_vars[rec.var]]):
+        again = _restated(rec, steps[all_vars[rec.var]])
+        if again is not None and not _same(again, local.get(rec.var)):
             verdict.verified = verdict.verified[:next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)]
             pos = all_vars[rec.var]
             return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
@@ -275,6 +278,17 @@ def verify_chunk(
     return verdict
 
 
-def _as_committed(value: Number, step: Step) -> Number:
-    """A value a reply wrote for ``step``, as the guard commits it: rounded by the step's own rule."""
-    return value if step.scale is None else apply_scale(value, step)
+def _restated(rec: Record, step: Step) -> Number | bool | str | None:
+    """The value a line writing ``step`` again gives, read as the step's own line is and rounded by
+    the step's rule (``5.005`` -> ``5.01``; ``true`` for a boolean; ``"2"`` for a choice named
+    ``2``), or ``None`` where the line gives none."""
+    if step.type in _NON_NUMERIC:
+        return read_raw_value(rec, step.type, step.choices)
+    if rec.value is None:
+        return None
+    return rec.value if step.scale is None else apply_scale(rec.value, step)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal values of the same kind: ``True`` is not ``1``."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
