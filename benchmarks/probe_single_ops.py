@@ -26,6 +26,12 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            flagged production runs), each sampled 8 times at the guard's resample temperature with
            seeds 100..107, as the ``resample`` rung asks them: how often a new sample is right.
 
+--columns  the sums the model gets wrong (``14355000 + 900``, ``690 + 6``) by written column addition: each
+           column's digits and carry as literals in one chunk (``c2 = 0 + 9``, ``c5 = 5 + 8 + 1``), then the
+           digits put back together one place at a time as single steps (``14355 * 10 + 9``): 2026-12-01,
+           the columns 39 of 39 right; the putting back 10 of 14 (``69 * 10 + 6 = 756``,
+           ``143559 * 10 + 7 = 1435607``), so no rung was built on it.
+
 Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
 
@@ -211,6 +217,36 @@ def carry(model) -> None:
         print(f"{name}: {whole}/{len(CARRY)} products with every sub-step right; {right}/{steps} sub-steps", flush=True)
 
 
+COLUMN_SUMS = [(14355000, 900), (27000, 225), (14355900, 72), (1350, 81), (690, 6), (990, 8), (13500000, 810000)]
+APPENDS = [(8370, 8), (143559, 7), (92778, 8), (14355, 9), (1435590, 0), (21153, 4), (99666, 8), (3999, 10), (9999, 10),
+           (2115407, 3), (83708, 6), (1431000, 0), (7, 13), (69, 6)]
+
+
+def columns(model) -> None:
+    right = total = 0
+    for a, b in COLUMN_SUMS:
+        n = max(len(str(a)), len(str(b)))
+        da, db = (int(c) for c in str(a).zfill(n)[::-1]), (int(c) for c in str(b).zfill(n)[::-1])
+        lines, wants, carry_in = [], [], 0
+        for i, (x, y) in enumerate(zip(da, db)):
+            lines.append(f"c{i} = {x} + {y}" + (f" + {carry_in}" if i else ""))
+            wants.append(x + y + carry_in)
+            carry_in = wants[-1] // 10
+        reply = ask(model, "\n".join(lines), "<name> = <expression> = <result>", len(lines))
+        got = [line.split("=")[-1].strip() for line in reply.splitlines()]
+        ok = sum(g == str(w) for g, w in zip(got, wants))
+        right, total = right + ok, total + len(wants)
+        print(f"columns of {a} + {b}: {ok}/{len(wants)} ({got})", flush=True)
+    print(f"column sums right: {right}/{total}")
+    right = 0
+    for r, d in APPENDS:
+        expr = f"{r} * 10 + {d}" if d < 10 else f"{r} * 10 + {d} % 10"
+        ok = _value_is(ask(model, f"t1 = {expr}", f"t1 = {expr} = <result>"), F(r * 10 + d % 10))
+        right += ok
+        print(f"{expr}: {'OK' if ok else 'wrong'}", flush=True)
+    print(f"digits put back right: {right}/{len(APPENDS)}")
+
+
 RESAMPLED = [("677795 * 5", F(3388975)), ("1595108 * 9", F(14355972)), ("128455 / 8", F(128455, 8)),
              ("14355000 + 900", F(14355900)), ("13500000 + 810000", F(14310000)), ("6777.95 * 0.05", F("338.8975"))]
 
@@ -231,13 +267,13 @@ def resample(model) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
         for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide),
-                         ("carry", carry), ("resample", resample)):
+                         ("carry", carry), ("resample", resample), ("columns", columns)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
