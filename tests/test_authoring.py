@@ -76,6 +76,17 @@ def test_init_then_check(tmp_path: Path) -> None:
     assert "expected value: net * rate  (hidden check" in out.output and "ROUND_HALF_UP" in out.output
 
 
+def test_init_makes_a_missing_folder_and_refuses_what_cannot_be_written(tmp_path: Path) -> None:
+    runner = CliRunner()
+    path = tmp_path / "new" / "deeper" / "p.yaml"
+    out = runner.invoke(app, ["init", str(path)])
+    assert out.exit_code == 0 and path.is_file(), out.output
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = runner.invoke(app, ["init", str(blocker / "p.yaml")])  # its "folder" is a file
+    assert out.exit_code == 7 and f"{blocker / 'p.yaml'}: cannot be written" in out.output and "Traceback" not in out.output
+
+
 def test_check_names_file_step_and_field(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("steps:\n  - {var: a, expr: x + 1}\n  - {var: b, check: a + c}\n", encoding="utf-8")

@@ -191,3 +191,12 @@ def test_every_plot_axis_is_labelled(report: tuple[Any, list[str]]) -> None:
     assert {a[0].split(":")[0] for a in AXES} == {"overlay.png", "accuracy.png", "labels.png", "guard_cost.png"}
     unlabelled = [title for title, x, y in AXES if not x.strip() or not y.strip()]
     assert not unlabelled
+
+
+def test_the_accuracy_figure_names_what_each_mode_counts(report: tuple[Any, list[str]]) -> None:
+    """Raw panels show first-answer accuracy; guarded panels verified completion, the guarded figure."""
+    top = [(title, y) for title, _, y in AXES if title.startswith("accuracy.png:") and "exact-step" not in title]
+    assert len(top) == 2, top
+    raw, guarded = sorted(top, key=lambda t: "guarded" in t[0])
+    assert "first-answer accuracy" in raw[0] and "first-answer accuracy" in raw[1]
+    assert "verified completion" in guarded[0] and "verified completion" in guarded[1]

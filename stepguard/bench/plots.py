@@ -42,12 +42,14 @@ def _axes(fig: Figure, rows: int, cols: int) -> list[list]:  # type: ignore[type
 
 
 def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
-    """First-answer accuracy (top) and exact-step rate (bottom) vs steps, one line per look-back,
-    one column per run (raw and guarded side by side), 95% Wilson intervals as error bars."""
+    """First-answer accuracy (raw runs) or verified completion (guarded runs: verified, every value
+    model-verified and right, nothing repaired) on top, exact-step rate below, vs steps, one line per
+    look-back, one column per run (raw and guarded side by side), 95% Wilson intervals as error bars."""
     fig = Figure(figsize=(4.6 * max(1, len(runs)), 7.5), layout="constrained")
     ax = _axes(fig, 2, max(1, len(runs)))
     for col, run in enumerate(runs):
-        for row, (key, name) in enumerate((("first_answer_accuracy", "first-answer accuracy"), ("exact_step_rate", "exact-step rate"))):
+        top = ("verified_correct_rate", "verified completion") if run.mode == "guarded" else ("first_answer_accuracy", "first-answer accuracy")
+        for row, (key, name) in enumerate((top, ("exact_step_rate", "exact-step rate"))):
             a = ax[row][col]
             lookbacks = sorted({lb for _, lb in run.configs})
             for j, lb in enumerate(lookbacks):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from stepguard.cli._exit import fail
+from stepguard.cli._exit import ExitCode, fail
 from stepguard.errors import ProcedureError
 
 if TYPE_CHECKING:
@@ -149,11 +149,18 @@ def init_command(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the starter procedure.")] = Path("procedure.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
-    """Write a commented starter procedure (YAML) explaining every field."""
+    """Write a commented starter procedure (YAML) explaining every field; its folder is made if missing.
+
+    Exits 2 where the file exists (without --force), 7 where it cannot be written.
+    """
     if file.exists() and not force:
         typer.echo(f"error: {file} exists (use --force to overwrite)", err=True)
         raise typer.Exit(2)
-    file.write_text(STARTER.format(name=file, stem=file.stem), encoding="utf-8")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(STARTER.format(name=file, stem=file.stem), encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"{file}: cannot be written ({exc.strerror or exc})", ExitCode.DATA) from None
     typer.echo(f"wrote {file}; next: stepguard check {file}")
 
 
