@@ -219,6 +219,7 @@ async def arun_benchmark(
             finally:
                 sem.release()
 
+        ticker = asyncio.create_task(_tick(bar)) if progress else None
         try:
             async with asyncio.TaskGroup() as tg:
                 for inst in select(make(), wanted, limit):
@@ -230,6 +231,8 @@ async def arun_benchmark(
         except BaseExceptionGroup as group:
             raise _first(group) from None
         finally:
+            if ticker is not None:
+                ticker.cancel()
             bar.close()
     finally:
         quiet.__exit__(None, None, None)
@@ -237,6 +240,14 @@ async def arun_benchmark(
         summary.wall_s = time.perf_counter() - t0
     summary.selected = summary.skipped + summary.written + summary.errors
     return summary
+
+
+async def _tick(bar: Any, every_s: float = 5.0) -> None:
+    """Redraw the progress bar every ``every_s`` seconds, so its elapsed time moves while one long
+    instance runs (a raw 23-step reply took minutes on a busy machine, and the bar looked hung)."""
+    while True:
+        await asyncio.sleep(every_s)
+        bar.refresh()
 
 
 def _first(group: BaseExceptionGroup) -> BaseException:
