@@ -132,9 +132,10 @@ def native_binary(path: str | Path | None = None) -> Path:
     )
 
 
-def check_runtime(runtime: str | None = None) -> str:
-    """Check the embedded server's settings before anything starts: the runtime, the draft tokens,
-    and that the runtime's server is installed. Returns the runtime.
+def check_runtime(runtime: str | None = None, binary: str | Path | None = None) -> str:
+    """Check the embedded server's settings before anything starts: the runtime (``None``:
+    :func:`runtime_default`), the draft tokens, and that the runtime's server is installed (for the
+    native runtime, ``binary`` or the one :func:`native_binary` finds). Returns the runtime.
 
     Raises:
         LocalServerError: ``$STEPGUARD_RUNTIME`` or ``$STEPGUARD_DRAFT_TOKENS`` is not valid, or the
@@ -145,7 +146,7 @@ def check_runtime(runtime: str | None = None) -> str:
         raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
     draft_tokens_default()
     if runtime == "native":
-        native_binary()
+        native_binary(binary)
     else:
         check_llama_cpp()
     return runtime

@@ -25,7 +25,7 @@ from stepguard.errors import LocalServerError
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 
 from . import _model_files as files
-from ._server import RUNTIME, RUNTIMES, LocalServer, check_llama_cpp, free_port, native_binary, runtime_default
+from ._server import RUNTIME, RUNTIMES, LocalServer, check_runtime, free_port, native_binary, runtime_default
 
 if TYPE_CHECKING:
     from .openai_compat import OpenAICompatibleModel
@@ -213,11 +213,7 @@ class LocalModel:
         runtime: str | None = None,
         binary: str | Path | None = None,
     ) -> None:
-        runtime = runtime_default() if runtime is None else runtime
-        if runtime == "native":
-            binary = native_binary(binary)
-        else:
-            check_llama_cpp()
+        runtime = check_runtime(runtime, binary)
         self.path, self.model_name = resolve_model(name_or_path)
         self.spec = spec or f"local:{name_or_path or self.model_name}"
         threads = n_threads or min(os.cpu_count() or 2, 8)
