@@ -97,6 +97,14 @@ def runtime_default() -> str:
     return raw or RUNTIME
 
 
+def _chosen_runtime(runtime: str | None) -> str:
+    """``runtime``, or :func:`runtime_default` for ``None``; refused unless one of :data:`RUNTIMES`."""
+    runtime = runtime_default() if runtime is None else runtime
+    if runtime not in RUNTIMES:
+        raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    return runtime
+
+
 def _built_binaries() -> list[Path]:
     """``llama-server`` binaries built by ``scripts/build_llama_server.sh``, newest first."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stepguard" / "llama-server"
@@ -141,9 +149,7 @@ def check_runtime(runtime: str | None = None, binary: str | Path | None = None) 
         LocalServerError: ``$STEPGUARD_RUNTIME`` or ``$STEPGUARD_DRAFT_TOKENS`` is not valid, or the
             runtime's server is not installed (llama-cpp-python, or a ``llama-server`` binary).
     """
-    runtime = runtime_default() if runtime is None else runtime
-    if runtime not in RUNTIMES:
-        raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    runtime = _chosen_runtime(runtime)
     draft_tokens_default()
     if runtime == "native":
         native_binary(binary)
@@ -261,9 +267,7 @@ class LocalServer:
         binary: str | Path | None = None,
     ) -> None:
         self.model_path = Path(model_path)
-        self.runtime = runtime_default() if runtime is None else runtime
-        if self.runtime not in RUNTIMES:
-            raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
+        self.runtime = _chosen_runtime(runtime)
         self.binary = Path(binary).resolve() if binary is not None and self.runtime == "native" else None
         self._binary_sha256: str | None = None
         self.draft_tokens = draft_tokens_default() if draft_tokens is None else draft_tokens
@@ -298,8 +302,7 @@ class LocalServer:
         if self._binary_sha256 is None:
             import hashlib
 
-            self.binary = native_binary(self.binary).resolve()
-            with self.binary.open("rb") as fh:
+            with self._native_binary().open("rb") as fh:
                 self._binary_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
         return self._binary_sha256
 
@@ -325,10 +328,14 @@ class LocalServer:
             cmd += ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(self.draft_tokens)]
         return cmd + list(self.extra_args)
 
+    def _native_binary(self) -> Path:
+        """The native runtime's binary (the one given, else :func:`native_binary`'s), kept resolved in ``binary``."""
+        self.binary = native_binary(self.binary).resolve()
+        return self.binary
+
     def _native_command(self) -> list[str]:
         """``llama-server`` with the same settings: one slot, so requests queue as they do on the Python server."""
-        self.binary = native_binary(self.binary).resolve()
-        cmd = [str(self.binary), "-m", str(self.model_path), "--host", self.host, "--port", str(self.port),
+        cmd = [str(self._native_binary()), "-m", str(self.model_path), "--host", self.host, "--port", str(self.port),
                "-c", str(self.n_ctx), "-t", str(self.n_threads), "-np", "1", "--alias", self.alias]
         if self.seed is not None:
             cmd += ["--seed", str(self.seed)]
@@ -352,8 +359,8 @@ class LocalServer:
             ``self``, running.
 
         Raises:
-            LocalServerError: llama-cpp-python is missing, the model file is missing, or the
-                server died or did not answer within ``ready_timeout`` seconds (the message
+            LocalServerError: llama-cpp-python (or the native runtime's binary) is missing or
+                cannot be executed, the model file is missing, or the server died or did not answer within ``ready_timeout`` seconds (the message
                 holds the last lines of its log).
         """
         if self.pid is not None:
@@ -363,6 +370,7 @@ class LocalServer:
         if not self.model_path.is_file():
             raise LocalServerError(f"model file not found: {self.model_path}")
         self.port = self.port or free_port(self.host)
+        command = self.command()
         if self._log_path is None:
             fd, name = tempfile.mkstemp(prefix="stepguard-llama-", suffix=".log")
             os.close(fd)
@@ -370,16 +378,13 @@ class LocalServer:
         _install_cleanup()
         started = time.monotonic()
         try:
-            command = self.command()
             with self._log_path.open("ab") as log:
                 self._proc = subprocess.Popen(
                     command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-        except (OSError, LocalServerError) as exc:  # a binary that cannot be executed (no #!, a missing interpreter)
+        except OSError as exc:  # a binary that cannot be executed (no #!, a missing interpreter)
             self._remove_log()
-            if isinstance(exc, LocalServerError):
-                raise
             raise LocalServerError(f"the {self.runtime} runtime's server could not be started ({command[0]}): {exc}") from None
         with _LIVE_LOCK:
             _LIVE.add(self)
