@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from stepguard.errors import LocalServerError
+from stepguard.errors import LocalServerError, LocalServerSettingError
 
 _LIVE: set[LocalServer] = set()
 _LIVE_LOCK = threading.RLock()
@@ -68,7 +68,7 @@ def draft_tokens_default() -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise LocalServerError(f"{DRAFT_TOKENS_ENV}={raw!r}: give a whole number of tokens >= 0 (0 turns drafting off)")
+        raise LocalServerSettingError(f"{DRAFT_TOKENS_ENV}={raw!r}: give a whole number of tokens >= 0 (0 turns drafting off)")
     return value
 
 
@@ -93,7 +93,7 @@ def runtime_default() -> str:
     """
     raw = os.environ.get(RUNTIME_ENV, "").strip()
     if raw and raw not in RUNTIMES:
-        raise LocalServerError(f"{RUNTIME_ENV}={raw!r}: give one of {', '.join(RUNTIMES)}")
+        raise LocalServerSettingError(f"{RUNTIME_ENV}={raw!r}: give one of {', '.join(RUNTIMES)}")
     return raw or RUNTIME
 
 
@@ -101,7 +101,7 @@ def _chosen_runtime(runtime: str | None) -> str:
     """``runtime``, or :func:`runtime_default` for ``None``; refused unless one of :data:`RUNTIMES`."""
     runtime = runtime_default() if runtime is None else runtime
     if runtime not in RUNTIMES:
-        raise LocalServerError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+        raise LocalServerSettingError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
     return runtime
 
 
@@ -126,7 +126,7 @@ def native_binary(path: str | Path | None = None) -> Path:
         p = Path(given).expanduser()
         if not (p.is_file() and os.access(p, os.X_OK)):
             where = "" if path else f" (from {SERVER_BINARY_ENV})"
-            raise LocalServerError(f"llama-server binary {str(p)!r}{where} is not an executable file")
+            raise LocalServerSettingError(f"llama-server binary {str(p)!r}{where} is not an executable file")
         return p
     on_path = shutil.which("llama-server")
     if on_path:
@@ -134,7 +134,7 @@ def native_binary(path: str | Path | None = None) -> Path:
     built = _built_binaries()
     if built:
         return built[0]
-    raise LocalServerError(
+    raise LocalServerSettingError(
         "the native runtime needs llama.cpp's llama-server: build it once with `bash scripts/build_llama_server.sh` "
         f"(10 to 25 minutes on 2 cores), or set {SERVER_BINARY_ENV} to a binary of your own"
     )
@@ -272,7 +272,7 @@ class LocalServer:
         self._binary_sha256: str | None = None
         self.draft_tokens = draft_tokens_default() if draft_tokens is None else draft_tokens
         if self.draft_tokens < 0:
-            raise LocalServerError(f"draft_tokens must be >= 0, not {self.draft_tokens}")
+            raise LocalServerSettingError(f"draft_tokens must be >= 0, not {self.draft_tokens}")
         self.alias = alias or self.model_path.stem
         self.port = port
         self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
@@ -385,7 +385,8 @@ class LocalServer:
                 )
         except OSError as exc:  # a binary that cannot be executed (no #!, a missing interpreter)
             self._remove_log()
-            raise LocalServerError(f"the {self.runtime} runtime's server could not be started ({command[0]}): {exc}") from None
+            error = LocalServerSettingError if self.runtime == "native" else LocalServerError  # the binary it was given
+            raise error(f"the {self.runtime} runtime's server could not be started ({command[0]}): {exc}") from None
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:

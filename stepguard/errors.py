@@ -16,6 +16,8 @@ wrong and where (a file, a step, a line, an endpoint)::
     │   ├── ModelTimeout         an attempt ran past its deadline (the whole reply, not one read)
     │   └── ModelOutputTruncated the reply was cut at max tokens (finish_reason == "length")
     ├── LocalServerError         the embedded llama.cpp server could not be found, verified or started
+    │   └── LocalServerSettingError  its own settings are wrong (the runtime, the draft tokens, the
+    │                            native runtime's binary): installing the local extra does not help
     ├── StepDeviation            the guard's ``raise`` policy: a step deviated; carries the partial result
     ├── BudgetExhausted          a re-prompt or token budget is spent and ``on_exhausted`` is ``raise``
     ├── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
@@ -36,6 +38,7 @@ __all__ = [
     "CheckpointError",
     "EvaluationError",
     "LocalServerError",
+    "LocalServerSettingError",
     "MissingExtraError",
     "ModelError",
     "ModelOutputTruncated",
@@ -133,6 +136,13 @@ class ModelOutputTruncated(ModelError):
 
 class LocalServerError(StepguardError):
     """The embedded llama.cpp server could not be found, verified (sha256) or started."""
+
+
+class LocalServerSettingError(LocalServerError):
+    """The embedded server's own settings are wrong: the runtime (``$STEPGUARD_RUNTIME``), the draft
+    tokens (``$STEPGUARD_DRAFT_TOKENS``), or the native runtime's ``llama-server`` binary (missing,
+    not executable, or not a program). The message says what to set or build; installing the
+    ``local`` extra does not help."""
 
 
 class StepDeviation(StepguardError):

@@ -232,3 +232,16 @@ def test_serve_refuses_bad_runtime_settings_before_it_starts(no_binary: Path, mo
     monkeypatch.setenv(_server.RUNTIME_ENV, "native")
     result = CliRunner().invoke(app, ["serve", "--upstream", "local:smollm2-135m"])
     assert result.exit_code == 6 and "build_llama_server" in result.output and "pip install" not in result.output
+
+
+def test_run_names_the_settings_error_without_the_install_hint(no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installing the local extra does not mend a bad setting, so the hint is left out for those errors only."""
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+    from stepguard.cli._open_model import LOCAL_HINT, with_local_hint
+
+    monkeypatch.setenv(_server.RUNTIME_ENV, "native")
+    result = CliRunner().invoke(app, ["run", "examples/invoice.yaml", "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "local"])
+    assert result.exit_code == 6 and "build_llama_server" in result.output and "pip install" not in result.output
+    assert with_local_hint(LocalServerError("model file not found: m.gguf")).endswith(LOCAL_HINT)

