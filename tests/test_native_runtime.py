@@ -172,9 +172,13 @@ def test_a_run_started_on_one_runtime_is_not_resumed_on_the_other(no_binary: Pat
     assert "runtime" not in python_meta["model"]  # as runs recorded before runtimes existed
     native_meta = run_meta("raw", model("native"), None, inst)  # type: ignore[arg-type]
     RunStore.open(no_binary / "run", native_meta).close()
-    with pytest.raises(RunStoreError, match=r"model.runtime: stored 'native', now '\(none\)'"):
+    with pytest.raises(RunStoreError, match=r"model.runtime: stored 'native', now 'python' \(the default runtime\)") as err:
         RunStore.open(no_binary / "run", python_meta)
+    assert "(none)" not in str(err.value)  # the refusal names the runtime and build, not a missing field
     RunStore.open(no_binary / "run", native_meta).close()  # the same runtime resumes
+    RunStore.open(no_binary / "py", python_meta).close()
+    with pytest.raises(RunStoreError, match=r"model.runtime: stored 'python' \(the default runtime\), now 'native'"):
+        RunStore.open(no_binary / "py", native_meta)
 
 
 def test_a_binary_that_cannot_be_executed_is_a_local_server_error_and_leaves_no_log(

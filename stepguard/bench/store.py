@@ -230,10 +230,19 @@ class RunStore:
 
 
 
+# what a field left out of a stored identity means (the default runtime is left out of the model's
+# identity, so that runs recorded before runtimes existed still resume)
+_ABSENT = {("model", "runtime"): "'python' (the default runtime)",
+           ("model", "binary_sha256"): "none (the python runtime has no llama-server binary)"}
+
+
 def _differences(key: str, old: Any, new: Any) -> str:
     """``key: stored X, now Y``, or for two mappings only the fields that differ
     (``guard_config.chunk_size: stored 5, now 1``), so a refusal names what changed."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return "; ".join(f"{key}.{k}: stored {old.get(k, '(none)')!r}, now {new.get(k, '(none)')!r}"
+        def shown(d: dict, k: str) -> str:
+            return repr(d[k]) if k in d else _ABSENT.get((key, k), "(none)")
+
+        return "; ".join(f"{key}.{k}: stored {shown(old, k)}, now {shown(new, k)}"
                          for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
     return f"{key}: stored {old!r}, now {new!r}"
