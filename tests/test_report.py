@@ -200,3 +200,21 @@ def test_the_accuracy_figure_names_what_each_mode_counts(report: tuple[Any, list
     raw, guarded = sorted(top, key=lambda t: "guarded" in t[0])
     assert "first-answer accuracy" in raw[0] and "first-answer accuracy" in raw[1]
     assert "verified completion" in guarded[0] and "verified completion" in guarded[1]
+
+
+def test_a_run_on_the_native_runtime_says_so_in_its_label(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """Temperature-0 replies differ between the runtimes, so two runs that differ only there are told apart."""
+    import json
+    import shutil
+
+    from stepguard.bench.aggregate import aggregate_run
+
+    _, raw, _ = runs
+    native = tmp_path / "raw"
+    shutil.copytree(raw, native)
+    meta = json.loads((native / "run.json").read_text())
+    meta["model"]["runtime"] = "native"
+    (native / "run.json").write_text(json.dumps(meta))
+    python_run, native_run = aggregate_run(raw), aggregate_run(native)
+    assert "runtime" not in python_run.label and python_run.summary()["runtime"] is None
+    assert "· native runtime" in native_run.label and native_run.summary()["runtime"] == "native"

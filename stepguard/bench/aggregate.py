@@ -190,11 +190,20 @@ class RunAggregate:
         return bool(self.meta.get("simulated"))
 
     @property
+    def runtime(self) -> str | None:
+        """The embedded model's runtime where it is not the default one (``"native"``: llama.cpp's own
+        ``llama-server``, whose temperature-0 replies differ from the Python server's), else ``None``."""
+        runtime = (self.meta.get("model") or {}).get("runtime")
+        return str(runtime) if runtime else None
+
+    @property
     def label(self) -> str:
         """A short name for tables and plot titles: the mode, the run folder's name where it is not
-        the mode (two guarded runs side by side), the model, and ``SIMULATED`` where it applies."""
+        the mode (two guarded runs side by side), the model, its runtime where it is not the default,
+        and ``SIMULATED`` where it applies."""
         folder = f" ({self.rundir.name})" if self.rundir.name != self.mode else ""
-        return f"{self.mode}{folder} · {self.model}" + (" · SIMULATED" if self.simulated else "")
+        runtime = f" · {self.runtime} runtime" if self.runtime else ""
+        return f"{self.mode}{folder} · {self.model}{runtime}" + (" · SIMULATED" if self.simulated else "")
 
     def summary(self) -> dict[str, Any]:
         """The run's entry in summary.json."""
@@ -207,7 +216,7 @@ class RunAggregate:
 
         return {
             "rundir": str(self.rundir), "label": self.label, "mode": self.mode, "model": self.model,
-            "simulated": self.simulated, "rows": self.overall.n, "unresolved_errors": self.unresolved_errors,
+            "runtime": self.runtime, "simulated": self.simulated, "rows": self.overall.n, "unresolved_errors": self.unresolved_errors,
             "guard_config": self.meta.get("guard_config"), "generation": self.meta.get("generation"),
             "instances_sha256": self.meta.get("instances_sha256"),
             "configs": rows(self.configs), "by_steps": rows(self.by_steps), "overall": self.overall.metrics(self.mode),
