@@ -6,8 +6,11 @@ Usage::
 
     # from run folders (the real-model runs, once they are on this machine)
     python scripts/fidelity_figure.py runs/ladder/raw runs/ladder/guarded --out docs/img/fidelity.png
-    # from recorded cell counts (what docs/img/fidelity.png is drawn from today)
+    # from recorded cell counts
     python scripts/fidelity_figure.py --cells docs/data/fidelity_cells.json --out docs/img/fidelity.png
+    # both: the committed raw curve store beside the recorded guarded cells
+    python scripts/fidelity_figure.py benchmarks/stores/curve/raw --cells docs/data/fidelity_cells.json \
+        --cells-mode guarded --out docs/img/fidelity.png
 
 A figure from any simulated run says SIMULATED in its title and across the plot.
 """
@@ -33,27 +36,34 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rundirs", nargs="*", type=Path, help="run folders (raw and guarded)")
-    ap.add_argument("--cells", type=Path, help="recorded cell counts (docs/data/fidelity_cells.json) instead of run folders")
+    ap.add_argument("--cells", type=Path, help="recorded cell counts (docs/data/fidelity_cells.json), alone or beside run folders")
+    ap.add_argument("--cells-mode", choices=("raw", "guarded"),
+                    help="take only this mode's runs from --cells (their recorded pairs are then left out)")
     ap.add_argument("--out", type=Path, default=Path("docs/img/fidelity.png"), help="the PNG to write")
     args = ap.parse_args(argv)
-    if bool(args.cells) == bool(args.rundirs):
-        ap.error("give run folders or --cells FILE, not both")
+    if not args.cells and not args.rundirs:
+        ap.error("give run folders, --cells FILE, or both")
+    if args.cells_mode and not args.cells:
+        ap.error("--cells-mode needs --cells")
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    curves, subtitles, rows, simulated, paper = [], [], [], False, not args.rundirs
     if args.cells:
         data = json.loads(args.cells.read_text(encoding="utf-8"))
+        if args.cells_mode:
+            data = {**data, "runs": [r for r in data.get("runs") or () if r.get("mode") == args.cells_mode], "pairs": None}
         simulated = bool(data.get("simulated"))
-        subtitle = f"{data.get('model', '')}; measured {data.get('measured', '?')}; cell counts from {args.cells.as_posix()}"
-        plot_overlay(curves_from_cells(data), args.out, simulated=simulated, subtitle=subtitle)
+        curves += curves_from_cells(data)
+        subtitles.append(f"{data.get('model', '')}; measured {data.get('measured', '?')}; cell counts from {args.cells.as_posix()}")
         rows = [(s, "all", b + nn + r + g, b, nn, r, g, p, f"{b + r}", f"{b + g}") for s, b, nn, r, g, p in paired_from_cells(data)]
-    else:
+    if args.rundirs:
         from stepguard.bench.aggregate import aggregate_run
         from stepguard.bench.compare import compare_runs
 
         runs = [aggregate_run(d) for d in args.rundirs]
-        simulated = any(r.simulated for r in runs)
-        plot_overlay(curves_from_runs(runs), args.out, simulated=simulated, subtitle=", ".join(sorted({r.model for r in runs})),
-                     paper=any(lb for r in runs for _, lb in r.configs))
-        rows = []
+        simulated = simulated or any(r.simulated for r in runs)
+        curves += curves_from_runs(runs)
+        subtitles.append(", ".join(sorted({r.model for r in runs})) + ": " + ", ".join(d.as_posix() for d in args.rundirs))
+        paper = paper or any(lb for r in runs for _, lb in r.configs)
         for raw in (r for r in runs if r.mode == "raw"):
             for guarded in (r for r in runs if r.mode == "guarded"):
                 cmp = compare_runs(raw.rundir, guarded.rundir, "verified")
@@ -61,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                     where = ("all", "all") if p.n_steps is None else (str(p.n_steps), str(p.lookback or "-"))
                     rows.append((*where, p.n, p.both_right, p.both_wrong, p.only_raw, p.only_guarded, p.p_value,
                                  str(p.raw_right), str(p.guarded_right)))
+    plot_overlay(curves, args.out, simulated=simulated, subtitle="; ".join(subtitles), paper=paper)
     print(f"wrote {args.out}" + (" (SIMULATED)" if simulated else ""))
     if rows:
         print("\nPaired (raw first answer right vs guarded verified completion):\n")

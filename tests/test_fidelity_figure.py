@@ -98,3 +98,23 @@ def test_bad_cells_are_refused() -> None:
         curves_from_cells({"runs": [{"mode": "other", "cells": []}]})
     with pytest.raises(SystemExit):
         _script().main(["--out", "x.png"])
+
+
+def test_figure_from_run_folders_beside_one_mode_of_the_recorded_cells(
+        sim_runs: SimRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The docs figure draws the committed raw curve store beside the recorded guarded cells: both
+    sources' curves are drawn, only the chosen mode is taken from the cells, and the cells' recorded
+    pairs (of their own raw run) are not printed as if they paired with the run folders."""
+    mod = _script()
+    drawn: list[Any] = []
+    monkeypatch.setattr("stepguard.bench.overlay.plot_overlay", lambda curves, path, **kw: drawn.append((curves, kw)) or path)
+    out = tmp_path / "fig.png"
+    assert mod.main([str(sim_runs.raw), "--cells", str(CELLS), "--cells-mode", "guarded", "--out", str(out)]) == 0
+    curves, kw = drawn[0]
+    recorded_guarded = [c for c in curves if c.run.startswith("guarded (bridge")]
+    from_folder = [c for c in curves if c.run.startswith("raw · ")]
+    assert recorded_guarded and from_folder and len(recorded_guarded) + len(from_folder) == len(curves)
+    assert kw["simulated"]  # a simulated run folder marks the whole figure
+    assert "| 23 | all | 10 |" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        mod.main(["--cells-mode", "guarded", str(sim_runs.raw), "--out", str(out)])
