@@ -39,6 +39,9 @@ def serve_command(
         "--workers", metavar="N", min=1, help="Worker processes (more than 1: use a postgresql:// --checkpoint).")] = 1,
     max_runs: Annotated[int, typer.Option(
         "--max-runs", metavar="N", min=1, help="Guarded runs executing at once per worker; more wait.")] = 32,
+    max_body_mb: Annotated[float, typer.Option(
+        "--max-body-mb", metavar="MIB", min=0.001,
+        help="Largest request body taken, in MiB; a larger one is answered 413 before it is read whole.")] = 32.0,
     timeout: Annotated[Optional[float], typer.Option(  # noqa: UP007
         "--timeout", metavar="SECONDS", help="Seconds one upstream call attempt may take (default: the adapter's).")] = None,
     tools: Annotated[Optional[str], typer.Option(  # noqa: UP007
@@ -90,7 +93,8 @@ def serve_command(
     typer.echo(f"base URL: http://{host}:{port}/v1", err=True)
     try:
         serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
-              workers=workers, max_runs=max_runs, timeout=timeout, tools=tools)
+              workers=workers, max_runs=max_runs, timeout=timeout, tools=tools,
+              max_body_bytes=max(1, int(max_body_mb * 1024 * 1024)))
     except KeyboardInterrupt:
         pass
 

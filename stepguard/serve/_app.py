@@ -48,6 +48,7 @@ from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
 from stepguard.procedure import Procedure
 from stepguard.serve import _responses as out
+from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request
 from stepguard.serve._upstream import Upstream
 from stepguard.tools import ToolSet, as_toolset, missing_tools
@@ -351,7 +352,8 @@ class _BearerAuth:
 
 def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token: str | None = None,
                config: GuardConfig | None = None, checkpointer: Any | None = None, max_runs: int = 32,
-               tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None) -> Starlette:
+               tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None,
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
     """The proxy as an ASGI application (serve it with uvicorn, or :class:`stepguard.serve.BackgroundServer`).
 
     Args:
@@ -364,6 +366,8 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
         max_runs: guarded runs executing at once.
         tools: the tools the procedures' tool steps call (as ``Guard(model, tools=...)``); a request
             for a procedure that calls a tool not among them is refused (400 ``missing_tools``).
+        max_body_bytes: the largest request body taken; a larger one is refused (413
+            ``request_too_large``) before any route reads it (:class:`stepguard.serve._limits.BodyLimit`).
 
     Returns:
         A Starlette application; ``app.state.proxy`` is its :class:`ProxyState`.
@@ -378,7 +382,9 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
         finally:
             await upstream.aclose()
 
+    # the token is checked first, so a stranger's large body is refused without being read
     middleware = [Middleware(_BearerAuth, token=token)] if token else []  # type: ignore[arg-type]
+    middleware.append(Middleware(BodyLimit, max_bytes=max_body_bytes))  # type: ignore[arg-type]
     app = Starlette(routes=_routes(state), middleware=middleware, lifespan=lifespan)
     app.state.proxy = state
     return app

@@ -43,6 +43,7 @@ def open_checkpointer(target: str | Path | None) -> Any:
 def app_from_env() -> Any:
     """The app a worker process serves, built from :data:`OPTIONS_ENV` and :data:`TOKEN_ENV` (uvicorn's factory)."""
     from stepguard.serve._app import create_app
+    from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES
     from stepguard.serve._procedures import load_procedure_folder
     from stepguard.serve._upstream import Upstream
     from stepguard.tools import load_tools
@@ -53,16 +54,18 @@ def app_from_env() -> Any:
     tools = load_tools(opts["tools"]) if opts.get("tools") else None
     return create_app(upstream, procedures, token=os.environ.get(TOKEN_ENV) or None,
                       checkpointer=open_checkpointer(opts.get("checkpoint")), max_runs=int(opts.get("max_runs") or 32),
-                      tools=tools)
+                      tools=tools, max_body_bytes=int(opts.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES))
 
 
 def serve(*, upstream: str, procedures: str | Path | None, host: str = "127.0.0.1", port: int = 8787,
           token: str | None = None, checkpoint: str | None = None, workers: int = 1, max_runs: int = 32,
-          timeout: float | None = None, log_level: str = "info", tools: str | None = None) -> None:
+          timeout: float | None = None, log_level: str = "info", tools: str | None = None,
+          max_body_bytes: int | None = None) -> None:
     """Serve the proxy in the foreground with uvicorn until interrupted.
 
     ``tools`` is a ``MODULE:ATTR`` (or ``path/file.py:ATTR``) spec of the tools that tool steps call
-    (:func:`stepguard.tools.load_tools`), imported by each worker.
+    (:func:`stepguard.tools.load_tools`), imported by each worker. ``max_body_bytes``: the largest
+    request body taken (``None``: 32 MiB); a larger one is answered 413.
 
     Each worker process builds its own app (:func:`app_from_env`); the token travels in
     :data:`TOKEN_ENV`, never on a command line. With ``workers > 1`` the checkpoint should be a
@@ -72,7 +75,7 @@ def serve(*, upstream: str, procedures: str | Path | None, host: str = "127.0.0.
     import_extra("starlette", "serve", _WHAT)
     os.environ[OPTIONS_ENV] = json.dumps({"upstream": upstream, "procedures": str(procedures) if procedures else None,
                                           "checkpoint": checkpoint, "max_runs": max_runs, "timeout": timeout,
-                                          "tools": tools})
+                                          "tools": tools, "max_body_bytes": max_body_bytes})
     if token:
         os.environ[TOKEN_ENV] = token
     uvicorn.run("stepguard.serve._server:app_from_env", factory=True, host=host, port=port, workers=workers,
