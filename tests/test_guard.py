@@ -363,3 +363,28 @@ def test_text_steps_restated_are_read_as_their_own_line_is(reply: str, verified:
     assert [var for var, _ in verdict.verified] == verified
     if len(verified) < len(steps):
         assert verdict.deviation.kind == "extra_steps" and "written again with a different value" in verdict.deviation.detail
+
+
+@pytest.mark.parametrize(("reply", "verified", "refused", "noted"), [
+    ("t = s + 1 = 11\nu = t * 2 = 22", ["t", "u"], False, False),
+    ("t = s + 1 = 11\nu = t * 2 = 22\ns = 10", ["t", "u"], False, False),     # the committed value again
+    ("t = s + 1 = 11\nu = t * 2 = 22\ns = 12", ["t", "u"], False, True),      # another value, after the chunk: noted
+    ("t = s + 1 = 11\ns = 12\nu = t * 2 = 22", ["t"], True, False),           # before the chunk's end: refused
+    ("t = s + 1 = 11\nu = t * 2 = 22\nt = 12", [], True, False),              # this chunk's own step after it: refused
+])
+def test_an_earlier_chunks_step_written_again_after_the_chunk_is_noted_not_taken(
+        reply: str, verified: list[str], refused: bool, noted: bool) -> None:
+    """Wherever a contradicting restatement comes, no value of it is taken; one of an earlier chunk's
+    step after this chunk is recorded as a note (the committed value stands), one inside is refused."""
+    from stepguard.trace import parse_trace
+    from stepguard.verify import verify_chunk
+
+    proc = Procedure.model_validate({"inputs": ["a"], "steps": [
+        {"var": "s", "expr": "a + 5"}, {"var": "t", "expr": "s + 1"}, {"var": "u", "expr": "t * 2"}]})
+    verdict = verify_chunk(proc, 1, 3, {"a": 5, "s": 10}, parse_trace(reply, var_names=proc.variables))
+    assert [var for var, _ in verdict.verified] == verified
+    assert (verdict.deviation is not None) is refused
+    notes = [d for d in verdict.others if d.kind == "extra_steps"]
+    assert bool(notes) is noted
+    if noted:
+        assert notes[0].step == "s" and "the verified value stands" in notes[0].detail and notes[0].got == "s = 12"

@@ -180,7 +180,11 @@ def verify_chunk(
         A :class:`ChunkVerdict`: the verified prefix and the first deviation, in the order
         missing step (``under_executed``), out-of-order step, extra (invented or repeated-with-a-
         different-value) step, wrong operand (``lookback_confusion``), wrong value
-        (``arithmetic_error``, ``type_error``, ``check_failed``), premature final answer.
+        (``arithmetic_error``, ``type_error``, ``check_failed``), premature final answer. A step of
+        this chunk written again with another value after the chunk is refused (neither value is
+        taken); before the chunk's end any verified step written again with another value is. Noted
+        in ``others``, not refused: a premature final answer, and an earlier chunk's step written again
+        with another value after this chunk (its committed value stands; nothing here rests on the line).
     """
     steps = procedure.steps
     chunk_vars = [s.var for s in steps[start:end]]
@@ -261,15 +265,22 @@ def verify_chunk(
             return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
         tail = trace.records[-1].text if trace.records else ""
         return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
-    for rec in trace.records:  # a verified step written again, after the chunk, with another value: which one is meant?
-        if rec.line <= last_line_of_chunk or rec.var not in seen_lines:
+    for rec in trace.records:  # a verified step written again, after the chunk, with another value
+        if rec.line <= last_line_of_chunk or rec.var not in all_vars or rec.var not in local:
             continue
         again = _restated(rec, steps[all_vars[rec.var]])
-        if again is not None and not _same(again, local.get(rec.var)):
+        if again is None or _same(again, local.get(rec.var)):
+            continue
+        if rec.var in seen_lines:  # this chunk's step: which of its two values is meant? neither is taken
             verdict.verified = verdict.verified[:next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)]
             pos = all_vars[rec.var]
             return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
                                   got=rec.text))
+        # an earlier chunk's step: its value was verified and committed there, and this chunk's values
+        # were checked against that one, so nothing rests on the new line; it is noted, not taken
+        verdict.others.append(Deviation(kind="extra_steps", step=rec.var, got=rec.text,
+                                        detail=f"{rec.var} (verified in an earlier chunk) was written again with a different value "
+                                               f"after this chunk; the verified value stands"))
     final_step_in_chunk = end == len(steps)
     for ans in trace.answers:
         if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
