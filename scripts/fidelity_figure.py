@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cells_mode and not args.cells:
         ap.error("--cells-mode needs --cells")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    curves, subtitles, rows, simulated, paper = [], [], [], False, not args.rundirs
+    curves, subtitles, rows, simulated, paper, runs = [], [], [], False, not args.rundirs, []
     if args.cells:
         data = json.loads(args.cells.read_text(encoding="utf-8"))
         if args.cells_mode:
@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
                     where = ("all", "all") if p.n_steps is None else (str(p.n_steps), str(p.lookback or "-"))
                     rows.append((*where, p.n, p.both_right, p.both_wrong, p.only_raw, p.only_guarded, p.p_value,
                                  str(p.raw_right), str(p.guarded_right)))
-    plot_overlay(curves, args.out, simulated=simulated, subtitle="; ".join(subtitles), paper=paper)
+    # one source alone is one instance file (a cells file records runs on the same instances)
+    same = not (args.cells and runs) and len({r.meta.get("instances_sha256") for r in runs}) <= 1
+    plot_overlay(curves, args.out, simulated=simulated, subtitle="; ".join(subtitles), paper=paper, same_instances=same)
     print(f"wrote {args.out}" + (" (SIMULATED)" if simulated else ""))
     if rows:
         print("\nPaired (raw first answer right vs guarded verified completion):\n")

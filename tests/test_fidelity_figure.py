@@ -115,6 +115,7 @@ def test_figure_from_run_folders_beside_one_mode_of_the_recorded_cells(
     from_folder = [c for c in curves if c.run.startswith("raw · ")]
     assert recorded_guarded and from_folder and len(recorded_guarded) + len(from_folder) == len(curves)
     assert kw["simulated"]  # a simulated run folder marks the whole figure
+    assert kw["same_instances"] is False  # two sources: the title does not claim one instance file
     assert "| 23 | all | 10 |" not in capsys.readouterr().out
     with pytest.raises(SystemExit):
         mod.main(["--cells-mode", "guarded", str(sim_runs.raw), "--out", str(out)])

@@ -218,3 +218,17 @@ def test_a_run_on_the_native_runtime_says_so_in_its_label(runs: tuple[Path, Path
     python_run, native_run = aggregate_run(raw), aggregate_run(native)
     assert "runtime" not in python_run.label and python_run.summary()["runtime"] is None
     assert "· native runtime" in native_run.label and native_run.summary()["runtime"] == "native"
+
+
+@pytest.mark.parametrize(("modes", "same", "says"), [
+    (("raw", "guarded"), True, "Raw first-answer accuracy vs guarded verified completion, same instances"),
+    (("raw", "guarded"), False, "(runs on different instances: see the legend)"),
+    (("raw",), True, "Raw first-answer accuracy by procedure length"),
+    (("guarded",), True, "Guarded verified completion by procedure length"),
+])
+def test_the_overlay_title_says_what_is_drawn(modes: tuple[str, ...], same: bool, says: str) -> None:
+    """A figure of raw runs alone does not claim a guarded curve, nor one of two instance files the same instances."""
+    from stepguard.bench.overlay import Curve, _title
+
+    title = _title([Curve(m, m, None, ((5, 1, 2),)) for m in modes], same)
+    assert says in title and (same or "same instances" not in title)

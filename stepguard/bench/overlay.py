@@ -147,7 +147,19 @@ def _colours(curves: Iterable[Curve]) -> dict[str, str]:
     return colours
 
 
-def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtitle: str = "", paper: bool = True) -> Path:
+def _title(curves: Sequence[Curve], same_instances: bool) -> str:
+    """The first title line: what is drawn (raw, guarded or both), and whether on the same instances."""
+    modes = {c.mode for c in curves}
+    if modes >= {"raw", "guarded"}:
+        what = "Raw first-answer accuracy vs guarded verified completion"
+        return what + (", same instances" if same_instances else " (runs on different instances: see the legend)")
+    if modes == {"raw"}:
+        return "Raw first-answer accuracy by procedure length"
+    return "Guarded verified completion by procedure length"
+
+
+def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtitle: str = "", paper: bool = True,
+                 same_instances: bool = True) -> Path:
     """Draw the overlay figure into ``path`` (PNG).
 
     Args:
@@ -159,6 +171,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         simulated: stamp ``SIMULATED`` across the plot and in the title.
         subtitle: a second title line (model, date).
         paper: draw the paper's reported raw means (:data:`PAPER_RAW_MEANS`) as reference markers.
+        same_instances: every curve's runs share one instance file (the title says so only then).
 
     Returns:
         ``path``.
@@ -204,8 +217,8 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     ax.set_ylabel("share of instances (95% Wilson band)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
-    title = "Raw first-answer accuracy vs guarded verified completion, same instances\n" \
-            "stepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
+    title = _title(curves, same_instances) + \
+        "\nstepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
     if subtitle:
         title += "\n" + textwrap.fill(subtitle, 120)
     if simulated:

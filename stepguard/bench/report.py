@@ -266,7 +266,8 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
         tables += [_run_table(r), _deviation_table(r)] if r.mode == "guarded" else [_run_table(r)]
     simulated = any(r.simulated for r in runs)
     overlay = plot_overlay(curves_from_runs(runs), out / "overlay.png", simulated=simulated,
-                           subtitle=", ".join(sorted({r.model for r in runs})), paper=any(lb for r in runs for _, lb in r.configs))
+                           subtitle=", ".join(sorted({r.model for r in runs})), paper=any(lb for r in runs for _, lb in r.configs),
+                           same_instances=len({r.meta.get("instances_sha256") for r in runs}) == 1)
     plots = [overlay, plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
     cost = plot_guard_cost(runs, out / "guard_cost.png")
     plots += [cost] if cost else []
