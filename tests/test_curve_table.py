@@ -3,12 +3,13 @@ and docs/fidelity.md shows exactly that table (so the page cannot drift from the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests._scripts import load_script
 
 ROOT = Path(__file__).parent.parent
 STORE = ROOT / "benchmarks" / "stores" / "curve" / "raw"
@@ -17,11 +18,7 @@ COMMAND = "python benchmarks/curve_table.py benchmarks/stores/curve/raw --planne
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("curve_table", ROOT / "benchmarks" / "curve_table.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/curve_table.py")
 
 
 def test_the_page_shows_the_committed_stores_table() -> None:

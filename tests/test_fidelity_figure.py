@@ -4,7 +4,6 @@ sim:paper), and the page shows the committed PNG."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from stepguard.bench import plots
 from stepguard.bench.overlay import curves_from_cells, paired_from_cells
+from tests._scripts import load_script
 from tests.conftest import SimRuns
 
 ROOT = Path(__file__).parent.parent
@@ -22,11 +22,7 @@ PAGE = ROOT / "docs" / "fidelity.md"
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("fidelity_figure", ROOT / "scripts" / "fidelity_figure.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/fidelity_figure.py")
 
 
 @pytest.fixture

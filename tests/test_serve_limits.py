@@ -22,16 +22,11 @@ TOKEN = "limit-token"
 
 
 @pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer(hang_s=1.0) as server:
-        yield server
-
-
-@pytest.fixture
-def proxy(stub: StubServer) -> Iterator[BackgroundServer]:
-    app = create_app(Upstream(f"{stub.base_url}#ok"), PROCS, token=TOKEN, max_body_bytes=LIMIT)
-    with BackgroundServer(app) as server:
-        yield server
+def served() -> Iterator[tuple[BackgroundServer, StubServer]]:
+    """A proxy with a token and a limit of LIMIT bytes, on the stub (model ``ok``)."""
+    with StubServer(hang_s=1.0) as stub, \
+            BackgroundServer(create_app(Upstream(f"{stub.base_url}#ok"), PROCS, token=TOKEN, max_body_bytes=LIMIT)) as proxy:
+        yield proxy, stub
 
 
 def _post(server: BackgroundServer, content: bytes | Iterator[bytes], token: str = TOKEN) -> httpx.Response:
@@ -43,7 +38,8 @@ def _chat(pad: int) -> bytes:
     return json.dumps({"model": "ok", "messages": [{"role": "user", "content": "x" * pad}]}).encode()
 
 
-def test_a_declared_body_over_the_limit_is_413_and_never_reaches_the_upstream(proxy: BackgroundServer, stub: StubServer) -> None:
+def test_a_declared_body_over_the_limit_is_413_and_never_reaches_the_upstream(served: tuple[BackgroundServer, StubServer]) -> None:
+    proxy, stub = served
     reply = _post(proxy, _chat(LIMIT))
     assert reply.status_code == 413
     error = reply.json()["error"]
@@ -51,7 +47,8 @@ def test_a_declared_body_over_the_limit_is_413_and_never_reaches_the_upstream(pr
     assert not stub.requests
 
 
-def test_a_streamed_body_over_the_limit_is_413_too(proxy: BackgroundServer, stub: StubServer) -> None:
+def test_a_streamed_body_over_the_limit_is_413_too(served: tuple[BackgroundServer, StubServer]) -> None:
+    proxy, stub = served
     def chunks() -> Iterator[bytes]:  # no content-length: chunked transfer encoding
         data = _chat(3 * LIMIT)
         for i in range(0, len(data), 1000):
@@ -62,7 +59,8 @@ def test_a_streamed_body_over_the_limit_is_413_too(proxy: BackgroundServer, stub
     assert not stub.requests
 
 
-def test_bodies_within_the_limit_pass_unchanged(proxy: BackgroundServer, stub: StubServer) -> None:
+def test_bodies_within_the_limit_pass_unchanged(served: tuple[BackgroundServer, StubServer]) -> None:
+    proxy, stub = served
     body = _chat(LIMIT - 200)
     assert len(body) <= LIMIT
     reply = _post(proxy, body)
@@ -79,7 +77,8 @@ def test_bodies_within_the_limit_pass_unchanged(proxy: BackgroundServer, stub: S
     assert _post(proxy, guarded).status_code != 413
 
 
-def test_the_token_is_checked_before_the_size(proxy: BackgroundServer) -> None:
+def test_the_token_is_checked_before_the_size(served: tuple[BackgroundServer, StubServer]) -> None:
+    proxy, _ = served
     assert _post(proxy, _chat(LIMIT), token="wrong").status_code == 401
 
 
