@@ -5,6 +5,7 @@ a body within it passes unchanged (guarded and pass-through), and the token is c
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,8 +56,49 @@ def test_a_streamed_body_over_the_limit_is_413_too(served: tuple[BackgroundServe
             yield data[i:i + 1000]
 
     reply = _post(proxy, chunks())
-    assert reply.status_code == 413 and "streamed" in reply.json()["error"]["message"]
+    assert reply.status_code == 413
+    assert reply.json()["error"]["message"] == f"request body sent in chunks: over this proxy's limit of {LIMIT} bytes (stepguard serve --max-body-mb)"
     assert not stub.requests
+
+
+def _raw_request(proxy: BackgroundServer, head: str, body: bytes, *, close_early: bool) -> bytes:
+    """Send a request over a plain socket; with ``close_early``, close it before the body is whole."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(proxy.base_url)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        sock.sendall(head.encode() + body)
+        if close_early:
+            return b""
+        return sock.recv(65536)
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/files"])
+def test_a_body_the_client_stops_sending_is_neither_answered_nor_forwarded(
+        served: tuple[BackgroundServer, StubServer], path: str) -> None:
+    """A cut body is not a short request: before the limit, a route got the first half as if it were whole."""
+    import time
+
+    proxy, stub = served
+    whole = _chat(100)
+    part = whole + b" " * 10  # a prefix that is itself valid JSON: the most tempting to forward
+    head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(part) + 500}\r\n\r\n")
+    _raw_request(proxy, head, part, close_early=True)
+    time.sleep(1.0)  # bounded wait for a forward that must not come
+    assert not stub.requests and not stub.headers
+    assert _post(proxy, whole).status_code == 200  # the proxy still serves
+
+
+def test_a_chunked_body_is_judged_by_what_arrives_not_a_content_length_beside_it(served: tuple[BackgroundServer, StubServer]) -> None:
+    proxy, stub = served
+    body = _chat(10)
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: 99999999\r\nTransfer-Encoding: chunked\r\n"
+            f"Connection: close\r\n\r\n")
+    reply = _raw_request(proxy, head, f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n", close_early=False)
+    assert reply.startswith(b"HTTP/1.1 200") or reply.startswith(b"HTTP/1.1 400"), reply[:80]  # never 413
 
 
 def test_bodies_within_the_limit_pass_unchanged(served: tuple[BackgroundServer, StubServer]) -> None:
@@ -93,8 +135,17 @@ def test_the_limit_reaches_each_worker_from_serve_options(monkeypatch: pytest.Mo
         assert httpx.post(f"{server.base_url}/chat/completions", content=_chat(200)).status_code == 200
 
 
-def test_a_limit_under_one_byte_is_refused() -> None:
-    from stepguard.serve._limits import BodyLimit
+@pytest.mark.parametrize("bad", [0, -5, None, 1.5, True, "10"])
+def test_a_bad_limit_is_refused_when_the_app_is_made_not_when_it_starts(bad: object) -> None:
+    with pytest.raises(ValueError, match=rf"max_body_bytes must be a whole number of bytes, at least 1; got {re.escape(repr(bad))}"):
+        create_app(Upstream("sim:perfect"), PROCS, max_body_bytes=bad)  # type: ignore[arg-type]
 
-    with pytest.raises(ValueError, match="max_bytes must be at least 1, got 0"):
-        BodyLimit(lambda *a: None, 0)  # type: ignore[arg-type,return-value]
+
+@pytest.mark.parametrize("given", ["inf", "1e400", "0", "-1", "nan", "abc"])
+def test_the_cli_refuses_a_limit_it_cannot_use_with_a_usage_error(given: str) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "--upstream", "sim:perfect", "--max-body-mb", given])
+    assert result.exit_code == 2 and "--max-body-mb" in result.output and "Traceback" not in result.output

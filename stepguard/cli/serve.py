@@ -40,7 +40,7 @@ def serve_command(
     max_runs: Annotated[int, typer.Option(
         "--max-runs", metavar="N", min=1, help="Guarded runs executing at once per worker; more wait.")] = 32,
     max_body_mb: Annotated[float, typer.Option(
-        "--max-body-mb", metavar="MIB", min=0.001,
+        "--max-body-mb", metavar="MIB", min=0.001, max=1024 * 1024,
         help="Largest request body taken, in MiB; a larger one is answered 413 before it is read whole.")] = 32.0,
     timeout: Annotated[Optional[float], typer.Option(  # noqa: UP007
         "--timeout", metavar="SECONDS", help="Seconds one upstream call attempt may take (default: the adapter's).")] = None,

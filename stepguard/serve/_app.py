@@ -48,7 +48,7 @@ from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
 from stepguard.procedure import Procedure
 from stepguard.serve import _responses as out
-from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request
 from stepguard.serve._upstream import Upstream
 from stepguard.tools import ToolSet, as_toolset, missing_tools
@@ -369,9 +369,13 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
         max_body_bytes: the largest request body taken; a larger one is refused (413
             ``request_too_large``) before any route reads it (:class:`stepguard.serve._limits.BodyLimit`).
 
+    Raises:
+        ValueError: ``max_body_bytes`` is not a whole number of at least 1.
+
     Returns:
         A Starlette application; ``app.state.proxy`` is its :class:`ProxyState`.
     """
+    check_max_bytes(max_body_bytes)  # here, not when the server starts (a lifespan traceback there)
     state = ProxyState(upstream, procedures, config, checkpointer, max_runs, tools)
 
     @contextlib.asynccontextmanager
