@@ -371,6 +371,9 @@ def test_text_steps_restated_are_read_as_their_own_line_is(reply: str, verified:
     ("t = s + 1 = 11\nu = t * 2 = 22\ns = 12", ["t", "u"], False, True),      # another value, after the chunk: noted
     ("t = s + 1 = 11\ns = 12\nu = t * 2 = 22", ["t"], True, False),           # before the chunk's end: refused
     ("t = s + 1 = 11\nu = t * 2 = 22\nt = 12", [], True, False),              # this chunk's own step after it: refused
+    ("t = s + 1 = 11\nu = t * 2 = 22, t = 12", [], True, False),             # ... on the last step's own line too
+    ("t = s + 1 = 11, u = t * 2 = 22; so t = 12", [], True, False),           # ... or all on one line
+    ("t = s + 1 = 11\nu = t * 2 = 22, s = 12", ["t", "u"], False, True),     # an earlier step on that line: noted
 ])
 def test_an_earlier_chunks_step_written_again_after_the_chunk_is_noted_not_taken(
         reply: str, verified: list[str], refused: bool, noted: bool) -> None:
@@ -387,4 +390,4 @@ def test_an_earlier_chunks_step_written_again_after_the_chunk_is_noted_not_taken
     notes = [d for d in verdict.others if d.kind == "extra_steps"]
     assert bool(notes) is noted
     if noted:
-        assert notes[0].step == "s" and "the verified value stands" in notes[0].detail and notes[0].got == "s = 12"
+        assert notes[0].step == "s" and "its committed value stands" in notes[0].detail and notes[0].got.endswith("s = 12")

@@ -194,12 +194,13 @@ def verify_chunk(
     pos = start
     seen_lines: dict[str, Record] = {}
     last_line_of_chunk = -1
+    last_record_of_chunk = -1  # records, not lines: "u = t * 2 = 22, t = 12" is two records on one line
 
     def fail(dev: Deviation, value: Number | str | None = None) -> ChunkVerdict:
         verdict.deviation, verdict.step_index, verdict.model_value = dev, pos, value
         return verdict
 
-    for rec in trace.records:
+    for rec_no, rec in enumerate(trace.records):
         if pos >= end:
             break
         want_var = steps[pos].var
@@ -256,7 +257,7 @@ def verify_chunk(
                 return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} = {value}: {why}", got=rec.text), value)
         local[want_var] = value
         verdict.verified.append((want_var, value))
-        last_line_of_chunk = rec.line
+        last_line_of_chunk, last_record_of_chunk = rec.line, rec_no
         pos += 1
     if pos < end:
         if trace.has_code and not verdict.verified:
@@ -265,8 +266,8 @@ def verify_chunk(
             return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
         tail = trace.records[-1].text if trace.records else ""
         return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
-    for rec in trace.records:  # a verified step written again, after the chunk, with another value
-        if rec.line <= last_line_of_chunk or rec.var not in all_vars or rec.var not in local:
+    for rec in trace.records[last_record_of_chunk + 1:]:  # a verified step written again, after the chunk, with another value
+        if rec.var not in all_vars or rec.var not in local:
             continue
         again = _restated(rec, steps[all_vars[rec.var]])
         if again is None or _same(again, local.get(rec.var)):
@@ -276,11 +277,12 @@ def verify_chunk(
             pos = all_vars[rec.var]
             return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
                                   got=rec.text))
-        # an earlier chunk's step: its value was verified and committed there, and this chunk's values
-        # were checked against that one, so nothing rests on the new line; it is noted, not taken
+        # a step committed before this chunk (verified, or flagged or repaired by the policy): this
+        # chunk's values were checked against the committed one, so nothing rests on the new line;
+        # it is noted, not taken
         verdict.others.append(Deviation(kind="extra_steps", step=rec.var, got=rec.text,
-                                        detail=f"{rec.var} (verified in an earlier chunk) was written again with a different value "
-                                               f"after this chunk; the verified value stands"))
+                                        detail=f"{rec.var} was written again with a different value after this chunk's steps; "
+                                               f"its committed value stands"))
     final_step_in_chunk = end == len(steps)
     for ans in trace.answers:
         if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
