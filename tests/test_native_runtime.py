@@ -179,6 +179,11 @@ def test_a_run_started_on_one_runtime_is_not_resumed_on_the_other(no_binary: Pat
     RunStore.open(no_binary / "py", python_meta).close()
     with pytest.raises(RunStoreError, match=r"model.runtime: stored 'python' \(the default runtime\), now 'native'"):
         RunStore.open(no_binary / "py", native_meta)
+    sim_meta = {**python_meta, "model": {"spec": "sim:perfect", "name": "sim"}}
+    RunStore.open(no_binary / "sim", sim_meta).close()
+    with pytest.raises(RunStoreError) as err:  # a model that is not embedded has no runtime, not the default one
+        RunStore.open(no_binary / "sim", native_meta)
+    assert "model.runtime: stored (not recorded), now 'native'" in str(err.value) and "python" not in str(err.value)
 
 
 def test_a_binary_that_cannot_be_executed_is_a_local_server_error_and_leaves_no_log(

@@ -230,10 +230,10 @@ class RunStore:
 
 
 
-# what a field left out of a stored identity means (the default runtime is left out of the model's
-# identity, so that runs recorded before runtimes existed still resume)
-_ABSENT = {("model", "runtime"): "'python' (the default runtime)",
-           ("model", "binary_sha256"): "none (the python runtime has no llama-server binary)"}
+# what a field left out of an embedded model's identity means (the default runtime is left out, so
+# that runs recorded before runtimes existed still resume); other models have no runtime at all
+_ABSENT_LOCAL = {("model", "runtime"): "'python' (the default runtime)",
+                 ("model", "binary_sha256"): "none (the python runtime has no llama-server binary)"}
 
 
 def _differences(key: str, old: Any, new: Any) -> str:
@@ -241,7 +241,10 @@ def _differences(key: str, old: Any, new: Any) -> str:
     (``guard_config.chunk_size: stored 5, now 1``), so a refusal names what changed."""
     if isinstance(old, dict) and isinstance(new, dict):
         def shown(d: dict, k: str) -> str:
-            return repr(d[k]) if k in d else _ABSENT.get((key, k), "(none)")
+            if k in d:
+                return repr(d[k])
+            local = str(d.get("spec", "")).startswith("local")
+            return _ABSENT_LOCAL.get((key, k), "(not recorded)") if local else "(not recorded)"
 
         return "; ".join(f"{key}.{k}: stored {shown(old, k)}, now {shown(new, k)}"
                          for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
