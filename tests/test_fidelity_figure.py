@@ -115,3 +115,48 @@ def test_figure_from_run_folders_beside_one_mode_of_the_recorded_cells(
     assert "| 23 | all | 10 |" not in capsys.readouterr().out
     with pytest.raises(SystemExit):
         mod.main(["--cells-mode", "guarded", str(sim_runs.raw), "--out", str(out)])
+
+
+@pytest.mark.parametrize(("setup", "says"), [
+    ("empty-run", "no finished rows to draw in"),
+    ("missing-run", "is not a run directory"),
+    ("missing-cells", "No such file"),
+    ("corrupt-cells", "bad.json: not JSON"),
+    ("no-guarded", "no guarded runs recorded (--cells-mode guarded)"),
+])
+def test_inputs_that_cannot_be_drawn_are_errors_naming_them(
+        sim_runs: SimRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, says: str) -> None:
+    import shutil
+
+    args: list[str] = []
+    if setup == "empty-run":  # a run that has just started: run.json, no rows yet
+        run = tmp_path / "raw"
+        run.mkdir()
+        shutil.copy(sim_runs.raw / "run.json", run / "run.json")
+        args = [str(run)]
+    elif setup == "missing-run":
+        args = [str(tmp_path / "nowhere")]
+    elif setup == "missing-cells":
+        args = ["--cells", str(tmp_path / "none.json")]
+    elif setup == "corrupt-cells":
+        (tmp_path / "bad.json").write_text("{")
+        args = ["--cells", str(tmp_path / "bad.json")]
+    else:
+        data = json.loads(CELLS.read_text())
+        (tmp_path / "raw-only.json").write_text(json.dumps({**data, "runs": [r for r in data["runs"] if r["mode"] == "raw"]}))
+        args = ["--cells", str(tmp_path / "raw-only.json"), "--cells-mode", "guarded"]
+    assert _script().main([*args, "--out", str(tmp_path / "fig.png")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_out_must_be_a_png_file(tmp_path: Path) -> None:
+    for out in (tmp_path, tmp_path / "fig.svg"):
+        with pytest.raises(SystemExit):
+            _script().main(["--cells", str(CELLS), "--out", str(out)])
+
+
+def test_one_mode_of_the_cells_is_subtitled_with_its_own_date(tmp_path: Path, titles: list[str]) -> None:
+    assert _script().main(["--cells", str(CELLS), "--cells-mode", "guarded", "--out", str(tmp_path / "f.png")]) == 0
+    title = " ".join(titles[0].split())
+    assert "measured guarded 2026-11-30" in title and "raw 2026-11-29" not in title

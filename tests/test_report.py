@@ -232,3 +232,18 @@ def test_the_overlay_title_says_what_is_drawn(modes: tuple[str, ...], same: bool
 
     title = _title([Curve(m, m, None, ((5, 1, 2),)) for m in modes], same)
     assert says in title and (same or "same instances" not in title)
+
+
+def test_a_run_with_no_finished_row_yet_is_reported_not_a_traceback(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """A run that has just started (run.json, no results.jsonl): the report is made, its overlay empty."""
+    import shutil
+
+    from stepguard.bench.report import build_report
+
+    _, raw, guarded = runs
+    started = tmp_path / "guarded"
+    started.mkdir()
+    shutil.copy(guarded / "run.json", started / "run.json")
+    for dirs in ([started], [raw, started]):
+        rep = build_report(dirs, tmp_path / f"report{len(dirs)}")
+        assert rep.plots[0].name == "overlay.png" and rep.plots[0].stat().st_size > 5_000

@@ -85,8 +85,8 @@ def curves_from_runs(runs: Sequence[RunAggregate]) -> list[Curve]:
     for r in runs:
         guarded = r.mode == "guarded"
         cells = {key: (c.verified_correct if guarded else c.correct, c.n) for key, c in r.configs.items() if c.n}
-        name = r.label.replace(" · SIMULATED", "")
-        out += _curves(name, r.mode, cells)
+        if cells:  # a run with no finished row yet has no line to draw
+            out += _curves(r.label.replace(" · SIMULATED", ""), r.mode, cells)
     return out
 
 
@@ -149,7 +149,9 @@ def _colours(curves: Iterable[Curve]) -> dict[str, str]:
 
 def _title(curves: Sequence[Curve], same_instances: bool) -> str:
     """The first title line: what is drawn (raw, guarded or both), and whether on the same instances."""
-    modes = {c.mode for c in curves}
+    modes = {c.mode for c in curves if c.points}
+    if not modes:
+        return "Raw first-answer accuracy and guarded verified completion by procedure length"
     if modes >= {"raw", "guarded"}:
         what = "Raw first-answer accuracy vs guarded verified completion"
         return what + (", same instances" if same_instances else " (runs on different instances: see the legend)")
@@ -181,7 +183,9 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     colours = _colours(curves)
     styles = {lb: i for i, lb in enumerate(sorted({c.lookback for c in curves if c.lookback is not None}))}
     several = {c.run for c in curves if c.lookback is None} & {c.run for c in curves if c.lookback is not None}
-    for c in curves:
+    if not any(c.points for c in curves):
+        ax.text(0.5, 0.6, "no finished instances yet", transform=ax.transAxes, ha="center", va="center", fontsize=14)
+    for c in (c for c in curves if c.points):
         xs = [s for s, _, _ in c.points]
         ys = [k / n for _, k, n in c.points]
         lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points)) if c.points else ((), ())
@@ -216,7 +220,8 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     ax.set_xlabel("procedure length (steps)")
     ax.set_ylabel("share of instances (95% Wilson band)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     title = _title(curves, same_instances) + \
         "\nstepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
     if subtitle:
