@@ -114,7 +114,7 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
         **options: passed to the adapter: ``seed``, ``temperature``, ``max_tokens``, ``timeout``
             (seconds per attempt, the whole reply, not per read), ``call_timeout`` (``openai:``
             and ``http`` specs: seconds per call, retries and waits included), ``max_retries``, ``raise_on_truncation``; for ``local`` also ``n_ctx``,
-            ``n_threads``, ``port``, ``eager``, ``draft_tokens``, ``runtime``, ``binary``; ``sim`` takes ``seed`` and ``latency_s`` and ignores
+            ``n_threads``, ``port``, ``eager``, ``draft_tokens``, ``runtime``, ``binary``, ``parallel``; ``sim`` takes ``seed`` and ``latency_s`` and ignores
             the rest; ``replay`` ignores them all.
 
     Returns:

@@ -72,6 +72,36 @@ def draft_tokens_default() -> int:
     return value
 
 
+PARALLEL_ENV = "STEPGUARD_PARALLEL"
+"""Environment variable giving the native runtime's request slots when the caller gives none."""
+
+
+def _checked_parallel(value: object, runtime: str, where: str = "parallel") -> int:
+    """``value`` as a number of slots the runtime can serve (``where`` names it in the error)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise LocalServerSettingError(f"{where} must be a whole number of slots, at least 1; got {value!r}")
+    if value > 1 and runtime != "native":
+        raise LocalServerSettingError(f"{where}={value} needs the native runtime (runtime='native', "
+                                      f"{RUNTIME_ENV}=native): the Python server serves one request at a time")
+    return value
+
+
+def parallel_default(runtime: str) -> int:
+    """The slots to serve when none are given: ``$STEPGUARD_PARALLEL`` or 1.
+
+    Raises:
+        LocalServerSettingError: the variable is not a whole number >= 1, or above 1 for the Python runtime.
+    """
+    raw = os.environ.get(PARALLEL_ENV, "").strip()
+    if not raw:
+        return 1
+    try:
+        value: object = int(raw)
+    except ValueError:
+        value = raw
+    return _checked_parallel(value, runtime, PARALLEL_ENV)
+
+
 RUNTIMES = ("python", "native")
 """The embedded server's runtimes: llama-cpp-python's server, or llama.cpp's own ``llama-server``."""
 
@@ -146,11 +176,12 @@ def check_runtime(runtime: str | None = None, binary: str | Path | None = None) 
     native runtime, ``binary`` or the one :func:`native_binary` finds). Returns the runtime.
 
     Raises:
-        LocalServerError: ``$STEPGUARD_RUNTIME`` or ``$STEPGUARD_DRAFT_TOKENS`` is not valid, or the
-            runtime's server is not installed (llama-cpp-python, or a ``llama-server`` binary).
+        LocalServerError: ``$STEPGUARD_RUNTIME``, ``$STEPGUARD_DRAFT_TOKENS`` or ``$STEPGUARD_PARALLEL``
+            is not valid, or the runtime's server is not installed (llama-cpp-python, or a ``llama-server`` binary).
     """
     runtime = _chosen_runtime(runtime)
     draft_tokens_default()
+    parallel_default(runtime)
     if runtime == "native":
         native_binary(binary)
     else:
@@ -242,9 +273,15 @@ class LocalServer:
             ``llama-server``); ``None`` = :func:`runtime_default`. ``extra_args`` are the chosen
             runtime's own arguments.
         binary: the ``llama-server`` binary for the native runtime; ``None`` = :func:`native_binary`.
+        parallel: request slots the native runtime serves at once, decoding them in one batch
+            (continuous batching), each with its own ``n_ctx`` tokens of context; ``None`` =
+            ``$STEPGUARD_PARALLEL`` or 1 (requests queue, as on the Python server, which has one slot). More slots raise throughput where
+            several requests are in flight (a proxy's clients, ``bench run --concurrency``); batched
+            kernels can flip a near-tie, so a temperature-0 reply may differ (docs/speed.md).
 
     Raises:
-        LocalServerError: ``draft_tokens`` is negative, or ``runtime`` is not one of :data:`RUNTIMES`.
+        LocalServerSettingError: ``draft_tokens`` is negative, ``runtime`` is not one of
+            :data:`RUNTIMES`, or ``parallel`` is below 1, or above 1 on the Python runtime.
     """
 
     host = "127.0.0.1"
@@ -265,9 +302,11 @@ class LocalServer:
         draft_tokens: int | None = None,
         runtime: str | None = None,
         binary: str | Path | None = None,
+        parallel: int | None = None,
     ) -> None:
         self.model_path = Path(model_path)
         self.runtime = _chosen_runtime(runtime)
+        self.parallel = parallel_default(self.runtime) if parallel is None else _checked_parallel(parallel, self.runtime)
         self.binary = Path(binary).resolve() if binary is not None and self.runtime == "native" else None
         self._binary_sha256: str | None = None
         self.draft_tokens = draft_tokens_default() if draft_tokens is None else draft_tokens
@@ -334,9 +373,14 @@ class LocalServer:
         return self.binary
 
     def _native_command(self) -> list[str]:
-        """``llama-server`` with the same settings: one slot, so requests queue as they do on the Python server."""
+        """``llama-server`` with the same settings: one slot, so requests queue as they do on the Python
+        server, or ``parallel`` slots sharing one KV pool of ``n_ctx`` tokens a slot."""
+        # with several slots, no -c: the pool is sized parallel x n_ctx, so each slot holds a whole raw reply
+        ctx = ["-c", str(self.n_ctx)] if self.parallel == 1 else []
         cmd = [str(self._native_binary()), "-m", str(self.model_path), "--host", self.host, "--port", str(self.port),
-               "-c", str(self.n_ctx), "-t", str(self.n_threads), "-np", "1", "--alias", self.alias]
+               *ctx, "-t", str(self.n_threads), "-np", str(self.parallel), "--alias", self.alias]
+        if self.parallel > 1:
+            cmd += ["--kv-unified", "--kv-unified-per-slot", str(self.n_ctx)]
         if self.seed is not None:
             cmd += ["--seed", str(self.seed)]
         if self.draft_tokens:

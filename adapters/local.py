@@ -182,11 +182,15 @@ class LocalModel:
             ``llama-server``, built by ``scripts/build_llama_server.sh``); ``None`` =
             ``$STEPGUARD_RUNTIME`` or the default (:data:`RUNTIME`). Figures: docs/speed.md.
         binary: the native runtime's ``llama-server``; ``None`` = found as :func:`native_binary` says.
+        parallel: request slots of the native runtime, decoded in one batch (``None`` =
+            ``$STEPGUARD_PARALLEL`` or 1); more than 1 raises throughput where several calls are in
+            flight (``bench run --concurrency``, a proxy's clients). Figures: docs/speed.md.
 
     Raises:
         LocalServerError: the runtime's server is not installed (llama-cpp-python, or a
             ``llama-server`` binary), the model cannot be resolved, ``runtime`` is unknown, or
-            ``draft_tokens`` (or ``$STEPGUARD_DRAFT_TOKENS``) is not a whole number >= 0.
+            ``draft_tokens`` (or ``$STEPGUARD_DRAFT_TOKENS``) is not a whole number >= 0, or
+            ``parallel`` (or ``$STEPGUARD_PARALLEL``) is not one the runtime can serve.
     """
 
     provider = "llama.cpp"
@@ -212,6 +216,7 @@ class LocalModel:
         draft_tokens: int | None = None,
         runtime: str | None = None,
         binary: str | Path | None = None,
+        parallel: int | None = None,
     ) -> None:
         runtime = check_runtime(runtime, binary)
         self.path, self.model_name = resolve_model(name_or_path)
@@ -220,7 +225,7 @@ class LocalModel:
         self.server = LocalServer(
             self.path, alias=self.model_name, port=port, n_ctx=n_ctx, n_threads=threads, seed=seed,
             ready_timeout=ready_timeout, extra_args=server_args, draft_tokens=draft_tokens,
-            runtime=runtime, binary=binary,
+            runtime=runtime, binary=binary, parallel=parallel,
         )
         self._client_options: dict[str, Any] = dict(
             temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout,
@@ -228,6 +233,10 @@ class LocalModel:
         )
         self._inner: OpenAICompatibleModel | None = None
         self._lock = threading.Lock()
+        # calls beyond the server's slots wait here, not in the server's queue, where their time
+        # would count against the per-call timeout (four raw 95-step calls queued on one slot take
+        # over 30 minutes for the last) and into their measured latency
+        self._slots = threading.BoundedSemaphore(self.server.parallel)
         if eager:
             self.start()
 
@@ -259,14 +268,16 @@ class LocalModel:
             return self._inner
 
     def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
-        """Send ``messages`` to the local model (starting the server if needed) and return the reply.
+        """Send ``messages`` to the local model (starting the server if needed) and return the reply;
+        more calls at once than the server has slots (``parallel``) wait their turn here.
 
         Raises:
             LocalServerError: the server could not be started.
             ModelError: as :meth:`OpenAICompatibleModel.complete`.
         """
         inner = self._inner if self._inner is not None and self.server.pid is not None else self.start()
-        return inner.complete(messages, settings)
+        with self._slots:
+            return inner.complete(messages, settings)
 
     async def acomplete(
         self, messages: list[ChatMessage], settings: GenerationSettings | None = None
@@ -275,7 +286,12 @@ class LocalModel:
         inner = self._inner if self._inner is not None and self.server.pid is not None else None
         if inner is None:
             inner = await asyncio.to_thread(self.start)
-        return await inner.acomplete(messages, settings)
+        while not self._slots.acquire(blocking=False):  # polled, so a cancelled wait holds no slot
+            await asyncio.sleep(0.02)
+        try:
+            return await inner.acomplete(messages, settings)
+        finally:
+            self._slots.release()
 
     def close(self) -> None:
         """Close the client and stop the server; leaves no process behind. Idempotent."""

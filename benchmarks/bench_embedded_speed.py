@@ -24,7 +24,9 @@ A variant is ``NAME=ARGS``: ``llama_cpp.server`` arguments added after the plain
 drafting); ``@default`` as the first argument starts from stepguard's default command instead
 (``draft_tokens`` from ``$STEPGUARD_DRAFT_TOKENS`` or its default); ``@native`` serves with llama.cpp's
 own ``llama-server`` (``runtime="native"``, the same settings; the ARGS after it are its own, e.g.
-``--spec-type ngram-simple --spec-draft-n-max 3``). Results: docs/speed.md.
+``--spec-type ngram-simple --spec-draft-n-max 3``); ``@parallelN`` (with ``@native``) serves N slots with
+continuous batching (``parallel=N``) and keeps N requests in flight, as N guarded runs side by side
+would. Results: docs/speed.md.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import shlex
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,17 +119,19 @@ def run_pass(path: Path, alias: str, variant: str, args: list[str], rnd: int, re
     from stepguard.adapters.local import LocalServer
 
     draft: int | None = 0
-    runtime = "python"
-    while args and args[0] in ("@default", "@native"):
+    runtime, parallel = "python", 1
+    while args and (args[0] in ("@default", "@native") or args[0].startswith("@parallel")):
         if args[0] == "@default":
             draft = None
-        else:
+        elif args[0] == "@native":
             runtime = "native"
+        else:
+            parallel = int(args[0].removeprefix("@parallel"))
         args = args[1:]
     log = log_dir / f"{variant}-{rnd}.log"
     log.unlink(missing_ok=True)
     server = LocalServer(path, alias=alias, n_ctx=8192, n_threads=2, seed=0, log_path=log,
-                         extra_args=tuple(args), draft_tokens=draft, runtime=runtime)
+                         extra_args=tuple(args), draft_tokens=draft, runtime=runtime, parallel=parallel)
     result = Pass(variant, rnd)
     with server, httpx.Client(trust_env=False, timeout=3600) as client:
         url = f"{server.base_url}/chat/completions"
@@ -135,15 +140,19 @@ def run_pass(path: Path, alias: str, variant: str, args: list[str], rnd: int, re
         assert server.pid is not None
         mark = log.stat().st_size
         cpu0, load0, t0 = _cpu_seconds(server.pid), os.getloadavg()[0], time.perf_counter()
-        for req in requests:
+        def one(req: dict[str, Any]) -> tuple[float, dict[str, Any]]:
             started = time.perf_counter()
             r = client.post(url, json=_body(alias, req))
             r.raise_for_status()
-            data = r.json()
-            result.walls.append(time.perf_counter() - started)
-            result.texts.append(data["choices"][0]["message"]["content"] or "")
-            result.out_tokens.append(int(data["usage"]["completion_tokens"]))
-            result.in_tokens.append(int(data["usage"]["prompt_tokens"]))
+            return time.perf_counter() - started, r.json()
+
+        # with N slots, N requests in flight at once (as N guarded runs side by side), in list order
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            for wall, data in pool.map(one, requests):
+                result.walls.append(wall)
+                result.texts.append(data["choices"][0]["message"]["content"] or "")
+                result.out_tokens.append(int(data["usage"]["completion_tokens"]))
+                result.in_tokens.append(int(data["usage"]["prompt_tokens"]))
         result.wall_s = time.perf_counter() - t0
         result.cpu_s = _cpu_seconds(server.pid) - cpu0
         result.load = (load0, os.getloadavg()[0])

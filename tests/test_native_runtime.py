@@ -96,6 +96,69 @@ def test_native_command_carries_the_same_settings(no_binary: Path) -> None:
     assert drafted[-6:] == ["--spec-type", "ngram-simple", "--spec-draft-n-max", "3", "--temp", "0"]
 
 
+def test_parallel_slots_share_one_kv_pool_of_n_ctx_a_slot(no_binary: Path) -> None:
+    _executable(no_binary / "bin" / "llama-server")
+    cmd = LocalServer(no_binary / "m.gguf", port=1234, n_ctx=4096, runtime="native", draft_tokens=0, parallel=4).command()
+    assert cmd[cmd.index("-np") + 1] == "4" and "-c" not in cmd  # without -c the pool is 4 x 4096
+    assert cmd[cmd.index("--kv-unified-per-slot") + 1] == "4096" and "--kv-unified" in cmd
+
+
+@pytest.mark.parametrize(("runtime", "parallel", "says"), [
+    ("python", 2, "parallel=2 needs the native runtime"),
+    ("native", 0, "parallel must be a whole number of slots, at least 1; got 0"),
+    ("native", True, "got True"),
+])
+def test_parallel_slots_the_runtime_cannot_serve_are_refused(no_binary: Path, runtime: str, parallel: object, says: str) -> None:
+    from stepguard.errors import LocalServerSettingError
+
+    _executable(no_binary / "bin" / "llama-server")
+    with pytest.raises(LocalServerSettingError, match=re.escape(says)):
+        LocalServer(no_binary / "m.gguf", runtime=runtime, parallel=parallel)  # type: ignore[arg-type]
+
+
+def test_parallel_comes_from_the_environment_and_a_bad_value_is_refused_before_anything_starts(
+        no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+    from stepguard.errors import LocalServerSettingError
+
+    _executable(no_binary / "bin" / "llama-server")
+    monkeypatch.setenv(_server.PARALLEL_ENV, "3")
+    assert LocalServer(no_binary / "m.gguf", runtime="native").parallel == 3
+    with pytest.raises(LocalServerSettingError, match="STEPGUARD_PARALLEL=3 needs the native runtime"):
+        LocalServer(no_binary / "m.gguf", runtime="python")
+    monkeypatch.setenv(_server.PARALLEL_ENV, "many")
+    with pytest.raises(LocalServerSettingError, match="STEPGUARD_PARALLEL must be a whole number of slots, at least 1; got 'many'"):
+        _server.check_runtime("native")
+    result = CliRunner().invoke(app, ["serve", "--upstream", "local:smollm2-135m"])
+    assert result.exit_code == 6 and "STEPGUARD_PARALLEL" in result.output and "Traceback" not in result.output
+    monkeypatch.delenv(_server.PARALLEL_ENV)
+    result = CliRunner().invoke(app, ["model", "serve", "smollm2-135m", "--runtime", "python", "--parallel", "2"])
+    assert result.exit_code != 0 and "needs the native runtime" in result.output and "Traceback" not in result.output
+
+
+def test_several_slots_are_another_run_one_slot_is_not(no_binary: Path) -> None:
+    """Batched decoding can flip a near-tie (docs/speed.md), so a run on N slots does not resume on one."""
+    from stepguard.bench._runmeta import run_meta
+    from stepguard.bench.store import RunStore
+    from stepguard.errors import RunStoreError
+
+    binary = _executable(no_binary / "bin" / "llama-server")
+
+    def meta(parallel: int) -> dict:
+        class Model:
+            spec, model_name, provider = "local:x", "x", "llama.cpp"
+            server = LocalServer(no_binary / "m.gguf", runtime="native", binary=binary, parallel=parallel)
+        return run_meta("raw", Model(), None, {"file": None, "sha256": "abc"})  # type: ignore[arg-type]
+
+    assert "parallel" not in meta(1)["model"] and meta(4)["model"]["parallel"] == 4
+    assert meta(4)["server"]["parallel"] == 4
+    RunStore.open(no_binary / "run", meta(4)).close()
+    with pytest.raises(RunStoreError, match=r"model.parallel: stored 4, now 1 \(one request slot\)"):
+        RunStore.open(no_binary / "run", meta(1))
+
+
 def test_run_json_records_the_runtime_and_binary(no_binary: Path) -> None:
     from stepguard.bench._runmeta import describe_model
 
@@ -129,6 +192,7 @@ def test_every_option_stepguard_passes_is_one_the_installed_llama_server_knows()
     assert binary is not None
     help_text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60).stdout
     cmd = LocalServer("m.gguf", port=1, seed=0, runtime="native", draft_tokens=3, binary=binary).command()
+    cmd += LocalServer("m.gguf", port=1, runtime="native", binary=binary, parallel=4).command()
     options = [part for part in cmd[1:] if part.startswith("-")]
     unknown = [o for o in options if not re.search(rf"(^|[\s,]){re.escape(o)}([\s,=]|$)", help_text, re.MULTILINE)]
     assert not unknown, f"{binary} does not list {unknown} in --help"

@@ -45,7 +45,8 @@ def describe_model(model: ChatModel) -> dict[str, Any]:
         out["seed"] = model.seed  # type: ignore[attr-defined]
     server = getattr(model, "server", None)
     if server is not None:
-        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "draft_tokens", "extra_args", "runtime", "binary", "binary_sha256")
+        keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "draft_tokens", "extra_args", "runtime", "binary", "binary_sha256",
+                "parallel")
         out["server"] = {k: (str(v) if isinstance(v, Path) else v) for k in keys if (v := getattr(server, k, None)) is not None}
     return out
 
@@ -127,6 +128,8 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         # runtime is left out, as in runs recorded before runtimes existed
         identity["runtime"] = server["runtime"]
         identity["binary_sha256"] = server.get("binary_sha256")
+        if server.get("parallel", 1) > 1:  # batched decoding can flip a near-tie: another run
+            identity["parallel"] = server["parallel"]
     return {
         "format": 1, "mode": mode, "model": identity, "model_info": info, "simulated": info["simulated"],
         "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,

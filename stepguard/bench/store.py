@@ -233,7 +233,8 @@ class RunStore:
 # what a field left out of an embedded model's identity means (the default runtime is left out, so
 # that runs recorded before runtimes existed still resume); other models have no runtime at all
 _ABSENT_LOCAL = {("model", "runtime"): "'python' (the default runtime)",
-                 ("model", "binary_sha256"): "none (the python runtime has no llama-server binary)"}
+                 ("model", "binary_sha256"): "none (the python runtime has no llama-server binary)",
+                 ("model", "parallel"): "1 (one request slot)"}
 
 
 def _differences(key: str, old: Any, new: Any) -> str:

@@ -72,6 +72,11 @@ def serve(
         typer.Option("--runtime", metavar="NAME",
                      help="python (llama-cpp-python's server) or native (llama.cpp's llama-server); default $STEPGUARD_RUNTIME or python."),
     ] = None,
+    parallel: Annotated[
+        int | None,
+        typer.Option("--parallel", metavar="N", min=1,
+                     help="Requests served at once, decoded in one batch (native runtime); default $STEPGUARD_PARALLEL or 1."),
+    ] = None,
 ) -> None:
     """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""
     import os
@@ -85,7 +90,7 @@ def serve(
         path, alias = resolve_model(name)
         server = LocalServer(path, alias=alias, port=port, n_ctx=n_ctx,
                              n_threads=n_threads or min(os.cpu_count() or 2, 8), seed=seed,
-                             draft_tokens=draft_tokens, runtime=runtime)
+                             draft_tokens=draft_tokens, runtime=runtime, parallel=parallel)
         server.start()
     except LocalServerError as exc:
         raise fail(exc) from exc
