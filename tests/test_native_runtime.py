@@ -217,6 +217,29 @@ def test_a_real_llama_server_answers_through_local_model_and_stops(tmp_path: Pat
     assert model.server.pid is None  # type: ignore[attr-defined]
 
 
+@pytest.mark.real_model
+@needs_native
+@needs_smollm2
+def test_a_real_llama_server_with_two_slots_answers_calls_in_flight_together() -> None:
+    import asyncio
+
+    from stepguard.adapters import load_model
+
+    model = load_model("local:smollm2-135m", runtime="native", parallel=2, n_ctx=1024, n_threads=1,
+                       max_tokens=8, timeout=120)
+    try:
+        async def both() -> list:
+            return await asyncio.gather(*(model.acomplete([{"role": "user", "content": f"What is {n} + 3?"}])
+                                          for n in (2, 5, 7)))
+
+        replies = asyncio.run(both())
+        assert all(r.text.strip() and r.usage.output_tokens > 0 for r in replies)
+        log = model.server.log_tail(200)  # type: ignore[attr-defined]
+        assert set(re.findall(r"launch_slot_: id\s+(\d+)", log)) == {"0", "1"}  # both slots served
+    finally:
+        model.close()
+
+
 def test_a_run_started_on_one_runtime_is_not_resumed_on_the_other(no_binary: Path) -> None:
     """Replies differ between the runtimes, so the runtime is part of a run's identity (the default left out)."""
     from stepguard.bench._runmeta import run_meta
