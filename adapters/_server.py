@@ -275,9 +275,10 @@ class LocalServer:
         binary: the ``llama-server`` binary for the native runtime; ``None`` = :func:`native_binary`.
         parallel: request slots the native runtime serves at once, decoding them in one batch
             (continuous batching), each with its own ``n_ctx`` tokens of context; ``None`` =
-            ``$STEPGUARD_PARALLEL`` or 1 (requests queue, as on the Python server, which has one slot). More slots raise throughput where
-            several requests are in flight (a proxy's clients, ``bench run --concurrency``); batched
-            kernels can flip a near-tie, so a temperature-0 reply may differ (docs/speed.md).
+            ``$STEPGUARD_PARALLEL`` or 1 (requests queue, as on the Python server, which has one
+            slot). More slots raise throughput where several requests are in flight (a proxy's
+            clients, ``bench run --concurrency``); batched kernels can flip a near-tie, so a
+            temperature-0 reply may differ (docs/speed.md).
 
     Raises:
         LocalServerSettingError: ``draft_tokens`` is negative, ``runtime`` is not one of
