@@ -100,6 +100,9 @@ def main() -> None:
                     help="server context window; a raw 95-step instance needs ~900 prompt + 3,864 reply tokens")
     ap.add_argument("--timeout", type=float, default=1800.0,
                     help="seconds per model call; a raw 95-step reply took over 600 s on 2 cores")
+    ap.add_argument("--concurrency", type=int, default=1,
+                    help="instances in flight at once: 1 on the default server (one slot); N with "
+                         "STEPGUARD_RUNTIME=native STEPGUARD_PARALLEL=N (docs/speed.md, 'Parallel slots')")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
@@ -129,7 +132,7 @@ def main() -> None:
                 for name in chosen:
                     mode, cfg = variants[name]
                     run_benchmark(inst_file, mode, model, args.out / name, configs=[(n, lb) for lb in lookbacks],
-                                  concurrency=1, guard_config=cfg, limit=limits.get(n))
+                                  concurrency=args.concurrency, guard_config=cfg, limit=limits.get(n))
     if "raw" in chosen and not args.report_only:
         # only here, after this process's runs: rewriting results.jsonl beside a live run (another
         # process appending to it) loses that run's rows
