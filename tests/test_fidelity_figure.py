@@ -64,9 +64,10 @@ def test_recorded_pairs_and_their_mcnemar_p() -> None:
     assert "| 23 | 10 | 3 | 0 | 0 | 7 | 0.0156 |" in page and "| all | 24 | 13 | 1 | 0 | 10 | 0.00195 |" in page
 
 
-def test_the_page_shows_the_committed_figure() -> None:
-    assert "](img/fidelity.png)" in PAGE.read_text()
-    assert (ROOT / "docs" / "img" / "fidelity.png").stat().st_size > 10_000
+@pytest.mark.parametrize("figure", ["fidelity.png", "decline.png"])
+def test_the_page_shows_the_committed_figure(figure: str) -> None:
+    assert f"](img/{figure})" in PAGE.read_text()
+    assert (ROOT / "docs" / "img" / figure).stat().st_size > 10_000
 
 
 def test_figure_from_recorded_cells(tmp_path: Path, titles: list[str], capsys: pytest.CaptureFixture[str]) -> None:
