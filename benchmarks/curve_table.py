@@ -19,14 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-from stepguard.bench.stats import wilson_interval  # noqa: E402
+from benchmarks.measure_ladder import share_text  # noqa: E402
 from stepguard.bench.store import RESULTS, iter_rows, read_meta  # noqa: E402
 from stepguard.errors import RunStoreError  # noqa: E402
-
-
-def _pct(k: int, n: int) -> str:
-    lo, hi = wilson_interval(k, n)
-    return f"{k}/{n} {100 * k / n:.0f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
 
 
 def curve_table(rundir: Path, steps: list[int], planned: int | None = None) -> str:
@@ -59,11 +54,11 @@ def curve_table(rundir: Path, steps: list[int], planned: int | None = None) -> s
         shown = []
         for lb in lookbacks:
             rs = cells[(n, lb)]
-            text = _pct(sum(bool(r["correct"]) for r in rs), len(rs)) if rs else "-"
+            text = share_text(sum(bool(r["correct"]) for r in rs), len(rs))
             if planned and len(rs) < planned:
                 text += f" ({planned - len(rs)} still to run)"
             shown.append(text)
-        pooled = _pct(sum(bool(r["correct"]) for r in rows), len(rows))
+        pooled = share_text(sum(bool(r["correct"]) for r in rows), len(rows))
         tokens = sum(r["usage"]["output_tokens"] for r in rows) / len(rows)
         out.append(f"| {n} steps | {' | '.join(shown)} | **{pooled}** | {tokens:,.0f} |")
     return "\n".join(out) + "\n"

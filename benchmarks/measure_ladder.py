@@ -31,7 +31,8 @@ def _rows(rundir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def _pct(k: int, n: int) -> str:
+def share_text(k: int, n: int) -> str:
+    """``k/n`` with its percentage and 95% Wilson interval (``2/12 17% [5-45]``), ``-`` for no rows."""
     if not n:
         return "-"
     lo, hi = wilson_interval(k, n)
@@ -146,7 +147,7 @@ def main() -> None:
             for v in chosen:
                 rows = [r for r in data[v] if r["n_steps"] == n and r["lookback"] == lb]
                 key = "correct" if v == "raw" else "verified_correct"
-                cells.append(_pct(sum(bool(r.get(key)) for r in rows), len(rows)))
+                cells.append(share_text(sum(bool(r.get(key)) for r in rows), len(rows)))
             print(f"{n}x{lb:<7}" + "".join(f"{c:>34}" for c in cells))
     for v in chosen:
         rows = data[v]
