@@ -1,5 +1,6 @@
 """benchmarks/curve_table.py: the raw decline curve's table is computed from the committed run store,
-and docs/fidelity.md shows exactly that table (so the page cannot drift from the data behind it)."""
+and docs/fidelity.md shows exactly that table, and the 95-step paired table of the same store (so the
+page cannot drift from the data behind it)."""
 
 from __future__ import annotations
 
@@ -13,23 +14,26 @@ from tests._scripts import load_script
 
 ROOT = Path(__file__).parent.parent
 STORE = ROOT / "benchmarks" / "stores" / "curve" / "raw"
+GUARDED = STORE.parent / "guarded"
 PAGE = ROOT / "docs" / "fidelity.md"
 COMMAND = "python benchmarks/curve_table.py benchmarks/stores/curve/raw --planned 6"
+PAIRS_COMMAND = ("stepguard bench compare benchmarks/stores/curve/raw benchmarks/stores/curve/guarded "
+                 "--metric verified --markdown")
 
 
 def _script() -> Any:
     return load_script("benchmarks/curve_table.py")
 
 
-def _writing() -> bool:
+def _writing(store: Path = STORE) -> bool:
     """True while a measurement holds the store's lock (its rows are then ahead of the page)."""
     from stepguard.bench._storefiles import lock, unlock
     from stepguard.errors import RunStoreError
 
-    if not (STORE / ".lock").exists():
+    if not (store / ".lock").exists():
         return False
     try:
-        unlock(lock(STORE))
+        unlock(lock(store))
     except RunStoreError:
         return True
     return False
@@ -42,6 +46,19 @@ def test_the_page_shows_the_committed_stores_table() -> None:
     page = PAGE.read_text(encoding="utf-8")
     assert table in page, f"docs/fidelity.md's raw decline curve table differs from `{COMMAND}`"
     assert COMMAND in page
+
+
+def test_the_page_shows_the_committed_stores_paired_table() -> None:
+    if _writing(STORE) or _writing(GUARDED):
+        pytest.skip("a measurement is appending to the store: commit its rows with the page's table")
+    from stepguard.bench.compare import compare_runs
+    from stepguard.bench.report import paired_table
+
+    table = paired_table(compare_runs(STORE, GUARDED, "verified"), "raw", "guarded").markdown()
+    rows = table.split("\n\n", 1)[1]  # the header and rows, without the title naming the folders
+    page = PAGE.read_text(encoding="utf-8")
+    assert rows in page, f"docs/fidelity.md's 95-step paired table differs from `{PAIRS_COMMAND}`"
+    assert PAIRS_COMMAND in page
 
 
 def _row(n: int, lb: int, i: int, correct: bool, tokens: int = 100) -> dict[str, Any]:

@@ -108,3 +108,21 @@ def test_no_paired_table_without_shared_instances(make_run: RunFactory, tmp_path
     rep = build_report([raw], tmp_path / "rep")
     assert rep.paired == [] and "Paired" not in rep.report_md.read_text()
     assert rep.plots[0].name == "overlay.png"
+
+
+def test_compare_prints_the_same_table_in_markdown(pair: tuple[Path, Path]) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    out = CliRunner().invoke(app, ["bench", "compare", str(pair[0]), str(pair[1]), "--metric", "verified", "--markdown"])
+    assert out.exit_code == 0, out.output
+    for e in EXPECTED:
+        assert _md_row(e) in out.output, _md_row(e)
+    assert "| raw first answer right [95% CI] | guarded verified completion [95% CI] |" in out.output
+    # another metric is named as such: exact-step counts, not "verified completion"
+    exact = CliRunner().invoke(app, ["bench", "compare", str(pair[0]), str(pair[1]), "--metric", "exact", "--markdown"])
+    assert exact.exit_code == 0 and "| raw exact-step [95% CI] | guarded exact-step [95% CI] |" in exact.output
+    assert "verified completion" not in exact.output
+    both = CliRunner().invoke(app, ["bench", "compare", str(pair[0]), str(pair[1]), "--json", "--markdown"])
+    assert both.exit_code == 2 and "choose one" in both.output

@@ -19,7 +19,7 @@ from stepguard.bench._extra import import_extra
 from stepguard.bench.stats import wilson_interval
 from stepguard.bench.store import RESULTS, iter_rows, read_meta
 
-__all__ = ["METRIC_FIELDS", "Comparison", "Paired", "compare_runs", "mcnemar_exact"]
+__all__ = ["METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "Paired", "compare_runs", "mcnemar_exact"]
 
 Metric = Literal["correct", "exact", "verified"]
 
@@ -27,6 +27,13 @@ METRIC_FIELDS: dict[str, tuple[str, str]] = {
     "correct": ("correct", "correct"), "exact": ("exact", "exact"), "verified": ("correct", "verified_correct"),
 }
 """The row field each metric reads in the (raw, guarded) run."""
+
+METRIC_HEADINGS: dict[str, tuple[str, str]] = {
+    "correct": ("raw first answer right", "guarded verified and right"),
+    "exact": ("raw exact-step", "guarded exact-step"),
+    "verified": ("raw first answer right", "guarded verified completion"),
+}
+"""What each metric counts as right in the (raw, guarded) run, in words for a table's headings."""
 
 
 def mcnemar_exact(only_b: int, only_a: int) -> float:

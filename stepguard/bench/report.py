@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.bench.aggregate import LABEL_HEADINGS, RunAggregate, aggregate_run
-from stepguard.bench.compare import Comparison, compare_runs
+from stepguard.bench.compare import METRIC_HEADINGS, Comparison, compare_runs
 from stepguard.bench.overlay import curves_from_runs, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
@@ -129,8 +129,10 @@ def _ci(k: int, n: int, interval: list[float] | None) -> str:
 
 def paired_table(cmp: Comparison, raw_label: str, guarded_label: str) -> Table:
     """The paired table of one comparison: per (steps, look-back) and over all pairs, the pairs, raw
-    right and guarded right with 95% Wilson intervals, the 2x2 counts and the exact McNemar p."""
-    header = ["steps", "look-back", "pairs", "raw first answer right [95% CI]", "guarded verified [95% CI]",
+    right and guarded right (what counts as right is ``cmp.metric``'s, :data:`METRIC_HEADINGS`) with
+    95% Wilson intervals, the 2x2 counts and the exact McNemar p."""
+    raw_heading, guarded_heading = METRIC_HEADINGS[cmp.metric]
+    header = ["steps", "look-back", "pairs", f"{raw_heading} [95% CI]", f"{guarded_heading} [95% CI]",
               "both", "neither", "only raw", "only guarded", "exact McNemar p"]
     rows = []
     for p in [*cmp.configs, cmp.overall]:
@@ -141,8 +143,8 @@ def paired_table(cmp: Comparison, raw_label: str, guarded_label: str) -> Table:
     unpaired = (f"; left out, ran in one mode only: {cmp.only_in_raw} raw, {cmp.only_in_guarded} guarded"
                 if cmp.only_in_raw or cmp.only_in_guarded else "")
     sim = " (SIMULATED)" if cmp.simulated else ""
-    title = (f"Paired: {raw_label} vs {guarded_label}, on the instances both ran (raw: first answer right; "
-             f"guarded: verified completion; exact McNemar test on the discordant pairs){unpaired}{sim}")
+    title = (f"Paired: {raw_label} vs {guarded_label}, on the instances both ran ({raw_heading.replace('raw ', 'raw: ', 1)}; "
+             f"{guarded_heading.replace('guarded ', 'guarded: ', 1)}; exact McNemar test on the discordant pairs){unpaired}{sim}")
     return Table(title, header, rows)
 
 

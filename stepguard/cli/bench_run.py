@@ -185,11 +185,19 @@ def compare_command(
     metric: Annotated[str, typer.Option("--metric", metavar="METRIC", help="correct (raw: the first answer right; guarded: ended verified with the right answer) | exact (exact-step) | "
                                                                            "verified (raw first answer vs guarded verified completion: every value model-verified and right).")] = "correct",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the report's paired table in Markdown: rates with 95% Wilson intervals.")] = False,
 ) -> None:
     """Paired comparison on shared instances: both / only guarded / only raw / neither right, exact McNemar test."""
     from stepguard.bench.compare import compare_runs
 
+    if as_json and markdown:
+        raise _fail("--json and --markdown: choose one")
     result = _run_guarded(lambda: compare_runs(raw, guarded, metric))  # type: ignore[arg-type]
+    if markdown:
+        from stepguard.bench.report import paired_table
+
+        typer.echo(paired_table(result, str(raw), str(guarded)).markdown(), nl=False)
+        return
     typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.table())
 
 
