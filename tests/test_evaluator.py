@@ -3,11 +3,12 @@ errors that name the expression."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
 
-from stepguard.evaluator import EvaluationError, Limits, compile_expression, evaluate
+from stepguard.evaluator import EvaluationError, Limits, compile_expression, evaluate, normalize, parse_number
 
 
 @pytest.mark.parametrize(("source", "env", "want"), [
@@ -49,3 +50,19 @@ def test_compile_once_evaluate_many() -> None:
     assert [compiled.evaluate({"a": a, "b": 2}) for a in (1, 2, 3)] == [3, 6, 9]
     with pytest.raises(EvaluationError, match="unknown variable 'b'"):
         compiled.evaluate({"a": 1})
+
+
+@pytest.mark.parametrize("text", ["9" * 401, "9" * 480, "9" * 5000, " " + "9" * 100_000, "1," + ",".join(["000"] * 200), "0." + "0" * 400 + "1"])
+def test_parse_number_refuses_more_digits_than_its_cap_before_converting(text: str) -> None:
+    """401 to 480 digits passed the old length test; over 4,300 int() itself raised a ValueError."""
+    with pytest.raises(EvaluationError, match="more than 400 digits"):
+        parse_number(text)
+    assert parse_number("9" * 400) == int("9" * 400)
+
+
+@pytest.mark.parametrize("value", [Decimal("1e10000000"), Decimal("-1e-10000000"), Decimal("1e1001")])
+def test_a_decimal_too_long_written_out_is_refused_not_expanded(value: Decimal) -> None:
+    """Decimal("1e10000000") from a JSON body took seconds to expand, the proxy's event loop waiting."""
+    with pytest.raises(EvaluationError, match="more than 1000 digits"):
+        normalize(value)
+    assert normalize(Decimal("1.5e3")) == 1500 and normalize(Decimal("1e999")) == 10**999

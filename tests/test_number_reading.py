@@ -73,6 +73,14 @@ TAIL_TRAPS = [
     ("12\u0338", "combining or invisible mark"), ("12\u0305", "combining or invisible mark"), ("1\u0662", "unreadable number"),
     ("12 (carry 1)", "more than one number"), ("12 -> next", "correction or hedge"), ("12?", "correction or hedge"),
     ("12 (approx)", "correction or hedge"), ("12 and a half", "number word"),
+    # the breaker's second round: scales and fractions of other scripts, words and compatibility forms
+    ("12 \u4e07", "number word"), ("12 \u5104", "number word"), ("12 \u00bd", "unreadable number"),
+    ("12 \u00be", "unreadable number"), ("12 \u2152", "unreadable number"), ("12\ufe6a", "percentage"),
+    ("12 per mille", "percentage"), ("12 \uff2b", "number word"), ("12\u00b2", "unreadable number"),
+    ("12 \u207b\u00b9", "unevaluated expression"), ("12 hundredths", "number word"), ("12 thousandth", "number word"),
+    ("12 fifths", "number word"), ("12 mil", "number word"), ("12 M", "number word"), ("12 Mio", "number word"),
+    ("12 tausend", "number word"), ("12 grand", "number word"), ("12 bp", "number word"),
+    ("12 basis points", "number word"), ("12 lakh", "number word"),
 ]
 
 

@@ -20,6 +20,10 @@ Number = Union[int, Fraction, bool]
 DEFAULT_MAX_BITS = 1024
 """Largest integer (or numerator/denominator) size in bits: about 308 decimal digits."""
 
+MAX_DECIMAL_DIGITS = 1000
+"""Most digits a ``Decimal`` may have written out (its digits plus its exponent's size) to be taken
+as an exact number: ``Decimal("1e10000000")`` would expand to ten million digits."""
+
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
 
@@ -78,7 +82,8 @@ def normalize(value: object) -> Number:
     Fractions with denominator 1 become ints. Floats are refused: they are never exact.
 
     Raises:
-        EvaluationError: for floats, strings or other types.
+        EvaluationError: for floats, strings or other types; a non-finite Decimal, or one with more
+            than :data:`MAX_DECIMAL_DIGITS` digits written out.
     """
     if type(value) is bool or type(value) is int:
         return value  # type: ignore[return-value]
@@ -87,6 +92,9 @@ def normalize(value: object) -> Number:
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise EvaluationError(f"non-finite decimal {value}")
+        digits, exponent = value.as_tuple()[1:]
+        if len(digits) + abs(int(exponent)) > MAX_DECIMAL_DIGITS:  # 1e10000000 would take seconds to expand
+            raise EvaluationError(f"decimal {value:.6E} has more than {MAX_DECIMAL_DIGITS} digits written out")
         return normalize(Fraction(value))
     if isinstance(value, int):  # int subclasses other than bool
         return int(value)
@@ -109,7 +117,7 @@ def parse_number(text: str, max_digits: int = 400) -> Number:
     t = text.strip()
     if len(t) <= 18 and _INT_TEXT.fullmatch(t):
         return int(t)  # the common case, fast
-    if len(t) > max_digits + 8 and not _WRITTEN.fullmatch(t):
+    if sum(c.isdigit() for c in t[: 4 * max_digits + 64]) > max_digits:  # before any conversion: int() refuses 4,300
         raise EvaluationError(f"number has more than {max_digits} digits")
     if not _NUMBER_TEXT.fullmatch(t):
         return read_number(t, max_digits)

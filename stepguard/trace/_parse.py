@@ -85,16 +85,28 @@ _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
 # What the rest of a value's clause may not hold (the value must be all the clause says): the
 # leftmost offender names the error. Words match whole and in any case (ASCII letters around them).
 _W0, _W1 = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
+# words that scale a number (12 thousand, 5 k, 3 Mio, 2 lakh) or make it a fraction (3 fifths)
+_SCALE_WORDS = (
+    "hundreds?|thousands?|millions?|billions?|trillions?|dozens?|grand|"
+    "k|bn|mn|mln|mio|mrd|mil|mill|bil|tsd|tausend|mille|milliards?|milliarden?|millones|mill[oó]n|"
+    "lakhs?|lacs?|crores?|squared|cubed|"
+    "half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?|"
+    "hundredths?|thousandths?|millionths?|bps?|basis[ \t]+points?"
+)
 _NUMBER_WORDS = (
     "zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-    "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
-    "hundreds?|thousands?|millions?|billions?|trillions?|dozens?|half|halves|quarters?|"
-    "k|bn|mn|mln|lakhs?|crores?|squared|cubed|point"
+    "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|point|"
+    + _SCALE_WORDS
 )
+# single capital letters that scale a number in finance (12 M, 3 B, 4 T, 2 MM, 5 G); matched in their case only
+_SCALE_LETTERS = r"(?-i:M|MM|B|G|T)"
+SCALE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]*+(?:" + _W0 + _SCALE_WORDS + "|" + _SCALE_LETTERS + _W1 + ")", re.IGNORECASE)
+"""A scale or fraction word right after a number (``12 thousand``, ``3 Mio``, ``5 k``, ``2 fifths``):
+the number alone is not the value written. Match at the number's end with ``.match(text, end)``."""
 _TAIL = re.compile(
     r"(?P<digit>\d)"
-    r"|(?P<percent>[%％٪‰‱]|" + _W0 + r"per[ \t]?cent|pct" + _W1 + ")"
-    r"|(?P<word>" + _W0 + _NUMBER_WORDS + _W1 + ")"
+    r"|(?P<percent>[%％٪‰‱]|" + _W0 + r"per[ \t]?cent|per[ \t]?mille|pct" + _W1 + ")"
+    r"|(?P<word>" + _W0 + _NUMBER_WORDS + "|" + _SCALE_LETTERS + _W1 + ")"
     r"|(?P<hedge>->|=>|<-|[→⇒⟶⟹←↦~∼≈≃≅±∓<>≤≥≠?…]|!=|\.\.|\\(?:approx|sim|simeq|pm|mp|to|rightarrow|Rightarrow|"
     r"ne|neq|le|leq|ge|geq|lt|gt)(?![A-Za-z])|" + _W0 + r"or|approx|approximately|about|around|roughly|nearly|"
     r"almost|circa|ca|maybe|perhaps|possibly|wait" + _W1 + ")"
@@ -114,20 +126,27 @@ _LETTER_BEFORE = re.compile(r"[^\W\d_]")
 def _tail_problem(tail: str) -> str | None:
     """Why ``tail``, the rest of a value's clause, makes the value unreadable; None if it is plain text.
 
-    Refused: a digit (``"unreadable number"`` when only separators come between, ``12\\;000``,
-    ``12 ,5``; ``"more than one number"`` after words, ``12 (wait, it's 13)``), a percent sign or
-    word, a number word or multiplier (``12 thousand``, ``12 k``), a correction, relation or
+    Read in NFKC form (``﹪`` is ``%``, ``Ｋ`` is ``K``, ``½`` is ``1⁄2``). Refused: a digit
+    (``"unreadable number"`` when only separators come between, ``12\\;000``, ``12 ,5``; ``"more
+    than one number"`` after words, ``12 (wait, it's 13)``), a percent or per-mille sign or word, a
+    number word, multiplier or fraction word (``12 thousand``, ``12 k``, ``3 Mio``, ``12 M``, ``2
+    fifths``) or a numeric character of any script (``6 万``), a correction, relation or
     hedge (``12 -> 13``, ``12 or 13``, ``12 ≈ 12.4``, ``12?``), an operator (``12 x 2``,
     ``12 mod 5``, ``12:5``), a combining mark or an invisible format character (``12̸``).
     """
     if not tail:
         return None
+    if not tail.isascii():
+        # compatibility forms read as what they stand for: ﹪ is %, Ｋ is K, ² is 2, ½ is 1⁄2
+        tail = unicodedata.normalize("NFKC", tail)
     m = _TAIL.search(tail)
     end = m.start() if m is not None else len(tail)
     if not tail.isascii():
         for c in tail[:end]:
             if c > "\x7f" and unicodedata.category(c) in ("Mn", "Mc", "Me", "Cf"):
                 return "combining or invisible mark"
+            if c > "\x7f" and unicodedata.numeric(c, None) is not None:
+                return "number word"  # 6 万, 3 億: a number of another script
     if m is None:
         return None
     if m.lastgroup == "digit":

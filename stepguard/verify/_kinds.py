@@ -8,7 +8,8 @@ first deviation. What each kind checks (docs/agent-workflows.md):
   expression argument equal to the evaluator's value (exactly: ``"ORD-7"`` is not ``"ORD-9"``,
   ``age ^ 0.23`` as text is not a number); a free argument of its type and passing its predicate.
 * ``extract``: the value occurs in the source text (numbers and money read exactly, ``$1,234.50``
-  = ``1234.5``; dates in ISO or spelled form alike), after ``label`` when given; then type and predicate.
+  = ``1.234,50`` = ``1234.5``, or not at all when a number could mean two values: ``1,234`` alone,
+  ``(18.86)``; dates in ISO or spelled form alike), after ``label`` when given; then type and predicate.
 * ``text``: one line of text (or a JSON list of strings, or JSON), within ``min_length``..``max_length``,
   matching ``pattern``, each item among ``choices``, valid against ``schema``; then the predicate.
 """
@@ -30,6 +31,7 @@ from stepguard.procedure import Procedure, ToolArg, apply_scale, coerce_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
 from stepguard.verify._deviation import Deviation
+from stepguard.verify._source_numbers import scan_numbers
 
 __all__ = ["ArgVerdict", "KindVerdict", "dates_in", "label_tails", "numbers_in", "verify_extract", "verify_text", "verify_tool_call"]
 
@@ -201,7 +203,6 @@ def _line_of(reply: str, var: str) -> str | None:
 
 
 # --- extract ---------------------------------------------------------------------------------
-_NUM = re.compile(r"(?<![\w.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|\.\d)")
 _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                            "september", "october", "november", "december"))}
 _MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
@@ -214,15 +215,12 @@ _DATES = (
 )
 
 
-def numbers_in(text: str) -> list[Number]:
-    """Every number written in ``text``, exact: ``1,234.50`` and ``$1234.5`` are both 1234.5."""
-    out: list[Number] = []
-    for m in _NUM.finditer(text[:_MAX_VALUE * 50]):
-        try:
-            out.append(parse_number(m.group().replace(",", "").replace("−", "-")))
-        except EvaluationError:
-            continue
-    return out
+def numbers_in(text: str, context: str | None = None) -> list[Number]:
+    """Every number written in ``text`` that reads as exactly one value: ``1,234.50``, ``$1234.5`` and
+    ``1.234,50`` are 1234.5, ``–18.86`` is -18.86; ``1,234`` alone, ``(18.86)`` or ``12 thousand`` are
+    ambiguous and give nothing (rules: :mod:`stepguard.verify._source_numbers`). ``context``: the
+    whole document ``text`` is part of, whose other numbers decide the decimal mark."""
+    return scan_numbers(text, context).exact
 
 
 def _date(y: str, mo: str | int, d: str) -> str | None:
@@ -265,9 +263,9 @@ def label_tails(source: str, label: str) -> list[str]:
     return out
 
 
-def _occurs(value: Number | str, text: str) -> bool:
+def _occurs(value: Number | str, text: str, context: str) -> bool:
     if not isinstance(value, str):
-        return any(n == value for n in numbers_in(text))
+        return any(n == value for n in numbers_in(text, context))
     want = " ".join(value.split()).lower()
     if not want:
         return False
@@ -305,9 +303,15 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Number | 
         out.deviation = Deviation(kind="type_error", step=var, detail=f"{var} must be of type {step.type}", got=got)
         return out
     source = str(env.get(str(step.source), ""))
-    if not _occurs(value, _region(source, step.label)):
+    region = _region(source, step.label)
+    if not _occurs(value, region, source):
         where = f" after {step.label!r}" if step.label else ""
-        out.deviation = Deviation(kind="not_in_source", step=var, detail=f"{var} = {_show(value)} does not occur in {step.source}{where}", got=got)
+        detail = f"{var} = {_show(value)} does not occur in {step.source}{where}"
+        if not isinstance(value, str):
+            doubt = [w for w, values in scan_numbers(region, source).ambiguous if value in values]
+            if doubt:
+                detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
+        out.deviation = Deviation(kind="not_in_source", step=var, detail=detail, got=got)
         return out
     if not isinstance(value, str):
         value = apply_scale(value, step)

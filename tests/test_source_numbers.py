@@ -1,0 +1,81 @@
+"""An extract step's value must occur in the source as a whole number read exactly: never a part of
+a number (``1.234,56`` is not 1.234), never with its sign dropped (``–18.86``), never with a scale
+ignored (``12 thousand``); a number that could mean two values supports neither."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from stepguard import Guard, GuardConfig, parse_procedure
+from stepguard.verify import verify_extract
+from stepguard.verify._source_numbers import scan_numbers
+from tests._fakes import ReplyModel
+
+F = Fraction
+
+
+@pytest.mark.parametrize("text,exact", [
+    ("Total: $1,234.50", [F(2469, 2)]),
+    ("Gesamt: 1.234,50 EUR", [F(2469, 2)]),
+    ("Total: 1 234,50", []),  # plain-space groups: one number or two
+    ("Total\u00a01\u202f234.50", [F(2469, 2)]),  # narrow no-break space groups are groups
+    ("CHF 1'234.50", [F(2469, 2)]),
+    ("Total: –18.86", [F(-943, 50)]),  # en dash, minus sign, full-width and small hyphen-minus
+    ("−18.86 －2 ﹣3", [F(-943, 50), -2, -3]),
+    ("pages 10–20, 2024-03-05", [10, 20, 2024, 3, 5]),  # a dash between numbers is no sign
+    ("(18.86)", []), ("18.86-", []), ("– 18.86", []),  # credit or not: both signs possible
+    ("12 thousand", []), ("3 Mio", []), ("12 ½", []), ("6 万", []), ("12½", []), ("5²", []), ("5 k", []),
+    ("1,234", []), ("1.234", []),  # alone: 1234 or 1.234
+    ("1,234 of 5.50", [1234, F(11, 2)]), ("1.234 of 5,50", [1234, F(11, 2)]),  # the document's own convention
+    ("12,5", [F(25, 2)]), ("0,81", [F(81, 100)]),  # only a decimal comma reads these
+    ("1,23,456", []), ("12.5.3", []), ("05.03.2024", []),
+    ("VAT 7%: 0,81", [7, F(81, 100)]), ("Weight (72.5 kg)", [F(145, 2)]), ("INV-2024", [2024]),
+])
+def test_numbers_are_read_whole_or_not_at_all(text: str, exact: list) -> None:
+    assert scan_numbers(text).exact == exact
+
+
+def test_the_whole_document_decides_the_decimal_mark() -> None:
+    assert scan_numbers("Total: 1,234").exact == []
+    assert scan_numbers("Total: 1,234", context="Shipping: 4.50\nTotal: 1,234").exact == [1234]
+    assert scan_numbers("Total: 1,234", context="Versand: 4,50\nTotal: 1,234").exact == [F(617, 500)]
+
+
+RECEIPT = parse_procedure("""
+inputs: {receipt_text: string}
+steps:
+  - {var: total, kind: extract, source: receipt_text, label: Total, type: decimal, scale: 2}
+  - {var: tax, kind: extract, source: receipt_text, label: VAT, type: decimal, scale: 2}
+  - {var: subtotal, expr: total - tax, type: decimal, scale: 2}
+""")
+
+
+@pytest.mark.parametrize("text,reply,kind", [
+    ("Total: 1.234,56 EUR\nVAT: 0,81 EUR", "total = 1.234", "not_in_source"),  # a part of the number
+    ("Total: 1.234,56 EUR\nVAT: 0,81 EUR", "total = 56", "not_in_source"),
+    ("Total: 1.234,56 EUR\nVAT: 0,81 EUR", "total = 1234.56", None),
+    ("CREDIT NOTE Total: –18.86", "total = 18.86", "not_in_source"),  # its sign dropped
+    ("CREDIT NOTE Total: –18.86", "total = -18.86", None),
+    ("Total: (18.86)", "total = 18.86", "not_in_source"),
+    ("Total: 12 thousand", "total = 12", "not_in_source"),
+    ("Total: 1 234.56", "total = 234.56", "not_in_source"),
+])
+def test_an_extracted_value_is_a_whole_number_of_the_source(text: str, reply: str, kind: str | None) -> None:
+    verdict = verify_extract(RECEIPT, 0, {"receipt_text": text}, reply)
+    assert (verdict.deviation.kind if verdict.deviation else None) == kind, verdict.deviation
+
+
+def test_the_refusal_names_the_ambiguous_number() -> None:
+    verdict = verify_extract(RECEIPT, 0, {"receipt_text": "Total: 1,234"}, "total = 1234")
+    assert verdict.deviation is not None and "'1,234' there could mean more than one value" in verdict.deviation.detail
+
+
+def test_a_european_receipt_read_in_part_is_never_verified() -> None:
+    """The tester's case: 1.234 and 0 read out of 1.234,56 and 0,81 ended verified with subtotal 1.23."""
+    model = ReplyModel(["total = 1.234", "tax = 0", "subtotal = 1.23 - 0 = 1.23"] * 4)
+    result = Guard(model, GuardConfig(max_reprompts_per_step=1, on_exhausted="flag")).run(
+        RECEIPT, {"receipt_text": "Gesamtbetrag / Total: 1.234,56 EUR\nVAT 7%: 0,81 EUR"})
+    assert result.status != "verified"
+    assert result.steps[0].provenance != "model_verified"
