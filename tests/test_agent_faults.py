@@ -350,3 +350,14 @@ def test_a_thread_is_not_resumed_with_other_code_behind_a_tool_name(tmp_path) ->
     ids = [Guard(model, tools={"catalog_lookup": partial(v1, sku=s), "issue_refund": refund}).tools.identity()["catalog_lookup"]
            for s in ("a", "b")]
     assert ids[0] != ids[1]  # a partial is keyed by its arguments too
+
+
+def test_several_missing_tools_are_named_in_the_plural() -> None:
+    proc = parse_procedure("""
+inputs: {sku: string}
+steps:
+  - {var: a, kind: tool, tool: lookup, args: {sku: sku}}
+  - {var: b, kind: tool, tool: refund, args: {sku: sku}}
+""")
+    with pytest.raises(ProcedureError, match="tools lookup, refund are not among the tools"):
+        Guard(ReplyModel([])).run(proc, {"sku": "A-1"})

@@ -87,6 +87,14 @@ def test_init_makes_a_missing_folder_and_refuses_what_cannot_be_written(tmp_path
     assert out.exit_code == 7 and f"{blocker / 'p.yaml'}: cannot be written" in out.output and "Traceback" not in out.output
 
 
+def test_init_writes_yaml_only_where_the_name_says_yaml(tmp_path: Path) -> None:
+    """`init p.json` wrote YAML that `check p.json` then refused as not valid JSON."""
+    for name in ("p.json", "p", "p.txt"):
+        out = CliRunner().invoke(app, ["init", str(tmp_path / name)])
+        assert out.exit_code == 2 and "name it" in out.output and not (tmp_path / name).exists(), out.output
+    assert CliRunner().invoke(app, ["init", str(tmp_path / "p.YML")]).exit_code == 0
+
+
 def test_check_names_file_step_and_field(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("steps:\n  - {var: a, expr: x + 1}\n  - {var: b, check: a + c}\n", encoding="utf-8")

@@ -231,3 +231,18 @@ def test_deferred_defaults_reject_a_name_the_command_lacks() -> None:
     assert "[default: 4]" in CliRunner().invoke(mini, ["a", "--help"]).stdout
     with pytest.raises(LookupError, match="no parameters"):
         CliRunner().invoke(mini, ["b", "--help"], catch_exceptions=False)
+
+
+def test_an_input_given_twice_is_refused_not_overwritten() -> None:
+    """`-i rate=0.2 -i rate=0.3` ran with 0.3 and said nothing."""
+    out = CliRunner().invoke(app, ["run", "examples/invoice.yaml", "-i", "subtotal=120", "-i", "rate=0.2", "-i", "rate=0.3",
+                                   "--model", "sim:perfect"])
+    assert out.exit_code == ExitCode.USAGE and "rate given twice" in out.output
+
+
+@pytest.mark.parametrize("timeout", ["-1", "0", "inf", "nan"])
+def test_a_timeout_not_above_zero_is_refused_for_every_model(timeout: str) -> None:
+    """`--timeout -1` was refused for an HTTP model and ignored for the simulator."""
+    out = CliRunner().invoke(app, ["run", "examples/invoice.yaml", "-i", "subtotal=120", "-i", "rate=0.2",
+                                   "--timeout", timeout, "--model", "sim:perfect"])
+    assert out.exit_code == ExitCode.USAGE and "--timeout" in out.output, out.output

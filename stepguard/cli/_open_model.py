@@ -7,6 +7,7 @@ Every command that talks to a model (``run``, ``bench run``, ``bench demo``) dec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -51,11 +52,14 @@ def open_model(spec: str, timeout: float | None = None, *, procedure: Any = None
 
     Raises:
         typer.Exit: the model cannot be loaded or started: 6 for the model or its server (with
-            an install hint for the embedded model), 2 for a bad spec or option value, else the
+            an install hint for the embedded model), 2 for a bad spec or option value (a ``timeout``
+            not above 0), else the
             code of :func:`stepguard.cli._exit.exit_for_error`.
     """
     from stepguard.adapters import load_model
 
+    if timeout is not None and not 0 < timeout < math.inf:  # every adapter, the simulator too
+        raise fail(f"--timeout: seconds, a number above 0, not {timeout}", ExitCode.USAGE)
     options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     try:
         model = load_model(spec, procedure=procedure, **options)

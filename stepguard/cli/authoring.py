@@ -151,8 +151,11 @@ def init_command(
 ) -> None:
     """Write a commented starter procedure (YAML) explaining every field; its folder is made if missing.
 
-    Exits 2 where the file exists (without --force), 7 where it cannot be written.
+    Exits 2 where the file exists (without --force) or is not named .yaml/.yml, 7 where it cannot be written.
     """
+    if file.suffix.lower() not in (".yaml", ".yml"):
+        raise fail(f"{file}: the starter is YAML with comments; name it {file.stem or 'procedure'}.yaml "
+                   "(a .json procedure file is read by check and run, but init does not write one)", ExitCode.USAGE)
     if file.exists() and not force:
         typer.echo(f"error: {file} exists (use --force to overwrite)", err=True)
         raise typer.Exit(2)

@@ -46,6 +46,9 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise typer.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--input")
+        if name.strip() in out:
+            raise typer.BadParameter(f"{name.strip()} given twice ({name.strip()}={out[name.strip()]!r}, then {pair!r}): give each input once",
+                                     param_hint="--input")
         out[name.strip()] = value.strip()
     return out
 

@@ -110,7 +110,8 @@ class Guard:
         if missing:
             given = ", ".join(self.tools) or "none"
             raise ProcedureError(
-                f"tool {', '.join(missing)} is not among the tools given to the guard (given: {given}); "
+                (f"tool {missing[0]} is not" if len(missing) == 1 else f"tools {', '.join(missing)} are not")
+                + f" among the tools given to the guard (given: {given}); "
                 "pass it as Guard(model, tools=[...]) or, on the command line, --tools module:attr",
                 f"procedure {procedure.name!r}",
             )
