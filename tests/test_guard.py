@@ -391,3 +391,17 @@ def test_an_earlier_chunks_step_written_again_after_the_chunk_is_noted_not_taken
     assert bool(notes) is noted
     if noted:
         assert notes[0].step == "s" and "its committed value stands" in notes[0].detail and notes[0].got.endswith("s = 12")
+
+
+def test_a_check_that_disagrees_on_flagged_values_names_them_not_the_procedure() -> None:
+    """Shadow mode keeps the model's wrong net; total's expr and check then disagree on it. The
+    message blamed the procedure ("contradicts itself") without saying which values it read."""
+    from stepguard import load_procedure
+    from tests._fakes import ReplyModel
+
+    proc = load_procedure("examples/invoice.yaml")
+    model = ReplyModel(["discount = 6.00", "net = 115.00", "tax = 23.00", "total = 138.00"] * 3)
+    result = Guard(model, GuardConfig(policy="flag", chunk_size=1)).run(proc, {"subtotal": "120.00", "rate": "0.2"})
+    assert result.status != "verified"
+    detail = next(d.detail for d in result.deviations if d.step == "total")
+    assert "on the values it reads (" in detail and "net = 115" in detail, detail

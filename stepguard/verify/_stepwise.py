@@ -232,8 +232,10 @@ def verify_chunk(
             value = apply_scale(value, step)  # the procedure's rounding rule, applied exactly: 5.005 -> 5.01 (HALF_UP)
         try:
             want = expected_value(procedure, pos, local)
-        except EvaluationError as exc:
-            return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} cannot be evaluated: {exc}"), value)
+        except EvaluationError as exc:  # on the values committed so far, which a flag policy may have kept wrong
+            read = ", ".join(f"{n} = {local[n] if isinstance(local[n], (str, bool)) else format_number(local[n])}" for n in procedure.reads(pos) if n in local)
+            return fail(Deviation(kind="check_failed", step=want_var,
+                                  detail=f"{want_var} cannot be evaluated on the values it reads ({read}): {exc}"), value)
         if want is not None and (value != want or isinstance(value, bool) != isinstance(want, bool)):
             # A wrong value is classified by its substitution: a wrong operand is a look-back
             # confusion, right operands mean an arithmetic error. A right value is accepted
