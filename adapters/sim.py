@@ -181,6 +181,10 @@ class _Prompt(NamedTuple):
     wants_final: bool
     known: tuple[tuple[str, _Value], ...]
     steps: tuple[_Step, ...]
+    answer_var: str | None = None  # the prompt asks for this variable's value, not the last step's
+
+
+_ANSWER_VAR = re.compile(r"final answer: <the value of ([A-Za-z_]\w*)>", re.IGNORECASE)
 
 
 _HEAD = re.compile(r"^[ \t]*(inputs|known values|procedure|steps):[ \t]*\r?$\n?", re.IGNORECASE | re.MULTILINE)
@@ -347,7 +351,8 @@ def _read_prompt(text: str) -> _Prompt | None:
                 restated = name
         steps.append((var, src, expr, far, far_d, restated))
     wants_final = not chunk or "final answer:" in text.lower()
-    return _Prompt(chunk, wants_final, tuple(known.items()), tuple(steps))
+    asked = _ANSWER_VAR.search(text)
+    return _Prompt(chunk, wants_final, tuple(known.items()), tuple(steps), asked.group(1) if asked else None)
 
 
 def _perturb(value: _Value, rng: random.Random) -> _Value:
@@ -587,9 +592,10 @@ class SimulatedExecutor(ClosableModel):
         if extra and not stopped and last is not None:
             last = self._invent(last, env, lines, chunk, rng)
         if prompt.wants_final and not missing and last is not None:
+            final = env[prompt.answer_var] if prompt.answer_var in env else last[1]
             if self_corr:
-                lines += [f"Final answer: {_text(_perturb(last[1], rng))}", "", "Wait, let me double-check that."]
-            lines.append(f"Final answer: {_text(last[1])}")
+                lines += [f"Final answer: {_text(_perturb(final, rng))}", "", "Wait, let me double-check that."]
+            lines.append(f"Final answer: {_text(final)}")
         return "\n".join(lines)
 
     def _invent(

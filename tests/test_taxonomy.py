@@ -205,3 +205,23 @@ def test_one_label_list_for_every_report() -> None:
     header = render_table(summarize([score_generation(INST, gen())])).splitlines()[0].split()
     assert [aggregate.LABEL_HEADINGS[lb] for lb in FAILURE_LABELS] == header[6:12]
     assert not hasattr(summary, "FAILURE_LABELS") or summary.FAILURE_LABELS is FAILURE_LABELS
+
+
+def test_boolean_and_choice_values_are_read_as_what_they_are() -> None:
+    """A right `capped = true` was an arithmetic_error (the parser reads numbers only), and True == 1."""
+    from stepguard import parse_procedure
+    from stepguard.verify import score_generation
+
+    proc = parse_procedure("""
+inputs: {x: integer}
+steps:
+  - {var: big, expr: x > 10, type: boolean}
+  - {var: tier, expr: "'gold' if big else 'silver'", type: one_of, choices: [gold, silver]}
+  - {var: n, expr: "1 if big else 0"}
+answer: big
+""")
+    expected = proc.expected_values({"x": 12})
+    right = score_generation((proc, expected), "big = true\ntier = Gold\nn = 1\nFinal answer: true")
+    assert right.exact and right.correct and right.first_answer == "true" and right.step_values_correct == 3
+    wrong = score_generation((proc, expected), "big = 1\ntier = silver\nn = 1\nFinal answer: 1")
+    assert not wrong.correct and wrong.first_error_step == "big" and "arithmetic_error" in wrong.labels

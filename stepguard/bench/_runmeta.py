@@ -73,7 +73,8 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
     Returns:
         ``(make, meta)``: ``make()`` returns a fresh iterator over the instances (a file is
         streamed again each time; a one-shot iterator can be walked once), ``meta`` is
-        ``{"file": absolute path or None, "sha256": of the file's bytes, of the sequence's JSON, or None}``.
+        ``{"file": absolute path or None, "sha256": of the file's bytes, of the sequence's JSON, or None,
+        "answer_not_last": a case's procedure answers with another step than its last}``.
 
     Raises:
         ProcedureError: a suite without input sets, or with an invalid file (names the file).
@@ -85,15 +86,23 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
         path = Path(instances)
         if is_suite(path):  # procedure files with input sets: a few hundred cases at most, held in memory
             cases = load_suite(path)
-            return (lambda: iter(cases)), {"file": str(path.resolve()), "sha256": suite_sha256(path)}
-        return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path)}
+            return (lambda: iter(cases)), {"file": str(path.resolve()), "sha256": suite_sha256(path),
+                                           "answer_not_last": _answer_not_last(cases)}
+        return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path), "answer_not_last": False}
     if isinstance(instances, Sequence):
         h = hashlib.sha256()
         for inst in instances:
             h.update(inst.model_dump_json().encode("utf-8") + b"\n")
-        return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest()}
+        return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest(), "answer_not_last": _answer_not_last(instances)}
     once = iter(instances)
-    return (lambda: once), {"file": None, "sha256": None}
+    return (lambda: once), {"file": None, "sha256": None, "answer_not_last": False}
+
+
+def _answer_not_last(items: Iterable[Any]) -> bool:
+    """Does any case's procedure answer with another step than its last (a generated instance never does)?"""
+    from stepguard.bench._raw import answer_not_last
+
+    return any(answer_not_last(i.procedure) for i in items if hasattr(i, "procedure"))
 
 
 def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst_meta: dict[str, Any],
@@ -106,13 +115,17 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         mode: ``"raw"`` or ``"guarded"``.
         model: the model; described by :func:`describe_model`.
         guard_config: guarded mode's config (``None`` in raw mode).
-        inst_meta: ``{file, sha256}`` from :func:`instance_source`.
+        inst_meta: ``{file, sha256, answer_not_last}`` from :func:`instance_source` (raw mode: where
+            ``answer_not_last``, ``generation`` records ``final_answer``, as that prompt is worded
+            otherwise than before and a run made with the old wording is another run).
         raw_tokens_per_step: raw mode's ``max_tokens`` allowance per step.
     """
     import stepguard
 
     if mode == "raw":
         generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64"}
+        if inst_meta.get("answer_not_last"):  # the prompt names the answer variable (stepguard.bench._raw): another run
+            generation["final_answer"] = "the answer variable's value, after the last step"
     else:
         assert guard_config is not None
         generation = {"temperature": guard_config.temperature, "seed": guard_config.seed,

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepguard.bench._results import numbered_results, row_error
 from stepguard.bench.rows import ACTIONS, ENDINGS, caught_deviations
 from stepguard.bench.stats import rate as stats_rate
-from stepguard.bench.store import ERRORS, RESULTS, iter_rows, read_meta
+from stepguard.bench.store import ERRORS, iter_rows, read_meta
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 __all__ = ["LABEL_HEADINGS", "Cell", "RunAggregate", "aggregate_run", "rate"]
@@ -227,14 +228,19 @@ def aggregate_run(rundir: str | Path) -> RunAggregate:
     """Fold a run folder's results.jsonl (streamed) into a :class:`RunAggregate`.
 
     Raises:
-        RunStoreError: run.json missing, or a corrupt line (names file and line).
+        RunStoreError: run.json missing, or a corrupt line, a duplicate id, a row without a usable
+            ``n_steps`` / ``lookback`` or with a field of the wrong type (names file and line).
     """
     rundir = Path(rundir)
     agg = RunAggregate(rundir, read_meta(rundir))
     done: set[str] = set()
-    for row in iter_rows(rundir / RESULTS):
+    for path, lineno, row in numbered_results(rundir):
         done.add(row["id"])
-        key = (int(row["n_steps"]), int(row["lookback"]) if row.get("lookback") is not None else 0)
+        key = (row["n_steps"], row["lookback"] if row.get("lookback") is not None else 0)
+        try:
+            Cell().add(row)  # a field of the wrong type fails here, before any cell has counted the row
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise row_error(path, lineno, f"row {row['id']!r}: a field of the wrong type ({type(exc).__name__}: {exc})") from None
         agg.configs.setdefault(key, Cell()).add(row)
         agg.by_steps.setdefault(key[0], Cell()).add(row)
         agg.overall.add(row)

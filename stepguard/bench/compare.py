@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stepguard.bench._extra import import_extra
+from stepguard.bench._results import numbered_results
 from stepguard.bench.stats import wilson_interval
-from stepguard.bench.store import RESULTS, iter_rows, read_meta
+from stepguard.bench.store import read_meta
 
-__all__ = ["METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "Paired", "compare_runs", "mcnemar_exact"]
+__all__ = ["METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "InstancesDiffer", "NoSharedInstances", "Paired", "compare_runs", "mcnemar_exact"]
 
 Metric = Literal["correct", "exact", "verified"]
 
@@ -34,6 +35,14 @@ METRIC_HEADINGS: dict[str, tuple[str, str]] = {
     "verified": ("raw first answer right", "guarded verified completion"),
 }
 """What each metric counts as right in the (raw, guarded) run, in words for a table's headings."""
+
+
+class NoSharedInstances(ValueError):
+    """The two runs finished no instance id in common: nothing to pair (the message gives both counts)."""
+
+
+class InstancesDiffer(ValueError):
+    """Rows of the two runs with one id record different instance content (``instance_sha256``)."""
 
 
 def mcnemar_exact(only_b: int, only_a: int) -> float:
@@ -126,20 +135,23 @@ class Comparison:
     overall: Paired = field(default_factory=lambda: Paired(None, None))
     only_in_raw: int = 0
     only_in_guarded: int = 0
+    warnings: list[str] = field(default_factory=list)
+    """What makes the pairs less than a paired comparison on one model (different models, unchecked instances)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"metric": self.metric, "raw": self.raw, "guarded": self.guarded, "simulated": self.simulated,
                 "configs": [p.as_dict() for p in self.configs], "overall": self.overall.as_dict(),
-                "only_in_raw": self.only_in_raw, "only_in_guarded": self.only_in_guarded}
+                "only_in_raw": self.only_in_raw, "only_in_guarded": self.only_in_guarded, "warnings": list(self.warnings)}
 
     def table(self) -> str:
         """A plain-text table for a terminal (SIMULATED in the title when it applies)."""
         sim = " (SIMULATED executor: not a model's accuracy)" if self.simulated else ""
-        lines = [f"paired comparison on '{self.metric}': raw {self.raw} vs guarded {self.guarded}{sim}",
+        lines = [f"warning: {w}" for w in self.warnings]
+        lines += [f"paired comparison on '{self.metric}': raw {self.raw} vs guarded {self.guarded}{sim}",
                  f"{'config':<10} {'n':>5} {'both':>6} {'guard+':>7} {'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8} {'McNemar p':>10}"]
         for p in [*self.configs, self.overall]:
-            name = "overall" if p.n_steps is None else f"{p.n_steps}x{p.lookback}"
+            name = "overall" if p.n_steps is None else f"{p.n_steps}x{p.lookback if p.lookback else '-'}"
             d = p.as_dict()
             rr = "-" if d["raw_rate"] is None else f"{100 * d['raw_rate']:.1f}"
             gr = "-" if d["guarded_rate"] is None else f"{100 * d['guarded_rate']:.1f}"
@@ -166,9 +178,16 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
         guarded run streamed).
 
     Raises:
-        RunStoreError: a folder is not a run store or holds a corrupt line.
+        RunStoreError: a folder is not a run store, or a row is corrupt, repeats an id or lacks a
+            usable ``n_steps`` / ``lookback`` (names file and line).
+        NoSharedInstances: no id finished in both runs (a ValueError; gives both row counts).
+        InstancesDiffer: an id finished in both runs names different instance content (rows'
+            ``instance_sha256``; a ValueError naming the first such id and both lines).
         ValueError: an unknown metric, or the two runs are not one raw and one guarded run (the
             modes found are named).
+
+    Runs of different models, or of different instances files whose rows record no instance hash,
+    are compared with a line in :attr:`Comparison.warnings` saying so.
     """
     if metric not in METRIC_FIELDS:
         raise ValueError(f"metric must be one of {', '.join(map(repr, METRIC_FIELDS))}, not {metric!r}")
@@ -179,24 +198,59 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
         found = ", ".join(f"{d} is {m.get('mode')!r}" for d, m in meta.items())
         raise ValueError(f"compare needs one raw and one guarded run ({found})")
     raw_dir, guarded_dir = by_mode["raw"], by_mode["guarded"]
-    raw: dict[str, tuple[int, int | None, bool]] = {}
-    for row in iter_rows(raw_dir / RESULTS):
-        raw[row["id"]] = (int(row["n_steps"]), row.get("lookback"), bool(row.get(raw_field)))
+    raw: dict[str, tuple[int, int | None, bool, str | None, str]] = {}
+    for path, lineno, row in numbered_results(raw_dir):
+        raw[row["id"]] = (row["n_steps"], row.get("lookback"), bool(row.get(raw_field)), row.get("instance_sha256"), f"{path}:{lineno}")
     simulated = any(bool(m.get("simulated")) for m in meta.values())
-    cmp = Comparison(metric, str(raw_dir), str(guarded_dir), simulated)
+    cmp = Comparison(metric, str(raw_dir), str(guarded_dir), simulated, warnings=_model_warnings(meta[raw_dir], meta[guarded_dir]))
     groups: dict[tuple[int, Any], Paired] = {}
-    seen = 0
-    for row in iter_rows(guarded_dir / RESULTS):
+    seen, guarded_rows, unchecked = 0, 0, 0
+    differ: list[str] = []
+    for path, lineno, row in numbered_results(guarded_dir):
+        guarded_rows += 1
         got = raw.get(row["id"])
         if got is None:
             cmp.only_in_guarded += 1
             continue
         seen += 1
-        n_steps, lookback, raw_ok = got
+        n_steps, lookback, raw_ok, raw_sha, raw_at = got
+        sha = row.get("instance_sha256")
+        if raw_sha is None or sha is None:
+            unchecked += 1
+        elif raw_sha != sha:
+            differ.append(f"{row['id']!r} ({raw_at} vs {path}:{lineno})")
+            continue
         ok = bool(row.get(guarded_field))
         groups.setdefault((n_steps, lookback), Paired(n_steps, lookback)).add(raw_ok, ok)
         cmp.overall.add(raw_ok, ok)
+    if differ:
+        raise InstancesDiffer(
+            f"{len(differ)} of the {seen} ids both runs finished name different instances (another input or expected "
+            f"value under the same id; first: {differ[0]}): {raw_dir} and {guarded_dir} were not run on the same "
+            "instances, so their rows do not pair; compare runs of one instances file")
+    if not seen:
+        raise NoSharedInstances(
+            f"no instance ids in common: raw {raw_dir} has {len(raw)} finished rows, guarded {guarded_dir} has "
+            f"{guarded_rows}; a paired comparison needs the same instances run in both modes")
+    same_file = meta[raw_dir].get("instances_sha256") == meta[guarded_dir].get("instances_sha256")
+    if unchecked and not same_file:
+        cmp.warnings.append(f"the runs' instances files differ and {unchecked} pairs have rows that record no instance "
+                            "hash (written before rows did): those pairs are matched by id only, unchecked")
     cmp.only_in_raw = len(raw) - seen
     cmp.configs = [groups[k].finish() for k in sorted(groups, key=lambda k: (k[0], k[1] or 0))]
     cmp.overall.finish()
     return cmp
+
+
+def _model_warnings(raw: dict[str, Any], guarded: dict[str, Any]) -> list[str]:
+    """A warning when the two runs' models differ (spec, name or runtime): not the paired comparison on one model."""
+    def who(meta: dict[str, Any]) -> dict[str, Any]:
+        model = meta.get("model") or {}
+        return {k: model.get(k) for k in ("spec", "name", "runtime") if model.get(k) is not None}
+
+    a, b = who(raw), who(guarded)
+    if a == b:
+        return []
+    diff = "; ".join(f"{k}: raw {a.get(k)!r}, guarded {b.get(k)!r}" for k in ("spec", "name", "runtime") if a.get(k) != b.get(k))
+    return [f"the runs used different models ({diff}): raw vs guarded on different models is not the paired "
+            "comparison of the guard on one model"]

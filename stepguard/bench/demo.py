@@ -6,7 +6,8 @@ with 95 steps added on the simulator), runs them raw and guarded on the embedded
 writes the report::
 
     ./stepguard-demo/instances.jsonl
-    ./stepguard-demo/raw-<model>/        run store (resumable: run the demo again to finish it)
+    ./stepguard-demo/raw-<model>/        run store (resumable: run the demo again to finish it, or with
+                                         larger --sizes to add instances: only the new ones run)
     ./stepguard-demo/guarded-<model>/
     ./stepguard-demo/report-<model>/report.html, report.md, summary.json, *.png
 """
@@ -14,6 +15,7 @@ writes the report::
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +88,23 @@ class DemoResult:
     report: Report
 
 
+def _take(instances: Path, fresh: Path, root: Path) -> list[Path]:
+    """Make ``fresh`` the demo's instances file; returns the run folders moved onto it.
+
+    Where an earlier demo with other sizes left runs of the old file, they are first moved onto the
+    new one (:func:`~stepguard.bench._rebase.rebase_runs`: only if the new set holds, unchanged,
+    every instance they finished), so the demo resumes and runs only what is new; otherwise this
+    raises and the old file stays, with every run that depends on it.
+    """
+    from stepguard.bench._rebase import rebase_runs, runs_of
+
+    if instances.exists() and instances.read_bytes() == fresh.read_bytes():
+        return []
+    moved = rebase_runs(runs_of(root, instances), instances, fresh) if instances.exists() else []
+    os.replace(fresh, instances)
+    return moved
+
+
 def run_demo(
     model: ChatModel,
     out: str | Path = "stepguard-demo",
@@ -102,7 +121,9 @@ def run_demo(
 
     Args:
         model: the model (the caller closes it).
-        out: the demo folder (created; an earlier demo there is resumed).
+        out: the demo folder (created; an earlier demo there is resumed, also with other sizes: runs
+            keep their rows and run the instances that are new, where the new sizes hold every
+            instance they finished; else RunStoreError, and nothing is overwritten).
         sizes: ``(steps, instances)`` pairs.
         lookback: the look-back depth of every instance.
         seed: the generator seed.
@@ -121,9 +142,16 @@ def run_demo(
     root.mkdir(parents=True, exist_ok=True)
     instances = root / "instances.jsonl"
     grid = chain.from_iterable(generate_grid([n], [lookback], k, seed) for n, k in sizes)
-    count = write_instances(grid, instances)
+    fresh = root / "instances.jsonl.new"
+    count = write_instances(grid, fresh)
     slug = _slug(getattr(model, "spec", "model"))
+    try:
+        moved = _take(instances, fresh, root)
+    finally:
+        fresh.unlink(missing_ok=True)
     echo(f"{count} instances ({', '.join(f'{k} x {n} steps' for n, k in sizes)}, look-back {lookback}) -> {instances}")
+    if moved:
+        echo(f"  {', '.join(d.name for d in moved)}: kept their finished rows, the new instances run now")
     async def both() -> dict[str, RunSummary]:
         # one event loop for both modes: an async HTTP client is bound to the loop of its first call
         runs = {}

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.bench.aggregate import LABEL_HEADINGS, RunAggregate, aggregate_run
-from stepguard.bench.compare import METRIC_HEADINGS, Comparison, compare_runs
+from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
 from stepguard.bench.overlay import curves_from_runs, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
@@ -143,8 +143,9 @@ def paired_table(cmp: Comparison, raw_label: str, guarded_label: str) -> Table:
     unpaired = (f"; left out, ran in one mode only: {cmp.only_in_raw} raw, {cmp.only_in_guarded} guarded"
                 if cmp.only_in_raw or cmp.only_in_guarded else "")
     sim = " (SIMULATED)" if cmp.simulated else ""
+    warned = "".join(f"; WARNING: {w}" for w in cmp.warnings)
     title = (f"Paired: {raw_label} vs {guarded_label}, on the instances both ran ({raw_heading.replace('raw ', 'raw: ', 1)}; "
-             f"{guarded_heading.replace('guarded ', 'guarded: ', 1)}; exact McNemar test on the discordant pairs){unpaired}{sim}")
+             f"{guarded_heading.replace('guarded ', 'guarded: ', 1)}; exact McNemar test on the discordant pairs){unpaired}{sim}{warned}")
     return Table(title, header, rows)
 
 
@@ -152,9 +153,11 @@ def _paired(runs: Sequence[RunAggregate]) -> list[tuple[Comparison, Table]]:
     out = []
     for raw in (r for r in runs if r.mode == "raw"):
         for guarded in (r for r in runs if r.mode == "guarded"):
-            cmp = compare_runs(raw.rundir, guarded.rundir, "verified")
-            if cmp.overall.n:
-                out.append((cmp, paired_table(cmp, raw.label, guarded.label)))
+            try:
+                cmp = compare_runs(raw.rundir, guarded.rundir, "verified")
+            except NoSharedInstances:
+                continue  # nothing to pair: each run keeps its own tables
+            out.append((cmp, paired_table(cmp, raw.label, guarded.label)))
     return out
 
 
@@ -241,6 +244,16 @@ def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], p
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
+def _refuse_repeats(rundirs: Sequence[str | Path]) -> None:
+    """ValueError when one run folder is given twice (it would be shown, and paired, twice)."""
+    first: dict[Path, int] = {}
+    for k, d in enumerate(rundirs, 1):
+        key = Path(d).resolve()
+        if key in first:
+            raise ValueError(f"run directory {d} is given twice (arguments {first[key]} and {k}); give each run once")
+        first[key] = k
+
+
 def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     """Read run folders and write summary.json, report.md, report.html and the PNG plots into ``outdir``.
 
@@ -252,17 +265,22 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
         A :class:`Report` with the paths written.
 
     Raises:
-        RunStoreError: a folder is not a run store, or holds a corrupt line (names file and line).
-        ValueError: no run folders given.
+        RunStoreError: a folder is not a run store, or holds a corrupt line, a duplicate id or a row
+            without a usable field (names file and line).
+        InstancesDiffer: a raw and a guarded run share ids whose instances differ (a ValueError).
+        ValueError: no run folders given, or one given twice.
+
+    Nothing is created in ``outdir`` (nor ``outdir`` itself) before every run folder has been read.
     """
     if not rundirs:
         raise ValueError("give at least one run directory")
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
+    _refuse_repeats(rundirs)
     runs = [aggregate_run(d) for d in rundirs]
     n_head = headline_steps(runs)
     head_table, head_data = _headline(runs, n_head)
     paired = _paired(runs)
+    out = Path(outdir)  # created only now: every input has been read and checked
+    out.mkdir(parents=True, exist_ok=True)
     tables = [head_table] + [t for _, t in paired]
     for r in runs:
         tables += [_run_table(r), _deviation_table(r)] if r.mode == "guarded" else [_run_table(r)]

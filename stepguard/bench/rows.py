@@ -1,6 +1,7 @@
 """Result rows of the run store: what one instance's raw or guarded execution records.
 
 Both modes share the keys the report reads: ``id``, ``n_steps``, ``lookback``, ``mode``,
+``instance_sha256`` (:func:`instance_sha256`; rows written before it existed lack it),
 ``first_answer``, ``correct``, ``exact``, ``labels``, ``usage`` (``model_calls``,
 ``input_tokens``, ``output_tokens``, ``cached_tokens``, ``model_s``, ``wall_s``), ``simulated``.
 
@@ -16,6 +17,7 @@ the policy did and how the step ended (what the report counts per configuration)
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -26,10 +28,12 @@ from stepguard.verify import FAILURE_LABELS
 
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
+    from stepguard.bench.suites import ProcedureCase
     from stepguard.guard import GuardResult
     from stepguard.verify import Score
 
-__all__ = ["ACTIONS", "ENDINGS", "MAX_TEXT_CHARS", "CaughtDeviation", "caught_deviations", "error_row", "guarded_row", "raw_row"]
+__all__ = ["ACTIONS", "ENDINGS", "MAX_TEXT_CHARS", "CaughtDeviation", "caught_deviations", "error_row", "guarded_row", "instance_sha256",
+           "raw_row"]
 
 MAX_TEXT_CHARS = 100_000
 """Raw-mode generations are stored up to this many characters (``text_truncated`` marks a cut)."""
@@ -84,9 +88,14 @@ def caught_deviations(row: dict[str, Any]) -> list[CaughtDeviation]:
 
 
 def _same(text: str | None, expected: Any) -> bool:
-    """Does the value text equal ``expected`` exactly (numbers compared as numbers)?"""
+    """Does the value text equal ``expected`` exactly, compared as what ``expected`` is: a boolean
+    as ``true``/``false`` (the guard's text of one), a string as the text, a number as a number."""
     if text is None:
         return False
+    if isinstance(expected, bool):
+        return _BOOL_TEXT.get(text.strip().lower()) is expected
+    if isinstance(expected, str):
+        return text.strip() == expected.strip()
     try:
         want = expected if isinstance(expected, (int, float)) and not isinstance(expected, bool) else parse_number(str(expected))
         return parse_number(text) == want
@@ -94,8 +103,17 @@ def _same(text: str | None, expected: Any) -> bool:
         return text.strip() == str(expected).strip()
 
 
-def _base(inst: Instance, mode: str) -> dict[str, Any]:
-    return {"id": inst.id, "n_steps": inst.n_steps, "lookback": inst.lookback, "mode": mode}
+_BOOL_TEXT = {"true": True, "false": False}
+
+
+def instance_sha256(inst: Instance | ProcedureCase) -> str:
+    """sha256 (hex) of an instance's or a case's canonical JSON (``model_dump_json``): what a row
+    records as ``instance_sha256``, so rows of two runs are paired only on the same instance content."""
+    return hashlib.sha256(inst.model_dump_json().encode("utf-8")).hexdigest()
+
+
+def _base(inst: Instance | ProcedureCase, mode: str) -> dict[str, Any]:
+    return {"id": inst.id, "n_steps": inst.n_steps, "lookback": inst.lookback, "mode": mode, "instance_sha256": instance_sha256(inst)}
 
 
 def raw_row(inst: Instance, resp: ChatResponse, score: Score, wall_s: float) -> dict[str, Any]:

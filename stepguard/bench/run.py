@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from stepguard.guard import GuardConfig, GuardObserver
     from stepguard.procedure import Procedure
 
-__all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "describe_model", "parse_configs", "raw_max_tokens", "run_benchmark"]
+__all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "check_selection", "describe_model", "parse_configs",
+           "raw_max_tokens", "run_benchmark"]
 
 Mode = Literal["raw", "guarded"]
 
@@ -134,16 +135,15 @@ class _Runner:
         self.bar.update(1)
 
     async def _raw(self, inst: Instance | ProcedureCase, t0: float) -> dict[str, Any]:
-        from stepguard.guard import render_raw_prompt
-        from stepguard.verify import score_generation
+        from stepguard.bench._raw import raw_messages, score_raw
 
-        messages = render_raw_prompt(inst.to_procedure(), inst.inputs)
+        messages = raw_messages(inst.to_procedure(), inst.inputs)
         settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED, max_tokens=raw_max_tokens(inst.n_steps, self.raw_tokens_per_step))
         try:
             resp = await (self._model_for(inst.to_procedure()) or self.model).acomplete(messages, settings)
         except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
             resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=self.model.simulated)
-        return raw_row(inst, resp, score_generation(inst.scoring_target(), resp.text, id=inst.id), time.perf_counter() - t0)
+        return raw_row(inst, resp, score_raw(inst, resp.text), time.perf_counter() - t0)
 
     async def _guarded(self, inst: Instance | ProcedureCase) -> dict[str, Any]:
         assert self.guard is not None
@@ -192,6 +192,8 @@ async def arun_benchmark(
         guard_config = GuardConfig(**GUARDED_DEFAULTS)
     wanted = parse_configs(configs)
     make, inst_meta = instance_source(instances)
+    _check_selection(make, inst_meta["file"] if inst_meta["file"] is not None or isinstance(instances, Sequence) else False,
+                     wanted, limit)  # before the store is created or opened
     t0 = time.perf_counter()
     store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta, raw_tokens_per_step),
                           sync_interval_s=SYNC_INTERVAL_S)
@@ -242,6 +244,41 @@ async def arun_benchmark(
     return summary
 
 
+def check_selection(instances: str | Path | Sequence[Instance | ProcedureCase], configs: str | None, limit: int | None) -> None:
+    """Check a run's selection before anything runs (``stepguard bench run`` calls it before loading the model).
+
+    Raises:
+        ValueError: ``limit`` below 1, a malformed ``configs``, or ``configs`` matching no instance
+            (the message names the selection and the configurations the instances hold).
+        ProcedureError: a suite that cannot load.
+    """
+    make, inst_meta = instance_source(instances)
+    _check_selection(make, inst_meta["file"], parse_configs(configs), limit)
+
+
+def _check_selection(make: Any, file: str | None | Literal[False], wanted: frozenset[tuple[int, int]] | None, limit: int | None) -> None:
+    """Raise ValueError naming the selection when ``limit`` is below 1 or no instance matches ``wanted``
+    (``file`` False: a one-shot iterable, not walked)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1 (instances per configuration), not {limit}")
+    if wanted is None or file is False:
+        return
+    jsonl = file if file is not None and not is_suite(file) else None
+    present: set[tuple[int, Any]] = set()
+    for inst in (light(jsonl) if jsonl is not None else make()):
+        key = (inst["n_steps"], inst["lookback"]) if isinstance(inst, dict) else (inst.n_steps, inst.lookback)
+        if key in wanted:
+            return
+        present.add(key)
+    asked = ",".join(f"{n}x{lb}" for n, lb in sorted(wanted))
+    where = file or "the instances given"
+    if present and all(lb is None for _, lb in present):
+        raise ValueError(f"configs {asked} selects nothing in {where}: its cases are procedures with no look-back, "
+                         "which configurations never select; leave configs out (limit takes N cases per step count)")
+    held = ", ".join(f"{n}x{lb}" for n, lb in sorted(present, key=lambda k: (k[0], k[1] or 0))) or "no instances"
+    raise ValueError(f"configs {asked} matched no instance in {where} (it holds {held})")
+
+
 async def _tick(bar: Any, every_s: float = 5.0) -> None:
     """Redraw the progress bar every ``every_s`` seconds, so its elapsed time moves while one long
     instance runs (a raw 23-step reply took minutes on a busy machine, and the bar looked hung)."""
@@ -280,7 +317,7 @@ def run_benchmark(
             input set, :mod:`stepguard.bench.suites`; the sha256 is over every file read), or an
             iterable of :class:`~stepguard.bench.instances.Instance` or
             :class:`~stepguard.bench.suites.ProcedureCase`. Cases of a suite have no look-back:
-            ``configs`` selects none of them, and ``limit`` counts per step count.
+            ``configs`` selects none of them (given one, the run is refused), and ``limit`` counts per step count.
         mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``) or
             ``"guarded"`` (:class:`~stepguard.guard.Guard`).
         model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
@@ -308,7 +345,9 @@ def run_benchmark(
         RunStoreError: RUNDIR is locked by another process, holds a different run, or is corrupt.
         ModelError: ``max_consecutive_errors`` model errors in a row (rows so far are kept).
         KeyboardInterrupt: Ctrl-C; every finished row is already on disk.
-        ValueError: a bad ``mode``, ``concurrency`` or ``configs``.
+        ValueError: a bad ``mode``, ``concurrency``, ``limit`` (below 1) or ``configs``, or ``configs``
+            that matches no instance (named, with the configurations the instances hold); raised
+            before the run directory is created or opened.
         ProcedureError: a bad instances line, or a suite file that is invalid or has no input sets
             (names the file and what to add).
     """

@@ -135,12 +135,16 @@ def run_command(
     The guard options (--policy to --max-wall-s) apply to --mode guarded, and so do --otel and
     --trace-file: one trace per instance (raw mode makes no spans).
     """
-    from stepguard.bench.run import GUARDED_DEFAULTS, RAW_TOKENS_PER_STEP, run_benchmark
+    from stepguard.bench.run import GUARDED_DEFAULTS, RAW_TOKENS_PER_STEP, check_selection, run_benchmark
 
     if mode not in ("raw", "guarded"):
         raise _fail(f"--mode must be raw or guarded, not {mode!r}")
     if not instances.exists():
         raise _fail(f"instances file or folder not found: {instances}", ExitCode.DATA)
+    try:  # before the model is loaded (a local one takes minutes to start)
+        check_selection(instances, configs, limit)
+    except (StepguardError, ValueError) as exc:
+        raise _fail(exc) from None
     try:
         chosen = any(v is None for v in (chunk_size, ladder, inline_known))  # else every by-procedure option is given
         defaults = {**GUARDED_DEFAULTS, **(_suite_defaults(instances) if chosen else {})} if mode == "guarded" else {}

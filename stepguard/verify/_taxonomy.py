@@ -13,12 +13,17 @@ The label names follow the failure modes of Panda et al., arXiv 2605.00817; the 
 * ``self_correction``: two or more distinct final answers, the first one wrong.
 * ``arithmetic_error``: a line for a required step with a wrong (or unreadable) value; the first
   such line in generation order is the first error.
+
+A step of a procedure file whose value is a boolean, a string or a choice (by its type, or by its
+expected value's) is read as such, as the guard reads it (:func:`~stepguard.verify.read_raw_value`:
+``capped = true``, ``tier = gold``), and ``True`` is not ``1``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Protocol, Union
 
@@ -27,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number
 from stepguard.procedure import Procedure
-from stepguard.trace import Record, parse_trace
+from stepguard.trace import Answer, Record, parse_trace
+from stepguard.verify._stepwise import read_raw_value
 
 __all__ = ["FAILURE_LABELS", "SCORE_LABELS", "Score", "ScoreLabel", "ScoringTarget", "score_generation"]
 
@@ -105,6 +111,21 @@ class _Key:
     lookback: int | None
     compiled: Callable[[int], CompiledExpression | None]
     env: Callable[[], Mapping[str, Any]]
+    kinds: Mapping[str, tuple[str, Sequence[str] | None]] = field(default_factory=dict)
+    """Variables whose value is not a number: ``{var: (boolean | string | one_of, choices)}``."""
+    answer_var: str | None = None
+
+
+def _kinds(procedure: Procedure, expected: Mapping[str, Any]) -> dict[str, tuple[str, Sequence[str] | None]]:
+    """How each non-numeric step's value is read: by its declared type, else by its expected value's."""
+    out: dict[str, tuple[str, Sequence[str] | None]] = {}
+    for step in procedure.steps:
+        want = expected.get(step.var)
+        kind = step.type if step.type in ("boolean", "string", "one_of") else (
+            "boolean" if isinstance(want, bool) else "string" if isinstance(want, str) else None)
+        if kind is not None:
+            out[step.var] = (kind, step.choices)
+    return out
 
 
 def _key(target: Any, id: str | None) -> _Key:
@@ -115,6 +136,7 @@ def _key(target: Any, id: str | None) -> _Key:
         return _Key(
             id if id is not None else procedure.name, procedure.variables, expected,
             expected.get(procedure.answer_var, _MISSING), None, lambda i: procedure.compiled[i], lambda: expected,
+            _kinds(procedure, expected), procedure.answer_var,
         )
     steps = target.steps
     return _Key(
@@ -123,16 +145,39 @@ def _key(target: Any, id: str | None) -> _Key:
     )
 
 
-def _right(value: Number | None, expected: Any) -> bool:
+def _right(value: Number | str | None, expected: Any) -> bool:
     if expected is _MISSING:  # a step without an expected value: any readable value counts
         return value is not None
+    if isinstance(value, bool) or isinstance(expected, bool):  # True == 1 in Python; not here
+        return isinstance(value, bool) and isinstance(expected, bool) and value is expected
     return value is not None and value == expected
 
 
-def _as_json(value: Number | None) -> int | str | None:
-    if value is None or type(value) is int:
-        return value
+def _as_json(value: Number | str | None) -> int | str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None or type(value) is int or isinstance(value, str):
+        return value  # type: ignore[return-value]
     return format_number(value)
+
+
+_BOXED = re.compile(r"\\boxed\{([^}]*)")
+_AFTER_WORDS = re.compile(r"answer\W*?(?:\bis\b|[:=])(.*)", re.IGNORECASE | re.DOTALL)
+
+
+def _value(rec: Record, key: _Key) -> Number | str | None:
+    """A record's value as its variable's kind: the parser's number, or a boolean or text read from its clause."""
+    kind = key.kinds.get(rec.var)
+    return rec.value if kind is None else read_raw_value(rec, *kind)
+
+
+def _answer_value(answer: Answer, key: _Key) -> Number | str | None:
+    """A final answer's value as the answer variable's kind (``Final answer: true``, ``Final answer: gold``)."""
+    kind = key.kinds.get(key.answer_var or "")
+    if kind is None:
+        return answer.value
+    m = _BOXED.search(answer.text) or _AFTER_WORDS.search(answer.text)
+    return read_raw_value(Record(var=str(key.answer_var), value=None, text=answer.text, rhs=m.group(1) if m else ""), *kind)
 
 
 def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
@@ -200,12 +245,14 @@ def score_generation(
     extra = False
     right = 0  # required variables whose first line has the right value
     wrong: Record | None = None
+    wrong_value: Number | str | None = None
     for rec in trace.records:
         p = position.get(rec.var)
         if p is None:
             extra = True
             continue
-        ok = _right(rec.value, expected.get(rec.var, _MISSING))
+        value = _value(rec, key)
+        ok = _right(value, expected.get(rec.var, _MISSING))
         if rec.var in first:
             extra = True
         else:
@@ -213,18 +260,19 @@ def score_generation(
             right += ok
         order.append(p)
         if not ok and wrong is None:
-            wrong = rec
+            wrong, wrong_value = rec, value
     n = len(key.vars)
     answers = trace.answers
     answer = answers[0] if answers else None
-    correct = answer is not None and _right(answer.value, key.answer) and key.answer is not _MISSING
+    values = [_answer_value(a, key) for a in answers]
+    correct = answer is not None and _right(values[0], key.answer) and key.answer is not _MISSING
     last = first.get(key.vars[-1]) if key.vars else None
     flags = {
         "missing_answer": answer is None,
         "premature_answer": answer is not None and (last is None or answer.offset < last.offset),
         "under_executed": len(first) < n,
         "extra_steps": extra,
-        "self_correction": len({a.value for a in answers}) >= 2 and not correct,
+        "self_correction": len({repr(v) for v in values}) >= 2 and not correct,
         "arithmetic_error": wrong is not None,
     }
     exact = correct and not any(flags.values()) and order == list(range(n))
@@ -234,7 +282,7 @@ def score_generation(
         id=key.id,
         n_steps=n,
         lookback=key.lookback,
-        first_answer=_as_json(answer.value) if answer is not None else None,
+        first_answer=_as_json(values[0]) if answer is not None else None,
         correct=correct,
         exact=exact,
         labels=labels,
@@ -243,7 +291,8 @@ def score_generation(
         step_values_correct=right,
         first_error_step=wrong.var if wrong is not None else None,
         first_error_position=wrong_index + 1 if wrong_index is not None else None,
-        lookback_confusion=wrong is not None and _lookback_confusion(key, wrong_index, wrong.value),  # type: ignore[arg-type]
+        lookback_confusion=wrong is not None and not isinstance(wrong_value, (bool, str))
+        and _lookback_confusion(key, wrong_index, wrong_value),  # type: ignore[arg-type]
         code=trace.has_code,
         capped=trace.capped,
     )
