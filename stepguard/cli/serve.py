@@ -1,13 +1,15 @@
 """``stepguard serve``: the guarding proxy, an OpenAI-compatible server in front of a model spec.
 
 Exit codes: 0 stopped; 2 usage (a bad spec, ``--workers`` with the embedded model, the ``serve``
-extra missing); 5 a procedure file is invalid; 6 the upstream model could not be loaded; 7 the
-checkpoint database could not be opened.
+extra missing, a ``--host``/``--port`` it cannot listen on); 5 a procedure file is invalid; 6 the
+upstream model could not be loaded, or the proxy did not start; 7 the checkpoint database could not
+be opened. Usage errors are found before anything else is checked or started.
 """
 
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -27,7 +29,8 @@ def serve_command(
         "--procedures", metavar="DIR",
         help="A folder of procedure files, served as the models stepguard/<file name>.")] = None,
     host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", metavar="PORT", help="TCP port.")] = 8787,
+    port: Annotated[int, typer.Option("--port", "-p", metavar="PORT", min=0, max=65535,
+                                      help="TCP port (0: a free one, printed).")] = 8787,
     token: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--token", metavar="TOKEN", envvar="STEPGUARD_PROXY_TOKEN", show_envvar=True,
         help="Bearer token every request must carry (default: none; prefer the environment variable).")] = None,
@@ -54,26 +57,52 @@ def serve_command(
     POST /v1/chat/completions with model "stepguard/<procedure>" (or extra_body {"stepguard": {...}})
     runs the procedure guarded; every other request passes through to the upstream unchanged.
     GET /v1/models lists the procedures and the upstream's models. See docs/proxy.md.
+
+    Exit codes: 0 stopped; 2 usage error (a bad option or spec, --workers with the embedded model,
+    a --host/--port it cannot listen on: in use, not this machine's address); 5 invalid procedure
+    file; 6 the upstream model could not be loaded or the proxy did not start; 7 unreadable checkpoint
+    database.
     """
     from stepguard.adapters import parse_model_spec
-    from stepguard.serve import load_procedure_folder, open_checkpointer, serve
-    from stepguard.tools import as_toolset, load_tools, missing_tools
+    from stepguard.serve import ListenError, StartupError, listen
 
-    try:
+    try:  # usage errors first: nothing is checked, loaded or started before the command line is right
         spec = parse_model_spec(upstream)
     except StepguardError as exc:
         raise fail(exc, ExitCode.USAGE) from None
-    if spec.kind == "local":  # the embedded server's settings, before the app starts it (a traceback there)
+    if workers > 1 and spec.kind == "local":
+        raise fail("--workers needs an upstream with an endpoint of its own: start the embedded model once with "
+                   "`stepguard model serve` and pass its spec (http://127.0.0.1:PORT/v1#NAME) as --upstream",
+                   ExitCode.USAGE)
+    try:
+        sock = listen(host, port)  # held from here, so nothing takes the port while the rest is checked
+    except ListenError as exc:
+        raise fail(exc, ExitCode.USAGE) from None
+    try:
+        _check_and_serve(spec.kind, upstream, procedures, host, sock, token, checkpoint, workers, max_runs, timeout,
+                         tools, max_body_mb)
+    except StartupError as exc:
+        raise fail(exc, ExitCode.MODEL) from None
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+
+
+def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: str, sock: socket.socket, token: str | None,
+                     checkpoint: str | None, workers: int, max_runs: int, timeout: float | None, tools: str | None,
+                     max_body_mb: float) -> None:
+    """Check what the workers will load (each failure with its own exit code), then serve on ``sock``."""
+    from stepguard.serve import load_procedure_folder, open_checkpointer, serve
+    from stepguard.tools import as_toolset, load_tools, missing_tools
+
+    if kind == "local":  # the embedded server's settings, before the app starts it (a traceback there)
         from stepguard.adapters._server import check_runtime
 
         try:
             check_runtime()
         except StepguardError as exc:
             raise fail(exc, ExitCode.MODEL) from None
-    if workers > 1 and spec.kind == "local":
-        raise fail("--workers needs an upstream with an endpoint of its own: start the embedded model once with "
-                   "`stepguard model serve` and pass its spec (http://127.0.0.1:PORT/v1#NAME) as --upstream",
-                   ExitCode.USAGE)
     try:
         served = load_procedure_folder(procedures) if procedures is not None else {}
         saver = open_checkpointer(checkpoint)  # reached once here, so a bad URL fails before any worker starts
@@ -90,13 +119,11 @@ def serve_command(
                f"auth {'bearer token' if token else 'none'}; checkpoints {'on' if checkpoint else 'off'}", err=True)
     for name, missing in lacking.items():
         typer.echo(f"note: stepguard/{name} calls {', '.join(missing)}, not given (--tools): its requests are refused", err=True)
-    typer.echo(f"base URL: http://{host}:{port}/v1", err=True)
-    try:
-        serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
-              workers=workers, max_runs=max_runs, timeout=timeout, tools=tools,
-              max_body_bytes=max(1, int(max_body_mb * 1024 * 1024)))
-    except KeyboardInterrupt:
-        pass
+    port = sock.getsockname()[1]  # the port bound (a free one for --port 0)
+    typer.echo(f"base URL: http://{f'[{host}]' if ':' in host else host}:{port}/v1", err=True)
+    serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
+          workers=workers, max_runs=max_runs, timeout=timeout, tools=tools,
+          max_body_bytes=max(1, int(max_body_mb * 1024 * 1024)), sock=sock)
 
 
 def register(app: typer.Typer) -> None:

@@ -26,7 +26,16 @@ if TYPE_CHECKING:
     from stepguard.serve._app import ProxyState, create_app
     from stepguard.serve._options import MODEL_PREFIX, OPTION_KEYS, GuardedRequest, RequestError, guarded_request
     from stepguard.serve._procedures import load_procedure_folder
-    from stepguard.serve._server import TOKEN_ENV, BackgroundServer, app_from_env, open_checkpointer, serve
+    from stepguard.serve._server import (
+        TOKEN_ENV,
+        BackgroundServer,
+        ListenError,
+        StartupError,
+        app_from_env,
+        listen,
+        open_checkpointer,
+        serve,
+    )
     from stepguard.serve._upstream import Upstream
 
 __all__ = [
@@ -35,12 +44,15 @@ __all__ = [
     "TOKEN_ENV",
     "BackgroundServer",
     "GuardedRequest",
+    "ListenError",
     "ProxyState",
     "RequestError",
+    "StartupError",
     "Upstream",
     "app_from_env",
     "create_app",
     "guarded_request",
+    "listen",
     "load_procedure_folder",
     "open_checkpointer",
     "serve",
@@ -52,7 +64,7 @@ _HOMES = {
     "guarded_request": "_options",
     "load_procedure_folder": "_procedures",
     "BackgroundServer": "_server", "TOKEN_ENV": "_server", "app_from_env": "_server", "open_checkpointer": "_server",
-    "serve": "_server",
+    "serve": "_server", "listen": "_server", "ListenError": "_server", "StartupError": "_server",
     "Upstream": "_upstream",
 }
 _NEEDS_EXTRA = frozenset({"_app", "_server"})

@@ -17,12 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
 import anyio
@@ -48,6 +46,8 @@ from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
 from stepguard.procedure import Procedure
 from stepguard.serve import _responses as out
+from stepguard.serve._body import (SEED_RANGE, TOKENS_RANGE, check_tree, flag_field, integer_field, number_field,
+                                  read_body)
 from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request
 from stepguard.serve._upstream import Upstream
@@ -228,15 +228,17 @@ async def _guarded_events(state: ProxyState, job: GuardedRequest) -> AsyncIterat
     yield out.sse("[DONE]")
 
 
-async def _forward(state: ProxyState, request: Request, path: str, body: bytes) -> Response:
+async def _forward(state: ProxyState, request: Request, path: str, body: bytes,
+                   data: dict[str, Any] | None = None) -> Response:
     """Pass a request through to the upstream's endpoint unchanged; answer with the upstream's answer.
 
-    A server-sent event stream is relayed as it comes; any other body is read whole and sent in one write.
+    ``data`` is a chat request's body, read (an upstream with no endpoint answers it itself). A
+    server-sent event stream is relayed as it comes; any other body is read whole and sent in one write.
     """
     up = state.upstream
     if up.base_url is None:
-        if path == "chat/completions" and request.method == "POST":
-            return await _answer_plain(state, body)
+        if data is not None:
+            return await _answer_plain(state, data)
         return _json(404, out.error_body(f"the upstream {up.spec} serves only /v1/chat/completions and /v1/models",
                                          "invalid_request_error", None, "not_found"))
     query = request.url.query
@@ -270,16 +272,19 @@ async def _forward(state: ProxyState, request: Request, path: str, body: bytes) 
     return StreamingResponse(relay(), status_code=resp.status_code, headers=headers)
 
 
-async def _answer_plain(state: ProxyState, body: bytes) -> Response:
-    """A plain chat request to an upstream with no endpoint (``sim``): the model answers it."""
-    try:
-        data = json.loads(body or b"{}")
-    except ValueError:
-        data = None
-    messages = data.get("messages") if isinstance(data, dict) else None
+async def _answer_plain(state: ProxyState, data: dict[str, Any]) -> Response:
+    """A plain chat request to an upstream with no endpoint (``sim``): the model answers it.
+
+    Raises:
+        RequestError: 400: no messages, or a sampling field of the wrong type or out of range.
+    """
+    messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
-        return _json(400, out.error_body("messages: a non-empty list of messages is required", param="messages"))
-    settings = GenerationSettings(data.get("temperature"), data.get("seed"), data.get("max_tokens"))
+        raise RequestError(400, "messages: a non-empty list of messages is required", "messages", "invalid_messages")
+    check_tree(data)
+    settings = GenerationSettings(number_field(data, "temperature", 0.0, 2.0), integer_field(data, "seed", *SEED_RANGE),
+                                  integer_field(data, "max_tokens", *TOKENS_RANGE))
+    stream = flag_field(data, "stream")
     model = str(data.get("model") or state.upstream.model_name)
     try:
         reply = await state.upstream.model.acomplete(messages, settings)
@@ -287,7 +292,7 @@ async def _answer_plain(state: ProxyState, body: bytes) -> Response:
         status, err = _error(exc)
         return _json(status, err)
     done = out.model_completion(reply, model)
-    if not data.get("stream"):
+    if not stream:
         return _json(200, done)
 
     async def events() -> AsyncIterator[bytes]:
@@ -298,18 +303,27 @@ async def _answer_plain(state: ProxyState, body: bytes) -> Response:
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
+def _names_a_procedure(body: bytes) -> bool:
+    """Does a request body name one of ``stepguard/...`` as its model? A body that cannot be read is
+    taken to, where its bytes mention ``stepguard`` at all (it is then refused, never forwarded)."""
+    if not body:
+        return False
+    try:
+        data = read_body(body)
+    except RequestError:
+        return b"stepguard" in body.lower()
+    model = data.get("model")
+    return isinstance(model, str) and model.startswith(MODEL_PREFIX)
+
+
 def _routes(state: ProxyState) -> list[Route]:
     async def chat(request: Request) -> Response:
         body = await request.body()
         try:
-            data = json.loads(body, parse_float=Decimal)
-        except ValueError:
-            data = None  # not JSON: the upstream answers it
-        try:
-            job = guarded_request(data, state.procedures, state.config, checkpoints=state.checkpointer is not None) \
-                if isinstance(data, dict) else None
+            data = read_body(body)  # a body the proxy cannot read is refused, never forwarded (it may name a procedure)
+            job = guarded_request(data, state.procedures, state.config, checkpoints=state.checkpointer is not None)
             if job is None:
-                return await _forward(state, request, "chat/completions", body)
+                return await _forward(state, request, "chat/completions", body, data)
             return await _guarded(state, job)
         except RequestError as exc:
             status, err = _error(exc)
@@ -323,7 +337,14 @@ def _routes(state: ProxyState) -> list[Route]:
         return _json(200, {"object": "list", "data": ours + await state.upstream.models()})
 
     async def other(request: Request) -> Response:
-        return await _forward(state, request, request.path_params["path"], await request.body())
+        path = request.path_params["path"]
+        if request.method == "POST" and "/".join(p for p in path.split("/") if p) == "chat/completions":
+            return await chat(request)  # /v1/chat/completions/ or /v1//chat/completions: read (and guarded) as one
+        body = await request.body()
+        if _names_a_procedure(body):  # /v1/completions, /v1/responses ...: an upstream that ignores the model would answer unguarded
+            return _json(400, {"error": {"message": f"procedures are served on /v1/chat/completions only, not on /v1/{path}",
+                                         "type": "invalid_request_error", "param": "model", "code": "unsupported_endpoint"}})
+        return await _forward(state, request, path, body)
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     return [
@@ -331,6 +352,12 @@ def _routes(state: ProxyState) -> list[Route]:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/{path:path}", other, methods=methods),
     ]
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """An error no route answered: a 500 in the OpenAI shape (naming only the error's type), not plain text."""
+    log.error("request failed: %s: %s", type(exc).__name__, exc)
+    return _json(500, out.error_body(f"internal error: {type(exc).__name__}", "server_error", None, "internal_error"))
 
 
 class _BearerAuth:
@@ -389,6 +416,7 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
     # the token is checked first, so a stranger's large body is refused without being read
     middleware = [Middleware(_BearerAuth, token=token)] if token else []  # type: ignore[arg-type]
     middleware.append(Middleware(BodyLimit, max_bytes=max_body_bytes))  # type: ignore[arg-type]
-    app = Starlette(routes=_routes(state), middleware=middleware, lifespan=lifespan)
+    app = Starlette(routes=_routes(state), middleware=middleware, lifespan=lifespan,
+                    exception_handlers={Exception: _internal_error})
     app.state.proxy = state
     return app

@@ -6,20 +6,22 @@ object of its body (what the ``openai`` client's ``extra_body={"stepguard": {...
     {"model": "stepguard/invoice", "messages": [...],
      "stepguard": {"inputs": {"subtotal": "120.00", "rate": 0.2}, "policy": "repair", "thread_id": "inv-42"}}
 
-Every key of the ``stepguard`` object is checked: an unknown one, or a value of the wrong type,
-is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``.
+Every key of the ``stepguard`` object is checked: an unknown one, or a value of the wrong type
+(``"false"`` for a boolean, ``5.0`` for an integer) or out of range (``NaN``, ``1e400``, a temperature
+over 2), is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``; so are the request's own
+``temperature``, ``seed`` and ``stream``, which a guarded run uses.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from stepguard.adapters._client_errors import InvalidGuardedCall
 from stepguard.adapters._completion import ResponseShape, response_shape
@@ -27,6 +29,9 @@ from stepguard.adapters._guarded_call import _text, context_of
 from stepguard.guard import GuardConfig
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
+from stepguard.serve._body import (SEED_RANGE, TOKENS_RANGE, check_tree, flag_field, integer_field, json_kind,
+                                  number_field, parse_json, shown)
+from stepguard.serve._errors import RequestError
 
 __all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request"]
 
@@ -34,19 +39,24 @@ MODEL_PREFIX = "stepguard/"
 """A model name with this prefix names a procedure: ``stepguard/<procedure>``."""
 
 
-class RequestError(Exception):
-    """A request the proxy refuses, answered with ``status`` and the OpenAI error shape.
+def _finite(value: Any) -> Any:
+    """A JSON number as a finite float (``None`` kept); anything else is refused, not converted."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise ValueError("must be a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError("must be a finite number")
+    return number
 
-    Attributes:
-        status: the HTTP status (400 bad request, 404 unknown procedure, ...).
-        param: where in the request: ``"stepguard.chunk_size"``, ``"model"``.
-        code: a short machine-readable code: ``unknown_option``, ``procedure_not_found``, ...
-        extra: more fields for the error object (``known`` procedure names).
-    """
 
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None, **extra: Any) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param, self.code, self.extra = status, message, param, code, extra
+_INT32 = 2**31 - 1
+_Temperature = Annotated[float, BeforeValidator(_finite), Field(ge=0, le=2)]
+_Count = Annotated[StrictInt, Field(ge=0, le=_INT32)]
 
 
 class _Options(BaseModel):
@@ -62,19 +72,19 @@ class _Options(BaseModel):
     """Checkpoint thread: resume a run a dead worker left, or get a finished run's result again."""
     labels: dict[str, str] | None = None
     """Free labels recorded with the result (GuardConfig.extra)."""
-    chunk_size: int | None = None
-    adaptive: bool | None = None
+    chunk_size: Annotated[StrictInt, Field(ge=1, le=_INT32)] | None = None
+    adaptive: StrictBool | None = None
     policy: str | None = None
     ladder: list[str] | str | None = None
-    max_reprompts_per_step: int | None = None
-    max_reprompts_per_run: int | None = None
-    max_total_tokens: int | None = None
-    max_wall_s: float | None = None
+    max_reprompts_per_step: _Count | None = None
+    max_reprompts_per_run: _Count | None = None
+    max_total_tokens: Annotated[StrictInt, Field(ge=1, le=2**63 - 1)] | None = None
+    max_wall_s: Annotated[float, BeforeValidator(_finite), Field(gt=0)] | None = None
     on_exhausted: str | None = None
-    temperature: float | None = None
-    seed: int | None = None
-    resample_temperature: float | None = None
-    max_tokens_per_step: int | None = None
+    temperature: _Temperature | None = None
+    seed: Annotated[StrictInt, Field(ge=SEED_RANGE[0], le=SEED_RANGE[1])] | None = None
+    resample_temperature: _Temperature | None = None
+    max_tokens_per_step: Annotated[StrictInt, Field(ge=TOKENS_RANGE[0], le=TOKENS_RANGE[1])] | None = None
 
 
 OPTION_KEYS: tuple[str, ...] = tuple(_Options.model_fields)
@@ -111,21 +121,27 @@ def _bad(message: str, param: str | None, code: str = "invalid_option") -> Reque
 
 def _inputs_from_messages(body: Mapping[str, Any]) -> dict[str, Any]:
     messages = body.get("messages")
-    last = next((m for m in reversed(messages) if isinstance(m, Mapping) and m.get("role") == "user"), None) \
-        if isinstance(messages, list) else None
-    content = last.get("content") if last else None
+    users = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "user"] \
+        if isinstance(messages, list) else []
+    where = f"messages[{users[-1]}].content" if users else "messages"
+    content = messages[users[-1]].get("content") if users else None  # type: ignore[index]
     if isinstance(content, list):  # text parts, as the drop-in client reads them
         try:
-            content = _text(content, "messages[-1]")
+            content = _text(content, f"messages[{users[-1]}]")
         except InvalidGuardedCall as exc:
             raise _bad(str(exc), exc.location, "invalid_messages") from None
-    try:
-        value = json.loads(content, parse_float=Decimal) if isinstance(content, str) else None
-    except ValueError:
-        value = None
+    why = "there is no user message" if not users else f"{where} is not text"
+    value = None
+    if isinstance(content, str):
+        try:
+            value = parse_json(content, where, where)
+            why = f"{where} is a JSON {json_kind(value)}, not an object"
+        except RequestError as exc:
+            why = exc.message
     if not isinstance(value, dict):
-        raise _bad("give the procedure's inputs as stepguard.inputs, or as a JSON object in the last user message",
-                   "stepguard.inputs", "missing_inputs")
+        raise _bad(f"give the procedure's inputs as stepguard.inputs, or as a JSON object in the last user message: "
+                   f"{why}", "stepguard.inputs", "missing_inputs")
+    check_tree(value, where)
     return value
 
 
@@ -140,7 +156,9 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
         checkpoints: whether the proxy has a checkpointer (a ``thread_id`` needs one).
 
     Raises:
-        RequestError: 400 for an unknown option, a value of the wrong type or out of range, no inputs,
+        RequestError: 400 for an unknown option, a value of the wrong type or out of range (the
+            request's ``temperature``, ``seed`` and ``stream`` too), a body nested deeper than
+            :data:`~stepguard.serve._body.MAX_DEPTH` or with text that is not Unicode, no inputs,
             a ``thread_id`` without a checkpointer, a ``stepguard.procedure`` that contradicts the
             model name, or a ``response_format`` the guard cannot honour (as the drop-in client's); 404 for an unknown procedure (the error lists the known ones under ``known``).
     """
@@ -149,6 +167,7 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     named = model[len(MODEL_PREFIX):] if isinstance(model, str) and model.startswith(MODEL_PREFIX) else None
     if raw is None and named is None:
         return None
+    check_tree(body)  # before any of it is read: nothing deeper than MAX_DEPTH, no text that is not Unicode
     if raw is not None and not isinstance(raw, Mapping):
         raise _bad("stepguard must be an object: {\"procedure\": ..., \"inputs\": {...}, ...options}", "stepguard")
     raw = dict(raw or {})
@@ -161,7 +180,7 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in ("stepguard", *err["loc"]))
-        raise _bad(f"{where}: {err['msg']} (got {err.get('input')!r})", where) from None
+        raise _bad(f"{where}: {err['msg']} (got {shown(err.get('input'))})", where) from None
     name = opts.procedure if opts.procedure is not None else named
     if named is not None and opts.procedure is not None and opts.procedure != named:
         raise _bad(f"the model names procedure {named!r} but stepguard.procedure is {opts.procedure!r}", "stepguard.procedure")
@@ -174,10 +193,12 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     if opts.thread_id is not None and not checkpoints:
         raise _bad("stepguard.thread_id: this proxy keeps no checkpoints (start it with --checkpoint)", "stepguard.thread_id")
     fields: dict[str, Any] = {}
-    temperature, seed = body.get("temperature"), body.get("seed")  # the request's own, unless the options set them
-    if isinstance(temperature, (int, float, Decimal)) and not isinstance(temperature, bool):
-        fields["temperature"] = float(temperature)
-    if isinstance(seed, int) and not isinstance(seed, bool):
+    temperature = number_field(body, "temperature", 0.0, 2.0)  # the request's own, unless the options set them
+    seed = integer_field(body, "seed", *SEED_RANGE)
+    stream = flag_field(body, "stream")
+    if temperature is not None:
+        fields["temperature"] = temperature
+    if seed is not None:
         fields["seed"] = seed
     for key in _CONFIG_KEYS:
         value = getattr(opts, key)
@@ -209,5 +230,5 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     except InvalidGuardedCall as exc:
         raise _bad(str(exc), exc.location, "invalid_messages") from None
     return GuardedRequest(name, procedures[name], dict(inputs), config, opts.thread_id,
-                          bool(body.get("stream")), model if isinstance(model, str) and model else MODEL_PREFIX + name,
+                          stream, model if isinstance(model, str) and model else MODEL_PREFIX + name,
                           shape, context)

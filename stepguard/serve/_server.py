@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -11,7 +13,8 @@ from typing import Any
 
 from stepguard._extra import import_extra
 
-__all__ = ["OPTIONS_ENV", "TOKEN_ENV", "BackgroundServer", "app_from_env", "open_checkpointer", "serve"]
+__all__ = ["OPTIONS_ENV", "TOKEN_ENV", "BackgroundServer", "ListenError", "StartupError", "app_from_env", "listen",
+           "open_checkpointer", "serve"]
 
 TOKEN_ENV = "STEPGUARD_PROXY_TOKEN"
 """Environment variable holding the proxy's bearer token (``--token`` sets it for worker processes)."""
@@ -19,6 +22,49 @@ OPTIONS_ENV = "STEPGUARD_SERVE_OPTIONS"
 """How ``serve`` hands its options (JSON, no secrets) to worker processes, which build their app in :func:`app_from_env`."""
 
 _WHAT = "the guarding proxy (stepguard serve)"
+_STARTUP_FAILURE = 3  # uvicorn's exit status for a worker that failed before it served (never ours: 3 is "flagged")
+
+
+class ListenError(Exception):
+    """The proxy cannot listen on its address: the port is in use, the host is not this machine's, ..."""
+
+
+class StartupError(Exception):
+    """The proxy did not start serving: its app could not be built or its upstream could not start (the log says why)."""
+
+
+_HINTS = {
+    errno.EADDRINUSE: "another process listens there: stop it, or choose another port",
+    errno.EADDRNOTAVAIL: "not an address of this machine: choose another host",
+    errno.EACCES: "not permitted (a port below 1024 needs privileges): choose another port",
+}
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (not yet listening), as uvicorn binds one: ``SO_REUSEADDR``,
+    IPv6 when ``host`` holds a ``:``. Port 0 binds a free port (``getsockname()`` says which).
+
+    Raises:
+        ListenError: it cannot be bound; the message names ``host:port`` and the reason, in one line.
+    """
+    ipv6 = ":" in host
+    where = f"[{host}]:{port}" if ipv6 else f"{host}:{port}"
+    sock = socket.socket(socket.AF_INET6 if ipv6 else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        if isinstance(exc, socket.gaierror):
+            reason = f"{exc.strerror or exc} (not a host name or address this machine can resolve)"
+        elif isinstance(exc, OSError) and exc.strerror:
+            hint = _HINTS.get(exc.errno or 0)
+            reason = exc.strerror.lower() + (f" ({hint})" if hint else "")
+        else:
+            reason = str(exc)
+        raise ListenError(f"cannot listen on {where}: {reason}") from None
+    sock.set_inheritable(True)  # worker processes serve on it
+    return sock
 
 
 def open_checkpointer(target: str | Path | None) -> Any:
@@ -60,26 +106,52 @@ def app_from_env() -> Any:
 def serve(*, upstream: str, procedures: str | Path | None, host: str = "127.0.0.1", port: int = 8787,
           token: str | None = None, checkpoint: str | None = None, workers: int = 1, max_runs: int = 32,
           timeout: float | None = None, log_level: str = "info", tools: str | None = None,
-          max_body_bytes: int | None = None) -> None:
+          max_body_bytes: int | None = None, sock: socket.socket | None = None) -> None:
     """Serve the proxy in the foreground with uvicorn until interrupted.
 
     ``tools`` is a ``MODULE:ATTR`` (or ``path/file.py:ATTR``) spec of the tools that tool steps call
     (:func:`stepguard.tools.load_tools`), imported by each worker. ``max_body_bytes``: the largest
-    request body taken (``None``: 32 MiB); a larger one is answered 413.
+    request body taken (``None``: 32 MiB); a larger one is answered 413. ``sock``: a socket from
+    :func:`listen` to serve on (closed when serving ends); ``None``: one bound to ``host:port`` here.
 
     Each worker process builds its own app (:func:`app_from_env`); the token travels in
     :data:`TOKEN_ENV`, never on a command line. With ``workers > 1`` the checkpoint should be a
     Postgres URL (SQLite serialises writers across processes).
+
+    Raises:
+        ListenError: ``host:port`` cannot be bound (:func:`listen`).
+        StartupError: the proxy did not start serving (the app could not be built, the upstream
+            could not start): uvicorn's log above says why. uvicorn's own exit statuses never leak.
     """
     uvicorn = import_extra("uvicorn", "serve", _WHAT)
     import_extra("starlette", "serve", _WHAT)
+    from uvicorn.supervisors import Multiprocess
+
     os.environ[OPTIONS_ENV] = json.dumps({"upstream": upstream, "procedures": str(procedures) if procedures else None,
                                           "checkpoint": checkpoint, "max_runs": max_runs, "timeout": timeout,
                                           "tools": tools, "max_body_bytes": max_body_bytes})
     if token:
         os.environ[TOKEN_ENV] = token
-    uvicorn.run("stepguard.serve._server:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, proxy_headers=False, server_header=False, timeout_graceful_shutdown=10)
+    config = uvicorn.Config("stepguard.serve._server:app_from_env", factory=True, host=host, port=port, workers=workers,
+                            log_level=log_level, proxy_headers=False, server_header=False, timeout_graceful_shutdown=10)
+    sock = sock if sock is not None else listen(host, port)
+    failed = "the proxy did not start (the log above says why)"
+    try:
+        if workers > 1:  # uvicorn's own supervisor, on the socket bound here (as uvicorn.run does)
+            supervisor = Multiprocess(config, sockets=[sock])
+            supervisor.run()
+            if any(p.exitcode == _STARTUP_FAILURE for p in supervisor.processes):
+                raise StartupError(failed)
+            return
+        server = uvicorn.Server(config)
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:  # uvicorn exits when the app cannot be built or its start-up fails
+            raise StartupError(failed) from None
+        if not server.started:
+            raise StartupError(failed)
+    finally:
+        sock.close()
 
 
 class BackgroundServer:
