@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from stepguard.guard import GuardConfig
 from stepguard.guard._config import ExhaustedAction, Policy
@@ -67,15 +67,15 @@ class StepguardOptions(BaseModel):
     thread_id: str | None = Field(None, description="Checkpoint thread: the same one resumes the same work.")
     policy: Policy | None = None
     on_exhausted: ExhaustedAction | None = None
-    chunk_size: int | None = None
-    adaptive: bool | None = None
+    chunk_size: StrictInt | None = None
+    adaptive: StrictBool | None = None
     ladder: list[str] | None = None
-    max_reprompts_per_step: int | None = None
-    max_reprompts_per_run: int | None = None
-    max_total_tokens: int | None = None
+    max_reprompts_per_step: StrictInt | None = None
+    max_reprompts_per_run: StrictInt | None = None
+    max_total_tokens: StrictInt | None = None
     max_wall_s: float | None = None
     resample_temperature: float | None = None
-    max_tokens_per_step: int | None = None
+    max_tokens_per_step: StrictInt | None = None
     labels: dict[str, str] | None = Field(None, description="Labels recorded with the result (GuardConfig.extra).")
 
     def config(self, base: GuardConfig, temperature: float | None, seed: int | None) -> GuardConfig:
@@ -227,6 +227,13 @@ def context_of(messages: Any) -> tuple[ChatMessage, ...]:
     return tuple(out)
 
 
+def _stream_flag(value: Any) -> bool:
+    """``stream`` as given: True, False or None; ``"false"`` would stream, so it is refused."""
+    if value is not None and type(value) is not bool:
+        raise InvalidGuardedCall(f"must be True or False, not {value!r}", "stream")
+    return bool(value)
+
+
 def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None) -> GuardedCall:
     """Read and check a guarded call's arguments (``extra_body["stepguard"]`` present).
 
@@ -252,8 +259,9 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
     sent = {k: args[k] for k in (*_SENT_AS_GIVEN, *_REQUEST_OPTIONS) if k in args}
     if extra:
         sent["extra_body"] = extra
+    stream = _stream_flag(args.get("stream"))
     stream_options = args.get("stream_options")
-    if stream_options is not None and not args.get("stream"):
+    if stream_options is not None and not stream:
         raise InvalidGuardedCall("is only for stream=True", "stream_options")
     return GuardedCall(
         procedure=procedure,
@@ -262,7 +270,7 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
         model=args["model"],
         context=context_of(args.get("messages")),
         shape=response_shape(args.get("response_format"), procedure),
-        stream=bool(args.get("stream")),
+        stream=stream,
         max_tokens=min(v for _, v in caps) if caps else None,
         max_tokens_name=caps[0][0] if caps else "max_tokens",
         sent=sent,

@@ -239,6 +239,9 @@ def test_unsupported_response_format_is_refused(stub: StubServer, client: Guarde
     ({"procedure": "invoice", "inputs": INPUTS, "temperature": 1}, r"temperature and seed are create\(\) arguments"),
     ({"procedure": "invoice", "inputs": INPUTS, "policy": "ignore"}, r"\.policy: Input should be"),
     ({"procedure": "invoice", "inputs": INPUTS, "ladder": ["nope"]}, r"unknown ladder rung 'nope'"),
+    ({"procedure": "invoice", "inputs": INPUTS, "resample_temperature": float("inf")}, r"resample_temperature must be a number from 0 to 2"),
+    ({"procedure": "invoice", "inputs": INPUTS, "chunk_size": True}, r"\.chunk_size: Input should be a valid integer"),
+    ({"procedure": "invoice", "inputs": INPUTS, "adaptive": "false"}, r"\.adaptive: Input should be a valid boolean"),
 ])
 def test_stepguard_options_are_validated(stub: StubServer, client: GuardedOpenAI, spec: Any, message: str) -> None:
     n = len(stub.requests)
@@ -405,3 +408,15 @@ def test_tool_steps_run_with_the_tools_given_to_the_client(stub: StubServer) -> 
         assert isinstance(client.with_options(timeout=5), GuardedOpenAI)  # the tools go with a rewrapped client
         with pytest.raises(ValueError, match=r"procedure 'refund' calls catalog_lookup, issue_refund \(given: none\)"):
             GuardedOpenAI(real, {"refund": refund})  # refused at once, not at the first call
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"temperature": float("nan")}, "temperature must be a number from 0 to 2"),
+    ({"stream": "false"}, r"stream: must be True or False, not 'false'"),
+])
+def test_the_callers_own_arguments_are_checked_too(stub: StubServer, client: GuardedOpenAI, kwargs: dict, message: str) -> None:
+    """`temperature=nan` reached the model calls and `stream="false"` streamed (the proxy refuses both)."""
+    n = len(stub.requests)
+    with pytest.raises(InvalidGuardedCall, match=message):
+        client.chat.completions.create(model="sim", messages=[], extra_body=_eb(), **kwargs)
+    assert len(stub.requests) == n

@@ -405,3 +405,16 @@ def test_a_check_that_disagrees_on_flagged_values_names_them_not_the_procedure()
     assert result.status != "verified"
     detail = next(d.detail for d in result.deviations if d.step == "total")
     assert "on the values it reads (" in detail and "net = 115" in detail, detail
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("temperature", float("nan"), "temperature must be a number from 0 to 2"),
+    ("resample_temperature", float("inf"), "resample_temperature must be a number from 0 to 2"),
+    ("temperature", -0.1, "from 0 to 2"), ("chunk_size", True, "chunk_size must be a whole number"),
+    ("seed", 1.0, "seed must be a whole number"), ("adaptive", "false", "adaptive must be true or false"),
+    ("max_tokens_per_step", 0, "max_tokens_per_step must be at least 1"),
+])
+def test_guard_config_refuses_values_of_the_wrong_kind(field: str, value: object, says: str) -> None:
+    """NaN temperatures and True as a chunk size passed every caller that did not check them itself."""
+    with pytest.raises(ValueError, match=says):
+        GuardConfig(**{field: value})  # type: ignore[arg-type]

@@ -133,6 +133,19 @@ class GuardConfig:
         return cls(**{**base, **fields})
 
     def __post_init__(self) -> None:
+        for name in ("chunk_size", "max_reprompts_per_step", "max_reprompts_per_run", "max_total_tokens", "seed", "max_tokens_per_step"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int):  # True is an int to Python, 5.0 is not a count
+                raise ValueError(f"{name} must be a whole number, not {value!r}")
+        for name in ("adaptive", "inline_known"):
+            if type(getattr(self, name)) is not bool:
+                raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
+        for name in ("temperature", "resample_temperature"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:  # NaN fails too
+                raise ValueError(f"{name} must be a number from 0 to 2, not {value!r}")
+        if self.max_tokens_per_step < 1:
+            raise ValueError(f"max_tokens_per_step must be at least 1, not {self.max_tokens_per_step}")
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
         if self.max_reprompts_per_step < 0 or self.max_reprompts_per_run < 0:
