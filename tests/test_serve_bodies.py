@@ -290,13 +290,42 @@ def test_a_body_that_is_a_json_string_is_400(proxy: BackgroundServer, stub: Stub
     _refused(proxy, stub, b'"hello"', "must be a JSON object (a chat completion request), not a JSON string")
 
 
-@pytest.mark.parametrize("path", ["/v1/completions", "/v1/responses", "/v1/chat/completion"])
-def test_a_procedure_named_on_another_path_is_refused_not_forwarded(proxy: BackgroundServer, stub: StubServer, path: str) -> None:
+BY_OPTION: dict[str, Any] = {"model": "gpt", "messages": [{"role": "user", "content": "x"}],
+                             "stepguard": {"procedure": "invoice", "inputs": {"subtotal": "120", "rate": "0.2"}}}
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/responses", "/v1/chat/completion", "/v1/embeddings"])
+@pytest.mark.parametrize("body", [GUARDED, BY_OPTION])
+def test_a_procedure_named_on_another_path_is_refused_not_forwarded(proxy: BackgroundServer, stub: StubServer, path: str,
+                                                                    body: dict[str, Any]) -> None:
     """Only /v1/chat/completions runs procedures; an upstream that ignores the model (llama.cpp does)
-    answered /v1/completions for stepguard/invoice unguarded."""
+    answered /v1/completions for stepguard/invoice unguarded, and a `stepguard` object with another model."""
     root = proxy.base_url[: -len("/v1")]
     before = len(stub.requests)
-    for content in (json.dumps(GUARDED).encode(), _with(GUARDED, b',"seed":' + b"1" * 4400)):
+    for content in (json.dumps(body).encode(), _with(body, b',"seed":' + b"1" * 4400)):
         reply = httpx.post(root + path, content=content, timeout=60)
         assert reply.status_code == 400 and reply.json()["error"]["code"] == "unsupported_endpoint", reply.text
+    reply = httpx.put(root + "/v1/chat/completions", json=body, timeout=60)
+    assert reply.status_code in (400, 405), reply.text
     assert len(stub.requests) == before
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions/.", "/v1/./chat/completions", "/v1/x/../chat/completions", "/v1//chat/completions"])
+def test_dot_segments_reach_the_guard_too(proxy: BackgroundServer, stub: StubServer, path: str) -> None:
+    root = proxy.base_url[: -len("/v1")]
+    with httpx.Client(base_url=root) as client:  # the path sent as written, not normalised by the client
+        request = client.build_request("POST", root, json=BY_OPTION, timeout=60)
+        request.url = request.url.copy_with(raw_path=path.encode())
+        reply = client.send(request)
+    assert reply.status_code == 200 and reply.json()["stepguard"]["status"] == "verified", reply.text
+    assert all(r.get("model") != "gpt" or r.get("stepguard") is None for r in stub.requests)
+
+
+@pytest.mark.parametrize(("body", "says", "param"), [
+    (b'{"model": "stepguard/invoice", "model": "gpt", "messages": []}', "holds the key 'model' twice", None),
+    (json.dumps({**GUARDED, "model": "Stepguard/invoice"}).encode(), "a procedure is named exactly stepguard/<name>", "model"),
+    (json.dumps({**GUARDED, "model": " stepguard/invoice"}).encode(), "a procedure is named exactly stepguard/<name>", "model"),
+])
+def test_a_procedure_name_spelled_otherwise_is_refused_not_forwarded(proxy: BackgroundServer, stub: StubServer,
+                                                                     body: bytes, says: str, param: str | None) -> None:
+    _refused(proxy, stub, body, says, param)

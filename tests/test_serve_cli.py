@@ -138,3 +138,10 @@ def test_it_serves_on_the_socket_it_bound(tmp_path: Path, workers: int) -> None:
             proc.terminate()  # one worker: uvicorn stops gracefully, then dies of the signal it deferred
             assert proc.wait(timeout=30) in (0, -signal.SIGTERM), log.read_text()
         assert "Application shutdown complete" in log.read_text()
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
+def test_a_timeout_not_above_zero_is_a_usage_error_before_anything_starts(timeout: str) -> None:
+    """`serve --timeout 0` printed its base URL, then a ValueError traceback, exit 1."""
+    out = CliRunner().invoke(app, ["serve", "--upstream", "http://127.0.0.1:9/v1#m", "--port", "0", "--timeout", timeout])
+    assert out.exit_code == 2 and "--timeout" in out.output and "base URL" not in out.output, out.output

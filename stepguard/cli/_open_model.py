@@ -20,7 +20,7 @@ from stepguard.errors import LocalServerError, LocalServerSettingError, Stepguar
 if TYPE_CHECKING:
     from stepguard.model import ChatModel
 
-__all__ = ["LOCAL_HINT", "ModelSpec", "Timeout", "open_model", "with_local_hint"]
+__all__ = ["LOCAL_HINT", "ModelSpec", "Timeout", "check_timeout", "open_model", "with_local_hint"]
 
 ModelSpec = Annotated[str, typer.Option(
     "--model", metavar="SPEC",
@@ -36,6 +36,17 @@ def with_local_hint(exc: BaseException) -> str:
     """The error's text, with :data:`LOCAL_HINT` below it unless it is about the server's own settings
     (:class:`~stepguard.errors.LocalServerSettingError`), where installing the extra helps nothing."""
     return str(exc) if isinstance(exc, LocalServerSettingError) else f"{exc}\n{LOCAL_HINT}"
+
+
+def check_timeout(timeout: float | None) -> None:
+    """Refuse a ``--timeout`` that is not a finite number of seconds above 0, for every model (the
+    simulator's too, which never waits), with exit 2.
+
+    Raises:
+        typer.Exit: code 2, naming the value.
+    """
+    if timeout is not None and not 0 < timeout < math.inf:  # NaN fails too
+        raise fail(f"--timeout: seconds, a number above 0, not {timeout}", ExitCode.USAGE)
 
 
 @contextmanager
@@ -58,8 +69,7 @@ def open_model(spec: str, timeout: float | None = None, *, procedure: Any = None
     """
     from stepguard.adapters import load_model
 
-    if timeout is not None and not 0 < timeout < math.inf:  # every adapter, the simulator too
-        raise fail(f"--timeout: seconds, a number above 0, not {timeout}", ExitCode.USAGE)
+    check_timeout(timeout)
     options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     try:
         model = load_model(spec, procedure=procedure, **options)

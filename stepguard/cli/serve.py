@@ -64,12 +64,14 @@ def serve_command(
     database.
     """
     from stepguard.adapters import parse_model_spec
+    from stepguard.cli._open_model import check_timeout
     from stepguard.serve import ListenError, StartupError, listen
 
     try:  # usage errors first: nothing is checked, loaded or started before the command line is right
         spec = parse_model_spec(upstream)
     except StepguardError as exc:
         raise fail(exc, ExitCode.USAGE) from None
+    check_timeout(timeout)
     if workers > 1 and spec.kind == "local":
         raise fail("--workers needs an upstream with an endpoint of its own: start the embedded model once with "
                    "`stepguard model serve` and pass its spec (http://127.0.0.1:PORT/v1#NAME) as --upstream",

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import posixpath
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -49,7 +50,7 @@ from stepguard.serve import _responses as out
 from stepguard.serve._body import (SEED_RANGE, TOKENS_RANGE, check_tree, flag_field, integer_field, number_field,
                                   read_body)
 from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
-from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request
+from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request, names_a_procedure
 from stepguard.serve._upstream import Upstream
 from stepguard.tools import ToolSet, as_toolset, missing_tools
 
@@ -304,16 +305,16 @@ async def _answer_plain(state: ProxyState, data: dict[str, Any]) -> Response:
 
 
 def _names_a_procedure(body: bytes) -> bool:
-    """Does a request body name one of ``stepguard/...`` as its model? A body that cannot be read is
-    taken to, where its bytes mention ``stepguard`` at all (it is then refused, never forwarded)."""
+    """Does a request body ask for a procedure (a ``stepguard`` object, or a model ``stepguard/...`` in
+    any spelling)? A body that cannot be read is taken to where its bytes mention ``stepguard`` at all
+    (it is then refused, never forwarded)."""
     if not body:
         return False
     try:
         data = read_body(body)
     except RequestError:
         return b"stepguard" in body.lower()
-    model = data.get("model")
-    return isinstance(model, str) and model.startswith(MODEL_PREFIX)
+    return "stepguard" in data or names_a_procedure(data.get("model"))
 
 
 def _routes(state: ProxyState) -> list[Route]:
@@ -338,8 +339,8 @@ def _routes(state: ProxyState) -> list[Route]:
 
     async def other(request: Request) -> Response:
         path = request.path_params["path"]
-        if request.method == "POST" and "/".join(p for p in path.split("/") if p) == "chat/completions":
-            return await chat(request)  # /v1/chat/completions/ or /v1//chat/completions: read (and guarded) as one
+        if request.method == "POST" and posixpath.normpath("/" + path.lstrip("/")) == "/chat/completions":
+            return await chat(request)  # /v1/chat/completions/, /v1//chat/completions, /v1/x/../chat/completions: one route
         body = await request.body()
         if _names_a_procedure(body):  # /v1/completions, /v1/responses ...: an upstream that ignores the model would answer unguarded
             return _json(400, {"error": {"message": f"procedures are served on /v1/chat/completions only, not on /v1/{path}",

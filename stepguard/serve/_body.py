@@ -40,6 +40,22 @@ class _NumberTooLong(ValueError):
         self.digits = digits
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; a key given twice is refused (json.loads would keep the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -69,10 +85,12 @@ def parse_json(text: str, what: str, param: str | None = None) -> Any:
 
     Raises:
         RequestError: 400 ``invalid_json``: not JSON (with line and column), nested too deeply,
-            or an integer of more digits than Python converts.
+            an integer of more digits than Python converts, or a key given twice in one object.
     """
     try:
-        return json.loads(text, parse_float=Decimal, parse_int=_int)
+        return json.loads(text, parse_float=Decimal, parse_int=_int, object_pairs_hook=_object)
+    except _DuplicateKey as exc:  # {"model": "stepguard/x", "model": "gpt"}: which one an upstream reads is its own affair
+        raise _bad_json(f"{what} holds the key {exc.key!r} twice in one object; give each key once", param) from None
     except _NumberTooLong as exc:
         limit = sys.get_int_max_str_digits()
         raise _bad_json(f"{what} holds a number too long to read: an integer of {exc.digits} digits "

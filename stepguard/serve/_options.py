@@ -33,7 +33,7 @@ from stepguard.serve._body import (SEED_RANGE, TOKENS_RANGE, check_tree, flag_fi
                                   number_field, parse_json, shown)
 from stepguard.serve._errors import RequestError
 
-__all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request"]
+__all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request", "names_a_procedure"]
 
 MODEL_PREFIX = "stepguard/"
 """A model name with this prefix names a procedure: ``stepguard/<procedure>``."""
@@ -145,6 +145,11 @@ def _inputs_from_messages(body: Mapping[str, Any]) -> dict[str, Any]:
     return value
 
 
+def names_a_procedure(model: Any) -> bool:
+    """Is ``model`` a procedure's name, in any spelling (``stepguard/x``, `` Stepguard/x``)?"""
+    return isinstance(model, str) and model.strip().lower().startswith(MODEL_PREFIX)
+
+
 def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None = None,
                     *, checkpoints: bool = True) -> GuardedRequest | None:
     """Read a chat request: ``None`` when it names no procedure (pass it through), else the guarded run.
@@ -165,6 +170,8 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     model = body.get("model")
     raw = body.get("stepguard")
     named = model[len(MODEL_PREFIX):] if isinstance(model, str) and model.startswith(MODEL_PREFIX) else None
+    if named is None and names_a_procedure(model):  # " stepguard/x", "Stepguard/x": meant as one, never forwarded
+        raise _bad(f"model {model!r}: a procedure is named exactly {MODEL_PREFIX}<name> (lower case, no spaces)", "model")
     if raw is None and named is None:
         return None
     check_tree(body)  # before any of it is read: nothing deeper than MAX_DEPTH, no text that is not Unicode
