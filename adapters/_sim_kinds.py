@@ -123,7 +123,7 @@ def _region(source: str, label: str | None) -> list[str]:
 
 
 def _extract(var: str, step: Step | None, notes: str, env: dict[str, Any], procedure: Procedure | None) -> str | None:
-    from stepguard.verify._kinds import numbers_in
+    from stepguard.verify._kinds import source_numbers
 
     m = _SOURCE.search(notes)
     source = step.source if step is not None else (m.group(1) if m else None)
@@ -133,7 +133,7 @@ def _extract(var: str, step: Step | None, notes: str, env: dict[str, Any], proce
         return None
     lines = _region(text, label)
     string = step is not None and step.type in ("string", "one_of") or (step is None and "a string" in notes)
-    candidates: list[Any] = [ln.strip(" :\t") for ln in lines if ln.strip(" :\t")] if string else [n for ln in lines for n in numbers_in(ln, text)]
+    candidates: list[Any] = [ln.strip(" :\t") for ln in lines if ln.strip(" :\t")] if string else source_numbers(text, label).exact
     check = procedure.compiled_checks[procedure.index_of[var]] if procedure is not None and step is not None else None
     for value in candidates:
         try:

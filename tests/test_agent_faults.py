@@ -221,7 +221,7 @@ def test_value_the_document_does_not_contain_is_reasked() -> None:
     result = Guard(model).run(RECEIPT, {"receipt_text": RECEIPT_TEXT})
     assert result.status == "verified" and result.answer == Decimal("17.63")
     assert [(d.kind, d.step) for d in result.deviations] == [("not_in_source", "total"), ("not_in_source", "tax")]
-    assert "does not occur in receipt_text after 'Total'" in result.deviations[0].detail
+    assert "does not occur in receipt_text right after 'Total'" in result.deviations[0].detail
 
 
 def test_a_number_from_the_wrong_line_is_refused() -> None:

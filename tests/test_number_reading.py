@@ -74,13 +74,19 @@ TAIL_TRAPS = [
     ("12 (carry 1)", "more than one number"), ("12 -> next", "correction or hedge"), ("12?", "correction or hedge"),
     ("12 (approx)", "correction or hedge"), ("12 and a half", "number word"),
     # the breaker's second round: scales and fractions of other scripts, words and compatibility forms
-    ("12 \u4e07", "number word"), ("12 \u5104", "number word"), ("12 \u00bd", "unreadable number"),
-    ("12 \u00be", "unreadable number"), ("12 \u2152", "unreadable number"), ("12\ufe6a", "percentage"),
+    ("12 \u4e07", "number word"), ("12 \u5104", "number word"), ("12 \u00bd", "number word"),
+    ("12 \u00be", "number word"), ("12 \u2152", "number word"), ("12\ufe6a", "percentage"),
     ("12 per mille", "percentage"), ("12 \uff2b", "number word"), ("12\u00b2", "unreadable number"),
     ("12 \u207b\u00b9", "unevaluated expression"), ("12 hundredths", "number word"), ("12 thousandth", "number word"),
     ("12 fifths", "number word"), ("12 mil", "number word"), ("12 M", "number word"), ("12 Mio", "number word"),
     ("12 tausend", "number word"), ("12 grand", "number word"), ("12 bp", "number word"),
     ("12 basis points", "number word"), ("12 lakh", "number word"),
+    # and its second: other languages' scales, other scripts' words, more fractions and percents
+    ("12 Millionen", "number word"), ("12 milioni", "number word"), ("12 \u0442\u044b\u0441.", "number word"),
+    ("12 \u0623\u0644\u0641", "number word"), ("12 \ub9cc", "number word"), ("12 kk", "number word"),
+    ("12 twentieths", "number word"), ("12 billionths", "number word"), ("12 doz", "number word"),
+    ("12 \u216b", "number word"), ("12 Prozent", "percentage"), ("12 pour cent", "percentage"),
+    ("12 percentage points", "percentage"), ("12 \u2052", "percentage"),
 ]
 
 

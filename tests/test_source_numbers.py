@@ -24,7 +24,7 @@ F = Fraction
     ("CHF 1'234.50", [F(2469, 2)]),
     ("Total: –18.86", [F(-943, 50)]),  # en dash, minus sign, full-width and small hyphen-minus
     ("−18.86 －2 ﹣3", [F(-943, 50), -2, -3]),
-    ("pages 10–20, 2024-03-05", [10, 20, 2024, 3, 5]),  # a dash between numbers is no sign
+    ("pages 10 to 20", [10, 20]), ("pages 10–20, 2024-03-05", []),  # joined by a mark: parts of something else
     ("(18.86)", []), ("18.86-", []), ("– 18.86", []),  # credit or not: both signs possible
     ("12 thousand", []), ("3 Mio", []), ("12 ½", []), ("6 万", []), ("12½", []), ("5²", []), ("5 k", []),
     ("1,234", []), ("1.234", []),  # alone: 1234 or 1.234
@@ -32,6 +32,11 @@ F = Fraction
     ("12,5", [F(25, 2)]), ("0,81", [F(81, 100)]),  # only a decimal comma reads these
     ("1,23,456", []), ("12.5.3", []), ("05.03.2024", []),
     ("VAT 7%: 0,81", [7, F(81, 100)]), ("Weight (72.5 kg)", [F(145, 2)]), ("INV-2024", [2024]),
+    # the breaker's second round
+    ("Total: -$18.86", [F(-943, 50)]), ("−€ 18,86", [F(-943, 50)]), ("—18.86", [F(-943, 50)]),
+    ("CHF 1’234.50", [F(2469, 2)]), ("1\u2007234.50", []), ("1\t234.50", []), ("1\u3000234.50", []),
+    ("1\u066c234\u066b50", []), ("1·234,50", []), ("3/4", []), ("1 1/2", []), ("2^10", []), ("12**2", []),
+    ("1.5×10³", []), ("12 Millionen", []), ("18.86 CR", []), ("- \u00a018.86", []),
 ])
 def test_numbers_are_read_whole_or_not_at_all(text: str, exact: list) -> None:
     assert scan_numbers(text).exact == exact
@@ -79,3 +84,37 @@ def test_a_european_receipt_read_in_part_is_never_verified() -> None:
         RECEIPT, {"receipt_text": "Gesamtbetrag / Total: 1.234,56 EUR\nVAT 7%: 0,81 EUR"})
     assert result.status != "verified"
     assert result.steps[0].provenance != "model_verified"
+
+
+@pytest.mark.parametrize("text,reply,kind", [
+    ("Total (incl. VAT 7%): 18.86", "total = 7", "not_in_source"),  # the label points at no number
+    ("Total: 18.86\nTotal savings: 5.00", "total = 5.00", "not_in_source"),
+    ("Total: 18.86\nTotal savings: 5.00", "total = 18.86", None),
+    ("Total (EUR): 18,86", "total = 18.86", None), ("Total: EUR 1.234,56", "total = 1234.56", None),
+    ("REFUND\nTotal: -$18.86", "total = 18.86", "not_in_source"), ("Total: CHF 1’234.50", "total = 1", "not_in_source"),
+])
+def test_a_label_points_at_the_number_right_after_it(text: str, reply: str, kind: str | None) -> None:
+    verdict = verify_extract(RECEIPT, 0, {"receipt_text": text}, reply)
+    assert (verdict.deviation.kind if verdict.deviation else None) == kind, verdict.deviation
+
+
+def test_a_megabyte_of_numbers_is_read_in_bounded_work() -> None:
+    """Bounded work, not a time: every token is read once and the document's convention once."""
+    import stepguard.verify._source_numbers as sn
+
+    calls = {"n": 0}
+    real = sn._grouped
+
+    def counting(*args: object) -> object:
+        calls["n"] += 1
+        return real(*args)  # type: ignore[arg-type]
+
+    sn._grouped = counting  # type: ignore[assignment]
+    try:
+        found = scan_numbers("1 " * 500_000)
+        doc = "\n".join(["Total: 1234.56"] * 60_000)
+        verify_extract(RECEIPT, 0, {"receipt_text": doc}, "total = 1234.56")
+    finally:
+        sn._grouped = real  # type: ignore[assignment]
+    assert len(found.exact) == 500_000  # "1 1": no groups of three, so ones
+    assert calls["n"] <= 2 * 60_000 * 2 + 10  # two conventions a decimal token, the document once more for its convention

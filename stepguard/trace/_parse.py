@@ -86,12 +86,14 @@ _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
 # leftmost offender names the error. Words match whole and in any case (ASCII letters around them).
 _W0, _W1 = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
 # words that scale a number (12 thousand, 5 k, 3 Mio, 2 lakh) or make it a fraction (3 fifths)
-_SCALE_WORDS = (
-    "hundreds?|thousands?|millions?|billions?|trillions?|dozens?|grand|"
-    "k|bn|mn|mln|mio|mrd|mil|mill|bil|tsd|tausend|mille|milliards?|milliarden?|millones|mill[oó]n|"
+_SCALE_WORDS = (  # English, and the scale words of the languages a reply or a document is likely in
+    "hundreds?|thousands?|thou|millions?|billions?|trillions?|dozens?|doz|grand|score|gross|myriads?|"
+    "k|kk|bn|mn|mln|mio|mrd|mld|md|mds|tn|trn|mmm|mil|mill|bil|bio|tsd|tausend|mille|milliards?|milliarden?|"
+    "millionen|billionen|billiarden?|millones|mill[oó]n|mila|milion[ei]|miliard[io]|milj|miljoen|miljard|"
     "lakhs?|lacs?|crores?|squared|cubed|"
-    "half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?|"
-    "hundredths?|thousandths?|millionths?|bps?|basis[ \t]+points?"
+    "half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?|elevenths?|twelfths?|"
+    "[a-z]+teenths?|(?:twent|thirt|fort|fift|sixt|sevent|eight|ninet)ieths?|(?:hundred|thousand|million|billion|trillion)ths?|"
+    "bps?|basis[ \t]+points?"
 )
 _NUMBER_WORDS = (
     "zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
@@ -99,13 +101,14 @@ _NUMBER_WORDS = (
     + _SCALE_WORDS
 )
 # single capital letters that scale a number in finance (12 M, 3 B, 4 T, 2 MM, 5 G); matched in their case only
-_SCALE_LETTERS = r"(?-i:M|MM|B|G|T)"
-SCALE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]*+(?:" + _W0 + _SCALE_WORDS + "|" + _SCALE_LETTERS + _W1 + ")", re.IGNORECASE)
+_SCALE_LETTERS = r"(?-i:M|MM|B|G|T)(?!-)"  # not 12 T-shirts, 12 B-trees
+SCALE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f-]*+(?:" + _W0 + _SCALE_WORDS + "|" + _SCALE_LETTERS + _W1 + ")", re.IGNORECASE)
 """A scale or fraction word right after a number (``12 thousand``, ``3 Mio``, ``5 k``, ``2 fifths``):
 the number alone is not the value written. Match at the number's end with ``.match(text, end)``."""
 _TAIL = re.compile(
     r"(?P<digit>\d)"
-    r"|(?P<percent>[%％٪‰‱]|" + _W0 + r"per[ \t]?cent|per[ \t]?mille|pct" + _W1 + ")"
+    r"|(?P<percent>[%％٪‰‱⁒]|" + _W0 + r"per[ \t]?cent|per[ \t]?mille|pct|pc|pp|percentage[ \t]+points?|prozent|"
+    r"pour[ \t]?cent|por[ \t]?ciento|per[ \t]?cento|procent|percento" + _W1 + ")"
     r"|(?P<word>" + _W0 + _NUMBER_WORDS + "|" + _SCALE_LETTERS + _W1 + ")"
     r"|(?P<hedge>->|=>|<-|[→⇒⟶⟹←↦~∼≈≃≅±∓<>≤≥≠?…]|!=|\.\.|\\(?:approx|sim|simeq|pm|mp|to|rightarrow|Rightarrow|"
     r"ne|neq|le|leq|ge|geq|lt|gt)(?![A-Za-z])|" + _W0 + r"or|approx|approximately|about|around|roughly|nearly|"
@@ -114,6 +117,14 @@ _TAIL = re.compile(
     + _W0 + r"x|times|plus|minus|over|mod|(?-i:R)" + _W1 + ")",
     re.IGNORECASE,
 )
+_FIRST_WORD = re.compile(r"[ \t\u00a0\u2009\u202f]*+([^\W\d_]+)")
+
+
+def _latin(word: str) -> bool:
+    """Is ``word`` written in Latin letters (``kg``, ``Euro``, ``Stück``)? Letters of other scripts are not."""
+    return all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in word)
+
+
 _TAIL_WHY = {
     "percent": "percentage",
     "word": "number word",
@@ -137,6 +148,11 @@ def _tail_problem(tail: str) -> str | None:
     if not tail:
         return None
     if not tail.isascii():
+        word = _FIRST_WORD.match(tail)
+        if word and any(c > "\x7f" and unicodedata.numeric(c, None) is not None for c in word.group(1)):
+            return "number word"  # Ⅻ, before NFKC makes it XII
+        if word and not _latin(word.group(1)):
+            return "number word"  # 12 тыс., 12 만, 12 ألف: a word of another script may scale it; not read
         # compatibility forms read as what they stand for: ﹪ is %, Ｋ is K, ² is 2, ½ is 1⁄2
         tail = unicodedata.normalize("NFKC", tail)
     m = _TAIL.search(tail)

@@ -31,9 +31,9 @@ from stepguard.procedure import Procedure, ToolArg, apply_scale, coerce_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
 from stepguard.verify._deviation import Deviation
-from stepguard.verify._source_numbers import scan_numbers
+from stepguard.verify._source_numbers import SourceNumbers, after_label, scan_numbers
 
-__all__ = ["ArgVerdict", "KindVerdict", "dates_in", "label_tails", "numbers_in", "verify_extract", "verify_text", "verify_tool_call"]
+__all__ = ["ArgVerdict", "KindVerdict", "dates_in", "label_tails", "numbers_in", "source_numbers", "verify_extract", "verify_text", "verify_tool_call"]
 
 _MAX_VALUE = 20_000
 
@@ -217,10 +217,26 @@ _DATES = (
 
 def numbers_in(text: str, context: str | None = None) -> list[Number]:
     """Every number written in ``text`` that reads as exactly one value: ``1,234.50``, ``$1234.5`` and
-    ``1.234,50`` are 1234.5, ``–18.86`` is -18.86; ``1,234`` alone, ``(18.86)`` or ``12 thousand`` are
-    ambiguous and give nothing (rules: :mod:`stepguard.verify._source_numbers`). ``context``: the
-    whole document ``text`` is part of, whose other numbers decide the decimal mark."""
+    ``1.234,50`` are 1234.5, ``–18.86`` and ``-$18.86`` are -18.86; ``1,234`` alone, ``(18.86)``,
+    ``3/4`` or ``12 thousand`` are ambiguous and give nothing (rules:
+    :mod:`stepguard.verify._source_numbers`). ``context``: the whole document ``text`` is part of,
+    whose other numbers decide the decimal mark."""
     return scan_numbers(text, context).exact
+
+
+def source_numbers(source: str, label: str | None) -> SourceNumbers:
+    """The numbers an ``extract`` step's value may be: every number of ``source``, or with a ``label``,
+    on each line that has it, the number written right after it (past punctuation, spaces and one
+    currency: ``Total: $18.86``, ``Total (EUR): 18,86``; not ``Total due: 18.86`` nor
+    ``Total (incl. VAT 7%): 18.86``, whose value the label does not point at)."""
+    if not label:
+        return scan_numbers(source)
+    out = SourceNumbers()
+    for tail in label_tails(source, label):
+        found = scan_numbers(after_label(tail), source, first_only=True)
+        out.exact += found.exact
+        out.ambiguous += found.ambiguous
+    return out
 
 
 def _date(y: str, mo: str | int, d: str) -> str | None:
@@ -263,9 +279,10 @@ def label_tails(source: str, label: str) -> list[str]:
     return out
 
 
-def _occurs(value: Number | str, text: str, context: str) -> bool:
+def _occurs(value: Number | str, source: str, label: str | None) -> bool:
     if not isinstance(value, str):
-        return any(n == value for n in numbers_in(text, context))
+        return any(n == value for n in source_numbers(source, label).exact)
+    text = _region(source, label)
     want = " ".join(value.split()).lower()
     if not want:
         return False
@@ -303,12 +320,11 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Number | 
         out.deviation = Deviation(kind="type_error", step=var, detail=f"{var} must be of type {step.type}", got=got)
         return out
     source = str(env.get(str(step.source), ""))
-    region = _region(source, step.label)
-    if not _occurs(value, region, source):
-        where = f" after {step.label!r}" if step.label else ""
+    if not _occurs(value, source, step.label):
+        where = f" right after {step.label!r}" if step.label else ""
         detail = f"{var} = {_show(value)} does not occur in {step.source}{where}"
         if not isinstance(value, str):
-            doubt = [w for w, values in scan_numbers(region, source).ambiguous if value in values]
+            doubt = [w for w, values in source_numbers(source, step.label).ambiguous if value in values]
             if doubt:
                 detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
         out.deviation = Deviation(kind="not_in_source", step=var, detail=detail, got=got)

@@ -18,20 +18,27 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from fractions import Fraction
 
 from stepguard.evaluator import Number, normalize
 from stepguard.trace._parse import SCALE_AFTER
 
-__all__ = ["SourceNumbers", "scan_numbers"]
+__all__ = ["SourceNumbers", "after_label", "scan_numbers"]
 
-_DASHES = "-\u2212\u2013\u2012\uff0d\ufe63"  # hyphen-minus, minus sign, en dash, figure dash, full-width and small hyphen-minus
+_DASHES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u207b\u208b\ufe63\uff0d"  # hyphen-minus, minus, hyphens, figure, en, em dash, super/subscript minus, small and full-width
 _THIN = "\u00a0\u2009\u202f"  # no-break, thin and narrow no-break space: group separators in either convention
+_SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c not in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029" + _THIN)
+"""Spaces within a line other than the thin ones (plain, tab, figure, en, ideographic...): groups split by
+one of them are one number or several."""
+_CURRENCY = "".join(c for c in map(chr, range(0x20d0)) if unicodedata.category(c) == "Sc") + "\ufe69\uff04\uffe0\uffe1\uffe5\uffe6"
 _TOKEN = re.compile(
-    rf"(?<![\w.,'’])(?P<open>\(\s*)?(?P<sign>[{_DASHES}+](?P<gap>[ \t]?))?"
-    rf"(?P<body>[0-9](?:[0-9]|[.,'{_THIN} ](?=[0-9]))*)"
-    rf"(?P<close>\s*\))?(?P<trail>[{_DASHES}](?![0-9]))?(?![\w]|[.,][0-9])"
+    rf"(?<![\w.,'’])(?P<open>\(\s*)?(?P<sign>[{_DASHES}+](?P<gap>[ \t{_THIN}]*))?(?:[{_CURRENCY}][ \t{_THIN}]?)?"
+    rf"(?P<body>[0-9](?:[0-9]|[.,'’{_THIN}{_SPACES}](?=[0-9]))*)"
+    rf"(?P<close>\s*\))?(?P<trail>[{_DASHES}](?![0-9]))?(?!\w|[.,][0-9])"
 )
+_JOINED_AFTER = re.compile(r"[^\s\w]*[0-9]")  # 3/4, 2^10, 1·234, 12**2: more of a number that is not read
+_CREDIT_AFTER = re.compile(r"[ \t]*(?:CR|DR|Cr|Dr|cr|dr)(?![A-Za-z])")  # 18.86 CR: a credit, another sign
 _MAX_DIGITS = 60
 
 
@@ -59,6 +66,11 @@ def _grouped(body: str, group: str, point: str) -> Number | None:
 
 def _readings(body: str) -> dict[str, Number]:
     """The values ``body`` has under each convention that can read it: ``{"point": .., "comma": ..}``."""
+    if body.isdigit():  # no separator: the same in both conventions
+        if len(body) > _MAX_DIGITS:
+            return {}
+        value = int(body)
+        return {"point": value, "comma": value}
     out: dict[str, Number] = {}
     if "'" in body or "’" in body:  # Swiss groups: 1'234.56
         value = _grouped(body.replace("’", "'"), "'" + _THIN, ".")
@@ -70,6 +82,14 @@ def _readings(body: str) -> dict[str, Number]:
     return out
 
 
+def _joined_before(text: str, start: int) -> bool:
+    """A digit right before ``start`` with only marks between (``3/4``, ``1·234``): the token is a part of something."""
+    i = start
+    while i > 0 and not text[i - 1].isspace() and not text[i - 1].isalnum() and text[i - 1] != "_" and start - i < 8:
+        i -= 1
+    return i < start and i > 0 and text[i - 1].isdigit()
+
+
 def _numeric_after(text: str, end: int) -> bool:
     """A numeric character of another script or a vulgar fraction right after ``end`` (``12 ½``, ``6 万``)."""
     rest = text[end:end + 4].lstrip(" \t" + _THIN)
@@ -78,17 +98,23 @@ def _numeric_after(text: str, end: int) -> bool:
 
 _Found = list[tuple[str, dict[str, Number], bool, int]]  # (as written, readings, doubtful, sign)
 _SPACE_GROUPS = re.compile(r"[0-9]{1,3}(?: [0-9]{3})+(?![0-9])")
+_SPACE = re.compile(f"[{_SPACES}]")
 
 
-def _tokens(text: str) -> _Found:
+def _tokens(text: str, first_only: bool = False) -> _Found:
     found: _Found = []
-    for m in _TOKEN.finditer(text[:1_000_000]):
+    matches = ([m] if (m := _TOKEN.match(text)) else []) if first_only else _TOKEN.finditer(text[:1_000_000])
+    for m in matches:
         body, sign = m.group("body"), m.group("sign") or ""
         negative = -1 if sign[:1] in _DASHES and sign else 1
         doubtful = bool(m.group("open") and m.group("close")) or bool(m.group("trail")) or bool(sign and m.group("gap"))
-        doubtful = doubtful or bool(SCALE_AFTER.match(text, m.end())) or _numeric_after(text, m.end())
-        if " " in body:  # plain-space groups: one number (1 234.56) or several (5 120.00: a quantity and a price?)
-            if _SPACE_GROUPS.match(body) and " " not in body[_SPACE_GROUPS.match(body).end():]:  # type: ignore[union-attr]
+        end = m.end()
+        doubtful = (doubtful or bool(SCALE_AFTER.match(text, end)) or _numeric_after(text, end) or bool(_CREDIT_AFTER.match(text, end))
+                    or bool(_JOINED_AFTER.match(text, end)) or _joined_before(text, m.start()))
+        body = _SPACE.sub(" ", body)
+        if " " in body:  # groups split by spaces: one number (1 234.56) or several (5 120.00: a quantity and a price?)
+            groups = _SPACE_GROUPS.match(body)
+            if groups and " " not in body[groups.end():]:
                 found.append((m.group(), _readings(body.replace(" ", "")), True, negative))
                 continue
             found.extend((p, _readings(p), doubtful, negative if i == 0 else 1) for i, p in enumerate(body.split(" ")))
@@ -103,19 +129,35 @@ def _convention(found: _Found) -> str | None:
     return next(iter(shown)) if len(shown) == 1 else None
 
 
-def scan_numbers(text: str, context: str | None = None) -> SourceNumbers:
+@lru_cache(maxsize=8)
+def _convention_of(text: str) -> str | None:
+    return _convention(_tokens(text))
+
+
+_LEAD = re.compile(rf"[ \t{_THIN}:=|*_#>]*(?:\(?(?:[A-Z]{{3}}|[{_CURRENCY}])\)?[ \t{_THIN}:=]*)?")
+
+
+def after_label(tail: str) -> str:
+    """``tail`` (a line's text after a label) from where its value may start: past punctuation,
+    spaces and one currency (``: EUR ``, `` ($): ``); text that starts with a word gives ``""``."""
+    rest = tail[_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    return rest if _TOKEN.match(rest) else ""
+
+
+def scan_numbers(text: str, context: str | None = None, first_only: bool = False) -> SourceNumbers:
     """Read every number ``text`` writes (rules: the module's docstring).
 
     Args:
         text: the part of a document to read; only its first 1,000,000 characters are read.
         context: the whole document, when ``text`` is a part of it: the convention is judged on it.
+        first_only: read only a number that starts ``text`` (the value right after a label).
 
     Returns:
         A :class:`SourceNumbers`: the exactly read numbers, and the tokens that could mean more than
         one value (or a value with another sign or scale) with the values they could mean.
     """
-    found = _tokens(text)
-    convention = _convention(_tokens(context) if context is not None else found)
+    found = _tokens(text, first_only)
+    convention = _convention_of(context) if context is not None else _convention(found)
     out = SourceNumbers()
     for written, readings, doubtful, negative in found:
         values = tuple(dict.fromkeys(negative * v for v in readings.values()))
