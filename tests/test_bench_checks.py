@@ -82,6 +82,7 @@ def _append(rundir: Path, text: str) -> None:
     (json.dumps({"id": "z", "lookback": 2}), r"results.jsonl:3: row 'z' has no 'n_steps'"),
     (json.dumps({**_row("z"), "n_steps": "x"}), r"results.jsonl:3: row 'z': 'n_steps' must be a whole number"),
     (json.dumps({**_row("z"), "step_values_correct": "x"}), r"results.jsonl:3: row 'z': a field of the wrong type"),
+    (json.dumps({**_row("z"), "correct": "false"}), r"results.jsonl:3: row 'z': 'correct' must be true or false, not 'false'"),
 ])
 def test_report_and_compare_refuse_a_bad_row_naming_file_and_line(make_run: RunFactory, tmp_path: Path, line: str, says: str) -> None:
     raw = make_run("raw", "raw", [_row("a"), _row("b")])

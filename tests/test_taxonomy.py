@@ -225,3 +225,14 @@ answer: big
     assert right.exact and right.correct and right.first_answer == "true" and right.step_values_correct == 3
     wrong = score_generation((proc, expected), "big = 1\ntier = silver\nn = 1\nFinal answer: 1")
     assert not wrong.correct and wrong.first_error_step == "big" and "arithmetic_error" in wrong.labels
+
+
+@pytest.mark.parametrize("final", ["Final answer:\ntrue", "Final answer: **true**", "\\boxed{\\text{true}}", "Final answer: $\\boxed{\\text{true}}$"])
+def test_a_boolean_final_answer_is_read_where_a_number_would_be(final: str) -> None:
+    """`Final answer:` with the value on the next line, or boxed as text, was scored None (the numeric one was read)."""
+    from stepguard import parse_procedure
+    from stepguard.verify import score_generation
+
+    proc = parse_procedure("inputs: {x: integer}\nsteps:\n  - {var: big, expr: x > 10, type: boolean}\n")
+    score = score_generation((proc, proc.expected_values({"x": 12})), f"big = true\n{final}")
+    assert score.correct and score.first_answer == "true", score

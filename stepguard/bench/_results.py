@@ -17,6 +17,9 @@ from stepguard.errors import RunStoreError
 
 __all__ = ["numbered_results", "row_error"]
 
+_FLAGS = ("correct", "exact", "verified_correct", "simulated")
+"""Row fields report and compare count as true or false."""
+
 _FIX = "fix or delete that line (each instance has one row; `bench run` on the folder writes it again)"
 
 
@@ -31,7 +34,8 @@ def numbered_results(rundir: str | Path) -> Iterator[tuple[Path, int, dict[str, 
     Raises:
         RunStoreError: a line that is not a JSON object with a string ``id``; an id seen on an
             earlier line (both lines named); ``n_steps`` missing or not a whole number >= 1;
-            ``lookback`` not a whole number >= 0 or null. Each names the file and line.
+            ``lookback`` not a whole number >= 0 or null; ``correct``, ``exact``, ``verified_correct``
+            or ``simulated`` not true or false. Each names the file and line.
     """
     path = Path(rundir) / RESULTS
     if not path.exists():
@@ -56,4 +60,7 @@ def numbered_results(rundir: str | Path) -> Iterator[tuple[Path, int, dict[str, 
             lb = row.get("lookback")
             if lb is not None and (type(lb) is not int or lb < 0):
                 raise row_error(path, lineno, f"row {rid!r}: 'lookback' must be a whole number >= 0 or null, not {lb!r}")
+            for key in _FLAGS:  # "correct": "false" is a true string: counted right, silently
+                if key in row and type(row[key]) is not bool:
+                    raise row_error(path, lineno, f"row {rid!r}: {key!r} must be true or false, not {row[key]!r}")
             yield path, lineno, row

@@ -161,7 +161,7 @@ def _as_json(value: Number | str | None) -> int | str | None:
     return format_number(value)
 
 
-_BOXED = re.compile(r"\\boxed\{([^}]*)")
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _AFTER_WORDS = re.compile(r"answer\W*?(?:\bis\b|[:=])(.*)", re.IGNORECASE | re.DOTALL)
 
 
@@ -171,13 +171,20 @@ def _value(rec: Record, key: _Key) -> Number | str | None:
     return rec.value if kind is None else read_raw_value(rec, *kind)
 
 
-def _answer_value(answer: Answer, key: _Key) -> Number | str | None:
-    """A final answer's value as the answer variable's kind (``Final answer: true``, ``Final answer: gold``)."""
+_TEXT_MACRO = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^}]*)\}")
+
+
+def _answer_value(answer: Answer, key: _Key, text: str) -> Number | str | None:
+    """A final answer's value as the answer variable's kind (``Final answer: true``, ``Final answer:``
+    and ``gold`` on the next line, ``\\boxed{\\text{gold}}``), read from ``text`` at the answer's offset."""
     kind = key.kinds.get(key.answer_var or "")
     if kind is None:
         return answer.value
-    m = _BOXED.search(answer.text) or _AFTER_WORDS.search(answer.text)
-    return read_raw_value(Record(var=str(key.answer_var), value=None, text=answer.text, rhs=m.group(1) if m else ""), *kind)
+    window = text[answer.offset: answer.offset + 400]
+    m = _BOXED.search(window) or _AFTER_WORDS.search(window)
+    said = _TEXT_MACRO.sub(r"\1", m.group(1)) if m else ""
+    first = next((line for line in said.splitlines() if line.strip()), "")  # the value, on its line or the next
+    return read_raw_value(Record(var=str(key.answer_var), value=None, text=first, rhs=first), *kind)
 
 
 def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
@@ -264,7 +271,7 @@ def score_generation(
     n = len(key.vars)
     answers = trace.answers
     answer = answers[0] if answers else None
-    values = [_answer_value(a, key) for a in answers]
+    values = [_answer_value(a, key, text) for a in answers]
     correct = answer is not None and _right(values[0], key.answer) and key.answer is not _MISSING
     last = first.get(key.vars[-1]) if key.vars else None
     flags = {
