@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from stepguard.guard import GuardConfig
 from stepguard.guard._config import ExhaustedAction, Policy
@@ -73,8 +73,8 @@ class StepguardOptions(BaseModel):
     max_reprompts_per_step: StrictInt | None = None
     max_reprompts_per_run: StrictInt | None = None
     max_total_tokens: StrictInt | None = None
-    max_wall_s: float | None = None
-    resample_temperature: float | None = None
+    max_wall_s: StrictFloat | None = None
+    resample_temperature: StrictFloat | None = None
     max_tokens_per_step: StrictInt | None = None
     labels: dict[str, str] | None = Field(None, description="Labels recorded with the result (GuardConfig.extra).")
 
@@ -247,14 +247,20 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
         if name not in _READ_HERE and name not in _SENT_AS_GIVEN and name not in _REQUEST_OPTIONS:
             raise InvalidGuardedCall("is not supported in a guarded call: its reply is the guard's, built from many "
                                      "model calls (see docs/drop-in-client.md)", name)
-    if args.get("n", 1) != 1:
+    if type(args.get("n", 1)) is not int or args.get("n", 1) != 1:  # True == 1 == 1.0 to Python
         raise InvalidGuardedCall("a guarded call gives one choice; n must be 1", "n")
+    temperature = args.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2):
+        raise InvalidGuardedCall(f"must be a number from 0 to 2, not {temperature!r}", "temperature")
+    seed = args.get("seed")
+    if seed is not None and (type(seed) is not int or not -(2**63) <= seed < 2**63):
+        raise InvalidGuardedCall(f"must be a 64-bit whole number, not {seed!r}", "seed")
     if not isinstance(args.get("model"), str):
         raise InvalidGuardedCall("the model name is required", "model")
     caps = [(k, args[k]) for k in ("max_completion_tokens", "max_tokens") if k in args]
     for k, v in caps:
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise InvalidGuardedCall(f"must be a positive whole number of tokens, not {v!r}", k)
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v < 2**31:
+            raise InvalidGuardedCall(f"must be a whole number of tokens from 1 to {2**31 - 1}, not {v!r}", k)
     extra = {k: v for k, v in args.get("extra_body", {}).items() if k != KEY}
     sent = {k: args[k] for k in (*_SENT_AS_GIVEN, *_REQUEST_OPTIONS) if k in args}
     if extra:

@@ -242,6 +242,8 @@ def test_unsupported_response_format_is_refused(stub: StubServer, client: Guarde
     ({"procedure": "invoice", "inputs": INPUTS, "resample_temperature": float("inf")}, r"resample_temperature must be a number from 0 to 2"),
     ({"procedure": "invoice", "inputs": INPUTS, "chunk_size": True}, r"\.chunk_size: Input should be a valid integer"),
     ({"procedure": "invoice", "inputs": INPUTS, "adaptive": "false"}, r"\.adaptive: Input should be a valid boolean"),
+    ({"procedure": "invoice", "inputs": INPUTS, "max_wall_s": True}, r"\.max_wall_s: Input should be a valid number"),
+    ({"procedure": "invoice", "inputs": INPUTS, "resample_temperature": "0.7"}, r"\.resample_temperature: Input should be a valid number"),
 ])
 def test_stepguard_options_are_validated(stub: StubServer, client: GuardedOpenAI, spec: Any, message: str) -> None:
     n = len(stub.requests)
@@ -411,7 +413,10 @@ def test_tool_steps_run_with_the_tools_given_to_the_client(stub: StubServer) -> 
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"temperature": float("nan")}, "temperature must be a number from 0 to 2"),
+    ({"temperature": float("nan")}, r"temperature: must be a number from 0 to 2"),
+    ({"temperature": "0.5"}, r"temperature: must be a number from 0 to 2"), ({"temperature": True}, "temperature: must be"),
+    ({"seed": 1.9}, r"seed: must be a 64-bit whole number"), ({"seed": True}, "seed: must be"), ({"seed": 2**70}, "seed: must be"),
+    ({"n": True}, "n must be 1"), ({"max_tokens": 2**40}, "max_tokens: must be a whole number of tokens"),
     ({"stream": "false"}, r"stream: must be True or False, not 'false'"),
 ])
 def test_the_callers_own_arguments_are_checked_too(stub: StubServer, client: GuardedOpenAI, kwargs: dict, message: str) -> None:

@@ -64,6 +64,11 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
     return False
 
 
+_WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),
+          ("max_total_tokens", 1, 2**63 - 1), ("seed", -(2**63), 2**63 - 1), ("max_tokens_per_step", 1, 2**31 - 1))
+"""The whole-number fields and their ranges (a seed is a 64-bit integer, as the OpenAI API's)."""
+
+
 @dataclass(frozen=True)
 class GuardConfig:
     """How a :class:`stepguard.guard.Guard` executes a procedure.
@@ -133,10 +138,20 @@ class GuardConfig:
         return cls(**{**base, **fields})
 
     def __post_init__(self) -> None:
-        for name in ("chunk_size", "max_reprompts_per_step", "max_reprompts_per_run", "max_total_tokens", "seed", "max_tokens_per_step"):
+        for name, low, high in _WHOLE:
             value = getattr(self, name)
-            if value is not None and (type(value) is not int):  # True is an int to Python, 5.0 is not a count
-                raise ValueError(f"{name} must be a whole number, not {value!r}")
+            if value is None and name == "max_total_tokens":
+                continue
+            if type(value) is not int or not low <= value <= high:  # True is an int to Python, 5.0 is not a count
+                raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}")
+        if self.max_wall_s is not None and (isinstance(self.max_wall_s, bool) or not isinstance(self.max_wall_s, (int, float))):
+            raise ValueError(f"max_wall_s must be seconds, a number (or None), not {self.max_wall_s!r}")
+        if isinstance(self.ladder, str) or not isinstance(self.ladder, (tuple, list)):
+            raise ValueError(f"ladder must be a sequence of rung names such as ('bridge', 'decompose'), not {self.ladder!r}")
+        if not isinstance(self.extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra.items()):
+            raise ValueError(f"extra must map text to text (labels recorded with the result), not {self.extra!r}")
+        if self.prompt_dir is not None and not isinstance(self.prompt_dir, (str, Path)):
+            raise ValueError(f"prompt_dir must be a folder path (or None), not {self.prompt_dir!r}")
         for name in ("adaptive", "inline_known"):
             if type(getattr(self, name)) is not bool:
                 raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
@@ -144,8 +159,6 @@ class GuardConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:  # NaN fails too
                 raise ValueError(f"{name} must be a number from 0 to 2, not {value!r}")
-        if self.max_tokens_per_step < 1:
-            raise ValueError(f"max_tokens_per_step must be at least 1, not {self.max_tokens_per_step}")
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
         if self.max_reprompts_per_step < 0 or self.max_reprompts_per_run < 0:
