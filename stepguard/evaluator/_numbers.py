@@ -94,7 +94,8 @@ def normalize(value: object) -> Number:
             raise EvaluationError(f"non-finite decimal {value}")
         digits, exponent = value.as_tuple()[1:]
         if len(digits) + abs(int(exponent)) > MAX_DECIMAL_DIGITS:  # 1e10000000 would take seconds to expand
-            raise EvaluationError(f"decimal {value:.6E} has more than {MAX_DECIMAL_DIGITS} digits written out")
+            raise EvaluationError(f"a decimal of {len(digits)} digits and exponent {int(exponent)} has more than "
+                                  f"{MAX_DECIMAL_DIGITS} digits written out")
         return normalize(Fraction(value))
     if isinstance(value, int):  # int subclasses other than bool
         return int(value)
