@@ -159,12 +159,6 @@ class GuardConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:  # NaN fails too
                 raise ValueError(f"{name} must be a number from 0 to 2, not {value!r}")
-        if self.chunk_size < 1:
-            raise ValueError("chunk_size must be at least 1")
-        if self.max_reprompts_per_step < 0 or self.max_reprompts_per_run < 0:
-            raise ValueError("re-prompt budgets must be >= 0")
-        if self.max_total_tokens is not None and self.max_total_tokens < 1:
-            raise ValueError(f"max_total_tokens must be at least 1 (or None), not {self.max_total_tokens}")
         if self.max_wall_s is not None and not self.max_wall_s > 0:
             raise ValueError(f"max_wall_s must be positive seconds (or None), not {self.max_wall_s}")
         if self.policy not in ("reprompt", "repair", "raise", "flag"):

@@ -9,7 +9,7 @@ first deviation. What each kind checks (docs/agent-workflows.md):
   ``age ^ 0.23`` as text is not a number); a free argument of its type and passing its predicate.
 * ``extract``: the value occurs in the source text (numbers and money read exactly, ``$1,234.50``
   = ``1.234,50`` = ``1234.5``, or not at all when a number could mean two values: ``1,234`` alone,
-  ``(18.86)``; dates in ISO or spelled form alike), after ``label`` when given; then type and predicate.
+  ``(18.86)``; dates in ISO or spelled form alike), right after ``label`` when given; then type and predicate.
 * ``text``: one line of text (or a JSON list of strings, or JSON), within ``min_length``..``max_length``,
   matching ``pattern``, each item among ``choices``, valid against ``schema``; then the predicate.
 """
@@ -279,9 +279,7 @@ def label_tails(source: str, label: str) -> list[str]:
     return out
 
 
-def _occurs(value: Number | str, source: str, label: str | None) -> bool:
-    if not isinstance(value, str):
-        return any(n == value for n in source_numbers(source, label).exact)
+def _text_occurs(value: str, source: str, label: str | None) -> bool:
     text = _region(source, label)
     want = " ".join(value.split()).lower()
     if not want:
@@ -320,13 +318,13 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Number | 
         out.deviation = Deviation(kind="type_error", step=var, detail=f"{var} must be of type {step.type}", got=got)
         return out
     source = str(env.get(str(step.source), ""))
-    if not _occurs(value, source, step.label):
+    found = None if isinstance(value, str) else source_numbers(source, step.label)
+    if not (_text_occurs(value, source, step.label) if found is None else any(n == value for n in found.exact)):
         where = f" right after {step.label!r}" if step.label else ""
         detail = f"{var} = {_show(value)} does not occur in {step.source}{where}"
-        if not isinstance(value, str):
-            doubt = [w for w, values in source_numbers(source, step.label).ambiguous if value in values]
-            if doubt:
-                detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
+        doubt = [w for w, values in found.ambiguous if value in values] if found is not None else []
+        if doubt:
+            detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
         out.deviation = Deviation(kind="not_in_source", step=var, detail=detail, got=got)
         return out
     if not isinstance(value, str):
