@@ -95,6 +95,8 @@ def _type(prop: dict[str, Any]) -> str:
         return prop["$ref"].rsplit("/", 1)[-1]
     if "enum" in prop:
         return " \\| ".join(f"`{v}`" for v in prop["enum"])
+    if "oneOf" in prop:  # the steps: one model per step kind, told apart by `kind`
+        return " or ".join(_type(p) for p in prop["oneOf"])
     if "anyOf" in prop:
         return " or ".join(_type(p) for p in prop["anyOf"] if p.get("type") != "null")
     if prop.get("type") == "array":

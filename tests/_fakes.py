@@ -115,3 +115,22 @@ class ReplyModel:
 
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         return self.complete(messages, settings)
+
+
+class FixedReplies:
+    """A ChatModel that answers with ``replies`` in order, recording each prompt's last message."""
+
+    spec = "fixed-replies"
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        self.prompts.append(str(messages[-1]["content"]))
+        if not self.replies:
+            raise AssertionError(f"no reply left for prompt {self.prompts[-1][-300:]!r}")
+        return ChatResponse(self.replies.pop(0), Usage(1, 1))
+
+    async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        return self.complete(messages, settings)

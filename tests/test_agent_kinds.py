@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stepguard import ProcedureError, parse_procedure
-from stepguard.verify import verify_extract, verify_text
-from stepguard.verify._kinds import dates_in, numbers_in
+from stepguard.kinds import verify_extract, verify_text
+from stepguard.kinds.extract import dates_in, numbers_in
 
 TEXTS = parse_procedure("""
 inputs: {doc: string}

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from stepguard import Guard, GuardConfig, parse_procedure
-from stepguard.verify import verify_extract
+from stepguard.kinds import verify_extract
 from stepguard.verify._source_numbers import scan_numbers
 from tests._fakes import ReplyModel
 

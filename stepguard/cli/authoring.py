@@ -93,56 +93,27 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     lines: list[str] = []
     if step.instruction:
         lines.append(f"instruction: {step.instruction}")
-    if step.expr:
-        lines.append(f"expected value: {step.expr}  (shown to the model)")
+    if step.expression:
+        lines.append(f"expected value: {step.expression}  (shown to the model)")
     if step.check and procedure.check_is_expected[index]:
         lines.append(f"expected value: {step.check}  (hidden check, not shown to the model)")
     elif step.check:
         lines.append(f"predicate: {step.check}")
-    lines += _kind_lines(procedure, index)
+    from stepguard.kinds import kind_of
+
+    lines += kind_of(step).describe(procedure, index)
     kind = step.type
     if step.scale is not None:
         kind += f", {step.scale} places, {step.rounding}"
-    if step.choices and step.kind != "text":
+    if step.choices and not step.choices_per_item:
         kind += f", one of {', '.join(step.choices)}"
     lines.append(f"type: {kind}")
-    if not step.expr and not step.check and step.kind == "compute":
+    if step.computes and not step.expression and not step.check:
         lines.append("unverifiable: presence, order and type only (a run with it is flagged, not verified)")
     reads = procedure.reads(index)
     if reads:
         lines.append(f"reads: {', '.join(reads)}")
     return lines
-
-
-def _kind_lines(procedure: Procedure, index: int) -> list[str]:
-    """What a tool, extract or text step verifies, beyond its predicate and type."""
-    step = procedure.steps[index]
-    if step.kind == "tool":
-        out = [f"tool: {step.tool}, called once, only after every argument passes; its result is the value (provenance tool)"]
-        for name, arg in (step.args or {}).items():
-            if isinstance(arg, str):
-                out.append(f"argument {name}: must equal {arg}, exactly (a literal value, never a name or formula)")
-            else:
-                out.append(f"argument {name}: free, type {arg.type}" + (f", predicate {arg.check}" if arg.check else ""))
-        out.append("a tool that raises or times out: tool_error, the run stops at this step")
-        return out
-    if step.kind == "extract":
-        where = f" after the label {step.label!r}" if step.label else ""
-        return [f"extract: the value must occur in input {step.source}{where} (numbers, money and dates normalised)"]
-    if step.kind == "text":
-        unit = "items" if step.format == "list" else "characters"
-        out = [f"text: {dict(text='one line of text', list='a JSON list of strings', json='a JSON value')[step.format]}"
-               + (f", from {step.source}" if step.source else "")]
-        if step.min_length is not None or step.max_length is not None:
-            out.append(f"length: {step.min_length if step.min_length is not None else 0}..{step.max_length if step.max_length is not None else 'any'} {unit}")
-        if step.pattern:
-            out.append(f"pattern: {step.pattern} (each {'item' if step.format == 'list' else 'text'}, in full)")
-        if step.choices:
-            out.append(f"membership: {'each item ' if step.format == 'list' else ''}one of {', '.join(step.choices)}")
-        if step.json_schema is not None:
-            out.append("schema: a JSON Schema (draft 2020-12)")
-        return out
-    return []
 
 
 def init_command(

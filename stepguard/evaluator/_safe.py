@@ -2,7 +2,7 @@
 
 Allowed: number literals, short string literals (for ``one_of`` checks), variable names, the
 operators ``+ - * / // % **``, unary ``- + not``, comparisons, ``and``/``or``, ``x if c else y``,
-and the functions ``abs``, ``min``, ``max``, ``round``, ``len`` (characters of a string) and
+and the functions ``abs``, ``min``, ``max``, ``round``, ``len`` (characters of a string, items of a list, keys of a mapping) and
 ``words`` (its whitespace-separated words, for text steps' predicates). Everything else (attributes, subscripts,
 calls of anything else, lambdas, comprehensions, f-strings, shifts, bit operators) is refused
 when the expression is compiled, before anything runs.
@@ -116,8 +116,8 @@ def _minmax(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def _len(v: Any) -> int:
-    if not isinstance(v, str):
-        raise EvaluationError("len() takes a string (a text step's value)")
+    if not isinstance(v, (str, tuple, list, Mapping)):
+        raise EvaluationError("len() takes a text, a list or a mapping (a text step's value)")
     return len(v)
 
 

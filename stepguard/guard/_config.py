@@ -55,7 +55,7 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
     import ast
 
     for step, compiled in zip(procedure.steps, procedure.compiled):
-        if step.kind != "compute" or compiled is None:
+        if not step.computes or compiled is None:
             continue
         if step.scale is not None or step.type == "decimal":
             return True

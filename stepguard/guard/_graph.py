@@ -27,16 +27,14 @@ from langgraph.runtime import Runtime
 
 from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
-from stepguard.guard._prompts import format_value
 from stepguard.guard._state import GuardState, RunContext
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.model import ChatResponse, GenerationSettings, Usage
-from stepguard.procedure import Procedure, coerce_value
-from stepguard.procedure._values import apply_scale
-from stepguard.tools import ToolCall, calls_from_native, parse_calls
+from stepguard.kinds import KindVerdict, kind_of
+from stepguard.procedure import Procedure, format_value
+from stepguard.tools import calls_from_native
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, expected_value, verify_chunk
-from stepguard.verify._kinds import KindVerdict, verify_extract, verify_text, verify_tool_call
 
 __all__ = ["build_graph"]
 
@@ -50,10 +48,10 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if rung is not None and not rung.whole_chunk:
         size = 1
     steps = ctx.procedure.steps
-    if steps[cursor].kind != "compute":
+    if kind_of(steps[cursor]).asked_alone:
         size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
-    else:  # a chunk of computed steps ends before the next step of another kind
-        size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if steps[k].kind != "compute"), size)
+    else:  # a chunk ends before the next step that is asked alone
+        size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if kind_of(steps[k]).asked_alone), size)
     end, chunk = min(n, cursor + size), state.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.rung, state.attempt)
     return {"chunk_start": cursor, "chunk_end": end, "chunk_no": chunk}
@@ -65,9 +63,7 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
     messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.note, ctx.context,
                                           inline=cfg.inline_known)
     step = ctx.procedure.steps[indices[0]]
-    offered: tuple[dict[str, Any], ...] = ()
-    if step.kind == "tool" and step.tool in ctx.tools:
-        offered = (ctx.tools[step.tool].schema(only=list(step.args or {})),)
+    offered = kind_of(step).offered_tools(step, ctx.tools)
     rung = _rung(state)
     resample = rung is not None and rung.resamples
     max_tokens = cfg.max_tokens_per_step * len(indices) + 32
@@ -104,15 +100,14 @@ MAX_NESTING = 2
 
 A derived sub-procedure can hold the operation it came from (``divide`` writes a quotient, and a
 failing quotient goes through ``single`` to ``divide`` again), so without a bound a model that
-keeps failing recursed until Python's stack ran out (a commission's quotient, 2026-12-01). At 2, a
-model wrong on every sub-step costs 117 to 372 calls before the first step of a production
-procedure is flagged (``--ladder split,resample,resample``), at 3 up to 744."""
+keeps failing would recurse without end. What each depth costs a model wrong on every sub-step:
+docs/production.md, "Nesting"."""
 
 
 def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | None:
     """The derived sub-procedure of ``rung`` for step ``index``, or ``None`` where it does not apply
     (or where this run is already :data:`MAX_NESTING` derived rungs deep)."""
-    if not rung.derives or ctx.procedure.steps[index].kind != "compute" or ctx.depth >= MAX_NESTING:
+    if not rung.derives or not ctx.procedure.steps[index].computes or ctx.depth >= MAX_NESTING:
         return None  # only a computed step has an expression to derive sub-steps from
     try:
         return rung.derive(ctx.procedure, index, env)
@@ -151,7 +146,7 @@ def _unverified_sub_step(sub: Procedure, result: Any) -> str:
     if step is None:
         return f"the sub-procedure ended {result.status}"
     got = next((e.got for e in reversed(result.deviations) if e.step == first and e.got), None)
-    return f"sub-step {first} = {step.expr or '?'} never verified" + (f"; the model wrote `{got}`" if got else "")
+    return f"sub-step {first} = {step.expression or '?'} never verified" + (f"; the model wrote `{got}`" if got else "")
 
 
 def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
@@ -201,18 +196,10 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     return _record_reply(state, resp)
 
 
-def _tool_calls(state: GuardState) -> list[ToolCall]:
-    """The last reply's tool calls: its native ones, else the ``CALL`` lines of its text."""
-    return calls_from_native(state.tool_calls) if state.tool_calls else parse_calls(state.reply)
-
-
 def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:
-    """Check the reply for the tool, extract or text step at ``cursor`` (asked alone)."""
-    i, env, proc = state.cursor, ctx.env(state), ctx.procedure
-    kind = proc.steps[i].kind
-    if kind == "tool":
-        return verify_tool_call(proc, i, env, _tool_calls(state), state.reply)
-    return (verify_extract if kind == "extract" else verify_text)(proc, i, env, state.reply)
+    """Check the reply for the step at ``cursor``, asked alone, by its kind."""
+    i, proc = state.cursor, ctx.procedure
+    return kind_of(proc.steps[i]).check(proc, i, ctx.env(state), state.reply, calls_from_native(state.tool_calls))
 
 
 def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -222,13 +209,13 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """
     ctx = runtime.context
     step = ctx.procedure.steps[state.cursor]
-    if step.kind != "compute":
+    if kind_of(step).asked_alone:
         kv = _check_kind(state, ctx)
         dev = kv.deviation
         return {
             "verified": [[step.var, format_value(kv.value)]] if dev is None and kv.value is not None else [],
             "deviation": dev.model_dump() if dev else None,
-            "model_value": kv.model_value if dev is not None and step.kind != "tool" else None,
+            "model_value": kv.model_value if dev is not None else None,
             "pending_call": dev is None and kv.call is not None,
             "events": [],
         }
@@ -265,48 +252,15 @@ def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung
     return {**d, "attempt": state.attempt, "chunk": state.chunk_no - 1, "action": action, "rung": rung}
 
 
-def _tool_value(ctx: RunContext, index: int, result: Any) -> str:
-    """A tool's result as the value text its step commits, in the step's declared type.
-
-    Raises:
-        ToolError: the result does not fit the step's type (a dict for a number step, ``None``, ...).
-    """
-    import json as _json
-
-    step = ctx.procedure.steps[index]
-    if step.type in ("string", "one_of") and isinstance(result, (dict, list)):
-        result = _json.dumps(result, sort_keys=True, separators=(",", ":"), default=str)
-    try:
-        value = coerce_value(result, step.type, f"result of {step.tool}")
-        if step.type == "one_of" and value not in (step.choices or ()):
-            raise ToolError(f"tool {step.tool} returned {str(result)[:80]!r}, not one of {', '.join(step.choices or ())}", str(step.tool), step.var)
-    except StepguardError as exc:
-        if isinstance(exc, ToolError):
-            raise
-        raise ToolError(f"tool {step.tool} returned {type(result).__name__} {str(result)[:80]!r}, which step {step.var} "
-                        f"(type {step.type}) cannot hold: {exc}", str(step.tool), step.var) from None
-    return format_value(apply_scale(value, step))
-
-
-def _tool_checked(ctx: RunContext, state: GuardState, value: str) -> dict[str, Any]:
-    """The tool's result, checked by the step's predicate: verified, or a ``check_failed`` deviation."""
+def _executed(ctx: RunContext, state: GuardState, value: str) -> dict[str, Any]:
+    """The executed action's value, checked by its kind (:meth:`~stepguard.kinds.Kind.check_result`):
+    committed, or a deviation that stops the run at its step."""
     i = state.cursor
-    step = ctx.procedure.steps[i]
-    check = ctx.procedure.compiled_checks[i]
-    if check is not None:
-        env = ctx.env(state)
-        from stepguard.guard._state import _parse
-
-        typed = _parse(value, step.type)
-        try:
-            ok = check.evaluate({**env, "value": typed}) is True
-        except EvaluationError:
-            ok = False
-        if not ok:
-            dev = Deviation(kind="tool_error", step=step.var, detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
-            return {"verified": [], "deviation": dev.model_dump(), "pending_call": False, "stop": "tool_error",
-                    "events": [_event(dev, state, "stop", ctx=ctx)]}
-    return {"verified": [[step.var, value]], "pending_call": False}
+    dev = kind_of(ctx.procedure.steps[i]).check_result(ctx.procedure, i, ctx.env(state), value)
+    if dev is not None:
+        return {"verified": [], "deviation": dev.model_dump(), "pending_call": False, "stop": "tool_error",
+                "events": [_event(dev, state, "stop", ctx=ctx)]}
+    return {"verified": [[ctx.procedure.steps[i].var, value]], "pending_call": False}
 
 
 def _tool_failed(ctx: RunContext, state: GuardState, exc: ToolError) -> dict[str, Any]:
@@ -316,18 +270,15 @@ def _tool_failed(ctx: RunContext, state: GuardState, exc: ToolError) -> dict[str
             "events": [_event(dev, state, "stop", ctx=ctx)]}
 
 
-def _accepted_call(state: GuardState, ctx: RunContext) -> tuple[ToolCall, KindVerdict]:
+def _accepted(state: GuardState, ctx: RunContext) -> KindVerdict:
     kv = _check_kind(state, ctx)  # the same check verify passed, on the same reply: the same call
     assert kv.call is not None
-    return kv.call, kv
-
-
-def _call_args_text(call: ToolCall) -> dict[str, str]:
-    return {k: ("true" if v else "false") if isinstance(v, bool) else format_value(v) for k, v in call.args.items()}
+    return kv
 
 
 def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Execute the tool call ``verify`` accepted (once), and make its result the step's value.
+    """Execute the action ``verify`` accepted (a tool call, once) by the step's kind, and make its
+    result the step's value.
 
     Nothing happens for other steps. A tool that raises, times out or returns a value its step
     cannot hold is a ``tool_error`` deviation that stops the run at this step.
@@ -335,33 +286,25 @@ def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     if not state.pending_call:
         return {}
-    call, kv = _accepted_call(state, ctx)
-    step = ctx.procedure.steps[state.cursor]
-    verdicts = [(a.name, a.ok, a.detail) for a in kv.args]
+    i = state.cursor
     try:
-        with ctx.observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
-            value = _tool_value(ctx, state.cursor, ctx.tools[call.name].call(call.args, step.var))
-            record.result(value)
+        value = kind_of(ctx.procedure.steps[i]).execute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer)
     except ToolError as exc:
         return _tool_failed(ctx, state, exc)
-    return _tool_checked(ctx, state, value)
+    return _executed(ctx, state, value)
 
 
 async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Async twin of :func:`act` (the tool through :meth:`stepguard.tools.Tool.acall`)."""
+    """Async twin of :func:`act` (:meth:`~stepguard.kinds.Kind.aexecute`)."""
     ctx = runtime.context
     if not state.pending_call:
         return {}
-    call, kv = _accepted_call(state, ctx)
-    step = ctx.procedure.steps[state.cursor]
-    verdicts = [(a.name, a.ok, a.detail) for a in kv.args]
+    i = state.cursor
     try:
-        with ctx.observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
-            value = _tool_value(ctx, state.cursor, await ctx.tools[call.name].acall(call.args, step.var))
-            record.result(value)
+        value = await kind_of(ctx.procedure.steps[i]).aexecute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer)
     except ToolError as exc:
         return _tool_failed(ctx, state, exc)
-    return _tool_checked(ctx, state, value)
+    return _executed(ctx, state, value)
 
 
 def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -374,8 +317,8 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     chunks = dict(state.step_chunk)
     for i, (var, text) in enumerate(verified):
         values[var] = text
-        kind = ctx.procedure.steps[ctx.procedure.index_of[var]].kind
-        prov[var] = "tool" if kind == "tool" else "unverifiable" if _unchecked(ctx, var) else "model_verified"
+        index = ctx.procedure.index_of[var]
+        prov[var] = kind_of(ctx.procedure.steps[index]).provenance(ctx.procedure, index)
         if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.index_of[var])):
             prov[var] = "flagged"  # verified only against a flagged (unverified) operand
         reprompts[var] = state.attempt if i == 0 else 0
@@ -398,13 +341,6 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         if ctx.config.adaptive:
             out["chunk_size"] = max(1, size // 2)
     return out
-
-
-def _unchecked(ctx: RunContext, var: str) -> bool:
-    i = ctx.procedure.index_of[var]
-    if ctx.procedure.steps[i].kind != "compute":
-        return False  # an extract or text step is checked against its source or its rules
-    return ctx.procedure.compiled[i] is None and ctx.procedure.compiled_checks[i] is None
 
 
 Route = Literal["plan", "ask", "reprompt", "exhausted", "repair", "flag", "stop", "finish"]

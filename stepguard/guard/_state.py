@@ -8,10 +8,11 @@ from dataclasses import dataclass, field, fields
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from stepguard.evaluator import Number, parse_number
+from stepguard.evaluator import Number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
+from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet
@@ -123,33 +124,19 @@ class RunContext:
     depth: int = 0
     """How many derived rungs this run is nested in (0: the caller's run); see :data:`MAX_NESTING`."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
-    _parsed: dict[str, tuple[str, Number | str]] = field(default_factory=dict, repr=False)
+    _parsed: dict[str, tuple[str, Any]] = field(default_factory=dict, repr=False)
 
-    def env(self, state: GuardState) -> dict[str, Number | str]:
-        """Inputs plus committed values, exact (each value text is parsed once per run)."""
-        env = dict(self.inputs)
+    def env(self, state: GuardState) -> dict[str, Any]:
+        """Inputs plus committed values, each as its kind reads it (:meth:`stepguard.kinds.Kind.value_of`:
+        a list step's value is a tuple of its items), each value text parsed once per run."""
+        env: dict[str, Any] = dict(self.inputs)
         cache = self._parsed
+        steps = self.procedure.steps
+        index = self.procedure.index_of
         for var, text in state.values.items():
             hit = cache.get(var)
             if hit is None or hit[0] != text:
-                hit = cache[var] = (text, _parse(text, self._types.get(var)))
+                step = steps[index[var]]
+                hit = cache[var] = (text, kind_of(step).value_of(step, text))
             env[var] = hit[1]
         return env
-
-    def __post_init__(self) -> None:
-        self._types: dict[str, str] = {s.var: s.type for s in self.procedure.steps}
-
-
-def _parse(text: str, type_: str | None) -> Number | str:
-    if type_ in ("string", "one_of"):
-        return text
-    if type_ == "boolean":  # committed as the prompts write it (``True``, :func:`format_value`); ``true`` in older state
-        if text.lower() not in ("true", "false"):
-            raise ValueError(f"a committed boolean reads {text!r}, not True or False")
-        return text.lower() == "true"
-    if "/" in text:
-        num, den = text.split("/", 1)
-        from fractions import Fraction
-
-        return Fraction(int(num), int(den))
-    return parse_number(text)

@@ -1,7 +1,8 @@
 """Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema."""
 
+from stepguard.procedure._format import format_value, json_text
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
-from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ToolArg, ValueType
+from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType
 from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
 
 __all__ = [
@@ -10,13 +11,17 @@ __all__ = [
     "Procedure",
     "Step",
     "StepKind",
-    "ToolArg",
     "ValueType",
     "apply_scale",
     "coerce_value",
+    "format_value",
+    "json_text",
     "load_procedure",
     "parse_procedure",
     "procedure_json_schema",
     "round_to_scale",
     "save_procedure",
 ]
+
+# The built-in step kinds register their step models (stepguard.kinds): last, once every name above is bound.
+import stepguard.kinds as _kinds  # noqa: E402,F401

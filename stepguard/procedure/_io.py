@@ -107,7 +107,30 @@ _KINDS = {  # pydantic's error type -> what was expected, in the project's words
     "bool_type": "true or false", "bool_parsing": "true or false", "tuple_type": "a list", "list_type": "a list",
     "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
 }
-_FIELDS = {"steps": Step, "inputs": InputSpec}
+_FIELDS = {"inputs": InputSpec}
+
+
+def _untagged(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``loc`` without the step kind's tag that pydantic puts after a step's index (``steps.2.tool.args``)."""
+    if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[1], int) and isinstance(loc[2], str):
+        from stepguard.kinds import step_kinds
+
+        if loc[2] in {k.name for k in step_kinds()}:
+            return loc[:2] + loc[3:]
+    return loc
+
+
+def _step_model(loc: tuple[Any, ...], data: dict[str, Any]) -> type[Step] | None:
+    """The model of the step at ``("steps", i)``: its kind's (by the file's ``kind``), or ``None``."""
+    steps = data.get("steps")
+    if not (isinstance(steps, list) and loc[1] < len(steps) and isinstance(steps[loc[1]], dict)):
+        return None
+    from stepguard.kinds import get_kind
+
+    try:
+        return get_kind(str(steps[loc[1]].get("kind", "compute"))).step_model
+    except KeyError:
+        return None
 
 
 def _shown(value: Any) -> str:
@@ -144,7 +167,9 @@ def _location(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
 
 def _allowed(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
     """The fields allowed at ``loc`` (the location of an unknown field's parent)."""
-    model = _FIELDS.get(loc[0]) if len(loc) == 2 and isinstance(loc[1], int) else Procedure if not loc else None
+    model: type[Any] | None = _FIELDS.get(loc[0]) if len(loc) == 2 and isinstance(loc[1], int) else Procedure if not loc else None
+    if len(loc) == 2 and loc[0] == "steps" and isinstance(loc[1], int):
+        model = _step_model(loc, data)
     if model is None:
         return ""
     names = [n for n in model.model_fields if not (model is InputSpec and isinstance(data.get("inputs"), dict) and n == "name")]
@@ -164,8 +189,11 @@ def procedure_errors(exc: ValidationError, data: dict[str, Any]) -> list[tuple[s
     """
     out: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
-        loc, kind, ctx, got = tuple(err["loc"]), err["type"], err.get("ctx") or {}, err.get("input")
-        if kind == "extra_forbidden":
+        loc, kind, ctx, got = _untagged(tuple(err["loc"])), err["type"], err.get("ctx") or {}, err.get("input")
+        if kind == "step_kind":
+            given = got.get("kind") if isinstance(got, dict) else None
+            loc, message = loc + ("kind",), f"{_shown(given)} is {err['msg']}"
+        elif kind == "extra_forbidden":
             message = f"unknown field {_shown(loc[-1])}{_allowed(loc[:-1], data)}"
         elif kind == "missing":
             message = f"required field {_shown(loc[-1])} is missing"

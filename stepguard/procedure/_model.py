@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number, normalize
 
-__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ToolArg", "ValueType"]
+__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ValueType"]
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _RESERVED = frozenset({"value", "abs", "min", "max", "round", "len", "words", "and", "or", "not", "if", "else", "in", "True", "False"})
@@ -25,13 +25,12 @@ ValueType = Literal["integer", "decimal", "boolean", "string", "one_of", "number
 
 Rounding = Literal["ROUND_HALF_EVEN", "ROUND_HALF_UP"]
 
-StepKind = Literal["compute", "tool", "extract", "text"]
-"""How a step gets its value: ``compute`` (the model computes it; the default), ``tool`` (a named
-tool is called with checked arguments; its result is the value), ``extract`` (the model reads it
-from a text input, ``source``) or ``text`` (free text, a list or JSON the model writes, checked
-by predicates or a schema). docs/agent-workflows.md shows each."""
-
-TextFormat = Literal["text", "list", "json"]
+StepKind = str
+"""The name of a registered step kind (:func:`stepguard.kinds.step_kinds`): the built-in ones are
+``compute`` (the model computes it; the default), ``tool`` (a named tool is called with checked
+arguments; its result is the value), ``extract`` (the model reads it from a text input, ``source``)
+and ``text`` (free text, a list or JSON the model writes, checked by predicates or a schema).
+docs/agent-workflows.md shows each."""
 
 
 def _check_name(name: str, where: str) -> str:
@@ -127,52 +126,44 @@ class InputFields(TypedDict, total=False):
 
 
 _Name = Annotated[str, StringConstraints(pattern=_IDENT.pattern)]
-_ArgName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 _InputsForms = list[InputSpec | _Name] | Annotated[
     dict[_Name, ValueType | InputFields], Field(json_schema_extra={"additionalProperties": False})
 ]
 """The forms ``inputs`` accepts: a list of specs or names, or a mapping of name to type or fields."""
 
 
-class ToolArg(BaseModel):
-    """A free argument of a tool step: the model chooses its value, which must pass ``check``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: ValueType = Field("string", description="Value type of the argument.")
-    check: str | None = Field(
-        None, max_length=2000,
-        description="A predicate over `value` and earlier variables the argument must satisfy (`len(value) <= 80`).",
-    )
-    description: str | None = Field(None, max_length=2000, description="What the argument means (shown to the model).")
-
-
-_TOOL_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
-
-
 class Step(BaseModel):
-    """One step: the variable it produces and how its value is verified.
+    """One step: the variable it produces and how its value is verified; the base of every step kind's model.
 
-    ``expr`` is the expected-value expression over inputs and earlier variables (``S3 - S1``,
-    ``subtotal * rate``); the guard computes it with the safe evaluator and shows it to the model.
-    ``check`` comes in two kinds, told apart by whether it mentions ``value``:
+    A step's ``kind`` names a registered step kind (:mod:`stepguard.kinds`), and a procedure file's
+    step is validated by that kind's own model (``compute``: :class:`stepguard.kinds.ComputeStep`,
+    the default; ``tool``, ``extract``, ``text``), so a file's errors name that kind's fields.
+    The fields here are common to every kind.
+
+    ``check`` comes in two forms, told apart by whether it mentions ``value``:
 
     * a **predicate** over ``value`` (``0 <= value <= subtotal``): the model's value must make it true;
     * an **expected-value expression** (``subtotal * rate``, no ``value``): the model's value must
-      equal it (after ``scale``/``rounding``). Unlike ``expr`` it is never shown to the model, so a
-      step with an ``instruction`` and such a check is checked against a hidden formula.
+      equal it (after ``scale``/``rounding``); never shown to the model. Only a kind whose value is
+      computed (:attr:`computes`) takes one.
 
-    A step with neither is still verified for presence, order and type. ``scale`` and
-    ``rounding`` round every expected value of the step (``expr`` or expected-value ``check``),
-    and the guard applies the same rule to the model's value before comparing and committing it
-    (``12.3`` equals ``12.30``; ``5.005`` becomes ``5.01`` under ``ROUND_HALF_UP``): the rounding
-    rule is the procedure's, applied exactly, so a model that writes more places is not penalised.
+    ``scale`` and ``rounding`` round every expected value of the step, and the guard applies the
+    same rule to the model's value before comparing and committing it (``12.3`` equals ``12.30``;
+    ``5.005`` becomes ``5.01`` under ``ROUND_HALF_UP``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
 
+    computes: ClassVar[bool] = False
+    """Whether the kind's value is computed by an expression (so it can be derived, re-derived by
+    rungs and have an expected-value ``check``)."""
+    value_from: ClassVar[str] = "step's kind"
+    """Where a value of the kind comes from, for messages (``tool``, ``source text``)."""
+    choices_per_item: ClassVar[bool] = False
+    """Whether ``choices`` may restrict a value of any type (each item of a text step), not only ``one_of``."""
+
     var: str = Field(description="The variable this step produces.")
-    expr: str | None = Field(None, max_length=2000, description="Expected-value expression over earlier variables and inputs.")
+    kind: str = Field("compute", description="The step kind: compute (the default), tool, extract, text, or a registered kind.")
     instruction: str | None = Field(None, max_length=4000, description="Natural-language instruction shown to the model.")
     type: ValueType = Field("number", description="Value type of the variable.")
     scale: Annotated[int, Field(ge=0, le=30)] | None = Field(None, description="Decimal places for type decimal.")
@@ -184,35 +175,6 @@ class Step(BaseModel):
         description="A predicate over `value` and earlier variables (`0 <= value <= subtotal`), or, when it "
         "does not mention `value`, a hidden expected-value expression the model's value must equal (`subtotal * rate`).",
     )
-    kind: StepKind = Field("compute", description="How the step gets its value: compute, tool, extract or text.")
-    tool: Annotated[str, StringConstraints(pattern=_TOOL_NAME)] | None = Field(
-        None, description="kind tool: the name of the tool to call (given to the guard, never imported by the file)."
-    )
-    args: dict[_ArgName, str | ToolArg] | None = Field(
-        None, max_length=64,
-        description="kind tool: each argument as an expression over earlier values (checked exactly) "
-        "or as a free argument {type, check} the model chooses.",
-    )
-    source: str | None = Field(
-        None, description="kind extract (and text): the string input the value is read from; an extract's value must occur in it."
-    )
-    label: str | None = Field(
-        None, max_length=200, description="kind extract: the value must follow this label on a line of the source (`Total`)."
-    )
-    format: TextFormat = Field("text", description="kind text: `text` (one line), `list` (a JSON list of strings) or `json` (a JSON value).")
-    min_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(
-        None, description="kind text: fewest characters (text, json) or items (list)."
-    )
-    max_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(
-        None, description="kind text: most characters (text, json) or items (list)."
-    )
-    pattern: str | None = Field(
-        None, max_length=500, description="kind text: a regular expression each text (or list item) must match in full."
-    )
-    json_schema: dict[str, Any] | None = Field(
-        None, alias="schema",
-        description="kind text, format json: a JSON Schema the value must satisfy (needs the jsonschema package).",
-    )
 
     @field_validator("var")
     @classmethod
@@ -221,20 +183,32 @@ class Step(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _text_is_string(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("kind") == "text" and "type" not in data:
-            return {**data, "type": "string"}  # a text step's value is text
+    def _foreign_fields(cls, data: Any) -> Any:
+        """Refuse a field of another kind by name: ``source applies only to kind extract or text``."""
+        if isinstance(data, Mapping) and cls is not Step:
+            from stepguard.kinds import step_kinds
+
+            mine = {n for n, f in cls.model_fields.items()} | {f.alias for f in cls.model_fields.values() if f.alias}
+            for key in data:
+                if key in mine or not isinstance(key, str):
+                    continue
+                owners = [k for k in step_kinds() if key in _field_names(k.step_model)]
+                kind = data.get("kind", "compute")
+                if owners and all(k.step_model.computes for k in owners):
+                    raise _field_error(key, f"a {kind} step has no {key}: its value comes from the {cls.value_from}")
+                if owners:
+                    which = " or ".join(sorted(k.name for k in owners))
+                    raise _field_error(key, f"{key} applies only to kind {which}, and this step is of kind {kind}")
         return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Step:
-        self._kind_fields()
         if self.type == "one_of" and not self.choices:
             raise _field_error("type", "'one_of' needs 'choices' (the allowed values)")
         if self.type == "decimal" and self.scale is None:
             raise _field_error("type", "'decimal' needs 'scale' (the number of places)")
         # every rule a file states is enforced, or the file is refused: these would be ignored
-        if self.choices is not None and self.type != "one_of" and self.kind != "text":
+        if self.choices is not None and self.type != "one_of" and not self.choices_per_item:
             raise _field_error("choices", f"choices apply only to type one_of, and this step is of type {self.type}")
         if "rounding" in self.model_fields_set and self.scale is None:
             raise _field_error("rounding", "rounding applies only with scale (the decimal places to round to)")
@@ -242,36 +216,47 @@ class Step(BaseModel):
             raise _field_error("scale", f"scale applies only to type decimal or number, and this step is of type {self.type}")
         return self
 
-    def _kind_fields(self) -> None:
-        """Refuse a field the step's kind would ignore, and a kind without what it needs."""
-        own = {"tool": {"tool", "args"}, "extract": {"source", "label"},
-               "text": {"source", "format", "min_length", "max_length", "pattern", "json_schema"}}
-        mine = own.get(self.kind, set())
-        for field in sorted(set().union(*own.values()) - mine):
-            if field in self.model_fields_set:
-                which = [k for k, f in own.items() if field in f]
-                raise _field_error(field, f"{field} applies only to kind {' or '.join(which)}, and this step is of kind {self.kind}")
-        if self.kind != "compute" and self.expr is not None:
-            raise _field_error("expr", f"a {self.kind} step has no expr: its value comes from the "
-                               + {"tool": "tool", "extract": "source text", "text": "model's text"}[self.kind])
-        if self.kind == "tool" and self.tool is None:
-            raise _field_error("tool", "a tool step needs 'tool' (the name of the tool to call)")
-        if self.kind == "extract" and self.source is None:
-            raise _field_error("source", "an extract step needs 'source' (the string input it reads)")
-        if self.kind == "extract" and self.type == "boolean":
-            raise _field_error("type", "an extract step reads a number or a string, not a boolean")
-        if self.kind == "text":
-            if self.type != "string":
-                raise _field_error("type", f"a text step's value is a string, not {self.type}")
-            if self.scale is not None:
-                raise _field_error("scale", "scale does not apply to a text step")
-            if self.json_schema is not None and self.format != "json":
-                raise _field_error("schema", "schema applies only to format json")
-            if self.pattern is not None:
-                try:
-                    re.compile(self.pattern)
-                except re.error as exc:
-                    raise _field_error("pattern", f"not a valid regular expression: {exc}") from None
+    @property
+    def expression(self) -> str | None:
+        """The step's expected-value expression shown to the model (a computed kind's ``expr``), else ``None``."""
+        return None
+
+    def expressions(self) -> list[tuple[str, str | None]]:
+        """``(field, source)`` of every expression the step states (``check``; ``expr``, ``args.sku`` where the kind has them)."""
+        return [("check", self.check)]
+
+    def text_inputs(self) -> tuple[str, ...]:
+        """The string inputs the step reads as whole texts (an extract's ``source``); ``()`` for none."""
+        return ()
+
+    def tools_needed(self) -> frozenset[str]:
+        """The names of the tools the step calls (checked before any request); none here."""
+        return frozenset()
+
+    def problems(self, inputs: Sequence[InputSpec]) -> list[tuple[str, str]]:
+        """What this step states that a procedure with these ``inputs`` cannot satisfy, as ``(field, message)``."""
+        out: list[tuple[str, str]] = []
+        for name in self.text_inputs():
+            spec = next((x for x in inputs if x.name == name), None)
+            if spec is None:
+                out.append(("source", f"source {name!r} is not an input of this procedure"))
+            elif spec.type != "string":
+                out.append(("source", f"source {name!r} must be an input of type string, not {spec.type}"))
+        if not self.computes and self.check is not None and _is_expected_check(self.check):
+            out.append(("check", f"a {self.kind} step's check must be a predicate over value "
+                        "(its value is not computed by an expression)"))
+        return out
+
+
+def _field_names(model: type[BaseModel]) -> set[str]:
+    return set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+
+
+def _is_expected_check(check: str) -> bool:
+    try:
+        return "value" not in compile_expression(check).names
+    except EvaluationError:
+        return False
 
 
 class Procedure(BaseModel):
@@ -318,7 +303,7 @@ class Procedure(BaseModel):
                 what = "an input" if step.var in inputs else "an earlier step"
                 problems.append((f"steps[{i}].var", f"variable {step.var!r} is already defined by {what}"))
             problems.extend(self._kind_problems(i, step, inputs, known))
-            for field, src in _expressions(step):
+            for field, src in step.expressions():
                 if src is None:
                     continue
                 try:
@@ -341,26 +326,8 @@ class Procedure(BaseModel):
         return self
 
     def _kind_problems(self, i: int, step: Step, inputs: frozenset[str], known: set[str]) -> list[tuple[str, str]]:
-        """What a tool, extract or text step states that this procedure cannot satisfy."""
-        out: list[tuple[str, str]] = []
-        where = f"steps[{i}]"
-        if step.source is not None:
-            spec = next((x for x in self.inputs if x.name == step.source), None)
-            if spec is None:
-                out.append((f"{where}.source ({step.var})", f"source {step.source!r} is not an input of this procedure"))
-            elif spec.type != "string":
-                out.append((f"{where}.source ({step.var})", f"source {step.source!r} must be an input of type string, not {spec.type}"))
-        if step.kind in ("tool", "extract", "text") and step.check is not None and self._is_expected_check(step):
-            out.append((f"{where}.check ({step.var})", f"a {step.kind} step's check must be a predicate over value "
-                        "(its value is not computed by an expression)"))
-        return out
-
-    @staticmethod
-    def _is_expected_check(step: Step) -> bool:
-        try:
-            return "value" not in compile_expression(step.check or "").names
-        except EvaluationError:
-            return False
+        """What a step of a kind states that this procedure cannot satisfy (:meth:`Step.problems`)."""
+        return [(f"steps[{i}].{field} ({step.var})", message) for field, message in step.problems(self.inputs)]
 
     @property
     def answer_var(self) -> str:
@@ -380,7 +347,7 @@ class Procedure(BaseModel):
     @cached_property
     def compiled(self) -> tuple[CompiledExpression | None, ...]:
         """Each step's compiled ``expr`` (``None`` where the step has none), compiled once."""
-        return tuple(compile_expression(s.expr) if s.expr is not None else None for s in self.steps)
+        return tuple(compile_expression(s.expression) if s.expression is not None else None for s in self.steps)
 
     @cached_property
     def compiled_checks(self) -> tuple[CompiledExpression | None, ...]:
@@ -401,21 +368,13 @@ class Procedure(BaseModel):
         out = []
         for step, expr, check in zip(self.steps, self.compiled, self.compiled_checks):
             names: list[str] = []
-            args = [compile_expression(src) for f, src in _expressions(step) if f.startswith("args.") and src is not None]
-            for c in (expr, check, *args):
+            others = [compile_expression(src) for f, src in step.expressions() if f not in ("expr", "check") and src is not None]
+            for c in (expr, check, *others):
                 if c is not None:
                     names.extend(n for n in c.names if n != "value" and n not in names)
-            if step.source is not None and step.source not in names:
-                names.append(step.source)
+            names.extend(n for n in step.text_inputs() if n not in names)
             out.append(tuple(names))
         return tuple(out)
-
-    @cached_property
-    def compiled_args(self) -> tuple[dict[str, CompiledExpression | ToolArg], ...]:
-        """Per step: its tool arguments, each compiled (an expression) or a :class:`ToolArg` (free); ``{}`` for other kinds."""
-        return tuple(
-            {k: compile_expression(v) if isinstance(v, str) else v for k, v in (s.args or {}).items()} for s in self.steps
-        )
 
     def bind_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
         """Check and convert input values to exact numbers.
@@ -460,7 +419,7 @@ class Procedure(BaseModel):
             return None
         if len(found) == 2 and not _same(found[0][1], found[1][1]):
             raise EvaluationError(
-                f"step {step.var} contradicts itself: its expr {step.expr!r} gives {_show(found[0][1])} "
+                f"step {step.var} contradicts itself: its expr {step.expression!r} gives {_show(found[0][1])} "
                 f"but its check {step.check!r} gives {_show(found[1][1])}, so no value can pass both"
             )
         value = found[0][1]
@@ -469,7 +428,7 @@ class Procedure(BaseModel):
         if predicate is not None and predicate.evaluate({**env, "value": value}) is not True:
             raise EvaluationError(
                 f"step {step.var} contradicts itself: its check {step.check!r} is false for the value its "
-                f"expr {step.expr!r} gives ({_show(value)}), so no value can pass both"
+                f"expr {step.expression!r} gives ({_show(value)}), so no value can pass both"
             )
         return value
 
@@ -500,15 +459,6 @@ class Procedure(BaseModel):
         return out
 
 
-def _expressions(step: Step) -> list[tuple[str, str | None]]:
-    """``(field, source)`` of every expression a step states: ``expr``, ``check`` and its tool
-    arguments (``args.sku``, or ``args.note.check`` for a free argument's predicate)."""
-    out: list[tuple[str, str | None]] = [("expr", step.expr), ("check", step.check)]
-    for name, arg in (step.args or {}).items():
-        out.append((f"args.{name}", arg) if isinstance(arg, str) else (f"args.{name}.check", arg.check))
-    return out
-
-
 def _check_type(step: Step, value: Number | str) -> None:
     """Refuse an expected value that the step's declared type cannot hold (never round it silently).
 
@@ -536,3 +486,29 @@ def _same(a: Number | str, b: Number | str) -> bool:
 
 def _show(value: Number | str) -> str:
     return value if isinstance(value, str) else format_number(value)
+
+
+def use_step_models(models: Mapping[str, type[Step]]) -> None:
+    """Validate every procedure's steps as the union of ``models`` (kind name -> step model),
+    told apart by ``kind`` (default ``compute``): what :func:`stepguard.kinds.register_kind` calls.
+
+    Raises:
+        ProcedureError: a model is not a :class:`Step` subclass.
+    """
+    from pydantic import Discriminator, Tag
+
+    for name, model in models.items():
+        if not (isinstance(model, type) and issubclass(model, Step)):
+            raise ProcedureError(f"step kind {name!r}: its step model must subclass stepguard.procedure.Step")
+    names = ", ".join(sorted(models))
+
+    def kind_of(value: Any) -> str | None:
+        kind = value.get("kind", "compute") if isinstance(value, Mapping) else getattr(value, "kind", None)
+        return kind if isinstance(kind, str) and kind in models else None
+
+    members = tuple(Annotated[model, Tag(name)] for name, model in models.items())
+    error = {"custom_error_type": "step_kind", "custom_error_message": f"not a step kind (kinds: {names})"}
+    # a union needs two members; with one, the member and the tag check of its Literal kind
+    union = Annotated[Union[members], Discriminator(kind_of, **error)] if len(members) > 1 else next(iter(models.values()))
+    Procedure.model_fields["steps"].annotation = tuple[union, ...]  # type: ignore[valid-type]  # built at run time from the registry
+    Procedure.model_rebuild(force=True)

@@ -295,7 +295,7 @@ def _import(module: str) -> Any:
 
 def missing_tools(procedure: Any, tools: ToolSet) -> list[str]:
     """The tools ``procedure``'s tool steps call that ``tools`` lacks, sorted (``[]``: none missing)."""
-    return sorted({str(s.tool) for s in procedure.steps if s.kind == "tool" and s.tool not in tools})
+    return sorted({name for s in procedure.steps for name in s.tools_needed() if name not in tools})
 
 
 def check_tools(procedures: Mapping[str, Any], tools: ToolSet) -> None:

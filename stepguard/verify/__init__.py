@@ -7,17 +7,14 @@ Public face:
   its labels :data:`SCORE_LABELS` and :data:`FAILURE_LABELS` (the one label list every report uses);
 * stepwise verification for the guard: :func:`verify_chunk`, :func:`expected_value`,
   :func:`operand_leaves`, :func:`read_raw_value`, :class:`ChunkVerdict`;
-* the agent-workflow step kinds: :func:`verify_tool_call`, :func:`verify_extract`, :func:`verify_text` -> :class:`KindVerdict`.
+* the checks of the other step kinds live with each kind: :mod:`stepguard.kinds`.
 """
 
 from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
-from stepguard.verify._kinds import ArgVerdict, KindVerdict, verify_extract, verify_text, verify_tool_call
 from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, read_raw_value, verify_chunk
 from stepguard.verify._taxonomy import FAILURE_LABELS, SCORE_LABELS, Score, ScoreLabel, ScoringTarget, score_generation
 
 __all__ = [
-    "ArgVerdict",
-    "KindVerdict",
     "DEVIATION_KINDS",
     "FAILURE_LABELS",
     "SCORE_LABELS",
@@ -32,7 +29,4 @@ __all__ = [
     "read_raw_value",
     "score_generation",
     "verify_chunk",
-    "verify_extract",
-    "verify_text",
-    "verify_tool_call",
 ]

@@ -137,7 +137,7 @@ def _check_operands(
         return Deviation(
             kind="lookback_confusion",
             step=var,
-            detail=f"in {var} = {procedure.steps[index].expr}, {name} is {format_number(want)}, not {format_number(got)}",
+            detail=f"in {var} = {procedure.steps[index].expression}, {name} is {format_number(want)}, not {format_number(got)}",
             got=record.text,
         )
     return None
@@ -243,7 +243,7 @@ def verify_chunk(
             dev = _check_operands(procedure, pos, rec, local)
             if dev is not None:
                 return fail(dev, value)
-            expr = f" = {step.expr}" if step.expr else ""
+            expr = f" = {step.expression}" if step.expression else ""
             return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"{want_var}{expr} was computed as {format_number(value) if not isinstance(value, str) else value}, which is wrong", got=rec.text), value)
         if want is None and not _type_ok(value, step.type, step.choices):
             return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}", got=rec.text), value)

@@ -1,0 +1,43 @@
+"""Step kinds: one module per kind, registered by name (:func:`register_kind`).
+
+Each kind holds its step model (a :class:`stepguard.procedure.Step` subclass, so a procedure file's
+errors name the kind's own fields) and how its steps are prompted, read, checked, corrected,
+executed and committed (:class:`Kind`). The built-in kinds:
+
+* ``compute`` (:mod:`stepguard.kinds.compute`): the model computes the value; the default;
+* ``tool`` (:mod:`stepguard.kinds.tool`): a named tool, called with checked arguments;
+* ``extract`` (:mod:`stepguard.kinds.extract`): a value read from a text input;
+* ``text`` (:mod:`stepguard.kinds.text`): text, a list or JSON, checked by rules.
+"""
+
+from stepguard.kinds._base import Kind, Value, get_kind, kind_of, parse_committed, register_kind, step_kinds, unregister_kind
+from stepguard.kinds._reading import ArgVerdict, KindVerdict
+from stepguard.kinds.compute import Compute, ComputeStep
+from stepguard.kinds.tool import Tool, ToolArg, ToolStep, verify_tool_call
+from stepguard.kinds.extract import Extract, ExtractStep, verify_extract
+from stepguard.kinds.text import Text, TextStep, verify_text
+
+__all__ = [
+    "ArgVerdict",
+    "Compute",
+    "ComputeStep",
+    "Extract",
+    "ExtractStep",
+    "Kind",
+    "KindVerdict",
+    "Text",
+    "TextStep",
+    "Tool",
+    "ToolArg",
+    "ToolStep",
+    "Value",
+    "get_kind",
+    "kind_of",
+    "parse_committed",
+    "register_kind",
+    "step_kinds",
+    "unregister_kind",
+    "verify_extract",
+    "verify_text",
+    "verify_tool_call",
+]

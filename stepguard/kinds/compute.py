@@ -1,0 +1,112 @@
+"""The ``compute`` kind: the model computes the step's value, checked against the evaluator's.
+
+Its steps go several to a chunk and are read by the trace parser and checked step by step
+(:func:`stepguard.verify.verify_chunk`); the derived rungs re-derive them from their expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._prompting import NUMBER, inline
+from stepguard.procedure import Procedure, Step, format_value
+from stepguard.verify import Deviation
+
+__all__ = ["Compute", "ComputeStep"]
+
+_MAX_GOT = 120
+
+
+class ComputeStep(Step):
+    """A computed step: ``expr`` is the expected-value expression over inputs and earlier variables
+    (``S3 - S1``, ``subtotal * rate``); the guard computes it with the safe evaluator and shows it to
+    the model. A step with neither ``expr`` nor ``check`` is verified for presence, order and type only."""
+
+    computes: ClassVar[bool] = True
+
+    kind: Literal["compute"] = Field("compute", description="compute: the model computes the value (the default).")
+    expr: str | None = Field(None, max_length=2000, description="Expected-value expression over earlier variables and inputs.")
+
+    @property
+    def expression(self) -> str | None:
+        """``expr``."""
+        return self.expr
+
+    def expressions(self) -> list[tuple[str, str | None]]:
+        """``expr`` and ``check``."""
+        return [("expr", self.expr), ("check", self.check)]
+
+
+@register_kind
+class Compute(Kind):
+    """The model computes the value; several steps to a chunk."""
+
+    name = "compute"
+    step_model = ComputeStep
+    asked_alone = False
+
+    names_type = True
+
+    def line(self, procedure: Procedure, index: int, values: Mapping[str, Value], note: str) -> str:
+        """``var = expr`` with the names in ``values`` written as values, or ``var = ?`` without one."""
+        step = procedure.steps[index]
+        if step.expression is not None:
+            return f"{step.var} = {inline(step.expression, values)}{note}"
+        return super().line(procedure, index, values, note)
+
+    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+        """The answer line's shape for the chunk's first step.
+
+        A step over numbers alone (``t1 = 219 - 19``, as the derived rungs write them) shows its
+        expression before the result: with ``t1 = <result>`` the embedded model copied the
+        expression and stopped (docs/fidelity.md, the derived rungs).
+        """
+        step = procedure.steps[index]
+        expr = None if step.expression is None else inline(step.expression, values)
+        if expr is not None and any(name not in values for name in procedure.reads(index)):
+            return f"{step.var} = {expr} = <the numbers substituted> = <result>"
+        if expr is not None and not NUMBER.fullmatch(expr.strip()):
+            return f"{step.var} = {expr} = <result>"
+        return f"{step.var} = <result>"
+
+    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
+        """Names the step, its expression and the committed operands, never the expected result:
+        the operands are verified already, so restating them leaks no answer; the model's own line
+        is cut to 120 characters, so the note never grows across re-prompts."""
+        step = procedure.steps[index]
+        var = step.var
+        got = (deviation.got or "").strip()[:_MAX_GOT]
+        reads = [n for n in procedure.reads(index) if n in env]
+        operands = ", ".join(f"{n} = {format_value(env[n])}" for n in reads)
+        where = f" where {operands}" if operands else ""
+        how = f"{var} = {step.expression}{where}" if step.expression else var
+        notes = {
+            "arithmetic_error": f"{f'Your line `{got}` was wrong.' if got else f'Your value for {var} was wrong.'} Recompute {how}, carefully, then continue.",
+            "lookback_confusion": f"Your line `{got}` used a wrong value: {deviation.detail}. Recompute {how}, then continue.",
+            "under_executed": f"You did not write {var} in its place. Write every step in order, starting with {how}.",
+            "extra_steps": f"Write only the listed steps, in order; {deviation.step} is not the next one. Start with {how}.",
+            "code_instead_of_steps": f"Do not write code or program output. Write only the step lines, starting with {how}.",
+            "truncated": f"Your reply was cut off. Write only the step lines, nothing else, starting with {how}.",
+            "type_error": f"Your value for {var} is not acceptable: {deviation.detail}. Write {var} again.",
+        }
+        notes["out_of_order"] = notes["under_executed"]
+        notes["check_failed"] = notes["type_error"]
+        return notes.get(deviation.kind, f"Recompute {how}, then continue.")
+
+    def provenance(self, procedure: Procedure, index: int) -> str:
+        """``unverifiable`` for a step with neither ``expr`` nor ``check``, else ``model_verified``."""
+        unchecked = procedure.compiled[index] is None and procedure.compiled_checks[index] is None
+        return "unverifiable" if unchecked else "model_verified"
+
+    def describe(self, procedure: Procedure, index: int) -> list[str]:
+        """Nothing beyond the expected value, predicate and type lines every step has."""
+        return []
+
+    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
+        """``None``: the simulator writes computed steps itself, with its fault model."""
+        return None
+

@@ -1,0 +1,327 @@
+"""The ``text`` kind: free text, a JSON list of strings or a JSON value the model writes, checked by rules.
+
+One line of text (or a JSON list of strings, or JSON), within ``min_length``..``max_length``,
+matching ``pattern``, each item among ``choices``, valid against ``schema``; then the predicate,
+which reads a list as its items and JSON as its value (``len(names)`` counts names). JSON is read
+exactly: numbers as written (``10.0000000000000001`` stays so), ``NaN``/``Infinity`` and repeated
+keys refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from stepguard.evaluator import normalize
+from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
+from stepguard.procedure import Procedure, Step, ValueType, json_text
+from stepguard.procedure._model import _field_error
+from stepguard.tools import ToolCall
+from stepguard.verify import Deviation
+
+__all__ = ["Text", "TextFormat", "TextStep", "dumps_exact", "evaluable", "loads_exact", "verify_text"]
+
+TextFormat = Literal["text", "list", "json"]
+"""``text`` (one line), ``list`` (a JSON list of strings) or ``json`` (a JSON value)."""
+
+
+class TextStep(Step):
+    """A text step: free text, a list or JSON the model writes, checked by its rules and predicate."""
+
+    value_from: ClassVar[str] = "model's text"
+
+    choices_per_item: ClassVar[bool] = True
+
+    kind: Literal["text"] = Field(description="text: free text, a list or JSON the model writes, checked by rules.")
+    type: ValueType = Field("string", description="A text step's value is a string.")
+    source: str | None = Field(None, description="The string input the text is written from, if any.")
+    format: TextFormat = Field("text", description="`text` (one line), `list` (a JSON list of strings) or `json` (a JSON value).")
+    min_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(None, description="Fewest characters (text, json) or items (list).")
+    max_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(None, description="Most characters (text, json) or items (list).")
+    pattern: str | None = Field(None, max_length=500, description="A regular expression each text (or list item) must match in full.")
+    json_schema: dict[str, Any] | None = Field(
+        None, alias="schema", description="format json: a JSON Schema the value must satisfy (needs the jsonschema package)."
+    )
+
+    @model_validator(mode="after")
+    def _rules(self) -> TextStep:
+        if self.type != "string":
+            raise _field_error("type", f"a text step's value is a string, not {self.type}")
+        if self.scale is not None:
+            raise _field_error("scale", "scale does not apply to a text step")
+        if self.json_schema is not None and self.format != "json":
+            raise _field_error("schema", "schema applies only to format json")
+        if self.format == "json":  # every rule a file states is enforced, or the file is refused
+            for name in ("pattern", "choices"):
+                if getattr(self, name) is not None:
+                    raise _field_error(name, f"{name} applies only to format text or list (a JSON value is checked by schema)")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise _field_error("pattern", f"not a valid regular expression: {exc}") from None
+        if self.json_schema is not None:
+            problem = _schema_problem(self.json_schema)
+            if problem:
+                raise _field_error("schema", f"not a valid JSON Schema: {problem}")
+        return self
+
+    def text_inputs(self) -> tuple[str, ...]:
+        """``source``, where given."""
+        return (self.source,) if self.source else ()
+
+
+def _schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``schema`` is not a valid draft 2020-12 schema, or ``None`` (also ``None`` without jsonschema:
+    the check then fails when a run reaches the step, naming the missing package)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        where = "/".join(map(str, exc.absolute_path)) or "the schema"
+        return f"{where}: {exc.message[:200]}"
+    return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} is given twice")
+        out[key] = value
+    return out
+
+
+def loads_exact(text: str) -> Any:
+    """JSON text as exact values: numbers with a fraction or exponent as ``Decimal`` (as written),
+    integers as ``int``.
+
+    Raises:
+        ValueError: not JSON, ``NaN``/``Infinity``, a key given twice in one object.
+    """
+    return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant, object_pairs_hook=_no_repeats)
+
+
+def evaluable(data: Any) -> Any:
+    """JSON data (from :func:`loads_exact`) as the evaluator reads it: a number exact
+    (``2.50`` as ``Fraction(5, 2)``), a list as a tuple, a mapping as a mapping; numbers inside a list
+    or mapping stay ``Decimal`` as written (no expression reaches inside, and prompts show them so)."""
+    if isinstance(data, Decimal):
+        return normalize(data)
+    return _frozen(data)
+
+
+def _frozen(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _frozen(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return tuple(_frozen(v) for v in data)
+    return data
+
+
+def dumps_exact(data: Any) -> str:
+    """``data`` (from :func:`loads_exact`) as compact one-line JSON, a ``Decimal`` written as read
+    (:func:`stepguard.procedure.json_text`)."""
+    return json_text(data)
+
+
+def _schema_errors(schema: Mapping[str, Any], data: Any) -> str | None:
+    try:
+        import jsonschema
+    except ImportError:
+        from stepguard.errors import MissingExtraError
+
+        raise MissingExtraError("a text step's schema needs the jsonschema package: pip install 'stepguard[agent]'", "agent", "jsonschema") from None
+    errors = sorted(jsonschema.Draft202012Validator(dict(schema)).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    e = errors[0]
+    where = "/".join(map(str, e.absolute_path)) or "the value"
+    return f"{where}: {e.message[:200]}"
+
+
+def verify_text(procedure: Procedure, index: int, env: Mapping[str, Any], reply: str) -> KindVerdict:
+    """Check the text (or list, or JSON) a reply writes for text step ``index``.
+
+    Returns:
+        A :class:`KindVerdict` with the value (the text; a list or JSON as compact JSON text, numbers
+        exactly as written) or the first deviation: ``under_executed``, ``type_error`` (not a list /
+        not JSON: NaN, Infinity and repeated keys are not JSON here), ``check_failed`` (length,
+        pattern, choices, schema or predicate, the predicate reading a list as its items).
+    """
+    step = procedure.steps[index]
+    assert isinstance(step, TextStep)
+    var = step.var
+    out, raw = step_line(reply, var)
+    if raw is None:
+        return out
+    got = f"{var} = {raw}"[:200]
+
+    def fail(kind: str, detail: str) -> KindVerdict:
+        out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)  # type: ignore[arg-type]
+        return out
+
+    items: list[str]
+    data: Any = None
+    if step.format == "text":
+        text = raw.strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+            text = text[1:-1].strip()
+        if not text:
+            return fail("type_error", "the text is empty")
+        value: str = text
+        items, size = [text], len(text)
+    else:
+        try:
+            data = loads_exact(raw.strip().strip("`"))
+        except (ValueError, RecursionError):
+            return fail("type_error", "not valid JSON on one line" if step.format == "json" else "not a JSON list of strings on one line")
+        if step.format == "list" and not (isinstance(data, list) and all(isinstance(x, str) for x in data)):
+            return fail("type_error", "not a JSON list of strings")
+        value = dumps_exact(data)
+        items = list(data) if step.format == "list" else [value]
+        size = len(data) if step.format == "list" else len(value)
+        if step.json_schema is not None:
+            err = _schema_errors(step.json_schema, data)
+            if err:
+                return fail("check_failed", f"does not match the schema ({err})")
+    unit = "items" if step.format == "list" else "characters"
+    if step.min_length is not None and size < step.min_length:
+        return fail("check_failed", f"{size} {unit}, fewer than {step.min_length}")
+    if step.max_length is not None and size > step.max_length:
+        return fail("check_failed", f"{size} {unit}, more than {step.max_length}")
+    for item in items if step.format != "json" else ():
+        if step.pattern is not None and re.fullmatch(step.pattern, item) is None:
+            return fail("check_failed", f"{item[:60]!r} does not match the pattern {step.pattern!r}")
+        if step.choices is not None and item not in step.choices:
+            return fail("check_failed", f"{item[:60]!r} is not one of {', '.join(step.choices)}")
+    typed = tuple(items) if step.format == "list" else evaluable(data) if step.format == "json" else None
+    return check_predicate(procedure, index, env, value, out, got, typed)
+
+
+def _text_step(procedure: Procedure, index: int) -> TextStep:
+    step = procedure.steps[index]
+    assert isinstance(step, TextStep)
+    return step
+
+
+_SHAPES = {"text": "text on one line", "list": "a JSON list of strings on one line", "json": "JSON on one line"}
+_FROM = re.compile(r"\bfrom ([A-Za-z]\w*)")
+_MOST = re.compile(r"at most (\d+) (characters|items)")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s.strip()]
+
+
+@register_kind
+class Text(Kind):
+    """Text, a list or JSON the model writes; asked alone."""
+
+    name = "text"
+    step_model = TextStep
+
+    def notes(self, procedure: Procedure, index: int) -> list[str]:
+        """Its source, shape, length, items, pattern, schema and predicate."""
+        step = _text_step(procedure, index)
+        notes: list[str] = []
+        if step.source:
+            notes.append(f"from {step.source}")
+        notes.append(_SHAPES[step.format])
+        unit = "items" if step.format == "list" else "characters"
+        if step.min_length is not None:
+            notes.append(f"at least {step.min_length} {unit}")
+        if step.max_length is not None:
+            notes.append(f"at most {step.max_length} {unit}")
+        if step.choices:
+            notes.append(("each item " if step.format == "list" else "") + "one of: " + ", ".join(step.choices))
+        if step.pattern:
+            notes.append(f"matching {step.pattern}")
+        if step.json_schema is not None:
+            notes.append("matching the JSON Schema " + json.dumps(step.json_schema, separators=(",", ":"))[:1500])
+        if step.check:
+            notes.append(f"it must satisfy {step.check}")
+        return notes
+
+    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+        """``var = <text on one line>`` (or a list's, or JSON's, shape)."""
+        step = _text_step(procedure, index)
+        return f"{step.var} = " + {"text": "<text on one line>", "list": '["<item>", "<item>"]', "json": "<JSON on one line>"}[step.format]
+
+    def check(
+        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
+    ) -> KindVerdict:
+        """:func:`verify_text`."""
+        return verify_text(procedure, index, env, reply)
+
+    def value_of(self, step: Step, text: str) -> Value:
+        """The committed text; a list as a tuple of its items, JSON as its value (``len(names)`` counts names).
+
+        Raises:
+            ValueError: committed list or JSON text that does not read as one (a checkpoint that does not fit).
+        """
+        assert isinstance(step, TextStep)
+        if step.format == "text":
+            return text
+        data = loads_exact(text)
+        if step.format == "list" and not isinstance(data, list):
+            raise ValueError(f"a committed list reads {text[:80]!r}")
+        return evaluable(data)
+
+    def describe(self, procedure: Procedure, index: int) -> list[str]:
+        """Its shape, length, pattern, membership and schema rules."""
+        step = _text_step(procedure, index)
+        unit = "items" if step.format == "list" else "characters"
+        out = [f"text: {dict(text='one line of text', list='a JSON list of strings', json='a JSON value')[step.format]}"
+               + (f", from {step.source}" if step.source else "")]
+        if step.min_length is not None or step.max_length is not None:
+            low = step.min_length if step.min_length is not None else 0
+            high = step.max_length if step.max_length is not None else "any"
+            out.append(f"length: {low}..{high} {unit}")
+        if step.pattern:
+            out.append(f"pattern: {step.pattern} (each {'item' if step.format == 'list' else 'text'}, in full)")
+        if step.choices:
+            out.append(f"membership: {'each item ' if step.format == 'list' else ''}one of {', '.join(step.choices)}")
+        if step.json_schema is not None:
+            out.append("schema: a JSON Schema (draft 2020-12)")
+        return out
+
+    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
+        """A first sentence of the source (within ``max_length``), a list of its first sentences, or ``{"summary": ...}``."""
+        assert isinstance(step, TextStep)
+        text = env.get(step.source) if step.source else None
+        sentences = _sentences(text) if isinstance(text, str) else ["Done."]
+        if step.format == "json":
+            return f"{step.var} = {json.dumps({'summary': sentences[0]})}"
+        if step.format == "list":
+            return f"{step.var} = {json.dumps(sentences[: step.max_length or 3])}"
+        first = sentences[0]
+        if step.max_length is not None and len(first) > step.max_length:
+            first = first[: step.max_length].rsplit(" ", 1)[0]
+        return f"{step.var} = {first}"
+
+    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
+        """``var = ?    (from notes_text; text on one line; at most 80 characters)`` as a :class:`TextStep`."""
+        if "on one line" not in notes:
+            return None
+        fmt = "list" if "JSON list" in notes else "json" if "JSON on one line" in notes else "text"
+        m, most = _FROM.search(notes), _MOST.search(notes)
+        data = {"var": var, "kind": "text", "format": fmt, "source": m.group(1) if m else None,
+                "max_length": int(most.group(1)) if most else None}
+        try:
+            return TextStep.model_validate(data)
+        except ValueError:
+            return None

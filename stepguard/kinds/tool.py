@@ -1,0 +1,388 @@
+"""The ``tool`` kind: a named tool is called with checked arguments; its result is the step's value.
+
+What is checked, before anything runs: exactly one call, of the step's tool; every argument the
+step names and no other; an expression argument equal to the evaluator's value (exactly:
+``"ORD-7"`` is not ``"ORD-9"``, ``age ^ 0.23`` as text is not a number); a free argument of its type
+and passing its predicate. Only then is the tool executed (once), and its result, in the step's
+declared type, is committed with provenance ``tool``; a tool that raises, times out or returns a
+value the step cannot hold stops the run at its step (``tool_error``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from functools import cached_property
+from typing import ClassVar, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from stepguard.errors import EvaluationError, ProcedureError, StepguardError, ToolError
+from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number
+from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._reading import ArgVerdict, KindVerdict, same_value, show_value
+from stepguard.procedure import Procedure, Step, ValueType, apply_scale, coerce_value, format_value
+from stepguard.tools import ToolCall, ToolSet
+from stepguard.verify import Deviation
+
+__all__ = ["Tool", "ToolArg", "ToolStep", "verify_tool_call"]
+
+_TOOL_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+_ArgName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+
+
+class ToolArg(BaseModel):
+    """A free argument of a tool step: the model chooses its value, which must pass ``check``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: ValueType = Field("string", description="Value type of the argument.")
+    check: str | None = Field(
+        None, max_length=2000,
+        description="A predicate over `value` and earlier variables the argument must satisfy (`len(value) <= 80`).",
+    )
+    description: str | None = Field(None, max_length=2000, description="What the argument means (shown to the model).")
+
+
+class ToolStep(Step):
+    """A tool step: ``tool`` is called with ``args``, each an expression over earlier values
+    (checked exactly) or a free argument the model chooses (:class:`ToolArg`)."""
+
+    value_from: ClassVar[str] = "tool"
+
+    kind: Literal["tool"] = Field(description="tool: a named tool is called with checked arguments; its result is the value.")
+    tool: Annotated[str, StringConstraints(pattern=_TOOL_NAME)] = Field(
+        description="The name of the tool to call (given to the guard, never imported by the file)."
+    )
+    args: dict[_ArgName, str | ToolArg] | None = Field(
+        None, max_length=64,
+        description="Each argument as an expression over earlier values (checked exactly) "
+        "or as a free argument {type, check} the model chooses.",
+    )
+
+    def expressions(self) -> list[tuple[str, str | None]]:
+        """``check``, each expression argument (``args.sku``) and each free argument's predicate (``args.note.check``)."""
+        out: list[tuple[str, str | None]] = [("check", self.check)]
+        for name, arg in (self.args or {}).items():
+            out.append((f"args.{name}", arg) if isinstance(arg, str) else (f"args.{name}.check", arg.check))
+        return out
+
+    def tools_needed(self) -> frozenset[str]:
+        """The step's tool."""
+        return frozenset({self.tool})
+
+    @cached_property
+    def compiled_args(self) -> dict[str, CompiledExpression | ToolArg]:
+        """Each argument compiled (an expression) or as its :class:`ToolArg` (free)."""
+        return {k: compile_expression(v) if isinstance(v, str) else v for k, v in (self.args or {}).items()}
+
+
+def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], calls: Sequence[ToolCall], reply: str = "") -> KindVerdict:
+    """Check the tool call(s) a reply holds for tool step ``index``, before anything is executed.
+
+    Args:
+        procedure: the procedure; ``procedure.steps[index]`` is a :class:`ToolStep`.
+        index: 0-based step index.
+        env: committed values (inputs and verified variables).
+        calls: the reply's calls (:func:`stepguard.tools.parse_calls` or native ones).
+        reply: the reply text (to say what the model wrote instead of a call).
+
+    Returns:
+        A :class:`KindVerdict`; its ``call`` (set only when every check passed) carries the
+        evaluator's values of the expression arguments and the model's values of the free ones.
+    """
+    step = procedure.steps[index]
+    assert isinstance(step, ToolStep)
+    var, tool = step.var, step.tool
+    out = KindVerdict()
+    if not calls:
+        wrote = reply.strip().splitlines()[0][:120] if reply.strip() else ""
+        why = f"; the reply `{wrote}` holds no call (a value written by the model is not the tool's result)" if wrote else ""
+        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} needs one call of tool {tool}{why}", got=wrote or None)
+        return out
+    broken = next((c for c in calls if c.error), None)
+    if broken is not None:
+        out.deviation = Deviation(kind="bad_argument", step=var, detail=f"call {broken.text[:120]!r}: {broken.error}", got=broken.text[:200])
+        return out
+    other = next((c for c in calls if c.name != tool), None)
+    if other is not None:
+        out.deviation = Deviation(kind="wrong_tool", step=var, detail=f"step {var} calls {tool}, not {other.name}", got=other.text[:200])
+        return out
+    if len(calls) > 1:
+        out.deviation = Deviation(kind="repeated_call", step=var, detail=f"{tool} was called {len(calls)} times; call it once", got=calls[1].text[:200])
+        return out
+    call = calls[0]
+    specs = step.compiled_args
+    checked: dict[str, Number | str | bool] = {}
+    for name, spec in specs.items():
+        if name not in call.args:
+            out.args.append(ArgVerdict(name, False, f"argument {name} is missing"))
+            continue
+        got = call.args[name]
+        if isinstance(spec, ToolArg):
+            verdict, value = _free_arg(name, spec, got, env)
+        else:
+            try:
+                want = spec.evaluate(env)
+            except EvaluationError as exc:
+                verdict, value = ArgVerdict(name, False, f"argument {name} cannot be evaluated: {exc}", show_value(got)), None
+            else:
+                ok = same_value(want, got)
+                said = f"{name} = {spec.source}"
+                verdict = ArgVerdict(name, ok, f"{said}: checked exactly" if ok else f"argument {name} = {show_value(got)} is not {spec.source}"
+                                     + (" (the value of that known variable)" if spec.names else ""), show_value(got))
+                value = want
+        out.args.append(verdict)
+        if verdict.ok and value is not None:
+            checked[name] = value
+    for name in call.args:
+        if name not in specs:
+            out.args.append(ArgVerdict(name, False, f"argument {name} is not an argument of step {var} (its arguments: {', '.join(specs) or 'none'})", show_value(call.args[name])))
+    bad = next((a for a in out.args if not a.ok), None)
+    if bad is not None:
+        out.deviation = Deviation(kind="bad_argument", step=var, detail=bad.detail, got=call.text[:200])
+        return out
+    out.call = ToolCall(call.name, checked, call.text)
+    return out
+
+
+def _free_arg(name: str, spec: ToolArg, got: Number | str | bool, env: Mapping[str, Number | str]) -> tuple[ArgVerdict, Any]:
+    try:
+        value = coerce_value(got if not isinstance(got, Fraction) else Decimal(format_number(got)) if "/" not in format_number(got) else got,
+                             spec.type, f"argument {name}")
+    except ProcedureError as exc:
+        return ArgVerdict(name, False, f"argument {name} must be of type {spec.type} ({exc})", show_value(got)), None
+    if spec.check is None:
+        return ArgVerdict(name, True, f"{name}: free, of type {spec.type}", show_value(value)), value
+    from stepguard.evaluator import compile_expression
+
+    try:
+        ok = compile_expression(spec.check).evaluate({**env, "value": value}) is True
+        why = f"check {spec.check!r} is false"
+    except EvaluationError as exc:
+        ok, why = False, str(exc)
+    if not ok:
+        return ArgVerdict(name, False, f"argument {name} = {show_value(value)}: {why}", show_value(value)), None
+    return ArgVerdict(name, True, f"{name}: {spec.check}", show_value(value)), value
+
+
+def _arg_text(step: ToolStep) -> str:
+    """A tool step's arguments as the prompt shows them: ``sku=sku, note=<string: len(value) <= 80>``."""
+    parts = []
+    for name, arg in (step.args or {}).items():
+        if isinstance(arg, str):
+            parts.append(f"{name}={arg}")
+        else:
+            rule = f": {arg.check}" if arg.check else ""
+            parts.append(f"{name}=<{arg.type}{rule}>")
+    return ", ".join(parts)
+
+
+def _call_args_text(call: ToolCall) -> dict[str, str]:
+    return {k: ("true" if v else "false") if isinstance(v, bool) else format_value(v) for k, v in call.args.items()}
+
+
+@register_kind
+class Tool(Kind):
+    """A named tool called with checked arguments; asked alone, executed once every argument passes."""
+
+    name = "tool"
+    step_model = ToolStep
+
+    def line(self, procedure: Procedure, index: int, values: Mapping[str, Value], note: str) -> str:
+        """``var = CALL tool(sku=sku, note=<string: len(value) <= 80>)``."""
+        step = _tool_step(procedure, index)
+        return f"{step.var} = CALL {step.tool}({_arg_text(step)}){note}"
+
+    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+        """``CALL tool(sku=<value>)``."""
+        step = _tool_step(procedure, index)
+        return f"CALL {step.tool}({', '.join(f'{n}=<value>' for n in (step.args or {}))})"
+
+    def count_line(self, procedure: Procedure, indices: Sequence[int]) -> str | None:
+        """One call, with each argument's value written out."""
+        step = _tool_step(procedure, indices[0])
+        return (f"Call the tool {step.tool} once, for step {step.var}. Write each argument's value itself "
+                "(a string in double quotes, or a number), never a name or a formula, as")
+
+    def offered_tools(self, step: Step, tools: ToolSet) -> tuple[dict[str, Any], ...]:
+        """The step's tool, with only the step's arguments, where the guard was given it."""
+        assert isinstance(step, ToolStep)
+        return (tools[step.tool].schema(only=list(step.args or {})),) if step.tool in tools else ()
+
+    def check(
+        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
+    ) -> KindVerdict:
+        """The reply's call (its native calls, else its ``CALL`` lines): :func:`verify_tool_call`."""
+        from stepguard.tools import parse_calls
+
+        return verify_tool_call(procedure, index, env, list(tool_calls) or parse_calls(reply), reply)
+
+    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
+        """What was refused, that nothing was executed, and how to call again."""
+        got = (deviation.got or "").strip()[:120]
+        yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
+        detail = deviation.detail.split(" [", 1)[0]
+        return (f"{yours}: {detail}. It was not executed. Call {_tool_step(procedure, index).tool} exactly once, with each "
+                "argument's value written out as the step's expression gives it from the known values.")
+
+    def provenance(self, procedure: Procedure, index: int) -> str:
+        """``tool``: the value is the tool's result, not the model's."""
+        return "tool"
+
+    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any) -> str:
+        """Call the tool with the checked arguments; its result in the step's type, as value text.
+
+        Raises:
+            ToolError: it raised, timed out, or returned a value the step cannot hold.
+        """
+        step, call = _tool_step(procedure, index), verdict.call
+        assert call is not None
+        verdicts = [(a.name, a.ok, a.detail) for a in verdict.args]
+        with observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
+            value = _result_text(step, tools[call.name].call(call.args, step.var))
+            record.result(value)
+        return value
+
+    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any) -> str:
+        """Async twin of :meth:`execute` (the tool through :meth:`stepguard.tools.Tool.acall`)."""
+        step, call = _tool_step(procedure, index), verdict.call
+        assert call is not None
+        verdicts = [(a.name, a.ok, a.detail) for a in verdict.args]
+        with observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
+            value = _result_text(step, await tools[call.name].acall(call.args, step.var))
+            record.result(value)
+        return value
+
+    def check_result(self, procedure: Procedure, index: int, env: Mapping[str, Value], value: str) -> Deviation | None:
+        """The step's predicate on the tool's result: a ``tool_error`` deviation when it is false."""
+        step = _tool_step(procedure, index)
+        check = procedure.compiled_checks[index]
+        if check is None:
+            return None
+        try:
+            ok = check.evaluate({**env, "value": self.value_of(step, value)}) is True
+        except EvaluationError:
+            ok = False
+        if ok:
+            return None
+        return Deviation(kind="tool_error", step=step.var, detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
+
+    def describe(self, procedure: Procedure, index: int) -> list[str]:
+        """The tool, each argument's rule, and what a failing tool does."""
+        step = _tool_step(procedure, index)
+        out = [f"tool: {step.tool}, called once, only after every argument passes; its result is the value (provenance tool)"]
+        for name, arg in (step.args or {}).items():
+            if isinstance(arg, str):
+                out.append(f"argument {name}: must equal {arg}, exactly (a literal value, never a name or formula)")
+            else:
+                out.append(f"argument {name}: free, type {arg.type}" + (f", predicate {arg.check}" if arg.check else ""))
+        out.append("a tool that raises or times out: tool_error, the run stops at this step")
+        return out
+
+    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
+        """The call with each argument's value: an expression computed from ``env``, a free one the
+        first candidate its predicate accepts."""
+        assert isinstance(step, ToolStep)
+        args = []
+        for name, arg in (step.args or {}).items():
+            if isinstance(arg, ToolArg):
+                value = _free_candidate(arg, env)
+            else:
+                try:
+                    value = compile_expression(arg).evaluate(env)
+                except EvaluationError:
+                    return None
+            args.append(f"{name}={_literal(value)}")
+        return f"CALL {step.tool}({', '.join(args)})"
+
+    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
+        """``var = CALL tool(sku=sku, n=<string: len(value) <= 3>)`` as a :class:`ToolStep`."""
+        m = _CALL.match(rhs.strip())
+        if m is None:
+            return None
+        args: dict[str, Any] = {}
+        for name, src in _split_args(m.group(2)):
+            type_, _, check = src.strip("<>").partition(":")
+            args[name] = {"type": type_.strip(), "check": check.strip() or None} if src.startswith("<") else src
+        try:
+            return ToolStep.model_validate({"var": var, "kind": "tool", "tool": m.group(1), "args": args})
+        except ValueError:  # pydantic's ValidationError: a line this kind would not write
+            return None
+
+
+def _tool_step(procedure: Procedure, index: int) -> ToolStep:
+    step = procedure.steps[index]
+    assert isinstance(step, ToolStep)
+    return step
+
+
+def _result_text(step: ToolStep, result: Any) -> str:
+    """A tool's result as the value text its step commits, in the step's declared type.
+
+    Raises:
+        ToolError: the result does not fit the step's type (a dict for a number step, ``None``, ...).
+    """
+    if step.type in ("string", "one_of") and isinstance(result, (dict, list)):
+        result = json.dumps(result, sort_keys=True, separators=(",", ":"), default=str)
+    try:
+        value = coerce_value(result, step.type, f"result of {step.tool}")
+        if step.type == "one_of" and value not in (step.choices or ()):
+            raise ToolError(f"tool {step.tool} returned {str(result)[:80]!r}, not one of {', '.join(step.choices or ())}", step.tool, step.var)
+    except StepguardError as exc:
+        if isinstance(exc, ToolError):
+            raise
+        raise ToolError(f"tool {step.tool} returned {type(result).__name__} {str(result)[:80]!r}, which step {step.var} "
+                        f"(type {step.type}) cannot hold: {exc}", step.tool, step.var) from None
+    return format_value(apply_scale(value, step))
+
+
+_CALL = re.compile(r"^CALL ([\w.-]+)\((.*)\)$")
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return format_number(value)
+
+
+def _split_args(text: str) -> list[tuple[str, str]]:
+    """``sku=sku, n=<string: len(value) <= 3>`` -> ``[("sku", "sku"), ("n", "<string: ...>")]`` (top-level commas)."""
+    out, depth, cur = [], 0, ""
+    for ch in text + ",":
+        if ch == "," and depth == 0:
+            if "=" in cur:
+                k, v = cur.split("=", 1)
+                out.append((k.strip(), v.strip()))
+            cur = ""
+            continue
+        depth += ch in "(<["
+        depth -= ch in ")>]" and depth > 0
+        cur += ch
+    return out
+
+
+def _free_candidate(arg: ToolArg, env: Mapping[str, Value]) -> Any:
+    """A value for a free argument: the first candidate its predicate accepts (its constants, then defaults)."""
+    numeric = arg.type in ("integer", "decimal", "number")
+    consts: list[Any] = []
+    if arg.check:
+        try:
+            consts = [n.value for n in ast.walk(compile_expression(arg.check).tree) if isinstance(n, ast.Constant)]
+        except EvaluationError:
+            pass
+    tries = [c for c in consts if isinstance(c, (int, float)) != (not numeric) and not isinstance(c, bool)]
+    tries += [0, 1, 10] if numeric else ["ok", "refund"]
+    for value in tries:
+        try:
+            if not arg.check or compile_expression(arg.check).evaluate({**env, "value": value}) is True:
+                return value
+        except EvaluationError:
+            continue
+    return tries[0]
