@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 
 from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
-from stepguard.guard._state import GuardState, RunContext
+from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.kinds import KindVerdict, kind_of
@@ -77,13 +77,9 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
     return messages, settings
 
 
-def _record_reply(state: GuardState, resp: ChatResponse) -> dict[str, Any]:
-    usage = dict(state.usage)
-    usage["model_calls"] = usage.get("model_calls", 0) + 1
-    usage["input_tokens"] = usage.get("input_tokens", 0) + resp.usage.input_tokens
-    usage["output_tokens"] = usage.get("output_tokens", 0) + resp.usage.output_tokens
-    usage["cached_tokens"] = usage.get("cached_tokens", 0) + resp.usage.cached_tokens
-    usage["model_s"] = usage.get("model_s", 0.0) + resp.latency_s
+def _record_reply(state: GuardState, resp: ChatResponse, calls: int = 1) -> dict[str, Any]:
+    u = resp.usage
+    usage = state.usage.add(calls, u.input_tokens, u.output_tokens, u.cached_tokens, resp.latency_s)
     calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
     return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls, "derived_note": None,
             "derived_spent": None}
@@ -132,8 +128,7 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
     text = f"{var} = {value}" if value is not None else ""
     u = result.usage
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
-    out = _record_reply(state, usage)
-    out["usage"]["model_calls"] += u.model_calls - 1
+    out = _record_reply(state, usage, calls=u.model_calls)
     out["derived_note"] = None if result.status == "verified" else _unverified_sub_step(sub, result)
     out["derived_spent"] = spent if spent in ("tokens", "wall_time") and result.status != "verified" else None
     return out
@@ -238,9 +233,9 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     }
 
 
-def _event(dev: Deviation | dict[str, Any], state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
-    d = dev.model_dump() if isinstance(dev, Deviation) else dict(dev)
-    if state.derived_note and action != "note" and d.get("step") == (state.deviation or {}).get("step"):
+def _event(dev: Deviation, state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:
+    d = dev.model_dump()
+    if state.derived_note and action != "note" and state.deviation is not None and d.get("step") == state.deviation.step:
         if state.derived_spent:  # the derived run stopped because a run budget ran out, not at a wrong sub-step
             d.update(kind="budget_exhausted", detail=f"step {d.get('step')} has no verified value: the {state.derived_spent} "
                                                      f"budget ran out inside the {state.rung} rung")
@@ -258,7 +253,7 @@ def _executed(ctx: RunContext, state: GuardState, value: str) -> dict[str, Any]:
     i = state.cursor
     dev = kind_of(ctx.procedure.steps[i]).check_result(ctx.procedure, i, ctx.env(state), value)
     if dev is not None:
-        return {"verified": [], "deviation": dev.model_dump(), "pending_call": False, "stop": "tool_error",
+        return {"verified": [], "deviation": dev, "pending_call": False, "stop": Stop("tool_error"),
                 "events": [_event(dev, state, "stop", ctx=ctx)]}
     return {"verified": [[ctx.procedure.steps[i].var, value]], "pending_call": False}
 
@@ -266,7 +261,7 @@ def _executed(ctx: RunContext, state: GuardState, value: str) -> dict[str, Any]:
 def _tool_failed(ctx: RunContext, state: GuardState, exc: ToolError) -> dict[str, Any]:
     step = ctx.procedure.steps[state.cursor]
     dev = Deviation(kind="tool_error", step=step.var, detail=f"{type(exc).__name__}: {exc}")
-    return {"verified": [], "deviation": dev.model_dump(), "pending_call": False, "stop": "tool_error",
+    return {"verified": [], "deviation": dev, "pending_call": False, "stop": Stop("tool_error"),
             "events": [_event(dev, state, "stop", ctx=ctx)]}
 
 
@@ -325,7 +320,7 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         chunks[var] = state.chunk_no - 1
         ctx.observer.step_checked(var, "pass", None, None)
     dev = state.deviation
-    ctx.observer.chunk_finished(state.chunk_no - 1, len(verified), dev["kind"] if dev else None)
+    ctx.observer.chunk_finished(state.chunk_no - 1, len(verified), dev.kind if dev else None)
     out: dict[str, Any] = {
         "values": values, "provenance": prov, "step_reprompts": reprompts, "step_chunk": chunks,
         "cursor": state.cursor + len(verified),
@@ -350,8 +345,7 @@ def _tokens_left(state: GuardState, ctx: RunContext) -> int | None:
     """Tokens left of ``max_total_tokens`` (may be <= 0), or ``None`` when unbounded."""
     if ctx.config.max_total_tokens is None:
         return None
-    usage = state.usage
-    return int(ctx.config.max_total_tokens - usage.get("input_tokens", 0) - usage.get("output_tokens", 0))
+    return int(ctx.config.max_total_tokens - state.usage.input_tokens - state.usage.output_tokens)
 
 
 def _wall_left(ctx: RunContext) -> float | None:
@@ -414,9 +408,9 @@ def route_after_exhausted(state: GuardState, runtime: Runtime[RunContext]) -> Ro
     return {"repair": "repair", "flag": "flag", "raise": "stop"}[runtime.context.config.on_exhausted]  # type: ignore[return-value]
 
 
-def _budget_deviation(state: GuardState, var: str) -> dict[str, Any]:
+def _budget_deviation(state: GuardState, var: str) -> Deviation:
     """The step's deviation, or, where a budget ran out before it was asked, a ``budget_exhausted`` one."""
-    return state.deviation or {"kind": "budget_exhausted", "step": var, "detail": f"the {state.spent or 'run'} budget is spent"}
+    return state.deviation or Deviation(kind="budget_exhausted", step=var, detail=f"the {state.spent or 'run'} budget is spent")
 
 
 def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -425,7 +419,7 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     attempt = state.attempt + 1
     ladder = ctx.config.ladder
     rung = ladder[min(attempt, len(ladder)) - 1]
-    dev = state.deviation or {}
+    dev = state.deviation or Deviation(kind="under_executed", step=ctx.procedure.steps[state.cursor].var)
     chosen = get_rung(rung)
     if chosen.derives and _derive(chosen, ctx, state.cursor, ctx.env(state)) is None:
         # the rung cannot split this step: ask it alone (narrow) on its first re-prompt, and
@@ -437,9 +431,9 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         alone = state.chunk_end - state.chunk_start == 1  # the failing chunk was this step alone
         fallback = "narrow" if attempt == 1 and not alone else "resample"
         why = f"nested {MAX_NESTING} derived rungs deep" if ctx.depth >= MAX_NESTING else "does not apply to this step"
-        dev = {**dev, "detail": f"{dev.get('detail', '')} [{rung} {why}; asked {fallback}]".strip()}
+        dev = dev.model_copy(update={"detail": f"{dev.detail} [{rung} {why}; asked {fallback}]".strip()})
         rung = fallback
-    note = correction_note(ctx.procedure, state.cursor, state.deviation or {}, ctx.env(state))
+    note = correction_note(ctx.procedure, state.cursor, dev if state.deviation is None else state.deviation, ctx.env(state))
     return {
         "attempt": attempt, "rung": rung, "note": note, "reprompts": state.reprompts + 1,
         "events": [_event(dev, state, "reprompt", rung, ctx)],
@@ -457,7 +451,7 @@ def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         value = None
     dev = _budget_deviation(state, var)
     if value is None:  # nothing to supply (no expr): stop here
-        return {"stop": "unrepairable", "events": [_event(dev, state, "repair", ctx=ctx)], **_step_reprompts(state, var)}
+        return {"stop": Stop("unrepairable"), "events": [_event(dev, state, "repair", ctx=ctx)], **_step_reprompts(state, var)}
     return {
         "values": {**state.values, var: format_value(value)},
         "provenance": {**state.provenance, var: "repaired"},
@@ -481,7 +475,7 @@ def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     kept = state.kept_value[1] if state.kept_value and state.kept_value[0] == var else None
     value = state.model_value if state.model_value is not None else kept  # this try's, else an earlier try's
     if value is None or state.deviation is None:  # no value of the model's to keep
-        return {"stop": f"budget:{state.spent or 'spent'}", "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
+        return {"stop": Stop("budget", state.spent or "spent"), "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
     return {
         "values": {**state.values, var: value},
         "provenance": {**state.provenance, var: "flagged"},
@@ -495,7 +489,7 @@ def stop(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Stop early: the ``raise`` policy, or a spent budget with ``on_exhausted='raise'``."""
     ctx = runtime.context
     spent = state.spent
-    why = f"budget:{spent}" if spent else "raise"
+    why = Stop("budget", spent) if spent else Stop("raise")
     var = ctx.procedure.steps[min(state.cursor, len(ctx.procedure.steps) - 1)].var
     dev = state.deviation or (_budget_deviation(state, var) if spent else None)
     events = [_event(dev, state, "raise", ctx=ctx)] if dev else []
@@ -512,23 +506,34 @@ def route_after_policy(state: GuardState, runtime: Runtime[RunContext]) -> Route
 
 def finish(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Record the end time; the result is built from the final state."""
-    return {"usage": {**state.usage, "finished_at": time.time()}}
+    return {"finished_at": time.time()}
+
+
+def _as_json(fn: Any) -> Any:
+    """``fn`` (a node) with its update's typed values written as their checkpoint JSON (:func:`json_update`)."""
+    import functools
+    import inspect
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def anode(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+            return json_update(await fn(state, runtime))
+        return anode
+
+    @functools.wraps(fn)
+    def node(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        return json_update(fn(state, runtime))
+    return node
 
 
 def build_graph(use_async: bool = False) -> StateGraph:
     """The controller graph (uncompiled). ``use_async`` picks the async model call node."""
     g = StateGraph(GuardState, context_schema=RunContext)
-    g.add_node("plan", plan)
-    g.add_node("ask", aask if use_async else ask)
-    g.add_node("verify", verify)
-    g.add_node("act", aact if use_async else act)
-    g.add_node("commit", commit)
-    g.add_node("reprompt", reprompt)
-    g.add_node("repair", repair)
-    g.add_node("flag", flag)
-    g.add_node("stop", stop)
-    g.add_node("exhausted", exhausted)
-    g.add_node("finish", finish)
+    nodes = {"plan": plan, "ask": aask if use_async else ask, "verify": verify, "act": aact if use_async else act,
+             "commit": commit, "reprompt": reprompt, "repair": repair, "flag": flag, "stop": stop,
+             "exhausted": exhausted, "finish": finish}
+    for name, fn in nodes.items():
+        g.add_node(name, _as_json(fn))
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted"])
     g.add_edge("ask", "verify")

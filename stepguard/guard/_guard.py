@@ -17,7 +17,7 @@ from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
-from stepguard.guard._state import GuardState, RunContext
+from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, missing_tools
@@ -132,7 +132,7 @@ class Guard:
         return run_identity(procedure, procedure.bind_inputs(inputs), self.config_for(procedure), self.model, self._prompts,
                             self.tools.identity(), _context(context))
 
-    def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[GuardState, bool]:
+    def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[dict[str, Any], bool]:
         """``(input, finished)`` for a thread that holds state, after checking it holds this work.
 
         Raises:
@@ -169,9 +169,8 @@ class Guard:
         writes is not used: a process killed between a node's saved writes and the next
         checkpoint left the thread with no next task, and the run stalled.)
         """
-        finished = "finished_at" in values.get("usage", {})
-        state = {k: v for k, v in values.items() if k != "events"}  # events accumulate in their channel
-        return state, finished
+        state = GuardState.of(values)  # a shape-1 checkpoint is read in its new shape, or refused
+        return state.channels(), state.finished_at is not None  # events accumulate in their channel
 
     def run(
         self,
@@ -312,18 +311,17 @@ class Guard:
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
-        return {"cursor": 0, "chunk_size": ctx.config.chunk_size, "events": [], "identity": ctx.identity}
+        return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": ctx.config.chunk_size, "events": [], "identity": ctx.identity}
 
     def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
         state = GuardState.of(values)
         result = build_result(ctx, state, tid, wall_s)
         self.observer.run_finished(result, None)
-        why = state.stop
-        dev = state.deviation_model
-        if why == "raise" and dev is not None:
+        why, dev = state.stop, state.deviation
+        if why is not None and why.reason == "raise" and dev is not None:
             raise StepDeviation(f"step {dev.step} deviated ({dev.kind}): {dev.detail}", dev, result)
-        if why and why.startswith("budget:") and ctx.config.on_exhausted == "raise":
-            budget = why.split(":", 1)[1]
+        if why is not None and why.reason == "budget" and ctx.config.on_exhausted == "raise":
+            budget = why.budget or "spent"
             raise BudgetExhausted(f"{budget} budget spent at step {result.first_unverified}", budget, result)
         return result
 
@@ -375,7 +373,7 @@ class _Progress:
         the policy acted before the step it names was committed)."""
         events = values.get("events") or []
         for e in events[self.events:]:
-            yield DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields})
+            yield e if isinstance(e, DeviationEvent) else DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields})
         self.events = max(self.events, len(events))
         committed = values.get("values") or {}
         prov, rep, chunk = values.get("provenance") or {}, values.get("step_reprompts") or {}, values.get("step_chunk") or {}
@@ -425,7 +423,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     else:
         status = "verified"
     usage = state.usage
-    events = [DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields}) for e in state.events]
+    events = list(state.events)
     return GuardResult(
         procedure=proc.name,
         model=ctx.model.spec,
@@ -441,9 +439,9 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         reprompts=state.reprompts,
         repaired=sum(1 for s in steps if s.provenance == "repaired"),
         usage=UsageTotals(
-            model_calls=int(usage.get("model_calls", 0)), input_tokens=int(usage.get("input_tokens", 0)),
-            output_tokens=int(usage.get("output_tokens", 0)), cached_tokens=int(usage.get("cached_tokens", 0)),
-            wall_s=round(wall_s, 6), model_s=round(float(usage.get("model_s", 0.0)), 6),
+            model_calls=usage.model_calls, input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
+            wall_s=round(wall_s, 6), model_s=round(usage.model_s, 6),
         ),
         thread_id=thread_id,
         labels=dict(ctx.config.extra),

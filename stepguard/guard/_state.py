@@ -6,31 +6,129 @@ import operator
 import time
 from dataclasses import dataclass, field, fields
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
+from pydantic import BaseModel
+
+from stepguard.errors import CheckpointError
 from stepguard.evaluator import Number
 from stepguard.guard._config import GuardConfig
 from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
+from stepguard.guard._result import DeviationEvent
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet
 from stepguard.verify import Deviation
 
-__all__ = ["GuardState", "RunContext"]
+__all__ = ["STATE_SHAPE", "GuardState", "RunContext", "RunUsage", "Stop", "StopReason", "json_update"]
+
+
+STATE_SHAPE = 2
+"""The shape of :class:`GuardState` in checkpoints. 1 (no ``shape`` key): the stop reason as text
+(``"budget:tokens"``) and ``finished_at`` inside ``usage``; read by moving both. 2: as below."""
+
+StopReason = Literal["raise", "budget", "unrepairable", "tool_error"]
+"""Why a run stopped before its last step:
+
+* ``raise``: the ``raise`` policy, at a deviation;
+* ``budget``: a budget was spent (:attr:`Stop.budget` names it) and nothing of the model's was left to keep;
+* ``unrepairable``: the ``repair`` policy had no expected value to supply;
+* ``tool_error``: a tool failed or its result failed its check.
+"""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why and where a run stopped early; JSON in checkpoints (:meth:`as_json`)."""
+
+    reason: StopReason
+    """What stopped it."""
+    budget: str | None = None
+    """For ``budget``: which one (``tokens``, ``wall_time``, ``reprompts_per_step``, ``reprompts_per_run``)."""
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"reason": ..., "budget": ...}``."""
+        return {"reason": self.reason, "budget": self.budget}
+
+    @classmethod
+    def read(cls, value: Any) -> Stop | None:
+        """A stop from its JSON, or from shape 1's text (``raise``, ``budget:<name>``, ``unrepairable``).
+
+        Raises:
+            CheckpointError: a value that is neither (the checkpoint is not one this version wrote).
+        """
+        if value is None or isinstance(value, Stop):
+            return value
+        given = value
+        if isinstance(value, str):
+            reason, _, budget = value.partition(":")
+            value = {"reason": reason, "budget": budget or None}
+        if isinstance(value, Mapping) and value.get("reason") in _STOP_REASONS and isinstance(value.get("budget"), (str, type(None))):
+            return cls(value["reason"], value.get("budget"))
+        raise CheckpointError(f"a checkpoint's stop reason reads {str(given)[:80]!r}, which this version did not write")
+
+
+_STOP_REASONS = frozenset(get_args(StopReason))
+
+
+@dataclass
+class RunUsage:
+    """What a run has spent so far; JSON in checkpoints (:meth:`as_json`)."""
+
+    model_calls: int = 0
+    """Model calls (a derived rung's nested calls included)."""
+    input_tokens: int = 0
+    """Prompt tokens, as the model reported them."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    cached_tokens: int = 0
+    """Prompt tokens the server reported as served from its cache."""
+    model_s: float = 0.0
+    """Seconds spent waiting for the model."""
+
+    def as_json(self) -> dict[str, Any]:
+        """Every field by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def read(cls, value: Any) -> RunUsage:
+        """Usage from its JSON (unknown keys, such as shape 1's ``finished_at``, ignored).
+
+        Raises:
+            CheckpointError: a count that is not a number.
+        """
+        if isinstance(value, RunUsage):
+            return value
+        if not isinstance(value, Mapping):
+            raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not a mapping of counts")
+        names = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: (float(v) if k == "model_s" else int(v)) for k, v in value.items() if k in names})
+        except (TypeError, ValueError):
+            raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not counts") from None
+
+    def add(self, calls: int, input_tokens: int, output_tokens: int, cached_tokens: int, model_s: float) -> RunUsage:
+        """A new total with these added."""
+        return RunUsage(self.model_calls + calls, self.input_tokens + input_tokens, self.output_tokens + output_tokens,
+                        self.cached_tokens + cached_tokens, self.model_s + model_s)
 
 
 @dataclass
 class GuardState:
-    """Everything the controller needs to resume a run, read by attribute; every field has its default here.
+    """Everything the controller needs to resume a run, read by attribute as typed objects; every field has its default here.
 
-    Values are JSON-friendly, so every checkpointer (SQLite, Postgres, memory) stores them without
+    Checkpoints hold it as JSON, so every checkpointer (SQLite, Postgres, memory) stores it without
     registering types: numbers as exact text (``"-12"``, ``"7/2"``), the deviation as the dump of
-    :class:`stepguard.verify.Deviation` (read back by :attr:`deviation_model`), events as dumps of
-    :class:`stepguard.guard.DeviationEvent`. Nodes return partial updates as dicts of these fields.
+    :class:`stepguard.verify.Deviation`, the stop reason and usage as :meth:`Stop.as_json` and
+    :meth:`RunUsage.as_json`, events as dumps of :class:`stepguard.guard.DeviationEvent`. Nodes
+    return partial updates as dicts of these fields (typed objects are written as their JSON by the
+    graph); reading a state turns them back into typed objects (:meth:`__post_init__`).
     """
 
+    shape: int = STATE_SHAPE
+    """The checkpoint shape this state was written in (:data:`STATE_SHAPE`)."""
     cursor: int = 0
     """0-based index of the next uncommitted step."""
     values: dict[str, str] = field(default_factory=dict)
@@ -71,37 +169,94 @@ class GuardState:
     added to the deviation's detail; ``None`` otherwise."""
     verified: list[list[str]] = field(default_factory=list)
     """``[[var, value text], ...]``: the verified prefix of the last reply."""
-    deviation: dict[str, Any] | None = None
-    """The first deviation of the last reply, ``Deviation.model_dump()``."""
+    deviation: Deviation | None = None
+    """The first deviation of the last reply."""
     model_value: str | None = None
     """What the model wrote for the deviating step."""
     kept_value: list[str] | None = None
     """``[var, value text]``: the last value the model wrote for a deviating step on any try, so a
     ``flag`` after a try that gave none (a derived rung that stopped at a wrong sub-step) still
     keeps the model's value rather than ending the run."""
-    events: Annotated[list[dict[str, Any]], operator.add] = field(default_factory=list)
-    """``DeviationEvent`` dumps, appended by every node that reports one."""
-    usage: dict[str, float] = field(default_factory=dict)
-    """Model calls, tokens, model seconds; ``finished_at`` once the run finished."""
+    events: Annotated[list[DeviationEvent], operator.add] = field(default_factory=list)
+    """Every deviation seen and what was done, appended by every node that reports one."""
+    usage: RunUsage = field(default_factory=RunUsage)
+    """Model calls, tokens, model seconds."""
+    finished_at: float | None = None
+    """When the run finished (Unix time), ``None`` while it has not."""
     reprompts: int = 0
     """Re-prompts in the whole run."""
-    stop: str | None = None
-    """Why the run stopped early: ``raise``, ``budget:<name>``, ``unrepairable``; ``None``."""
+    stop: Stop | None = None
+    """Why the run stopped early, or ``None``."""
     spent: str | None = None
     """The budget found spent (``tokens``, ``wall_time``, ``reprompts_per_step``, ...), else ``None``."""
     identity: dict[str, Any] = field(default_factory=dict)
     """What decides the result (:func:`stepguard.guard.run_identity`); checked on resume."""
 
+    def __post_init__(self) -> None:
+        """Read the JSON fields as typed objects (a checkpoint's channels hold their JSON).
+
+        Raises:
+            CheckpointError: a field that does not read as what this version writes.
+        """
+        try:
+            if isinstance(self.deviation, Mapping):
+                self.deviation = Deviation.model_validate(dict(self.deviation))
+            self.events = [e if isinstance(e, DeviationEvent) else _event_of(e) for e in self.events]
+        except ValueError as exc:  # pydantic's ValidationError
+            raise CheckpointError(f"a checkpoint's deviation does not read as one: {str(exc).splitlines()[0]}") from None
+        self.stop = Stop.read(self.stop)
+        self.usage = RunUsage.read(self.usage)
+
     @property
     def deviation_model(self) -> Deviation | None:
-        """The pending deviation as the one deviation type, :class:`stepguard.verify.Deviation`."""
-        return Deviation.model_validate(self.deviation) if self.deviation else None
+        """The pending deviation (kept for callers of the shape-1 state: :attr:`deviation` is typed now)."""
+        return self.deviation
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> GuardState:
-        """A state from a checkpoint's or a finished run's channel values (unknown keys ignored)."""
+        """A state from a checkpoint's or a finished run's channel values (unknown keys ignored).
+
+        A shape-1 checkpoint (no ``shape``) is read by moving ``usage.finished_at`` to
+        :attr:`finished_at` and its stop text to a :class:`Stop`.
+
+        Raises:
+            CheckpointError: a shape newer than :data:`STATE_SHAPE`, or a field that does not read.
+        """
+        shape = values.get("shape", 1)
+        if not isinstance(shape, int) or isinstance(shape, bool) or not 1 <= shape <= STATE_SHAPE:
+            raise CheckpointError(f"the checkpoint's state has shape {shape!r}; this version of stepguard reads shapes 1 to {STATE_SHAPE}")
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in names})
+        kept = {k: v for k, v in values.items() if k in names}
+        if shape == 1:
+            usage = dict(kept.get("usage") or {})
+            if "finished_at" in usage:
+                kept["finished_at"] = usage.pop("finished_at")
+            kept["usage"], kept["shape"] = usage, STATE_SHAPE
+        return cls(**kept)
+
+    def channels(self) -> dict[str, Any]:
+        """The state as a checkpoint holds it (JSON-friendly), ``events`` left out (they accumulate in their channel)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "events"}
+        return json_update(out)
+
+
+def _event_of(data: Any) -> DeviationEvent:
+    return DeviationEvent(**{k: v for k, v in dict(data).items() if k in DeviationEvent.model_fields})
+
+
+def json_update(update: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's update with its typed values as their checkpoint JSON (a pydantic model's dump,
+    :class:`Stop` and :class:`RunUsage` as their ``as_json``)."""
+    out: dict[str, Any] = {}
+    for key, value in update.items():
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        elif isinstance(value, (Stop, RunUsage)):
+            value = value.as_json()
+        elif key == "events":
+            value = [e.model_dump() if isinstance(e, BaseModel) else e for e in value]
+        out[key] = value
+    return out
 
 
 @dataclass
