@@ -34,7 +34,7 @@ import yaml
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, format_number
-from stepguard.procedure import LoadLimits, Procedure, Step, load_procedure
+from stepguard.procedure import LoadLimits, Procedure, Step, load_procedure, round_to_scale
 
 __all__ = ["INPUTS_SUFFIXES", "PROCEDURE_SUFFIXES", "ProcedureCase", "inputs_file", "is_suite", "load_suite", "suite_files", "suite_sha256"]
 
@@ -113,8 +113,9 @@ def _typed(value: Number | str, step: Step) -> Any:
     if isinstance(value, (str, bool)) or type(value) is int and step.scale is None:
         return value
     frac = Fraction(value)
-    if step.scale is not None:
-        return (Decimal(frac.numerator) / Decimal(frac.denominator)).quantize(Decimal(1).scaleb(-step.scale))
+    if step.scale is not None:  # in integers, then written out: a Decimal context (28 digits) would round it again
+        units = Fraction(round_to_scale(frac, step.scale, step.rounding)) * 10**step.scale
+        return Decimal(f"{units.numerator}E-{step.scale}")
     if frac.denominator == 1:
         return frac.numerator
     text = format_number(frac)
