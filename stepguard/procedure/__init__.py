@@ -1,5 +1,7 @@
-"""Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema."""
+"""Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema;
+input values read strictly from a file (:func:`load_inputs_file`)."""
 
+from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
 from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ToolArg, ValueType
 from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
@@ -14,7 +16,9 @@ __all__ = [
     "ValueType",
     "apply_scale",
     "coerce_value",
+    "load_inputs_file",
     "load_procedure",
+    "parse_inputs_text",
     "parse_procedure",
     "procedure_json_schema",
     "round_to_scale",

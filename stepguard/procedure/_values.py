@@ -29,9 +29,14 @@ def coerce_value(value: Any, type_: str, where: str) -> Number | str:
         ProcedureError: the value does not fit the type (floats are refused as inexact unless integral).
     """
     try:
+        if value is None:
+            raise ProcedureError("no value (null): give the input a value", where)
         if type_ in ("string", "one_of"):
             if not isinstance(value, str):
-                raise ProcedureError(f"expected a string, got {type(value).__name__}", where)
+                written = ("true" if value else "false") if isinstance(value, bool) else str(value)
+                kind = "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, (int, float, Decimal, Fraction)) else type(value).__name__
+                raise ProcedureError(f"expected text, got {kind} {written[:40]}: in an inputs file, quote it (\"{written[:40]}\") to give text",
+                                     where)
             return value
         if type_ == "boolean":
             if isinstance(value, bool):
