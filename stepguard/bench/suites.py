@@ -3,15 +3,17 @@
 A **suite** is one procedure file (``payroll.yaml``) or a folder of them
 (``benchmarks/production/``). Beside each procedure file ``NAME.yaml`` (or ``.yml``, ``.json``)
 lies its **input sets** file ``NAME.inputs.yaml`` (or ``.inputs.yml``, ``.inputs.json``): a list
-of input sets, each a mapping with ``inputs`` (the procedure's inputs, decimals best written as
-strings: ``"19.99"``) and an optional ``id``::
+of input sets, each a mapping with ``inputs`` (the procedure's inputs) and an optional ``id``::
 
     - {id: small-order, inputs: {quantity: 3, unit_price: "19.99", vat_rate: "0.20"}}
     - inputs: {quantity: 25, unit_price: "22.05", vat_rate: "0.21"}     # id "set-2"
 
 Each (procedure, input set) becomes one :class:`ProcedureCase` with the stable id
 ``"<file stem>/<set id>"`` (``invoice/small-order``; an input set without an id is ``set-<k>``,
-its 1-based position). The expected value of every step comes from
+its 1-based position). The file is read by :func:`stepguard.procedure.load_inputs_file`, so a
+value arrives as written: ``19.99`` and ``"19.99"`` are both exactly 19.99, ``010`` and ``0x1F`` are
+refused (YAML 1.1 reads ``010`` as 8), ``1:30`` and ``2024-03-05`` are text, and a key given twice
+is refused with its line. The expected value of every step comes from
 :meth:`~stepguard.procedure.Procedure.expected_values` (exact, rounded per ``scale`` and
 ``rounding``), so every step needs an ``expr`` or an expected-value ``check``: a step with only a
 predicate has no value to score against, and the suite refuses it.
@@ -30,11 +32,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, format_number
-from stepguard.procedure import LoadLimits, Procedure, Step, load_procedure
+from stepguard.procedure import LoadLimits, Procedure, Step, load_inputs_file, load_procedure, round_to_scale
 
 __all__ = ["INPUTS_SUFFIXES", "PROCEDURE_SUFFIXES", "ProcedureCase", "inputs_file", "is_suite", "load_suite", "suite_files", "suite_sha256"]
 
@@ -42,12 +42,11 @@ PROCEDURE_SUFFIXES: tuple[str, ...] = (".yaml", ".yml", ".json")
 """File endings of procedure files (instances files, ``.jsonl``, are not suites)."""
 
 INPUTS_SUFFIXES: tuple[str, ...] = (".inputs.yaml", ".inputs.yml", ".inputs.json")
-"""File endings of input-sets files, looked for in this order beside ``NAME.yaml``."""
+"""File endings of input-sets files beside ``NAME.yaml``; a procedure may have only one."""
 
 MAX_INPUT_SETS = 10_000
 """Most input sets read from one file."""
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SET_KEYS = frozenset({"id", "inputs"})
 
 
@@ -113,8 +112,9 @@ def _typed(value: Number | str, step: Step) -> Any:
     if isinstance(value, (str, bool)) or type(value) is int and step.scale is None:
         return value
     frac = Fraction(value)
-    if step.scale is not None:
-        return (Decimal(frac.numerator) / Decimal(frac.denominator)).quantize(Decimal(1).scaleb(-step.scale))
+    if step.scale is not None:  # in integers, then written out: a Decimal context (28 digits) would round it again
+        units = Fraction(round_to_scale(frac, step.scale, step.rounding)) * 10**step.scale
+        return Decimal(f"{units.numerator}E-{step.scale}")
     if frac.denominator == 1:
         return frac.numerator
     text = format_number(frac)
@@ -132,14 +132,19 @@ def _is_inputs_file(p: Path) -> bool:
 
 
 def inputs_file(procedure_file: str | Path) -> Path | None:
-    """The input-sets file beside ``procedure_file`` (``payroll.yaml`` -> ``payroll.inputs.yaml``), or ``None``."""
+    """The input-sets file beside ``procedure_file`` (``payroll.yaml`` -> ``payroll.inputs.yaml``), or ``None``.
+
+    Raises:
+        ProcedureError: more than one is there (``payroll.inputs.yaml`` and ``payroll.inputs.json``),
+            naming each.
+    """
     p = Path(procedure_file)
     stem = p.name[: -len(p.suffix)] if p.suffix else p.name
-    for suffix in INPUTS_SUFFIXES:
-        candidate = p.with_name(stem + suffix)
-        if candidate.is_file():
-            return candidate
-    return None
+    found = [c for c in (p.with_name(stem + suffix) for suffix in INPUTS_SUFFIXES) if c.is_file()]
+    if len(found) > 1:  # reading one would ignore the other without a word
+        raise ProcedureError(f"{len(found)} input-sets files for one procedure: {', '.join(f.name for f in found)}; keep one",
+                             str(p))
+    return found[0] if found else None
 
 
 def suite_files(path: str | Path) -> list[tuple[Path, Path]]:
@@ -195,24 +200,13 @@ def suite_sha256(path: str | Path) -> str:
 
 
 def _read_sets(path: Path, limits: LoadLimits) -> list[Any]:
-    """The parsed list of an input-sets file (YAML or JSON; no aliases, size-capped)."""
+    """The parsed list of an input-sets file, read by the strict inputs loader
+    (:func:`stepguard.procedure.load_inputs_file`: YAML 1.2 core scalars, exact numbers, no
+    duplicate keys, no aliases, size-capped)."""
+    data = load_inputs_file(path, limits)
     where = str(path)
-    try:
-        if path.stat().st_size > limits.max_bytes:
-            raise ProcedureError(f"larger than {limits.max_bytes} bytes", where)
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProcedureError(f"cannot read: {exc.strerror}", where) from None
-    except UnicodeDecodeError:
-        raise ProcedureError("not UTF-8 text", where) from None
-    try:
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_Loader)):
-            raise ProcedureError("YAML aliases are not accepted", where)
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader, aliases refused above
-    except (yaml.YAMLError, ValueError, OverflowError) as exc:
-        raise ProcedureError(f"not valid YAML or JSON: {exc}", where) from None
     if not isinstance(data, list) or not data:
-        got = "an empty list" if data == [] else type(data).__name__
+        got = "an empty list" if data == [] else "nothing" if data is None else type(data).__name__
         raise ProcedureError(f"expected a non-empty list of input sets ('- {{id: ..., inputs: {{...}}}}'), got {got}", where)
     if len(data) > MAX_INPUT_SETS:
         raise ProcedureError(f"more than {MAX_INPUT_SETS} input sets", where)
@@ -231,7 +225,10 @@ def _cases_of(proc_file: Path, sets_file: Path, limits: LoadLimits) -> list[Proc
         extra = sorted(set(item) - _SET_KEYS)
         if extra:
             raise ProcedureError(f"unknown keys {extra} (allowed: id, inputs)", where)
-        set_id = str(item.get("id", f"set-{k + 1}"))
+        raw_id = item.get("id", f"set-{k + 1}")
+        if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):  # 1.50 or true would become "1.50", "True"
+            raise ProcedureError(f"an input set's id is text or a whole number, got {raw_id!r}", where)
+        set_id = str(raw_id)
         if not set_id or set_id in seen:
             raise ProcedureError(f"input set id {set_id!r} is empty or used twice", where)
         seen.add(set_id)

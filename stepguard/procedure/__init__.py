@@ -1,6 +1,8 @@
-"""Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema."""
+"""Procedures: declared inputs and ordered steps; loading and saving YAML and JSON; the JSON Schema;
+input values read strictly from a file (:func:`load_inputs_file`)."""
 
 from stepguard.procedure._format import format_value, json_text
+from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
 from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType
 from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
@@ -16,7 +18,9 @@ __all__ = [
     "coerce_value",
     "format_value",
     "json_text",
+    "load_inputs_file",
     "load_procedure",
+    "parse_inputs_text",
     "parse_procedure",
     "procedure_json_schema",
     "round_to_scale",

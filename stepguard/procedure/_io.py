@@ -36,16 +36,17 @@ class LoadLimits(NamedTuple):
     the paper's longest procedures have 95). ``Procedure`` itself allows up to 100,000 when built in code."""
 
 
-def _check_yaml_events(text: str, limits: LoadLimits, where: str) -> None:
+def check_yaml_events(text: str, limits: LoadLimits, where: str, what: str = "procedure files") -> None:
     """One pass over the YAML events, before anything is built: refuse aliases, nesting deeper than
-    ``max_depth``, duplicate mapping keys and a top-level ``steps`` list longer than ``max_steps``."""
+    ``max_depth``, duplicate mapping keys (naming the line) and a top-level ``steps`` list longer than
+    ``max_steps``. ``what`` names the files in the alias message; inputs files read it too."""
     # one entry per open collection: [keys seen, expecting a key?, is the top-level steps list, item count]
     stack: list[list[Any]] = []
     next_is_steps = False
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, yaml.AliasEvent):
-                raise ProcedureError("YAML aliases (*name) are not allowed in procedure files", where)
+                raise ProcedureError(f"YAML aliases (*name) are not allowed in {what}", where)
             top = stack[-1] if stack else None
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and top is not None:
                 if top[0] is not None:  # inside a mapping: this node is a key or a value
@@ -90,7 +91,7 @@ _JSON_STRING = re.compile(r'"(?:[^"\\\n]++|\\.)*+"')
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-def _json_depth(text: str, limits: LoadLimits, where: str) -> None:
+def json_depth(text: str, limits: LoadLimits, where: str) -> None:
     """Refuse JSON nested deeper than ``max_depth`` (brackets outside strings); linear-time regexes."""
     depth = 0
     for m in _BRACKET.finditer(_JSON_STRING.sub("", text)):
@@ -237,13 +238,13 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
         raise ProcedureError(f"larger than {limits.max_bytes} bytes", where)
     if fmt == "json":
         if text.count("[") + text.count("{") > limits.max_depth:  # cheap pre-test; the scan is exact
-            _json_depth(text, limits, where)
+            json_depth(text, limits, where)
         try:
             data = json.loads(text, object_pairs_hook=_no_duplicates)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, duplicate keys, ints over 4,300 digits
             raise ProcedureError(f"not valid JSON: {exc}", where) from None
     else:
-        _check_yaml_events(text, limits, where)
+        check_yaml_events(text, limits, where)
         try:
             data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader, aliases already refused
         except yaml.YAMLError as exc:

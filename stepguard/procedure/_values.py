@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -29,9 +29,14 @@ def coerce_value(value: Any, type_: str, where: str) -> Number | str:
         ProcedureError: the value does not fit the type (floats are refused as inexact unless integral).
     """
     try:
+        if value is None:
+            raise ProcedureError("no value (null): give the input a value", where)
         if type_ in ("string", "one_of"):
             if not isinstance(value, str):
-                raise ProcedureError(f"expected a string, got {type(value).__name__}", where)
+                written = ("true" if value else "false") if isinstance(value, bool) else str(value)
+                kind = "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, (int, float, Decimal, Fraction)) else type(value).__name__
+                raise ProcedureError(f"expected text, got {kind} {written[:40]}: in an inputs file, quote it (\"{written[:40]}\") to give text",
+                                     where)
             return value
         if type_ == "boolean":
             if isinstance(value, bool):
@@ -54,14 +59,35 @@ def coerce_value(value: Any, type_: str, where: str) -> Number | str:
 def round_to_scale(value: Number, scale: int, rounding: str = "ROUND_HALF_EVEN") -> Number:
     """Round an exact number to ``scale`` decimal places with ``rounding`` (HALF_EVEN or HALF_UP).
 
-    Returns an ``int`` or an exact ``Fraction`` (``Fraction(1234, 100)`` for 12.34).
+    Exact for a number of any length: the rounding is done in integers (``value * 10**scale``
+    split into a quotient and a remainder), never through a ``Decimal`` context, whose precision
+    would round a long number once before the rounding asked for (a 450-digit ``0.005...01`` at
+    400 digits became ``0.005``, then ``0.00``). ``ROUND_HALF_UP`` rounds a half away from zero
+    (``-2.5`` -> ``-3``), as :mod:`decimal` does; ``ROUND_HALF_EVEN`` to the even neighbour.
+
+    Args:
+        value: an ``int`` or ``Fraction`` (a ``Decimal`` is taken exactly too).
+        scale: the places to keep, at least 0 (a step's ``scale``).
+        rounding: ``"ROUND_HALF_EVEN"`` or ``"ROUND_HALF_UP"``.
+
+    Returns:
+        An ``int`` or an exact ``Fraction`` (``Fraction(1234, 100)`` for 12.34).
+
+    Raises:
+        ValueError: ``rounding`` is neither rule, or ``scale`` is negative.
     """
+    if rounding not in _ROUNDING:
+        raise ValueError(f"rounding must be one of {sorted(_ROUNDING)}, got {rounding!r}")
+    if type(scale) is not int or scale < 0:
+        raise ValueError(f"scale must be a whole number of places, at least 0, got {scale!r}")
     frac = Fraction(value)
-    with localcontext() as ctx:
-        ctx.prec = 400
-        dec = Decimal(frac.numerator) / Decimal(frac.denominator)
-        q = dec.quantize(Decimal(1).scaleb(-scale), rounding=_ROUNDING[rounding])
-    return normalize(Fraction(q))
+    unit = 10**scale
+    num, den = abs(frac.numerator) * unit, frac.denominator
+    whole, rest = divmod(num, den)
+    twice = 2 * rest
+    if twice > den or twice == den and (rounding == "ROUND_HALF_UP" or whole % 2 == 1):
+        whole += 1
+    return normalize(Fraction(-whole if frac < 0 else whole, unit))
 
 
 def apply_scale(value: Number | str, step: Step) -> Number | str:
