@@ -247,7 +247,7 @@ def _checked(name: str, value: Any) -> Any:
     elif name in _FLOATS and value is not None:
         value = _number(name, value)
     elif isinstance(value, Decimal):  # 5.0 in JSON: not a whole number, and shown as written
-        value = float(value) if math.isfinite(value) else value
+        value = float(value)  # 1E+400: inf, as a Python caller's float("inf") is shown
     try:
         GuardConfig(**{name: value})  # the one set of checks, on this field alone
     except (ValueError, TypeError) as exc:
