@@ -6,10 +6,15 @@ object of its body (what the ``openai`` client's ``extra_body={"stepguard": {...
     {"model": "stepguard/invoice", "messages": [...],
      "stepguard": {"inputs": {"subtotal": "120.00", "rate": 0.2}, "policy": "repair", "thread_id": "inv-42"}}
 
-Every key of the ``stepguard`` object is checked: an unknown one, or a value of the wrong type
+The ``stepguard`` object is read as the drop-in client reads ``extra_body["stepguard"]``
+(:func:`stepguard.adapters._request_fields.read_run_object`, the options by
+:class:`~stepguard.guard._options.GuardOptions`): an unknown key, or a value of the wrong type
 (``"false"`` for a boolean, ``5.0`` for an integer) or out of range (``NaN``, ``1e400``, a temperature
-over 2), is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``; so are the request's own
-``temperature``, ``seed`` and ``stream``, which a guarded run uses.
+over 2), is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``, with the client's message.
+The request's own fields follow the client's rule too
+(:func:`~stepguard.adapters._request_fields.read_request_fields`): ``temperature``, ``seed``,
+``stream`` and ``max_tokens`` read, ``top_p`` and the rest sent, ``n``, ``stop``, ``tools``,
+``logprobs``... refused, ``param`` naming the field.
 """
 
 from __future__ import annotations
