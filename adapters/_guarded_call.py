@@ -3,103 +3,55 @@
 Everything here runs before any model call; a request the guard cannot honour is refused with
 :class:`InvalidGuardedCall` naming the argument, never half-honoured.
 
-Which settings win (docs/drop-in-client.md has the table):
+Which settings win (docs/drop-in-client.md has the table), by one rule shared with the proxy
+(:mod:`stepguard.adapters._request_fields`):
 
-- ``temperature``, ``seed``: the caller's are the guard's first-try settings (``GuardConfig.temperature``
-  and ``.seed``); a ``resample`` rung uses ``resample_temperature`` and ``seed + attempt``, because a
-  retry at the same temperature and seed resends the same request.
+- ``extra_body["stepguard"]``'s options (:class:`~stepguard.guard._options.GuardOptions`, the same
+  names, parsing and messages as the CLI and the proxy) over the call's ``temperature`` and ``seed``,
+  over the client's ``GuardConfig`` (default: the defaults by procedure); a ``resample`` rung uses
+  ``resample_temperature`` and ``seed + attempt``, because a retry at the same temperature and seed
+  resends the same request.
 - ``max_tokens`` / ``max_completion_tokens``: a cap on every model call; the guard asks for less where
   its own allowance (``max_tokens_per_step`` x steps + 32, or the token budget left) is smaller.
-- ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``reasoning_effort``, ``verbosity``, ``user``,
-  ``metadata``, ``service_tier``, ``store``, ``prompt_cache_key``, ``safety_identifier``, ``extra_headers``,
-  ``extra_query``, ``timeout`` and ``extra_body``'s other keys: sent with every model call as given.
-- ``n`` other than 1, ``tools``, ``tool_choice``, ``functions``, ``function_call``, ``parallel_tool_calls``,
-  ``logprobs``, ``top_logprobs``, ``logit_bias``, ``stop``, ``audio``, ``modalities``, ``prediction``,
-  ``web_search_options`` and anything else: refused (the reply is the guard's, built from many calls).
+- ``top_p`` and the others of :data:`~stepguard.adapters._request_fields.SENT_AS_GIVEN`,
+  ``extra_headers``, ``extra_query``, ``timeout`` and ``extra_body``'s other keys: sent with every
+  model call as given.
+- ``n`` other than 1, ``tools``, ``stop``, ``logprobs`` and the others of
+  :data:`~stepguard.adapters._request_fields.REFUSED`, and any other argument: refused.
+- ``thread_id`` on a client without a checkpointer: refused (nothing would keep the thread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from stepguard.guard import GuardConfig
-from stepguard.guard._config import ExhaustedAction, Policy
+from stepguard.guard._options import GuardOptions, OptionError
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
 
 from ._client_errors import InvalidGuardedCall
 from ._completion import ResponseShape, response_shape
+from ._request_fields import RunObject, read_request_fields, read_run_object
 
 __all__ = ["NOT_IN_IDENTITY", "GuardedCall", "StepguardOptions", "guarded_spec", "read_call"]
 
 KEY = "stepguard"
 _WHERE = f'extra_body["{KEY}"]'
 
-_SENT_AS_GIVEN = (
-    "top_p", "frequency_penalty", "presence_penalty", "reasoning_effort", "verbosity", "user", "metadata",
-    "service_tier", "store", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
-)
-"""Sampling and bookkeeping arguments sent with every model call of the run."""
 _REQUEST_OPTIONS = ("extra_headers", "extra_query", "timeout")
 """The client's per-request options, used for every model call of the run."""
 NOT_IN_IDENTITY = frozenset({*_REQUEST_OPTIONS, "user", "metadata", "service_tier", "store", "prompt_cache_key",
                              "prompt_cache_retention", "safety_identifier"})
 """Sent arguments that do not change a reply (bookkeeping, routing, caching): left out of the run identity."""
-_READ_HERE = ("model", "messages", "temperature", "seed", "max_tokens", "max_completion_tokens",
-              "response_format", "stream", "stream_options", "extra_body", "n")
 
-
-class StepguardOptions(BaseModel):
-    """What ``extra_body["stepguard"]`` holds. Any other key is refused, named.
-
-    The guard's options override the client's ``GuardConfig`` for this call (``None``: keep it).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    procedure: str = Field(description="The name of a procedure given to GuardedOpenAI(procedures=...).")
-    inputs: dict[str, Any] = Field(default_factory=dict, description="Input values: ints, decimal strings.")
-    thread_id: str | None = Field(None, description="Checkpoint thread: the same one resumes the same work.")
-    policy: Policy | None = None
-    on_exhausted: ExhaustedAction | None = None
-    chunk_size: StrictInt | None = None
-    adaptive: StrictBool | None = None
-    ladder: list[str] | None = None
-    max_reprompts_per_step: StrictInt | None = None
-    max_reprompts_per_run: StrictInt | None = None
-    max_total_tokens: StrictInt | None = None
-    max_wall_s: StrictFloat | None = None
-    resample_temperature: StrictFloat | None = None
-    max_tokens_per_step: StrictInt | None = None
-    labels: dict[str, str] | None = Field(None, description="Labels recorded with the result (GuardConfig.extra).")
-
-    def config(self, base: GuardConfig, temperature: float | None, seed: int | None) -> GuardConfig:
-        """``base`` with this call's options, and the caller's ``temperature`` and ``seed``.
-
-        Raises:
-            InvalidGuardedCall: a value GuardConfig refuses (a negative budget, an unknown rung).
-        """
-        changes: dict[str, Any] = {
-            k: v for k, v in self.model_dump(exclude={"procedure", "inputs", "thread_id", "labels"}).items()
-            if v is not None
-        }
-        if "ladder" in changes:
-            changes["ladder"] = tuple(changes["ladder"])
-        if self.labels is not None:
-            changes["extra"] = {**base.extra, **self.labels}
-        if temperature is not None:
-            changes["temperature"] = float(temperature)
-        if seed is not None:
-            changes["seed"] = int(seed)
-        try:
-            return replace(base, **changes)
-        except ValueError as exc:
-            raise InvalidGuardedCall(str(exc), _WHERE) from None
+StepguardOptions = RunObject
+"""What ``extra_body["stepguard"]`` holds, read: ``procedure``, ``inputs``, ``thread_id`` and the
+:class:`~stepguard.guard._options.GuardOptions` (the proxy's ``stepguard`` object is read the same way)."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +59,7 @@ class GuardedCall:
     """A guarded call, read and checked: what the run needs, and how to answer."""
 
     procedure: Procedure
-    options: StepguardOptions
+    options: RunObject
     config: GuardConfig
     model: str
     context: tuple[ChatMessage, ...]
@@ -133,21 +85,17 @@ def guarded_spec(kwargs: Mapping[str, Any]) -> Any:
     return extra.get(KEY) if isinstance(extra, Mapping) else None
 
 
-def _options(raw: Any, procedures: Mapping[str, Procedure]) -> StepguardOptions:
+def _options(raw: Any, procedures: Mapping[str, Procedure]) -> RunObject:
     if not isinstance(raw, Mapping):
         raise InvalidGuardedCall(
             f'must be an object such as {{"procedure": "{next(iter(procedures), "NAME")}", "inputs": {{...}}}}, '
             f"not {type(raw).__name__} {str(raw)[:60]!r}", _WHERE)
     try:
-        options = StepguardOptions.model_validate(dict(raw))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        if err["type"] == "extra_forbidden":
-            known = ", ".join(StepguardOptions.model_fields)
-            hint = " (the caller's temperature and seed are create() arguments)" if loc in ("temperature", "seed") else ""
-            raise InvalidGuardedCall(f"unknown key {loc!r}{hint}; known keys: {known}", f"{_WHERE}.{loc}") from None
-        raise InvalidGuardedCall(f"{err['msg']} (got {str(err.get('input'))[:60]!r})", f"{_WHERE}.{loc}") from None
+        options = read_run_object(raw)
+    except OptionError as exc:
+        raise InvalidGuardedCall(str(exc), f"{_WHERE}.{exc.field}") from None
+    if options.procedure is None:
+        raise InvalidGuardedCall("name the procedure to run", f"{_WHERE}.procedure")
     if options.procedure not in procedures:
         raise InvalidGuardedCall(f"unknown procedure {options.procedure!r}; known: {', '.join(sorted(procedures)) or '(none)'}",
                                  f"{_WHERE}.procedure")
@@ -227,57 +175,45 @@ def context_of(messages: Any) -> tuple[ChatMessage, ...]:
     return tuple(out)
 
 
-def _stream_flag(value: Any) -> bool:
-    """``stream`` as given: True, False or None; ``"false"`` would stream, so it is refused."""
-    if value is not None and type(value) is not bool:
-        raise InvalidGuardedCall(f"must be True or False, not {value!r}", "stream")
-    return bool(value)
-
-
-def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None) -> GuardedCall:
+def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None,
+              *, checkpoints: bool = True) -> GuardedCall:
     """Read and check a guarded call's arguments (``extra_body["stepguard"]`` present).
 
+    The call's fields follow :mod:`stepguard.adapters._request_fields` (the proxy's rule too); the
+    options resolve as :meth:`~stepguard.guard._options.GuardOptions.resolve` says: ``base`` (else the
+    defaults by procedure), then the call's ``temperature``/``seed``, then ``extra_body["stepguard"]``'s.
+
     Raises:
-        InvalidGuardedCall: anything the guard cannot honour, named (see the module docstring).
+        InvalidGuardedCall: anything the guard cannot honour, named (see the module docstring), and a
+            ``thread_id`` when ``checkpoints`` is false (nothing would keep the thread).
     """
     args = {k: v for k, v in kwargs.items() if _given(v)}
-    options = _options(guarded_spec(args), procedures)
-    procedure = procedures[options.procedure]
-    for name in args:
-        if name not in _READ_HERE and name not in _SENT_AS_GIVEN and name not in _REQUEST_OPTIONS:
-            raise InvalidGuardedCall("is not supported in a guarded call: its reply is the guard's, built from many "
-                                     "model calls (see docs/drop-in-client.md)", name)
-    if type(args.get("n", 1)) is not int or args.get("n", 1) != 1:  # True == 1 == 1.0 to Python
-        raise InvalidGuardedCall("a guarded call gives one choice; n must be 1", "n")
-    temperature = args.get("temperature")
-    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2):
-        raise InvalidGuardedCall(f"must be a number from 0 to 2, not {temperature!r}", "temperature")
-    seed = args.get("seed")
-    if seed is not None and (type(seed) is not int or not -(2**63) <= seed < 2**63):
-        raise InvalidGuardedCall(f"must be a 64-bit whole number, not {seed!r}", "seed")
+    run = _options(guarded_spec(args), procedures)
+    procedure = procedures[run.procedure]  # type: ignore[index]  # _options checked it is named
+    try:
+        fields = read_request_fields(args, others_sent=False, own=("extra_body", *_REQUEST_OPTIONS))
+    except OptionError as exc:
+        raise InvalidGuardedCall(str(exc), exc.field) from None
     if not isinstance(args.get("model"), str):
         raise InvalidGuardedCall("the model name is required", "model")
-    caps = [(k, args[k]) for k in ("max_completion_tokens", "max_tokens") if k in args]
-    for k, v in caps:
-        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v < 2**31:
-            raise InvalidGuardedCall(f"must be a whole number of tokens from 1 to {2**31 - 1}, not {v!r}", k)
+    if run.thread_id is not None and not checkpoints:
+        from stepguard.guard._options import thread_needs_checkpointer
+
+        raise InvalidGuardedCall(str(thread_needs_checkpointer("GuardedOpenAI(..., checkpointer=...)")), f"{_WHERE}.thread_id")
     extra = {k: v for k, v in args.get("extra_body", {}).items() if k != KEY}
-    sent = {k: args[k] for k in (*_SENT_AS_GIVEN, *_REQUEST_OPTIONS) if k in args}
+    sent = {**fields.sent, **{k: args[k] for k in _REQUEST_OPTIONS if k in args}}
     if extra:
         sent["extra_body"] = extra
-    stream = _stream_flag(args.get("stream"))
-    stream_options = args.get("stream_options")
-    if stream_options is not None and not stream:
-        raise InvalidGuardedCall("is only for stream=True", "stream_options")
+    options: GuardOptions = run.options.over(fields.options)
     return GuardedCall(
         procedure=procedure,
-        options=options,
-        config=options.config(base or GuardConfig.for_procedure(procedure), args.get("temperature"), args.get("seed")),
+        options=run,
+        config=options.resolve(procedure, base=base),
         model=args["model"],
         context=context_of(args.get("messages")),
         shape=response_shape(args.get("response_format"), procedure),
-        stream=stream,
-        max_tokens=min(v for _, v in caps) if caps else None,
-        max_tokens_name=caps[0][0] if caps else "max_tokens",
+        stream=fields.stream,
+        max_tokens=fields.max_tokens,
+        max_tokens_name=fields.max_tokens_name,
         sent=sent,
     )

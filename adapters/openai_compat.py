@@ -11,9 +11,11 @@ the server.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -178,6 +180,20 @@ class OpenAICompatibleModel:
             f"OpenAICompatibleModel(spec={self.spec!r}, base_url={self.base_url!r}, "
             f"model={self.model_name!r}, provider={self.provider!r})"
         )
+
+    def sending(self, fields: Mapping[str, Any]) -> OpenAICompatibleModel:
+        """A view of this model that adds ``fields`` to every request body (``top_p``...), sharing its
+        clients and connection pools; ``identity_options`` holds them, for the run identity.
+
+        Args:
+            fields: JSON fields sent as given, over ``extra_body``'s.
+        """
+        view = copy.copy(self)
+        view.extra_body = {**(self.extra_body or {}), **fields} or None
+        view._sync_client = self._sync_client  # type: ignore[method-assign]  # the parent's pools, not new ones
+        view._async_client = self._async_client  # type: ignore[method-assign]
+        view.identity_options = dict(fields)
+        return view
 
     # -- clients ---------------------------------------------------------------------------
     def _sync_client(self) -> openai.OpenAI:

@@ -308,8 +308,8 @@ class GuardedOpenAI:
         ValueError: a procedure has a tool step whose tool is not among ``tools`` (named, with the procedure).
 
     A guarded call's ``extra_body["stepguard"]`` is ``{"procedure": NAME, "inputs": {...}}`` and
-    optionally ``"thread_id"`` (resume with a checkpointer) and GuardConfig options
-    (:class:`~stepguard.adapters._guarded_call.StepguardOptions`).
+    optionally ``"thread_id"`` (resume; needs ``checkpointer``, else refused) and the guard's options
+    (:class:`~stepguard.guard._options.GuardOptions`: the same names and checks as the CLI and the proxy).
 
     Raises (from ``create``):
         InvalidGuardedCall: a request the guard cannot honour (an unknown procedure or key,
@@ -374,7 +374,7 @@ class GuardedOpenAI:
         await self.client.__aexit__(*exc)
 
     def _read(self, kwargs: Mapping[str, Any]) -> GuardedCall:
-        return read_call(kwargs, self.procedures, self.config)
+        return read_call(kwargs, self.procedures, self.config, checkpoints=self.checkpointer is not None)
 
     def _guard(self, call: GuardedCall) -> Guard:
         model = ClientChatModel(self.client, call.model, max_tokens=call.max_tokens,

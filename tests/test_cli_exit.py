@@ -160,4 +160,4 @@ def test_an_answer_nothing_checked_is_flagged_not_verified(stub: StubServer, tmp
 def test_a_thread_id_without_a_checkpoint_file_is_a_usage_error() -> None:
     """Nothing would be kept, so the thread could never resume: said before the run, not ignored."""
     out = _run("--model", "sim:perfect", "--thread-id", "emp42")
-    assert out.exit_code == ExitCode.USAGE and "--thread-id needs --checkpoint" in out.output
+    assert out.exit_code == ExitCode.USAGE and "thread_id needs a checkpointer (--checkpoint FILE)" in out.output

@@ -218,10 +218,10 @@ def test_a_streamed_run_the_guard_stops_ends_in_an_error_event(stub: StubServer)
 
 @pytest.mark.parametrize(("options", "param", "says"), [
     ({"bogus": 1}, "stepguard.bogus", "unknown option"),
-    ({"chunk_size": "many"}, "stepguard.chunk_size", "integer"),
-    ({"policy": "pray"}, "stepguard", "policy must be"),
-    ({"ladder": ["bridge", "nope"]}, "stepguard", "unknown ladder rung 'nope'"),
-    ({"thread_id": "t"}, "stepguard.thread_id", "no checkpoints"),
+    ({"chunk_size": "many"}, "stepguard.chunk_size", "whole number"),
+    ({"policy": "pray"}, "stepguard.policy", "policy must be"),
+    ({"ladder": ["bridge", "nope"]}, "stepguard.ladder", "unknown ladder rung 'nope'"),
+    ({"thread_id": "t"}, "stepguard.thread_id", "thread_id needs a checkpointer"),
     ({"procedure": "medication"}, "stepguard.procedure", "the model names procedure 'invoice'"),
 ])
 def test_bad_options_are_400_naming_the_key(proxy: BackgroundServer, options: dict[str, Any], param: str, says: str) -> None:

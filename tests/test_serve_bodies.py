@@ -175,13 +175,13 @@ def test_an_error_no_route_answers_is_an_openai_shaped_500(stub: StubServer, mon
 
 
 @pytest.mark.parametrize(("tail", "param", "says"), [
-    (b',"temperature": NaN', "temperature", "temperature must be a finite number from 0 to 2, not NaN"),
+    (b',"temperature": NaN', "temperature", "temperature must be a finite number, not nan"),
     (b',"temperature": 1e400', "temperature", "not 1E+400"),
-    (b',"temperature": Infinity', "temperature", "not Infinity"),
+    (b',"temperature": Infinity', "temperature", "not inf"),
     (b',"temperature": -0.5', "temperature", "from 0 to 2"),
-    (b',"temperature": "0.5"', "temperature", 'not "0.5"'),
-    (b',"temperature": true', "temperature", "not true"),
-    (b',"seed": 1e400', "seed", "seed must be an integer"),
+    (b',"temperature": "0.5"', "temperature", "not '0.5'"),
+    (b',"temperature": true', "temperature", "not True"),
+    (b',"seed": 1e400', "seed", "seed must be a whole number"),
     (b',"seed": 1.5', "seed", "not 1.5"),
     (b',"seed": ' + b"9" * 30, "seed", "from -9223372036854775808 to 9223372036854775807"),
 ])
@@ -192,21 +192,21 @@ def test_the_requests_own_sampling_fields_are_checked(proxy: BackgroundServer, s
 
 
 @pytest.mark.parametrize(("key", "raw", "says"), [
-    ("temperature", b"NaN", "must be a finite number (got NaN)"),
-    ("temperature", b"1e400", "must be a finite number (got 1E+400)"),
-    ("temperature", b"3", "less than or equal to 2"),
-    ("resample_temperature", b"-Infinity", "must be a finite number (got -Infinity)"),
-    ("max_wall_s", b"1e400", "must be a finite number (got 1E+400)"),
-    ("max_wall_s", b"0", "greater than 0"),
-    ("seed", b"1e400", "valid integer"),
-    ("seed", b"99999999999999999999", "less than or equal to 9223372036854775807"),
-    ("max_tokens_per_step", b"1000000000000", "less than or equal to 2147483647"),
-    ("max_tokens_per_step", b"0", "greater than or equal to 1"),
-    ("max_total_tokens", b"12.0", "valid integer"),
-    ("chunk_size", b"true", "valid integer"),
-    ("chunk_size", b"0", "greater than or equal to 1"),
-    ("max_reprompts_per_step", b"-1", "greater than or equal to 0"),
-    ("max_reprompts_per_run", b'"3"', "valid integer"),
+    ("temperature", b"NaN", "temperature must be a finite number, not nan"),
+    ("temperature", b"1e400", "temperature must be a finite number, not 1E+400"),
+    ("temperature", b"3", "temperature must be a number from 0 to 2, not 3.0"),
+    ("resample_temperature", b"-Infinity", "resample_temperature must be a finite number, not -inf"),
+    ("max_wall_s", b"1e400", "max_wall_s must be a finite number, not 1E+400"),
+    ("max_wall_s", b"0", "max_wall_s must be positive seconds"),
+    ("seed", b"1e400", "seed must be a whole number from -9223372036854775808 to 9223372036854775807, not inf"),
+    ("seed", b"99999999999999999999", "to 9223372036854775807, not 99999999999999999999"),
+    ("max_tokens_per_step", b"1000000000000", "max_tokens_per_step must be a whole number from 1 to 2147483647"),
+    ("max_tokens_per_step", b"0", "from 1 to 2147483647, not 0"),
+    ("max_total_tokens", b"12.0", "max_total_tokens must be a whole number from 1 to 9223372036854775807, not 12.0"),
+    ("chunk_size", b"true", "chunk_size must be a whole number from 1 to 2147483647, not True"),
+    ("chunk_size", b"0", "chunk_size must be a whole number from 1 to 2147483647, not 0"),
+    ("max_reprompts_per_step", b"-1", "from 0 to 2147483647, not -1"),
+    ("max_reprompts_per_run", b'"3"', "max_reprompts_per_run must be a whole number from 0 to 2147483647, not '3'"),
 ])
 def test_numeric_options_that_are_not_finite_or_out_of_range_are_400_naming_the_option(
         proxy: BackgroundServer, stub: StubServer, key: str, raw: bytes, says: str) -> None:
@@ -243,13 +243,13 @@ def test_stream_that_is_not_a_json_boolean_is_400_not_a_stream(proxy: Background
     body = _with(GUARDED, f',"stream": {value}'.encode())
     reply = _post(proxy, body)
     assert "text/event-stream" not in reply.headers.get("content-type", "")
-    _refused(proxy, stub, body, f"stream must be true or false (a JSON boolean), not {value}", "stream")
+    _refused(proxy, stub, body, f"stream must be true or false, not {json.loads(value)!r}", "stream")
 
 
 @pytest.mark.parametrize("value", ['"false"', "0", '"yes"'])
 def test_the_adaptive_option_is_a_json_boolean(proxy: BackgroundServer, stub: StubServer, value: str) -> None:
     body = json.dumps(GUARDED).encode()[:-2] + f',"adaptive": {value}}}}}'.encode()
-    _refused(proxy, stub, body, "valid boolean", "stepguard.adaptive")
+    _refused(proxy, stub, body, f"adaptive must be true or false, not {json.loads(value)!r}", "stepguard.adaptive")
 
 
 def test_stream_null_or_false_answers_whole_and_true_streams(proxy: BackgroundServer) -> None:

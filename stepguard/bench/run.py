@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.bench.suites import ProcedureCase
     from stepguard.guard import GuardConfig, GuardObserver
+    from stepguard.guard._options import GuardOptions
     from stepguard.procedure import Procedure
 
-__all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "check_selection", "describe_model", "parse_configs",
+__all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "check_selection", "resolve_guard_config", "describe_model", "parse_configs",
            "raw_max_tokens", "run_benchmark"]
 
 Mode = Literal["raw", "guarded"]
@@ -173,7 +174,7 @@ async def arun_benchmark(
     limit: int | None = None,
     configs: str | Iterable[tuple[int, int]] | None = None,
     concurrency: int = 4,
-    guard_config: GuardConfig | None = None,
+    guard_config: GuardConfig | GuardOptions | None = None,
     raw_tokens_per_step: int = RAW_TOKENS_PER_STEP,
     progress: bool = True,
     max_consecutive_errors: int = 10,
@@ -186,12 +187,10 @@ async def arun_benchmark(
         raise ValueError(f"mode must be 'raw' or 'guarded', not {mode!r}")
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    if mode == "guarded" and guard_config is None:
-        from stepguard.guard import GuardConfig, GuardObserver
-
-        guard_config = GuardConfig(**GUARDED_DEFAULTS)
     wanted = parse_configs(configs)
     make, inst_meta = instance_source(instances)
+    if mode == "guarded":
+        guard_config = resolve_guard_config(guard_config, _run_procedures(make, inst_meta, instances))
     _check_selection(make, inst_meta["file"] if inst_meta["file"] is not None or isinstance(instances, Sequence) else False,
                      wanted, limit)  # before the store is created or opened
     t0 = time.perf_counter()
@@ -242,6 +241,31 @@ async def arun_benchmark(
         summary.wall_s = time.perf_counter() - t0
     summary.selected = summary.skipped + summary.written + summary.errors
     return summary
+
+
+def resolve_guard_config(given: GuardConfig | GuardOptions | None, procedures: list[Procedure] | None) -> GuardConfig:
+    """Guarded mode's configuration: ``given`` when a :class:`~stepguard.guard.GuardConfig`, else the
+    options (none: all defaults) resolved as every way in resolves them
+    (:meth:`~stepguard.guard._options.GuardOptions.resolve`): the defaults by procedure of
+    ``procedures`` (a suite's; ``None`` for generated integer sums), then :data:`GUARDED_DEFAULTS`."""
+    from stepguard.guard import GuardConfig
+    from stepguard.guard._options import GuardOptions
+
+    if isinstance(given, GuardConfig):
+        return given
+    return (given or GuardOptions()).resolve(procedures, defaults=GUARDED_DEFAULTS)
+
+
+def _run_procedures(make: Any, inst_meta: dict[str, Any], instances: Any) -> list[Procedure] | None:
+    """The procedures of a suite or of a sequence of cases (one configuration serves them all);
+    ``None`` for generated instances (integer sums by construction) and one-shot iterables (not walked)."""
+    from stepguard.bench.suites import ProcedureCase
+
+    if inst_meta["file"] is not None and not is_suite(inst_meta["file"]):
+        return None
+    if inst_meta["file"] is None and not isinstance(instances, Sequence):
+        return None
+    return [case.procedure for case in make() if isinstance(case, ProcedureCase)] or None
 
 
 def check_selection(instances: str | Path | Sequence[Instance | ProcedureCase], configs: str | None, limit: int | None) -> None:
@@ -303,7 +327,7 @@ def run_benchmark(
     limit: int | None = None,
     configs: str | Iterable[tuple[int, int]] | None = None,
     concurrency: int = 4,
-    guard_config: GuardConfig | None = None,
+    guard_config: GuardConfig | GuardOptions | None = None,
     raw_tokens_per_step: int = RAW_TOKENS_PER_STEP,
     progress: bool = True,
     max_consecutive_errors: int = 10,
@@ -326,7 +350,11 @@ def run_benchmark(
         limit: at most this many instances per configuration (steps, look-back), in file order.
         configs: only these configurations: ``"95x7,23x2"`` or ``[(95, 7), (23, 2)]``.
         concurrency: instances in flight at once.
-        guard_config: guarded mode's config; default ``GuardConfig(**GUARDED_DEFAULTS)`` (:data:`GUARDED_DEFAULTS`).
+        guard_config: guarded mode's configuration, whole; or :class:`~stepguard.guard._options.GuardOptions`
+            (none: all defaults) resolved as the CLI, the drop-in client and the proxy resolve them: the
+            defaults by procedure of a suite's procedures (one configuration for the run: a suite mixing
+            integer sums and others gets the production settings), then :data:`GUARDED_DEFAULTS`
+            (:func:`resolve_guard_config`).
         raw_tokens_per_step: raw mode's token allowance per step (:data:`RAW_TOKENS_PER_STEP`).
         progress: show a tqdm bar (rate and ETA) on stderr.
         max_consecutive_errors: stop after this many model errors in a row (a dead endpoint).

@@ -6,8 +6,9 @@ read when the command is used (:mod:`stepguard.cli._deferred`), so the command l
 from the library. The one exception is the benchmark's ``--on-exhausted``, whose default is
 :data:`stepguard.bench.run.GUARDED_DEFAULTS`, the same one ``run_benchmark`` uses.
 
-A command declares ``chunk_size: ChunkSize = None`` and so on, and calls :func:`build_guard_config`
-with them; ``None`` means "the default".
+A command declares ``chunk_size: ChunkSize = None`` and so on, and calls :func:`guard_options` (or
+:func:`build_guard_config`) with them; ``None`` means "the default". The values are read and checked
+by :class:`stepguard.guard._options.GuardOptions`, as the drop-in client's and the proxy's are.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from stepguard.cli._exit import ExitCode, fail
 
 if TYPE_CHECKING:
     from stepguard.guard import GuardConfig
+    from stepguard.guard._options import GuardOptions
 
 __all__ = [
     "Adaptive",
@@ -36,6 +38,7 @@ __all__ = [
     "PolicyOption",
     "build_guard_config",
     "guard_option_defaults",
+    "guard_options",
 ]
 
 # noqa: UP007 throughout: typer reads Optional[X] from the annotation at run time
@@ -66,36 +69,53 @@ GUARD_FIELDS: dict[str, str] = {
 """Each guard option's parameter name and the :class:`~stepguard.guard.GuardConfig` field it sets."""
 
 
-def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None = None, policy: str | None = None,
-                       on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
-                       max_total_tokens: int | None = None, max_wall_s: float | None = None,
-                       inline_known: bool | None = None, defaults: Mapping[str, Any] | None = None) -> GuardConfig:
-    """The :class:`~stepguard.guard.GuardConfig` the guard options ask for.
+def guard_options(*, chunk_size: int | None = None, adaptive: bool | None = None, policy: str | None = None,
+                  on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
+                  max_total_tokens: int | None = None, max_wall_s: float | None = None,
+                  inline_known: bool | None = None) -> GuardOptions:
+    """The :class:`~stepguard.guard._options.GuardOptions` the guard flags ask for (``None``: not given).
 
-    Args:
-        chunk_size, adaptive, policy, on_exhausted, max_reprompts, ladder, max_total_tokens, max_wall_s, inline_known:
-            the options' values; ``None`` leaves the field at ``defaults``' value, else at GuardConfig's.
-            ``ladder`` is comma-separated rung names.
-        defaults: GuardConfig fields a command sets differently (the benchmark's ``on_exhausted``).
+    The flags are the options' names with dashes (``--max-reprompts`` sets ``max_reprompts_per_step``);
+    ``ladder`` is comma-separated rung names, read as every way in reads it.
 
     Raises:
-        typer.Exit: a value GuardConfig rejects (an unknown policy or rung, a chunk size of 0):
-            the message is printed and the exit code is 2, a usage error.
+        typer.Exit: a value the options refuse (an unknown policy or rung, a chunk size of 0): the
+            message, naming the option, is printed and the exit code is 2, a usage error.
     """
-    from stepguard.guard import GuardConfig
+    from stepguard.guard._options import GuardOptions, OptionError
 
     given = {"chunk_size": chunk_size, "adaptive": adaptive, "policy": policy, "on_exhausted": on_exhausted,
              "max_reprompts": max_reprompts, "ladder": ladder, "max_total_tokens": max_total_tokens, "max_wall_s": max_wall_s,
              "inline_known": inline_known}
-    fields: dict[str, Any] = dict(defaults or {})
-    for name, value in given.items():
-        if value is not None:
-            fields[GUARD_FIELDS[name]] = value
-    if isinstance(fields.get("ladder"), str):
-        fields["ladder"] = tuple(r.strip() for r in fields["ladder"].split(",") if r.strip())
     try:
-        return GuardConfig(**fields)
-    except ValueError as exc:  # an option's value: a usage error, like typer's own
+        return GuardOptions.parse({GUARD_FIELDS[name]: value for name, value in given.items()})
+    except OptionError as exc:  # an option's value: a usage error, like typer's own
+        raise fail(exc, ExitCode.USAGE) from None
+
+
+def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None = None, policy: str | None = None,
+                       on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
+                       max_total_tokens: int | None = None, max_wall_s: float | None = None,
+                       inline_known: bool | None = None, defaults: Mapping[str, Any] | None = None,
+                       procedures: Any = None) -> GuardConfig:
+    """The :class:`~stepguard.guard.GuardConfig` the guard flags ask for, resolved as every way in
+    resolves options (:meth:`~stepguard.guard._options.GuardOptions.resolve`).
+
+    Args:
+        chunk_size, adaptive, policy, on_exhausted, max_reprompts, ladder, max_total_tokens, max_wall_s, inline_known:
+            the flags' values (:func:`guard_options`).
+        defaults: GuardConfig fields a command sets differently (the benchmark's ``on_exhausted``).
+        procedures: the procedure(s) run, for the defaults by procedure (``None``: none).
+
+    Raises:
+        typer.Exit: a value refused: the message is printed and the exit code is 2, a usage error.
+    """
+    options = guard_options(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
+                            max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
+                            max_wall_s=max_wall_s, inline_known=inline_known)
+    try:
+        return options.resolve(procedures, defaults=defaults)
+    except ValueError as exc:
         raise fail(exc, ExitCode.USAGE) from None
 
 
@@ -123,7 +143,7 @@ def guard_option_defaults(defaults: Mapping[str, Any] | None = None) -> Deferred
 
 
 BY_PROCEDURE = ("chunk_size", "ladder", "inline_known")
-"""Options whose default depends on the procedure (:meth:`stepguard.guard.GuardConfig.for_procedure`)."""
+"""Options whose default depends on the procedure (:data:`stepguard.guard._options.BY_PROCEDURE`, in the flags' order)."""
 
 
 def by_procedure_notes(notes: Mapping[str, str], where: str = "") -> dict[str, str]:

@@ -31,6 +31,7 @@ from stepguard.cli._guard_options import (
     build_guard_config,
     by_procedure_notes,
     guard_option_defaults,
+    guard_options,
 )
 from stepguard.cli._open_model import ModelSpec, Timeout, open_model, with_local_hint
 from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
@@ -85,26 +86,19 @@ def _run_defaults() -> Deferred:
                     by_procedure_notes(guard.notes, "For procedure files (not generated instances): "))
 
 
-def _suite_defaults(instances: Path) -> dict[str, Any]:
-    """GuardConfig fields a suite of procedure files sets: the production settings
-    (:meth:`GuardConfig.for_procedure`) where any of its procedures is beyond integer sums, else none.
-
-    One configuration serves a run; a suite that mixes both kinds gets the production settings
-    (their ``split`` rung asks an integer sum through ``bridge`` and ``decompose`` too), and a note says so.
-    """
+def _mixed_suite_note(instances: Path) -> None:
+    """Say so when a suite mixes integer sums with other procedures: one configuration serves the
+    run, the one for the other procedures (:func:`stepguard.guard._options.procedure_defaults`)."""
     from stepguard.bench.suites import is_suite, load_suite
-    from stepguard.guard._config import PRODUCTION_SETTINGS, beyond_integer_sums
+    from stepguard.guard._config import beyond_integer_sums
 
     if not is_suite(instances):
-        return {}
+        return
     kinds = {c.procedure.name: beyond_integer_sums(c.procedure) for c in load_suite(instances)}
-    if not any(kinds.values()):
-        return {}
     sums = sorted(name for name, beyond in kinds.items() if not beyond)
-    if sums:
+    if sums and any(kinds.values()):
         typer.echo(f"note: {', '.join(sums)} {'is' if len(sums) == 1 else 'are'} integer sums; the run uses one "
                    "configuration, the one for the other procedures (docs/policies.md#defaults-by-procedure)", err=True)
-    return {k: v for k, v in PRODUCTION_SETTINGS.items() if k in BY_PROCEDURE}
 
 
 def run_command(
@@ -135,7 +129,7 @@ def run_command(
     The guard options (--policy to --max-wall-s) apply to --mode guarded, and so do --otel and
     --trace-file: one trace per instance (raw mode makes no spans).
     """
-    from stepguard.bench.run import GUARDED_DEFAULTS, RAW_TOKENS_PER_STEP, check_selection, run_benchmark
+    from stepguard.bench.run import RAW_TOKENS_PER_STEP, check_selection, run_benchmark
 
     if mode not in ("raw", "guarded"):
         raise _fail(f"--mode must be raw or guarded, not {mode!r}")
@@ -145,15 +139,15 @@ def run_command(
         check_selection(instances, configs, limit)
     except (StepguardError, ValueError) as exc:
         raise _fail(exc) from None
-    try:
-        chosen = any(v is None for v in (chunk_size, ladder, inline_known))  # else every by-procedure option is given
-        defaults = {**GUARDED_DEFAULTS, **(_suite_defaults(instances) if chosen else {})} if mode == "guarded" else {}
-    except (StepguardError, ValueError) as exc:  # a suite that cannot load: as run_benchmark would say it
-        raise _fail(exc) from None
-    config = build_guard_config(
+    options = guard_options(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, defaults=defaults,
-    ) if mode == "guarded" else None
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known,
+    ) if mode == "guarded" else None  # resolved by run_benchmark, as from Python: defaults by procedure, then the benchmark's
+    if mode == "guarded" and any(v is None for v in (chunk_size, ladder, inline_known)):
+        try:
+            _mixed_suite_note(instances)
+        except (StepguardError, ValueError) as exc:  # a suite that cannot load: as run_benchmark would say it
+            raise _fail(exc) from None
     if mode == "raw" and (otel or trace_file is not None):
         typer.echo("note: --otel and --trace-file trace guarded runs; raw mode makes no spans", err=True)
     with traced(otel and mode == "guarded", trace_file if mode == "guarded" else None) as observer, \
@@ -162,7 +156,7 @@ def run_command(
             typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
         summary = _run_guarded(lambda: run_benchmark(
             instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
-            guard_config=config, raw_tokens_per_step=RAW_TOKENS_PER_STEP if raw_tokens is None else raw_tokens,
+            guard_config=options, raw_tokens_per_step=RAW_TOKENS_PER_STEP if raw_tokens is None else raw_tokens,
             progress=progress, observer=observer))
     for torn in summary.torn:
         typer.echo(f"note: {torn}", err=True)

@@ -142,7 +142,9 @@ def run_command(
     from stepguard.procedure import load_procedure
 
     if thread_id is not None and checkpoint is None:  # nothing would be kept: the thread could never resume
-        raise fail("--thread-id needs --checkpoint FILE (the SQLite file the thread is kept in)", ExitCode.USAGE)
+        from stepguard.guard._options import thread_needs_checkpointer
+
+        raise fail(thread_needs_checkpointer("--checkpoint FILE"), ExitCode.USAGE)
     try:
         with traced(otel, trace_file) as observer:
             if show_prompts:
@@ -153,7 +155,7 @@ def run_command(
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                                         max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                        max_wall_s=max_wall_s, inline_known=inline_known, defaults=_procedure_defaults(proc))
+                                        max_wall_s=max_wall_s, inline_known=inline_known, procedures=proc)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
@@ -173,14 +175,6 @@ def run_command(
 def register(app: typer.Typer) -> None:
     """Add ``run`` (:func:`run_command`) to ``app``, its guard options' defaults read from GuardConfig."""
     app.command("run", cls=deferred_defaults(_run_option_defaults))(run_command)
-
-
-def _procedure_defaults(proc: Any) -> dict[str, Any]:
-    """The GuardConfig fields the procedure's kind of steps sets (the production settings beyond integer sums)."""
-    from stepguard.guard import GuardConfig
-
-    chosen = GuardConfig.for_procedure(proc)
-    return {name: getattr(chosen, name) for name in BY_PROCEDURE}
 
 
 def _run_option_defaults() -> Deferred:

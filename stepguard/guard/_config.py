@@ -74,8 +74,9 @@ class GuardConfig:
     """How a :class:`stepguard.guard.Guard` executes a procedure.
 
     Every number here is a parameter. The defaults of ``chunk_size``, ``ladder`` and
-    ``max_reprompts_per_step`` were chosen from measurements on the embedded model; the figures
-    and their dates are in ``docs/policies.md`` ("Why these defaults") and ``docs/fidelity.md``.
+    ``max_reprompts_per_step`` were chosen from measurements on the embedded model: the figures are
+    in ``docs/policies.md`` ("Why these defaults") and ``docs/fidelity.md``. A caller sets them per
+    run through :class:`stepguard.guard._options.GuardOptions` (the CLI, the drop-in client, the proxy).
 
     Raises:
         ValueError: a field out of range or an unknown policy, action or rung (names the field).
@@ -114,8 +115,7 @@ class GuardConfig:
     inline_known: bool = False
     """Write the values a step reads into its line (``t3 = 0.05 if False else 0``) instead of
     listing them as known values: the ``chain`` rung's nested runs, one sub-step a call, ask so
-    (the embedded model chose the branch of a conditional over a literal boolean in 6 of 6 probes,
-    over a comparison written inline in 2 of 6: docs/production.md)."""
+    (why, measured: docs/production.md)."""
     max_tokens_per_step: int = 48
     """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
     prompt_dir: Path | None = None
@@ -134,8 +134,9 @@ class GuardConfig:
         Raises:
             ValueError: a field out of range (as the constructor).
         """
-        base = dict(PRODUCTION_SETTINGS) if beyond_integer_sums(procedure) else {}
-        return cls(**{**base, **fields})
+        from stepguard.guard._options import procedure_defaults  # the one place they are decided
+
+        return cls(**{**procedure_defaults(procedure), **fields})
 
     def __post_init__(self) -> None:
         for name, low, high in _WHOLE:

@@ -51,6 +51,7 @@ from stepguard.serve._body import (SEED_RANGE, TOKENS_RANGE, check_tree, flag_fi
                                   read_body)
 from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request, names_a_procedure
+from stepguard.serve._sending import sending_model
 from stepguard.serve._upstream import Upstream
 from stepguard.tools import ToolSet, as_toolset, missing_tools
 
@@ -107,7 +108,7 @@ class ProxyState:
         self.checkpointer = checkpointer
         self.max_runs = max_runs
         self._limiter: anyio.CapacityLimiter | None = None
-        self._guards: OrderedDict[tuple[str, str, bool], Guard] = OrderedDict()
+        self._guards: OrderedDict[tuple[Any, ...], Guard] = OrderedDict()
         self._lock = threading.Lock()
 
     def guard(self, job: GuardedRequest) -> Guard:
@@ -117,13 +118,14 @@ class ProxyState:
         would leave a thread in the database for every request.
         """
         saver = self.checkpointer if job.thread_id is not None else None
-        key = (job.name, repr(job.config), saver is not None)
+        key = (job.name, repr(job.config), saver is not None, repr(sorted(job.sent.items())), job.max_tokens)
         with self._lock:
             guard = self._guards.get(key)
             if guard is not None:
                 self._guards.move_to_end(key)
                 return guard
-        guard = Guard(self.upstream.guard_model(job.procedure, job.name), job.config, saver, tools=self.tools)
+        model = sending_model(self.upstream.guard_model(job.procedure, job.name), job.sent, job.max_tokens, self.upstream.spec)
+        guard = Guard(model, job.config, saver, tools=self.tools)
         with self._lock:
             self._guards[key] = guard
             while len(self._guards) > 128:
@@ -184,6 +186,7 @@ class ProxyState:
 def _check_inputs(state: ProxyState, job: GuardedRequest) -> None:
     """Refuse bad inputs, or a procedure whose tools the proxy was not given (400), before a stream
     starts: the errors ``Guard.run`` raises before any model call."""
+    state.guard(job)  # an upstream that cannot send the request's fields refuses them here (400), before a stream
     missing = missing_tools(job.procedure, state.tools)
     if missing:
         raise RequestError(400, f"procedure {job.name!r} calls {', '.join(missing)}, which this proxy was not given "
