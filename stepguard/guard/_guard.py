@@ -25,6 +25,21 @@ from stepguard.tools import ToolSet, as_toolset, missing_tools
 __all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]
 
 
+_SHARED_GRAPHS: dict[bool, Any] = {}
+
+
+def compiled_graph(use_async: bool, checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
+    """The controller graph compiled with ``checkpointer``. Without one the compiled graph holds no
+    state of its own (a run's services arrive as its context), so one per mode is shared by every
+    guard: a derived rung's nested run or a proxy's per-request guard compiles nothing."""
+    if checkpointer is not None:
+        return build_graph(use_async=use_async).compile(checkpointer=checkpointer)
+    graph = _SHARED_GRAPHS.get(use_async)
+    if graph is None:
+        graph = _SHARED_GRAPHS[use_async] = build_graph(use_async=use_async).compile()
+    return graph
+
+
 class Guard:
     """Executes procedures stepwise under the controller graph, checking every value.
 
@@ -71,8 +86,23 @@ class Guard:
         # With a checkpointer, each step's checkpoint is written before the next step starts, so a
         # SIGKILL loses at most the model call in flight.
         self._durability = "sync" if checkpointer is not None else None
-        self._graph = build_graph(use_async=False).compile(checkpointer=checkpointer)
-        self._agraph = build_graph(use_async=True).compile(checkpointer=checkpointer)
+        self._graphs: dict[bool, Any] = {}
+
+    @property
+    def _graph(self) -> Any:
+        """The compiled controller graph (sync model calls), compiled on first use."""
+        return self._compiled(False)
+
+    @property
+    def _agraph(self) -> Any:
+        """The compiled controller graph (async model calls), compiled on first use."""
+        return self._compiled(True)
+
+    def _compiled(self, use_async: bool) -> Any:
+        graph = self._graphs.get(use_async)
+        if graph is None:
+            graph = self._graphs[use_async] = compiled_graph(use_async, self.checkpointer)
+        return graph
 
     def _nested(self, cfg: GuardConfig) -> Guard:
         """The guard that runs a derived rung's sub-procedure, one level deeper than this one."""
