@@ -293,6 +293,30 @@ class LocalModel:
         finally:
             self._slots.release()
 
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> Any:
+        """A streamed reply from the local model (:meth:`OpenAICompatibleModel.stream`); it holds one
+        of the server's slots until it is exhausted or closed."""
+        inner = self._inner if self._inner is not None and self.server.pid is not None else self.start()
+        self._slots.acquire()
+        try:
+            return _SlotStream(inner.stream(messages, settings), self._slots)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> Any:
+        """Async twin of :meth:`stream`."""
+        inner = self._inner if self._inner is not None and self.server.pid is not None else None
+        if inner is None:
+            inner = await asyncio.to_thread(self.start)
+        while not self._slots.acquire(blocking=False):
+            await asyncio.sleep(0.02)
+        try:
+            return _SlotStream(await inner.astream(messages, settings), self._slots)
+        except BaseException:
+            self._slots.release()
+            raise
+
     def close(self) -> None:
         """Close the client and stop the server; leaves no process behind. Idempotent."""
         with self._lock:
@@ -309,3 +333,47 @@ class LocalModel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _SlotStream:
+    """A stream that gives its server slot back when it is exhausted or closed."""
+
+    def __init__(self, inner: Any, slots: Any) -> None:
+        self._inner, self._slots, self._held = inner, slots, True
+
+    @property
+    def response(self) -> Any:
+        return self._inner.response
+
+    def _release(self) -> None:
+        if self._held:
+            self._held = False
+            self._slots.release()
+
+    def __iter__(self) -> Any:
+        try:
+            yield from self._inner
+        finally:
+            self._release()
+
+    def __aiter__(self) -> Any:
+        return self._adeltas()
+
+    async def _adeltas(self) -> Any:
+        try:
+            async for delta in self._inner:
+                yield delta
+        finally:
+            self._release()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._release()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._release()

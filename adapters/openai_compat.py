@@ -27,6 +27,7 @@ from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from ._attempts import Attempts, ServerSaidError
 from ._deadline import attempt_deadline, enforce_deadlines
 from ._reply import ReplyError, quote, read_reply
+from ._streaming import AsyncChunkStream, ChunkStream
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatibleModel", "provider_for_url"]
 
@@ -309,6 +310,53 @@ class OpenAICompatibleModel:
                         raw = await self._async_client().post(_PATH, cast_to=str, body=body)
                 return self._response(raw, started)
             except (openai.OpenAIError, ServerSaidError, TimeoutError) as exc:
+                wait = plan.wait(exc)
+                if wait is None:
+                    raise plan.error(exc) from exc
+            await asyncio.sleep(wait)
+
+    # -- streams ---------------------------------------------------------------------------
+    def _stream_body(self, messages: list[ChatMessage], settings: GenerationSettings | None) -> tuple[dict[str, Any], int]:
+        body = {**self._body(messages, settings), "stream": True, "stream_options": {"include_usage": True}}
+        return body, sum(len(str(m.get("content") or "")) for m in messages) // 4
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChunkStream:
+        """Start a streamed reply to ``messages`` (server-sent events) and return it once it has begun.
+
+        Iterating gives the text deltas; closing the stream closes the connection, so the server
+        stops generating. A failure before the reply begins is retried as :meth:`complete`'s.
+
+        Raises:
+            ModelTimeout, ModelUnavailable, ModelError: as :meth:`complete`, before the reply begins.
+        """
+        body, estimate = self._stream_body(messages, settings)
+        started = time.perf_counter()
+        plan = self._attempts()
+        while True:
+            try:
+                with attempt_deadline(plan.next_deadline()):
+                    events = self._sync_client().post(_PATH, cast_to=object, body=body, stream=True, stream_cls=openai.Stream[object])
+                return ChunkStream(events, started, self.model_name, estimate)
+            except openai.OpenAIError as exc:
+                wait = plan.wait(exc)
+                if wait is None:
+                    raise plan.error(exc) from exc
+            time.sleep(wait)
+
+    async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncChunkStream:
+        """Async twin of :meth:`stream`."""
+        body, estimate = self._stream_body(messages, settings)
+        started = time.perf_counter()
+        plan = self._attempts()
+        while True:
+            try:
+                deadline = plan.next_deadline()
+                with attempt_deadline(deadline):
+                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                        events = await self._async_client().post(
+                            _PATH, cast_to=object, body=body, stream=True, stream_cls=openai.AsyncStream[object])
+                return AsyncChunkStream(events, started, self.model_name, estimate)
+            except (openai.OpenAIError, TimeoutError) as exc:
                 wait = plan.wait(exc)
                 if wait is None:
                     raise plan.error(exc) from exc

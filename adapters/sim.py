@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
-from stepguard.model import ClosableModel, ChatMessage, ChatResponse, GenerationSettings, Usage
+from stepguard.model import ClosableModel, ChatMessage, ChatResponse, GenerationSettings, Usage, WrittenReply
 
 from ._sim_kinds import answer_kind
 
@@ -500,6 +500,14 @@ class SimulatedExecutor(ClosableModel):
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         return self._respond(messages, settings, t0)
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> WrittenReply:
+        """The reply of :meth:`complete`, served a line at a time; closed early, the rest is never written."""
+        return WrittenReply(self.complete(messages, settings))
+
+    def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> WrittenReply:
+        """Async twin of :meth:`stream` (the reply is computed at once; ``latency_s`` is not waited)."""
+        return WrittenReply(self._respond(messages, settings, time.perf_counter()))
 
     def _respond(self, messages: list[ChatMessage], settings: GenerationSettings | None, t0: float) -> ChatResponse:
         settings = settings or GenerationSettings()

@@ -6,10 +6,17 @@ llama.cpp server, the seeded simulated executor and record/replay. The core impo
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import time
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-__all__ = ["ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings", "Usage"]
+__all__ = [
+    "AsyncReplyStream", "ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings", "ReplyStream",
+    "StreamingModel", "Usage", "WrittenReply", "aopen_stream", "open_stream",
+]
 
 
 class ChatMessage(TypedDict):
@@ -129,3 +136,114 @@ class ClosableModel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ReplyStream(Protocol):
+    """A reply while the model writes it: iterate for text deltas; :meth:`close` stops the
+    generation (the server's, where it streams); :attr:`response` is the reply once the stream is
+    exhausted or closed, its text what was written before the close, its ``finish_reason``
+    ``"cut"`` when closed early."""
+
+    response: ChatResponse | None
+
+    def __iter__(self) -> Iterator[str]:
+        """The text deltas, in order."""
+        ...
+
+    def close(self) -> None:
+        """Stop the generation now; idempotent."""
+        ...
+
+
+class AsyncReplyStream(Protocol):
+    """Async twin of :class:`ReplyStream`."""
+
+    response: ChatResponse | None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        """The text deltas, in order."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the generation now; idempotent."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(ChatModel, Protocol):
+    """A :class:`ChatModel` that streams text deltas and can stop mid-reply."""
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ReplyStream:
+        """Start a reply to ``messages`` and return it as a stream."""
+        ...
+
+    async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncReplyStream:
+        """Async twin of :meth:`stream` (returns once the reply has started)."""
+        ...
+
+
+class WrittenReply:
+    """A finished reply served as a stream, one line a delta: what a model that cannot stream gives
+    the streamed guard (it closes the stream at the first wrong line; nothing is saved), and what
+    the simulator and record/replay stream. Closed early, :attr:`response` holds the lines served
+    and output tokens in proportion to them."""
+
+    def __init__(self, reply: ChatResponse) -> None:
+        self._reply = reply
+        self._served = 0
+        self._closed = False
+        self.response: ChatResponse | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._reply.text.splitlines(keepends=True):
+            if self._closed:
+                return
+            self._served += len(line)
+            yield line
+        if not self._closed:
+            self.response = self._reply
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._aiter()
+
+    async def _aiter(self) -> AsyncIterator[str]:
+        for line in self:
+            yield line
+
+    def close(self) -> None:
+        """Stop serving lines; the response holds the ones served."""
+        if self._closed or self.response is not None:
+            return
+        self._closed = True
+        full = self._reply
+        share = self._served / len(full.text) if full.text else 1.0
+        usage = Usage(full.usage.input_tokens, round(full.usage.output_tokens * share), full.usage.cached_tokens)
+        self.response = dataclasses.replace(full, text=full.text[: self._served], usage=usage, finish_reason="cut")
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        self.close()
+
+
+def open_stream(model: ChatModel, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ReplyStream:
+    """``model``'s reply to ``messages`` as a stream: its own (:class:`StreamingModel`), else its
+    whole reply served a line at a time (:class:`WrittenReply`)."""
+    stream = getattr(model, "stream", None)
+    if callable(stream):
+        out: ReplyStream = stream(messages, settings)
+        return out
+    started = time.perf_counter()
+    reply = model.complete(messages, settings)
+    return WrittenReply(dataclasses.replace(reply, latency_s=reply.latency_s or time.perf_counter() - started))
+
+
+async def aopen_stream(model: ChatModel, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncReplyStream:
+    """Async twin of :func:`open_stream`."""
+    astream = getattr(model, "astream", None)
+    if callable(astream):
+        out = astream(messages, settings)
+        if inspect.isawaitable(out):
+            out = await out
+        stream: AsyncReplyStream = out
+        return stream
+    return WrittenReply(await model.acomplete(messages, settings))

@@ -134,3 +134,53 @@ class FixedReplies:
 
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         return self.complete(messages, settings)
+
+
+class _TrackedStream:
+    """A reply served a line at a time, recording how far it was read and whether it was closed."""
+
+    def __init__(self, text: str, log: list[dict]) -> None:
+        from stepguard.model import WrittenReply
+
+        self.inner = WrittenReply(ChatResponse(text, Usage(10, max(1, len(text) // 4))))
+        self.entry = {"lines_served": 0, "closed": False, "text": text}
+        log.append(self.entry)
+
+    @property
+    def response(self) -> ChatResponse | None:
+        return self.inner.response
+
+    def __iter__(self):
+        for line in self.inner:
+            self.entry["lines_served"] += 1
+            yield line
+
+    def __aiter__(self):
+        return self._aiter()
+
+    async def _aiter(self):
+        for line in self:
+            yield line
+
+    def close(self) -> None:
+        self.entry["closed"] = True
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+class StreamingReplies(FixedReplies):
+    """A streaming ChatModel answering with ``replies`` in order; ``streams`` records each stream's reading."""
+
+    spec = "streaming-replies"
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.streams: list[dict] = []
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> _TrackedStream:
+        return _TrackedStream(self.complete(messages, settings).text, self.streams)
+
+    def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> _TrackedStream:
+        return self.stream(messages, settings)

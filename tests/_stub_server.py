@@ -15,6 +15,8 @@ serves every case at once:
     truncated 200 with a JSON body cut in the middle
     renamed   200, but the reply names another model (``renamed-by-server``)
     scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
+    lines     200, streamed one line an event ``line_s`` apart (the scripted text); ``lines_sent``
+              counts what was written before the client closed the connection
     sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
               a guard's chunk prompts answered right, as a model that executes them exactly would
 
@@ -133,6 +135,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(body, model, srv.script(last) if srv.script else "", "stop")
         elif model == "sim":
             self._reply(body, model, _SIM.complete(body.get("messages") or []).text, "stop")
+        elif model == "lines" and body.get("stream"):
+            self._lines(model, self._text(body))
+        elif model == "lines":
+            self._reply(body, model, self._text(body), "stop")
         elif model == "error500":
             self._send(500, {"error": {"message": "boom"}}, retry_fast)
         elif model == "error429" and n <= 2:
@@ -169,6 +175,32 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
+
+    def _lines(self, model: str, text: str) -> None:
+        """The text streamed one line an event, ``line_s`` apart; ``lines_sent`` counts the lines
+        written before the client closed the connection (``aborted["lines"]`` counts the closes)."""
+        srv = self.server
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        base = {"id": "chatcmpl-lines", "object": "chat.completion.chunk", "created": 0, "model": model}
+        try:
+            for line in text.splitlines(keepends=True):
+                event = {**base, "choices": [{"index": 0, "delta": {"content": line}, "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+                with srv.lock:
+                    srv.lines_sent[model] += 1
+                time.sleep(srv.line_s)
+            end = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 50, "completion_tokens": len(text) // 4}}
+            self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            with srv.lock:
+                srv.aborted[model] += 1
 
     def _text(self, body: dict[str, Any]) -> str:
         last = body["messages"][-1]["content"] if body.get("messages") else ""
@@ -334,6 +366,8 @@ class _Server(ThreadingHTTPServer):
         self.drip_s = 1.0
         self.number = "0.10000000000000000001"
         self.aborted: Counter[str] = Counter()
+        self.lines_sent: Counter[str] = Counter()
+        self.line_s = 0.05
 
 
 class StubServer:
@@ -368,6 +402,11 @@ class StubServer:
     def headers(self) -> list[dict[str, str]]:
         """The headers of each request received so far (GET and POST)."""
         return self._server.headers
+
+    @property
+    def lines_sent(self) -> Counter[str]:
+        """Lines the ``lines`` model wrote, per model name."""
+        return self._server.lines_sent
 
     @property
     def aborted(self) -> Counter[str]:

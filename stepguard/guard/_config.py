@@ -65,7 +65,8 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
 
 
 _WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),
-          ("max_total_tokens", 1, 2**63 - 1), ("seed", -(2**63), 2**63 - 1), ("max_tokens_per_step", 1, 2**31 - 1))
+          ("max_total_tokens", 1, 2**63 - 1), ("seed", -(2**63), 2**63 - 1), ("max_tokens_per_step", 1, 2**31 - 1),
+          ("window", 1, 100_000))
 """The whole-number fields and their ranges (a seed is a 64-bit integer, as the OpenAI API's)."""
 
 
@@ -118,6 +119,13 @@ class GuardConfig:
     (why, measured: docs/production.md)."""
     max_tokens_per_step: int = 48
     """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
+    streamed: bool = False
+    """Ask a whole window of computed steps in one streamed call, checking each step as its line
+    completes and cutting the stream at the first deviation (:mod:`stepguard.guard._window`);
+    re-asks after a deviation use ``chunk_size`` and the ladder as in chunked mode. Figures:
+    docs/policies.md, "Streamed mode"."""
+    window: int = 100
+    """Most steps one streamed call covers (a window ends earlier before a step asked alone)."""
     prompt_dir: Path | None = None
     """A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones."""
     extra: dict[str, str] = field(default_factory=dict)
@@ -153,7 +161,7 @@ class GuardConfig:
             raise ValueError(f"extra must map text to text (labels recorded with the result), not {self.extra!r}")
         if self.prompt_dir is not None and not isinstance(self.prompt_dir, (str, Path)):
             raise ValueError(f"prompt_dir must be a folder path (or None), not {self.prompt_dir!r}")
-        for name in ("adaptive", "inline_known"):
+        for name in ("adaptive", "inline_known", "streamed"):
             if type(getattr(self, name)) is not bool:
                 raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
         for name in ("temperature", "resample_temperature"):

@@ -28,6 +28,7 @@ from langgraph.runtime import Runtime
 from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
+from stepguard.guard._window import StreamWatch, aread_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.kinds import KindVerdict, kind_of
@@ -45,8 +46,10 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     cursor = state.cursor
     size = state.chunk_size or ctx.config.chunk_size
     rung = _rung(state)
-    if rung is not None and not rung.whole_chunk:
-        size = 1
+    if rung is not None and (not rung.whole_chunk or ctx.config.streamed):
+        size = 1  # streamed: the ladder runs on the failing step alone, then the stream goes on after it
+    elif rung is None and ctx.config.streamed:
+        size = ctx.config.window  # a first try in streamed mode: the whole window, cut at the first deviation
     steps = ctx.procedure.steps
     if kind_of(steps[cursor]).asked_alone:
         size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
@@ -167,8 +170,9 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
+    watch = _watch(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
-        resp = ctx.model.complete(messages, settings)
+        resp = ctx.model.complete(messages, settings) if watch is None else read_window(ctx.model, messages, settings, watch)
         record.response(resp)
     return _record_reply(state, resp)
 
@@ -185,10 +189,22 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
+    watch = _watch(state, ctx)
     with ctx.observer.model_call(messages, settings) as record:
-        resp = await ctx.model.acomplete(messages, settings)
+        if watch is None:
+            resp = await ctx.model.acomplete(messages, settings)
+        else:
+            resp = await aread_window(ctx.model, messages, settings, watch)
         record.response(resp)
     return _record_reply(state, resp)
+
+
+def _watch(state: GuardState, ctx: RunContext) -> StreamWatch | None:
+    """The line-by-line check of a streamed first try of a window of chunked steps; ``None`` for a
+    call asked whole (chunked mode, a re-ask, a step asked alone)."""
+    if not ctx.config.streamed or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
+        return None
+    return StreamWatch(ctx.procedure, state.cursor, state.chunk_end, ctx.env(state))
 
 
 def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:

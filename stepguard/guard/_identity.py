@@ -33,6 +33,12 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_NOTHING = object()
+_ADDED_LATER = {"streamed": False, "window": 100}
+"""Settings added after runs were first stored, left out at these (their defaults, what a run of an
+earlier version did), so a stored run or checkpoint of the same work still resumes."""
+
+
 def run_identity(
     procedure: Procedure,
     inputs: Mapping[str, Number | str],
@@ -64,7 +70,7 @@ def run_identity(
         "prompts": sha256 hex, "model": {"spec": ..., "name": ..., "seed": ...}, "tools": {name: version}}``,
         plus ``"context": sha256 hex`` when ``context`` is not empty.
     """
-    settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY}
+    settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY and _ADDED_LATER.get(k, _NOTHING) != v}
     out: dict[str, Any] = {
         "procedure": _sha(procedure.model_dump_json()),
         "inputs": {k: format_value(v) for k, v in sorted(inputs.items())},

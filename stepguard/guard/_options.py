@@ -146,6 +146,10 @@ class GuardOptions:
     """Write the values a step reads into its line."""
     max_tokens_per_step: int | Unset = UNSET
     """Token allowance per step in a chunk."""
+    streamed: bool | Unset = UNSET
+    """Ask a window of steps in one streamed call, cut at the first deviation."""
+    window: int | Unset = UNSET
+    """Most steps one streamed call covers."""
     labels: Mapping[str, str] | Unset = UNSET
     """Free labels recorded with the result (added to ``GuardConfig.extra``)."""
 

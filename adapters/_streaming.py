@@ -1,0 +1,126 @@
+"""A streamed chat completion (server-sent events) as a :class:`stepguard.model.ReplyStream`.
+
+Each event's ``choices[0].delta.content`` is a text delta; ``usage`` (asked for with
+``stream_options.include_usage``) arrives in the last event where the server sends it. Closing the
+stream closes the HTTP response, so the server sees the client go and stops generating
+(llama.cpp's server does; so do vLLM's and OpenAI's). An event that is not a chunk is skipped, never
+read as text; a stream that ends without a finish reason ends ``"cut"``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from stepguard.model import ChatResponse, Usage
+
+__all__ = ["AsyncChunkStream", "ChunkStream"]
+
+
+class _Reading:
+    """What the events so far say: the text, the finish reason, usage, the reply's id and model."""
+
+    def __init__(self, started: float, model: str, input_estimate: int) -> None:
+        self.started, self.model, self.input_estimate = started, model, input_estimate
+        self.parts: list[str] = []
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+        self.id = ""
+
+    def take(self, event: Any) -> str:
+        """The text delta of one event (``""`` for none), recording what else it says."""
+        if not isinstance(event, Mapping):
+            return ""
+        self.id = self.id or str(event.get("id") or "")
+        self.model = str(event.get("model") or self.model)
+        usage = event.get("usage")
+        if isinstance(usage, Mapping):
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
+            self.usage = Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), _count(cached))
+        choices = event.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            return ""
+        choice = choices[0]
+        if isinstance(choice.get("finish_reason"), str):
+            self.finish = choice["finish_reason"]
+        delta = choice.get("delta")
+        content = delta.get("content") if isinstance(delta, Mapping) else None
+        if isinstance(content, str) and content:
+            self.parts.append(content)
+            return content
+        return ""
+
+    def response(self, cut: bool) -> ChatResponse:
+        text = "".join(self.parts)
+        # a cut stream sends no usage: the prompt as estimated before the call, the text at 4 characters a token
+        usage = self.usage or Usage(self.input_estimate, max(0, len(text) // 4))
+        finish = "cut" if cut or self.finish is None else self.finish
+        return ChatResponse(text, usage, finish, time.perf_counter() - self.started, self.model, response_id=self.id)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class ChunkStream:
+    """A sync streamed reply over an ``openai.Stream`` of event mappings.
+
+    Args:
+        events: the open stream (``client.post(..., stream=True)``).
+        started: ``time.perf_counter()`` when the request was sent.
+        model: the model name to report until the server names one.
+        input_estimate: prompt tokens to report if the stream is cut before the server counts them.
+    """
+
+    def __init__(self, events: Any, started: float, model: str, input_estimate: int) -> None:
+        self._events = events
+        self._reading = _Reading(started, model, input_estimate)
+        self.response: ChatResponse | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        if self.response is not None:
+            return
+        for event in self._events:
+            delta = self._reading.take(event)
+            if delta:
+                yield delta
+            if self.response is not None:  # closed while the caller held this delta
+                return
+        self.response = self._reading.response(cut=False)
+
+    def close(self) -> None:
+        """Close the HTTP response (the server stops generating); idempotent."""
+        if self.response is None:
+            self.response = self._reading.response(cut=True)
+        self._events.close()
+
+
+class AsyncChunkStream:
+    """Async twin of :class:`ChunkStream` over an ``openai.AsyncStream``."""
+
+    def __init__(self, events: Any, started: float, model: str, input_estimate: int) -> None:
+        self._events = events
+        self._reading = _Reading(started, model, input_estimate)
+        self.response: ChatResponse | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._deltas()
+
+    async def _deltas(self) -> AsyncIterator[str]:
+        if self.response is not None:
+            return
+        async for event in self._events:
+            delta = self._reading.take(event)
+            if delta:
+                yield delta
+            if self.response is not None:
+                return
+        self.response = self._reading.response(cut=False)
+
+    async def aclose(self) -> None:
+        """Close the HTTP response (the server stops generating); idempotent."""
+        if self.response is None:
+            self.response = self._reading.response(cut=True)
+        await self._events.close()
