@@ -159,7 +159,7 @@ def enforce_deadlines(client: Any) -> Any:
     for transport in transports:
         pool = getattr(transport, "_pool", None)
         inner = getattr(pool, "_network_backend", None)
-        if inner is None:
+        if pool is None or inner is None:
             raise RuntimeError(f"cannot enforce attempt deadlines on {type(transport).__name__}: no httpcore pool")
         if not isinstance(inner, (_Backend, _AsyncBackend)):
             core = importlib.import_module(type(inner).__module__.split(".")[0])  # httpcore or httpcore2

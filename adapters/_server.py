@@ -405,8 +405,8 @@ class LocalServer:
 
         Raises:
             LocalServerError: llama-cpp-python (or the native runtime's binary) is missing or
-                cannot be executed, the model file is missing, or the server died or did not answer within ``ready_timeout`` seconds (the message
-                holds the last lines of its log).
+                cannot be executed, the model file is missing, or the server died or did not answer
+                within ``ready_timeout`` seconds (the message holds the last lines of its log).
         """
         if self.pid is not None:
             return self

@@ -39,15 +39,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
         TraceError,
     )
     from stepguard.evaluator import CompiledExpression, compile_expression, evaluate
-    from stepguard.guard import (
-        DeviationEvent,
-        Guard,
-        GuardConfig,
-        GuardResult,
-        StepOutcome,
-        render_raw_prompt,
-        sqlite_checkpointer,
-    )
+    from stepguard.guard import DeviationEvent, Guard, GuardConfig, GuardResult, StepOutcome, render_raw_prompt, sqlite_checkpointer
     from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings, Usage
     from stepguard.procedure import InputSpec, Procedure, Step, load_procedure, parse_procedure, save_procedure
     from stepguard.trace import Answer, Record, Trace, parse_trace

@@ -167,7 +167,7 @@ def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None)
     right = [s.provenance == "model_verified" and _same(s.text, expected.get(s.var)) for s in result.steps]
     answer_right = _same(result.answer_text, inst.answer)
     verified_correct = result.status == "verified" and result.repaired == 0 and all(right)
-    kinds = Counter(d.kind for d in result.deviations)
+    kinds: Counter[str] = Counter(d.kind for d in result.deviations)
     first_bad = next((i for i, ok in enumerate(right) if not ok), None)
     return {
         **_base(inst, "guarded"),

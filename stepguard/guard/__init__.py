@@ -10,9 +10,9 @@ from stepguard.guard._identity import identity_diff, identity_digest, run_identi
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._postgres import postgres_checkpointer
 from stepguard.guard._prompts import PromptSet, context_block, format_value, render_raw_prompt
+from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
 from stepguard.guard.rungs import Rung, get_rung, rung_names
 from stepguard.guard.rungs import register as register_rung
-from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
 
 __all__ = [
     "DeviationEvent",

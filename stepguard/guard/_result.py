@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
@@ -23,7 +23,7 @@ from stepguard.verify import DeviationKind
 
 __all__ = ["DeviationEvent", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals", "typed_value", "value_text"]
 
-StepValue = Union[Decimal, int, bool, str, Fraction]
+StepValue: TypeAlias = Decimal | int | bool | str | Fraction
 """A step's value in Python, by the step's declared ``type``:
 
 - ``integer``: ``int``; ``decimal``: ``Decimal`` with exactly ``scale`` places (``Decimal('1221.00')``);

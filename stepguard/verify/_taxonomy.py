@@ -21,11 +21,11 @@ expected value's) is read as such, as the guard reads it (:func:`~stepguard.veri
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -157,7 +157,7 @@ def _as_json(value: Number | str | None) -> int | str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None or type(value) is int or isinstance(value, str):
-        return value  # type: ignore[return-value]
+        return value
     return format_number(value)
 
 
@@ -219,7 +219,7 @@ def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
 
 
 def score_generation(
-    target: Union[ScoringTarget, tuple[Procedure, Mapping[str, Any]]],
+    target: ScoringTarget | tuple[Procedure, Mapping[str, Any]],
     text: str,
     *,
     id: str | None = None,

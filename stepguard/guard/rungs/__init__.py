@@ -9,8 +9,22 @@ by :func:`register`, and add its module to the import line below; ``GuardConfig(
 ``--ladder`` and ``stepguard --help`` then know it.
 """
 
+from stepguard.guard.rungs import (  # noqa: F401  registration order
+    bridge,
+    chain,
+    choice,
+    commute,
+    decompose,
+    divide,
+    narrow,
+    partial,
+    resample,
+    restate,
+    scale,
+    single,
+    split,
+    tie,
+)
 from stepguard.guard.rungs._base import Rung, get_rung, register, rung_names
-
-from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain, partial, scale, choice, divide, tie, single, split  # noqa: E402,F401,I001  registration order
 
 __all__ = ["Rung", "get_rung", "register", "rung_names"]
