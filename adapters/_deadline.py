@@ -59,7 +59,8 @@ class _Stream:
         self._inner, self._core = inner, core
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))  # type: ignore[no-any-return]
+        data: bytes = self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, _bound(timeout, self._core.WriteTimeout))
@@ -102,7 +103,8 @@ class _AsyncStream:
         self._inner, self._core = inner, core
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))  # type: ignore[no-any-return]
+        data: bytes = await self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         await self._inner.write(buffer, _bound(timeout, self._core.WriteTimeout))

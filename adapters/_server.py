@@ -390,10 +390,12 @@ class LocalServer:
 
     def _log_tail(self, lines: int = 20) -> str:
         try:
-            with self._log_path.open("rb") as f:  # type: ignore[union-attr]
+            if self._log_path is None:  # not started yet: no log file
+                return "(no log)"
+            with self._log_path.open("rb") as f:
                 f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
                 text = f.read().decode("utf-8", "replace")
-        except (OSError, AttributeError):
+        except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
 

@@ -86,7 +86,8 @@ def typed_value(value: Any, type_: str = "number", scale: int | None = None) -> 
         dec = _exact_decimal(number)
         if dec is None:
             return Fraction(number)
-        if scale is not None and -dec.as_tuple().exponent < scale:  # type: ignore[operator]
+        exponent = dec.as_tuple().exponent  # an int: _exact_decimal gives finite decimals only
+        if scale is not None and isinstance(exponent, int) and -exponent < scale:
             dec = dec.quantize(Decimal(1).scaleb(-scale))  # adds zeros only: fewer places than scale
         return dec
     return int(number)

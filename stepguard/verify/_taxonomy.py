@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +42,7 @@ ScoreLabel = Literal[
 ]
 """A raw-mode label: ``exact`` or one of the six raw-mode :data:`~stepguard.verify.DeviationKind` values."""
 
-SCORE_LABELS: tuple[str, ...] = ScoreLabel.__args__  # type: ignore[attr-defined]
+SCORE_LABELS: tuple[str, ...] = get_args(ScoreLabel)
 """Every raw-mode label, in report order: ``exact`` first, then the six failure labels."""
 
 FAILURE_LABELS: tuple[str, ...] = SCORE_LABELS[1:]

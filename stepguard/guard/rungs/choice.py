@@ -28,9 +28,9 @@ def choice_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
         The derived procedure, or ``None`` when the step is not ``min``/``max`` of two numbers.
     """
     found = leaf_values(procedure, index, env)
-    if found is None or not isinstance(found[0], ast.Call) or len(found[1]) != 2:
+    if found is None or not isinstance(found[0], ast.Call) or not isinstance(found[0].func, ast.Name) or len(found[1]) != 2:
         return None
-    fn = found[0].func.id  # type: ignore[attr-defined]
+    fn = found[0].func.id
     if fn not in ("min", "max"):
         return None
     a, b = (text(v) for v in found[1])
