@@ -37,6 +37,7 @@ __all__ = [
     "RUNTIME",
     "RUNTIMES",
     "best_installed_model",
+    "check_runtime",
     "free_port",
     "list_local_models",
     "native_binary",

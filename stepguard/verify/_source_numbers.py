@@ -22,7 +22,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from stepguard.evaluator import Number, normalize
-from stepguard.trace._parse import SCALE_AFTER
+from stepguard.trace import SCALE_AFTER
 
 __all__ = ["SourceNumbers", "after_label", "scan_numbers"]
 

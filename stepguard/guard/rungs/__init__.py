@@ -9,22 +9,10 @@ by :func:`register`, and add its module to the import line below; ``GuardConfig(
 ``--ladder`` and ``stepguard --help`` then know it.
 """
 
-from stepguard.guard.rungs import (  # noqa: F401  registration order
-    bridge,
-    chain,
-    choice,
-    commute,
-    decompose,
-    divide,
-    narrow,
-    partial,
-    resample,
-    restate,
-    scale,
-    single,
-    split,
-    tie,
-)
 from stepguard.guard.rungs._base import Rung, get_rung, register, rung_names
+
+# The order of registration is the order `--help` and docs/cli.md list the rungs in: not sorted.
+from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain  # noqa: F401
+from stepguard.guard.rungs import partial, scale, choice, divide, tie, single, split  # noqa: F401
 
 __all__ = ["Rung", "get_rung", "register", "rung_names"]
