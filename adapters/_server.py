@@ -42,10 +42,9 @@ _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlett
 DRAFT_TOKENS = 0
 """Default tokens drafted per decode step by prompt-lookup decoding (n-gram drafts copied from the
 prompt and the reply so far, no second model: ``llama_cpp.server --draft_model
-prompt-lookup-decoding --draft_model_num_pred_tokens N``): off. On the guard's recorded requests
-(2 CPU cores, shared) 3 draft tokens halved the decode steps but a batch of 4 costs 1.7 single
-tokens there: 0.90x and 1.29x in two interleaved rounds, and 1 of 6 temperature-0 replies changed
-(a near-tie). Figures: docs/speed.md. Opt in with ``draft_tokens=3`` or
+prompt-lookup-decoding --draft_model_num_pred_tokens N``): off, because on a CPU a batch of drafted
+tokens costs nearly as much as the steps it saves, and drafting can flip a temperature-0 near-tie
+(figures: docs/speed.md, "Prompt-lookup drafting"). Opt in with ``draft_tokens=3`` or
 ``STEPGUARD_DRAFT_TOKENS=3`` where a batch costs little more than one token (more cores, a GPU)."""
 
 DRAFT_TOKENS_ENV = "STEPGUARD_DRAFT_TOKENS"

@@ -121,8 +121,8 @@ class _Writer:
         """``a < b`` and its kin as a choice, the larger of the two, then an equality over the
         value chosen: ``a >= b`` is ``max(a, b) == a``, ``a > b`` is ``max(a, b) != b``.
 
-        The embedded model named the larger of two decimals in 14 of 14 probes and wrote the
-        comparison's truth in 11 of 14 (``59.97 >= 500 = True``; docs/production.md).
+        The embedded model names the larger of two decimals more reliably than it writes a
+        comparison's truth (``59.97 >= 500 = True``; figures: docs/production.md).
         """
         if op in (ast.Eq, ast.NotEq):
             return self._new(f"{a} {_CMP[op]} {b}", "boolean")

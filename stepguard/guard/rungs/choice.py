@@ -3,8 +3,8 @@
 ``min(61000, 50000)`` becomes ``t1 = max(61000, 50000)`` (which is larger?), ``t2 = t1 == 61000``
 and ``t3 = 50000 if t2 else 61000``; ``max`` the same way over ``min``. Every sub-step is checked,
 and the nested guard asks them one a call with the values written in (``t2 = 61000 == 61000``),
-because the embedded model named the larger of two decimals in 14 of 14 probes but wrote a
-comparison's truth in 11 of 14 (docs/production.md). A comparison step (``income >= 100``) is the
+because the embedded model names the larger of two decimals more reliably than it writes a
+comparison's truth (figures: docs/production.md). A comparison step (``income >= 100``) is the
 ``chain`` rung's: a choice of the larger, then an equality.
 """
 
