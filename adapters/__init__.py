@@ -26,15 +26,23 @@ from .replay import RecordingModel, ReplayModel, request_key
 from .spec import VALID_FORMS, ModelSpec, parse_model_spec
 
 if TYPE_CHECKING:
-    from .langgraph_node import guarded_node
-    from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
-    from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
     from ._client_errors import (
-        GuardedBudgetExhausted, GuardedCallError, GuardedCheckpointError, GuardedModelError, GuardedModelOutputTruncated,
-        GuardedModelTimeout, GuardedModelUnavailable, GuardedProcedureError, GuardedStepDeviation, InvalidGuardedCall,
+        GuardedBudgetExhausted,
+        GuardedCallError,
+        GuardedCheckpointError,
+        GuardedModelError,
+        GuardedModelOutputTruncated,
+        GuardedModelTimeout,
+        GuardedModelUnavailable,
+        GuardedProcedureError,
+        GuardedStepDeviation,
+        InvalidGuardedCall,
     )
     from ._completion import AsyncGuardedStream, GuardedStream
     from ._guarded_call import StepguardOptions
+    from .langgraph_node import guarded_node
+    from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
+    from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
     from .openai_wrapper import ClientChatModel, GuardedOpenAI
 
 __all__ = [
@@ -113,9 +121,10 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
             (:mod:`stepguard.adapters.sim`); every other adapter ignores it, as a real model must.
         **options: passed to the adapter: ``seed``, ``temperature``, ``max_tokens``, ``timeout``
             (seconds per attempt, the whole reply, not per read), ``call_timeout`` (``openai:``
-            and ``http`` specs: seconds per call, retries and waits included), ``max_retries``, ``raise_on_truncation``; for ``local`` also ``n_ctx``,
-            ``n_threads``, ``port``, ``eager``, ``draft_tokens``, ``runtime``, ``binary``, ``parallel``; ``sim`` takes ``seed`` and ``latency_s`` and ignores
-            the rest; ``replay`` ignores them all.
+            and ``http`` specs: seconds per call, retries and waits included), ``max_retries``,
+            ``raise_on_truncation``; for ``local`` also ``n_ctx``, ``n_threads``, ``port``, ``eager``,
+            ``draft_tokens``, ``runtime``, ``binary``, ``parallel``; ``sim`` takes ``seed`` and
+            ``latency_s`` and ignores the rest; ``replay`` ignores them all.
 
     Returns:
         A :class:`~stepguard.model.ChatModel`.

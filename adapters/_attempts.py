@@ -19,6 +19,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+
 import openai
 
 from stepguard.errors import ModelError, ModelTimeout, ModelUnavailable

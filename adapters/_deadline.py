@@ -59,7 +59,8 @@ class _Stream:
         self._inner, self._core = inner, core
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))  # type: ignore[no-any-return]
+        data: bytes = self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, _bound(timeout, self._core.WriteTimeout))
@@ -102,7 +103,8 @@ class _AsyncStream:
         self._inner, self._core = inner, core
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))  # type: ignore[no-any-return]
+        data: bytes = await self._inner.read(max_bytes, _bound(timeout, self._core.ReadTimeout))
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         await self._inner.write(buffer, _bound(timeout, self._core.WriteTimeout))
@@ -159,7 +161,7 @@ def enforce_deadlines(client: Any) -> Any:
     for transport in transports:
         pool = getattr(transport, "_pool", None)
         inner = getattr(pool, "_network_backend", None)
-        if inner is None:
+        if pool is None or inner is None:
             raise RuntimeError(f"cannot enforce attempt deadlines on {type(transport).__name__}: no httpcore pool")
         if not isinstance(inner, (_Backend, _AsyncBackend)):
             core = importlib.import_module(type(inner).__module__.split(".")[0])  # httpcore or httpcore2

@@ -126,8 +126,9 @@ def recorded_sha256(path: Path, folder: Path | None = None) -> str | None:
         rec = json.loads(_sidecar(path, folder).read_text())
     except (OSError, ValueError):
         return None
-    if rec.get("size") == st.st_size and rec.get("mtime_ns") == st.st_mtime_ns:
-        return rec.get("sha256")
+    if isinstance(rec, dict) and rec.get("size") == st.st_size and rec.get("mtime_ns") == st.st_mtime_ns:
+        sha = rec.get("sha256")
+        return sha if isinstance(sha, str) else None
     return None
 
 

@@ -86,8 +86,9 @@ def server_message(raw: str | bytes) -> str:
         err = data.get("error", data)
         if isinstance(err, str):
             return err[:300]
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"][:300]
+        message = err.get("message") if isinstance(err, dict) else None
+        if isinstance(message, str):
+            return message[:300]
     return text[:300]
 
 

@@ -42,10 +42,9 @@ _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlett
 DRAFT_TOKENS = 0
 """Default tokens drafted per decode step by prompt-lookup decoding (n-gram drafts copied from the
 prompt and the reply so far, no second model: ``llama_cpp.server --draft_model
-prompt-lookup-decoding --draft_model_num_pred_tokens N``): off. On the guard's recorded requests
-(2 CPU cores, shared) 3 draft tokens halved the decode steps but a batch of 4 costs 1.7 single
-tokens there: 0.90x and 1.29x in two interleaved rounds, and 1 of 6 temperature-0 replies changed
-(a near-tie). Figures: docs/speed.md. Opt in with ``draft_tokens=3`` or
+prompt-lookup-decoding --draft_model_num_pred_tokens N``): off, because on a CPU a batch of drafted
+tokens costs nearly as much as the steps it saves, and drafting can flip a temperature-0 near-tie
+(figures: docs/speed.md, "Prompt-lookup drafting"). Opt in with ``draft_tokens=3`` or
 ``STEPGUARD_DRAFT_TOKENS=3`` where a batch costs little more than one token (more cores, a GPU)."""
 
 DRAFT_TOKENS_ENV = "STEPGUARD_DRAFT_TOKENS"
@@ -390,10 +389,12 @@ class LocalServer:
 
     def _log_tail(self, lines: int = 20) -> str:
         try:
-            with self._log_path.open("rb") as f:  # type: ignore[union-attr]
+            if self._log_path is None:  # not started yet: no log file
+                return "(no log)"
+            with self._log_path.open("rb") as f:
                 f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
                 text = f.read().decode("utf-8", "replace")
-        except (OSError, AttributeError):
+        except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
 
@@ -405,8 +406,8 @@ class LocalServer:
 
         Raises:
             LocalServerError: llama-cpp-python (or the native runtime's binary) is missing or
-                cannot be executed, the model file is missing, or the server died or did not answer within ``ready_timeout`` seconds (the message
-                holds the last lines of its log).
+                cannot be executed, the model file is missing, or the server died or did not answer
+                within ``ready_timeout`` seconds (the message holds the last lines of its log).
         """
         if self.pid is not None:
             return self

@@ -126,8 +126,12 @@ def guarded_node(
 
     def read(state: Any) -> dict[str, Any]:
         """The inputs from a TypedDict/dict state, or by attribute from a dataclass or pydantic state."""
-        get = (lambda k: state[k]) if isinstance(state, Mapping) else (lambda k: getattr(state, k))
-        has = (lambda k: k in state) if isinstance(state, Mapping) else (lambda k: getattr(state, k, None) is not None)
+        def get(k: str) -> Any:
+            return state[k] if isinstance(state, Mapping) else getattr(state, k)
+
+        def has(k: str) -> bool:
+            return k in state if isinstance(state, Mapping) else getattr(state, k, None) is not None
+
         missing = [k for k in mapping.values() if not has(k)]
         if missing:
             raise KeyError(f"guarded_node({procedure.name!r}): state has no value for key(s) {missing}")

@@ -37,6 +37,7 @@ __all__ = [
     "RUNTIME",
     "RUNTIMES",
     "best_installed_model",
+    "check_runtime",
     "free_port",
     "list_local_models",
     "native_binary",
@@ -85,7 +86,7 @@ def _info(model: files.KnownModel, verify: bool) -> LocalModelInfo:
     if parts is None:
         return LocalModelInfo(model.name, model.title, False, model.size, "missing", None, model.requirement)
     path: Path | None = parts[0] if not model.assembled else files.assembled_path(model)
-    if model.assembled and not path.is_file():  # type: ignore[union-attr]
+    if model.assembled and (path is None or not path.is_file()):
         digest = _stream_sha256(parts) if verify else None
         size = sum(p.stat().st_size for p in parts)
         path = None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.errors import ModelError
-from stepguard.model import ClosableModel, ChatMessage, ChatModel, ChatResponse, GenerationSettings, Usage
+from stepguard.model import ChatMessage, ChatModel, ChatResponse, ClosableModel, GenerationSettings, Usage
 
 __all__ = ["RecordingModel", "ReplayModel", "request_key"]
 

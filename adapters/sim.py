@@ -45,21 +45,22 @@ Simulated replies are never a model's accuracy: every response has ``simulated=T
 
 from __future__ import annotations
 
-import asyncio
 import ast
+import asyncio
 import hashlib
 import operator
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
-from stepguard.model import ClosableModel, ChatMessage, ChatResponse, GenerationSettings, Usage, WrittenReply
+from stepguard.model import ChatMessage, ChatResponse, ClosableModel, GenerationSettings, Usage, WrittenReply
 
 from ._sim_kinds import answer_kind
 
@@ -512,10 +513,10 @@ class SimulatedExecutor(ClosableModel):
     def _respond(self, messages: list[ChatMessage], settings: GenerationSettings | None, t0: float) -> ChatResponse:
         settings = settings or GenerationSettings()
         contents = [str(m.get("content") or "") for m in messages]
-        blob = "\x1e".join(f"{m.get('role')}\x1f{c}" for m, c in zip(messages, contents))
+        blob = "\x1e".join(f"{m.get('role')}\x1f{c}" for m, c in zip(messages, contents, strict=True))
         key = f"{self.seed}\x1d{settings.seed!r}\x1d{settings.temperature!r}\x1d{blob}".encode("utf-8", "replace")
         rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:16], "big"))
-        user = next((c for m, c in zip(reversed(messages), reversed(contents)) if m.get("role") == "user"), "")
+        user = next((c for m, c in zip(reversed(messages), reversed(contents), strict=True) if m.get("role") == "user"), "")
         text = answer_kind(user, self.procedure)  # a tool, extract or text step (adapters/_sim_kinds.py)
         if text is None:
             prompt = _parse(user)

@@ -2,8 +2,7 @@
 
 The public API, importable from ``stepguard`` alone::
 
-    from stepguard import Guard, GuardConfig, load_procedure
-    from stepguard.adapters import load_model
+    from stepguard import Guard, GuardConfig, load_model, load_procedure
 
     result = Guard(load_model("sim:paper"), GuardConfig(chunk_size=5)).run(procedure, {"x": 7, "y": 3})
 
@@ -13,7 +12,11 @@ controller), ``telemetry`` (OpenTelemetry), ``bench`` (the benchmark), ``cli``; 
 outside systems live in ``stepguard.adapters``.
 
 Public names load on first use (PEP 562), so ``import stepguard`` and the command line's start-up
-stay light: ``stepguard.Guard`` imports LangGraph when it is first read, not before.
+stay light: ``stepguard.Guard`` imports LangGraph when it is first read, not before. One table,
+``_PUBLIC`` (module -> names), makes both ``__all__`` and the loader; the ``TYPE_CHECKING`` imports
+repeat it for type checkers, and tests/test_public_api.py fails when the two differ.
+The TYPE_CHECKING imports say ``X as X``: a typed package's ``__init__`` re-exports a name to
+type checkers that way (or by a literal ``__all__``, which a derived one is not).
 """
 
 from __future__ import annotations
@@ -22,128 +25,83 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`` loads each name
+    from stepguard.adapters import load_model as load_model
     from stepguard.errors import (
-        BudgetExhausted,
-        CheckpointError,
-        EvaluationError,
-        LocalServerError,
-        ModelError,
-        ModelOutputTruncated,
-        ModelSpecError,
-        ModelTimeout,
-        ModelUnavailable,
-        ProcedureError,
-        RunStoreError,
-        StepDeviation,
-        StepguardError,
-        TraceError,
+        BudgetExhausted as BudgetExhausted,
+        CheckpointError as CheckpointError,
+        EvaluationError as EvaluationError,
+        LocalServerError as LocalServerError,
+        LocalServerSettingError as LocalServerSettingError,
+        MissingExtraError as MissingExtraError,
+        ModelError as ModelError,
+        ModelOutputTruncated as ModelOutputTruncated,
+        ModelSpecError as ModelSpecError,
+        ModelTimeout as ModelTimeout,
+        ModelUnavailable as ModelUnavailable,
+        ProcedureError as ProcedureError,
+        RunStoreError as RunStoreError,
+        StepDeviation as StepDeviation,
+        StepguardError as StepguardError,
+        ToolError as ToolError,
+        ToolTimeout as ToolTimeout,
+        TraceError as TraceError,
     )
-    from stepguard.evaluator import CompiledExpression, compile_expression, evaluate
+    from stepguard.evaluator import CompiledExpression as CompiledExpression, compile_expression as compile_expression, evaluate as evaluate
     from stepguard.guard import (
-        DeviationEvent,
-        Guard,
-        GuardConfig,
-        GuardResult,
-        StepOutcome,
-        render_raw_prompt,
-        sqlite_checkpointer,
+        DeviationEvent as DeviationEvent,
+        Guard as Guard,
+        GuardConfig as GuardConfig,
+        GuardResult as GuardResult,
+        StepOutcome as StepOutcome,
+        postgres_checkpointer as postgres_checkpointer,
+        render_raw_prompt as render_raw_prompt,
+        sqlite_checkpointer as sqlite_checkpointer,
     )
-    from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings, Usage
-    from stepguard.procedure import InputSpec, Procedure, Step, load_procedure, parse_procedure, save_procedure
-    from stepguard.trace import Answer, Record, Trace, parse_trace
-    from stepguard.verify import Deviation, DeviationKind
+    from stepguard.model import (
+        ChatMessage as ChatMessage,
+        ChatModel as ChatModel,
+        ChatResponse as ChatResponse,
+        GenerationSettings as GenerationSettings,
+        Usage as Usage,
+    )
+    from stepguard.procedure import (
+        InputSpec as InputSpec,
+        Procedure as Procedure,
+        Step as Step,
+        load_procedure as load_procedure,
+        parse_procedure as parse_procedure,
+        save_procedure as save_procedure,
+    )
+    from stepguard.tools import Tool as Tool, ToolSet as ToolSet
+    from stepguard.trace import Answer as Answer, Record as Record, Trace as Trace, parse_trace as parse_trace
+    from stepguard.verify import Deviation as Deviation, DeviationKind as DeviationKind
 
 __version__ = "0.1.0"
 
-_HOMES: dict[str, str] = {
-    "Answer": "stepguard.trace",
-    "BudgetExhausted": "stepguard.errors",
-    "ChatMessage": "stepguard.model",
-    "ChatModel": "stepguard.model",
-    "ChatResponse": "stepguard.model",
-    "CheckpointError": "stepguard.errors",
-    "CompiledExpression": "stepguard.evaluator",
-    "Deviation": "stepguard.verify",
-    "DeviationEvent": "stepguard.guard",
-    "DeviationKind": "stepguard.verify",
-    "EvaluationError": "stepguard.errors",
-    "GenerationSettings": "stepguard.model",
-    "Guard": "stepguard.guard",
-    "GuardConfig": "stepguard.guard",
-    "GuardResult": "stepguard.guard",
-    "InputSpec": "stepguard.procedure",
-    "LocalServerError": "stepguard.errors",
-    "ModelError": "stepguard.errors",
-    "ModelOutputTruncated": "stepguard.errors",
-    "ModelSpecError": "stepguard.errors",
-    "ModelTimeout": "stepguard.errors",
-    "ModelUnavailable": "stepguard.errors",
-    "Procedure": "stepguard.procedure",
-    "ProcedureError": "stepguard.errors",
-    "Record": "stepguard.trace",
-    "RunStoreError": "stepguard.errors",
-    "Step": "stepguard.procedure",
-    "StepDeviation": "stepguard.errors",
-    "StepOutcome": "stepguard.guard",
-    "StepguardError": "stepguard.errors",
-    "Trace": "stepguard.trace",
-    "TraceError": "stepguard.errors",
-    "Usage": "stepguard.model",
-    "compile_expression": "stepguard.evaluator",
-    "evaluate": "stepguard.evaluator",
-    "load_procedure": "stepguard.procedure",
-    "parse_procedure": "stepguard.procedure",
-    "parse_trace": "stepguard.trace",
-    "render_raw_prompt": "stepguard.guard",
-    "save_procedure": "stepguard.procedure",
-    "sqlite_checkpointer": "stepguard.guard",
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "stepguard.adapters": ("load_model",),
+    "stepguard.errors": (
+        "BudgetExhausted", "CheckpointError", "EvaluationError", "LocalServerError", "LocalServerSettingError", "MissingExtraError",
+        "ModelError", "ModelOutputTruncated", "ModelSpecError", "ModelTimeout", "ModelUnavailable", "ProcedureError", "RunStoreError",
+        "StepDeviation", "StepguardError", "ToolError", "ToolTimeout", "TraceError",
+    ),
+    "stepguard.evaluator": ("CompiledExpression", "compile_expression", "evaluate"),
+    "stepguard.guard": (
+        "DeviationEvent", "Guard", "GuardConfig", "GuardResult", "StepOutcome", "postgres_checkpointer", "render_raw_prompt",
+        "sqlite_checkpointer",
+    ),
+    "stepguard.model": ("ChatMessage", "ChatModel", "ChatResponse", "GenerationSettings", "Usage"),
+    "stepguard.procedure": ("InputSpec", "Procedure", "Step", "load_procedure", "parse_procedure", "save_procedure"),
+    "stepguard.tools": ("Tool", "ToolSet"),
+    "stepguard.trace": ("Answer", "Record", "Trace", "parse_trace"),
+    "stepguard.verify": ("Deviation", "DeviationKind"),
 }
-"""Each public name and the module that defines it."""
+"""The public names, by the subpackage whose public face holds each: the one list of them."""
 
+_HOMES: dict[str, str] = {name: module for module, names in _PUBLIC.items() for name in names}
+"""Each public name and the module it is loaded from (derived from ``_PUBLIC``)."""
 
-__all__ = [
-    "Answer",
-    "BudgetExhausted",
-    "CheckpointError",
-    "ChatMessage",
-    "ChatModel",
-    "ChatResponse",
-    "CompiledExpression",
-    "Deviation",
-    "DeviationEvent",
-    "DeviationKind",
-    "EvaluationError",
-    "GenerationSettings",
-    "Guard",
-    "GuardConfig",
-    "GuardResult",
-    "InputSpec",
-    "LocalServerError",
-    "ModelError",
-    "ModelOutputTruncated",
-    "ModelSpecError",
-    "ModelTimeout",
-    "ModelUnavailable",
-    "Procedure",
-    "ProcedureError",
-    "Record",
-    "RunStoreError",
-    "Step",
-    "StepDeviation",
-    "StepOutcome",
-    "StepguardError",
-    "Trace",
-    "TraceError",
-    "Usage",
-    "compile_expression",
-    "evaluate",
-    "load_procedure",
-    "parse_procedure",
-    "parse_trace",
-    "render_raw_prompt",
-    "save_procedure",
-    "sqlite_checkpointer",
-]
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:

@@ -41,8 +41,8 @@ def describe_model(model: ChatModel) -> dict[str, Any]:
         "provider": getattr(model, "provider", None),
         "simulated": bool(getattr(model, "simulated", False)),
     }
-    if getattr(model, "seed", None) is not None:
-        out["seed"] = model.seed  # type: ignore[attr-defined]
+    if (seed := getattr(model, "seed", None)) is not None:
+        out["seed"] = seed
     server = getattr(model, "server", None)
     if server is not None:
         keys = ("model_path", "alias", "n_ctx", "n_threads", "seed", "draft_tokens", "extra_args", "runtime", "binary", "binary_sha256",
@@ -60,7 +60,8 @@ def _sha256(path: Path) -> str:
 
 
 def _guard_config_dict(cfg: GuardConfig) -> dict[str, Any]:
-    return json.loads(json.dumps(asdict(cfg), default=str))
+    out: dict[str, Any] = json.loads(json.dumps(asdict(cfg), default=str))
+    return out
 
 
 def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, dict[str, Any]]:
@@ -89,9 +90,10 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
             return (lambda: iter(cases)), {"file": str(path.resolve()), "sha256": suite_sha256(path),
                                            "answer_not_last": _answer_not_last(cases)}
         return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path), "answer_not_last": False}
-    if isinstance(instances, Sequence):
+    if isinstance(instances, Sequence):  # not a str here: a str is a path, above
         h = hashlib.sha256()
-        for inst in instances:
+        models: Sequence[Any] = instances  # Instances or ProcedureCases: pydantic models
+        for inst in models:
             h.update(inst.model_dump_json().encode("utf-8") + b"\n")
         return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest(), "answer_not_last": _answer_not_last(instances)}
     once = iter(instances)
@@ -122,19 +124,21 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
     """
     import stepguard
 
+    seed = RAW_SEED
     if mode == "raw":
         generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64"}
         if inst_meta.get("answer_not_last"):  # the prompt names the answer variable (stepguard.bench._raw): another run
             generation["final_answer"] = "the answer variable's value, after the last step"
     else:
         assert guard_config is not None
+        seed = guard_config.seed
         generation = {"temperature": guard_config.temperature, "seed": guard_config.seed,
                       "max_tokens": f"{guard_config.max_tokens_per_step}*chunk_steps+32"}
     from stepguard.guard import PromptSet
 
     info = describe_model(model)
     server = info.pop("server", None)
-    identity = {k: info[k] for k in ("spec", "name", "seed") if k in info}
+    identity: dict[str, Any] = {k: info[k] for k in ("spec", "name", "seed") if k in info}
     if server and server.get("runtime", "python") != "python":
         # another runtime is another llama.cpp build: temperature-0 replies differ (docs/speed.md),
         # so a run is not resumed on the other one, nor on another llama-server build; the default
@@ -146,7 +150,7 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
     return {
         "format": 1, "mode": mode, "model": identity, "model_info": info, "simulated": info["simulated"],
         "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,
-        "generation": generation, "seed": RAW_SEED if mode == "raw" else guard_config.seed,  # type: ignore[union-attr]
+        "generation": generation, "seed": seed,
         "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
         "prompts_sha256": PromptSet(guard_config.prompt_dir if guard_config else None).fingerprint(),
         "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),

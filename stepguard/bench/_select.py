@@ -36,7 +36,9 @@ def select(source: Iterable[Any], configs: frozenset[tuple[int, int]] | None, li
     taken: dict[tuple[int, int], int] = {}
     seen: set[str] = set()
     for inst in source:
-        rid, n_steps, lookback = (inst["id"], inst["n_steps"], inst["lookback"]) if isinstance(inst, dict) else (inst.id, inst.n_steps, inst.lookback)
+        rid, n_steps, lookback = (
+            (inst["id"], inst["n_steps"], inst["lookback"]) if isinstance(inst, dict) else (inst.id, inst.n_steps, inst.lookback)
+        )
         key = (n_steps, lookback)
         if configs is not None and key not in configs:
             continue

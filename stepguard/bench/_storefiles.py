@@ -74,7 +74,7 @@ def check_and_cut(path: Path) -> tuple[set[str], TornLine | None]:
     if not path.exists():
         return ids, None
     with path.open("rb") as fh:
-        for lineno, line in enumerate(fh, 1):  # noqa: B007
+        for lineno, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 torn = TornLine(path, lineno, len(line))
                 break

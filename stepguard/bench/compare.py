@@ -2,7 +2,8 @@
 
 For each shared instance id the two outcomes form a 2x2 table (metric ``correct`` by default:
 the row field ``correct`` in both runs; ``exact``: ``exact`` in both; ``verified``: raw ``correct``
-against guarded ``verified_correct``, the guard's verified completion that docs/fidelity.md reports): both right / only guarded right / only raw right / both wrong. The exact McNemar test
+against guarded ``verified_correct``, the guard's verified completion that docs/fidelity.md
+reports): both right / only guarded right / only raw right / both wrong. The exact McNemar test
 (McNemar 1947; exact form: a two-sided binomial test of the discordant pairs against p = 1/2,
 ``scipy.stats.binomtest``) asks whether the guard changes the success rate on the same instances.
 It is computed per configuration (steps, look-back) and overall. Which run is raw and which is
@@ -20,7 +21,9 @@ from stepguard.bench._results import numbered_results
 from stepguard.bench.stats import wilson_interval
 from stepguard.bench.store import read_meta
 
-__all__ = ["METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "InstancesDiffer", "NoSharedInstances", "Paired", "compare_runs", "mcnemar_exact"]
+__all__ = [
+    "METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "InstancesDiffer", "NoSharedInstances", "Paired", "compare_runs", "mcnemar_exact",
+]
 
 Metric = Literal["correct", "exact", "verified"]
 
@@ -149,7 +152,8 @@ class Comparison:
         sim = " (SIMULATED executor: not a model's accuracy)" if self.simulated else ""
         lines = [f"warning: {w}" for w in self.warnings]
         lines += [f"paired comparison on '{self.metric}': raw {self.raw} vs guarded {self.guarded}{sim}",
-                 f"{'config':<10} {'n':>5} {'both':>6} {'guard+':>7} {'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8} {'McNemar p':>10}"]
+                 f"{'config':<10} {'n':>5} {'both':>6} {'guard+':>7} {'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8}"
+                 f" {'McNemar p':>10}"]
         for p in [*self.configs, self.overall]:
             name = "overall" if p.n_steps is None else f"{p.n_steps}x{p.lookback if p.lookback else '-'}"
             d = p.as_dict()

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from stepguard.bench.aggregate import RunAggregate
 from stepguard.bench import plots
+from stepguard.bench.aggregate import RunAggregate
 from stepguard.bench.plots import SIM_NOTE, Figure
 from stepguard.bench.stats import wilson_interval
 
@@ -132,7 +132,8 @@ def paired_from_cells(data: Mapping[str, Any]) -> list[tuple[str, int, int, int,
     groups = [(str(g["steps"]), int(g["both"]), int(g["neither"]), int(g["only_raw"]), int(g["only_guarded"]))
               for g in (data.get("pairs") or {}).get("groups") or ()]
     if groups:
-        groups.append(("all", *(sum(g[i] for g in groups) for i in range(1, 5))))  # type: ignore[arg-type]
+        groups.append(("all", sum(g[1] for g in groups), sum(g[2] for g in groups), sum(g[3] for g in groups),
+                       sum(g[4] for g in groups)))
     return [(s, b, nn, r, g, mcnemar_exact(g, r)) for s, b, nn, r, g in groups]
 
 
@@ -188,7 +189,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     for c in (c for c in curves if c.points):
         xs = [s for s, _, _ in c.points]
         ys = [k / n for _, k, n in c.points]
-        lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points)) if c.points else ((), ())
+        lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points), strict=True) if c.points else ((), ())
         main = c.lookback is None or c.run not in several
         i = styles.get(c.lookback, 0) if c.lookback is not None else 0
         style = "-" if main else _LOOKBACK_STYLES[i % len(_LOOKBACK_STYLES)]
@@ -205,11 +206,11 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         else:
             ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
         dy = 8 if c.mode == "guarded" else -13
-        for (s, k, n), y in zip(c.points, ys):
+        for (s, k, n), y in zip(c.points, ys, strict=True):
             ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
     if paper:
-        xs, ys = zip(*PAPER_RAW_MEANS)
-        ax.plot(xs, ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
+        paper_xs, paper_ys = zip(*PAPER_RAW_MEANS, strict=True)
+        ax.plot(paper_xs, paper_ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
         for x, y in PAPER_RAW_MEANS:
             ax.annotate(f"paper {100 * y:.0f}%", (x, y), textcoords="offset points", xytext=(9, -3), fontsize=8)
     steps = sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from stepguard.bench._extra import import_extra
 from stepguard.bench.aggregate import RunAggregate
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 FigureCanvasAgg = import_extra("matplotlib.backends.backend_agg").FigureCanvasAgg
-Figure = import_extra("matplotlib.figure").Figure
+if TYPE_CHECKING:  # matplotlib's own annotations; at run time it is imported as an extra
+    from matplotlib.figure import Figure as Figure  # re-exported: overlay draws on it too
+else:
+    Figure = import_extra("matplotlib.figure").Figure
 colormaps = import_extra("matplotlib").colormaps
 
 __all__ = ["plot_accuracy", "plot_guard_cost", "plot_labels"]
@@ -36,7 +40,7 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def _axes(fig: Figure, rows: int, cols: int) -> list[list]:  # type: ignore[type-arg]
+def _axes(fig: Figure, rows: int, cols: int) -> list[list[Any]]:  # matplotlib's Axes
     grid = fig.subplots(rows, cols, squeeze=False)
     return [list(r) for r in grid]
 
@@ -48,7 +52,8 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
     fig = Figure(figsize=(4.6 * max(1, len(runs)), 7.5), layout="constrained")
     ax = _axes(fig, 2, max(1, len(runs)))
     for col, run in enumerate(runs):
-        top = ("verified_correct_rate", "verified completion") if run.mode == "guarded" else ("first_answer_accuracy", "first-answer accuracy")
+        guarded = run.mode == "guarded"
+        top = ("verified_correct_rate", "verified completion") if guarded else ("first_answer_accuracy", "first-answer accuracy")
         for row, (key, name) in enumerate((top, ("exact_step_rate", "exact-step rate"))):
             a = ax[row][col]
             lookbacks = sorted({lb for _, lb in run.configs})
@@ -92,7 +97,7 @@ def plot_labels(runs: Sequence[RunAggregate], path: Path) -> Path:
             cells = [run.by_steps[n] for n in steps]
             ys = [(c.caught[kind] if guarded else c.labels[kind]) / c.n for c in cells]
             a.bar(xs, ys, bottom=bottom, label=kind, color=_KIND_COLOURS(DEVIATION_KINDS.index(kind)))
-            bottom = [b + y for b, y in zip(bottom, ys)]
+            bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
         a.set_xticks(xs, [str(n) for n in steps])
         a.set_xlabel("procedure length (steps)")
         a.set_ylabel("deviations caught per instance" if guarded else "labels per instance")

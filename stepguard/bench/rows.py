@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import parse_number
@@ -42,7 +42,7 @@ ACTIONS: tuple[str, ...] = ("reprompt", "repair", "flag", "raise", "note")
 """What the policy did about a deviation (:attr:`stepguard.guard.DeviationEvent.action`), in report order."""
 
 Ending = Literal["verified", "repaired", "flagged", "stopped"]
-ENDINGS: tuple[str, ...] = Ending.__args__  # type: ignore[attr-defined]
+ENDINGS: tuple[str, ...] = get_args(Ending)
 """How a caught deviation ended, from its step's final provenance: ``verified`` (the model's value
 then verified: ``model_verified`` or ``unverifiable``), ``repaired`` (the guard supplied the value),
 ``flagged`` (kept unverified), ``stopped`` (no value: the run stopped first). A deviation of no step
@@ -167,7 +167,7 @@ def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None)
     right = [s.provenance == "model_verified" and _same(s.text, expected.get(s.var)) for s in result.steps]
     answer_right = _same(result.answer_text, inst.answer)
     verified_correct = result.status == "verified" and result.repaired == 0 and all(right)
-    kinds = Counter(d.kind for d in result.deviations)
+    kinds: Counter[str] = Counter(d.kind for d in result.deviations)
     first_bad = next((i for i, ok in enumerate(right) if not ok), None)
     return {
         **_base(inst, "guarded"),

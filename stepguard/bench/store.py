@@ -32,9 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from stepguard.bench._storefiles import (
-    ERRORS, LOCK, META, RESULTS, Syncer, TornLine, check_and_cut, fsync, iter_rows, lock, unlock,
-)
+from stepguard.bench._storefiles import ERRORS, LOCK, META, RESULTS, Syncer, TornLine, check_and_cut, fsync, iter_rows, lock, unlock
 from stepguard.errors import RunStoreError
 
 __all__ = ["ERRORS", "IDENTITY_KEYS", "LOCK", "META", "RESULTS", "RunStore", "TornLine", "iter_rows", "read_meta"]
@@ -241,7 +239,7 @@ def _differences(key: str, old: Any, new: Any) -> str:
     """``key: stored X, now Y``, or for two mappings only the fields that differ
     (``guard_config.chunk_size: stored 5, now 1``), so a refusal names what changed."""
     if isinstance(old, dict) and isinstance(new, dict):
-        def shown(d: dict, k: str) -> str:
+        def shown(d: dict[str, Any], k: str) -> str:
             if k in d:
                 return repr(d[k])
             local = str(d.get("spec", "")).startswith("local")

@@ -146,6 +146,6 @@ def render_table(rows: Iterable[ConfigSummary], *, intervals: bool = True) -> st
             cells.append(str(r.missing))
         table.append(cells)
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from typing import Annotated
 # metadata: about a third of `stepguard check`'s start-up). A user who wants them sets the variable.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-import typer  # noqa: E402
+import typer
 
 from stepguard.cli import authoring, bench, model, run, serve
 from stepguard.cli._exit import EXIT_CODES_HELP

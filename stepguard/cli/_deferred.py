@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperOption
 
 __all__ = ["Deferred", "deferred_defaults"]
 
@@ -45,7 +44,9 @@ def deferred_defaults(provider: Callable[[], Deferred]) -> type[TyperCommand]:
     class DeferredDefaultsCommand(TyperCommand):
         _resolved = False
 
-        def get_params(self, ctx: typer.Context) -> list[Any]:  # click's Parameter (typer may vendor click)
+        # Any: click's Context and Parameter, which typer may vendor (typer._click), so no one
+        # import names them for every typer version.
+        def get_params(self, ctx: Any) -> list[Any]:
             if not self._resolved:
                 self._resolved = True
                 _apply(self, provider())
@@ -63,5 +64,5 @@ def _apply(command: TyperCommand, deferred: Deferred) -> None:
         params[name].default = value
     for name, note in deferred.notes.items():
         param = params[name]
-        if param.param_type_name == "option":
+        if isinstance(param, TyperOption):
             param.help = f"{param.help.rstrip()} {note}" if param.help else note

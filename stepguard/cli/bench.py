@@ -68,9 +68,9 @@ def _generate_defaults() -> Deferred:
 
 def generate_command(
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Instances file to write (JSONL).")],
-    steps: Annotated[Optional[str], typer.Option("--steps", metavar="N,...", help="Procedure lengths N, comma-separated.")] = None,  # noqa: UP007
-    lookback: Annotated[Optional[str], typer.Option("--lookback", metavar="L,...", help="Look-back depths L, comma-separated.")] = None,  # noqa: UP007
-    per_config: Annotated[Optional[int], typer.Option("--per-config", metavar="N", min=0, help="Instances per (N, L).")] = None,  # noqa: UP007
+    steps: Annotated[Optional[str], typer.Option("--steps", metavar="N,...", help="Procedure lengths N, comma-separated.")] = None,
+    lookback: Annotated[Optional[str], typer.Option("--lookback", metavar="L,...", help="Look-back depths L, comma-separated.")] = None,
+    per_config: Annotated[Optional[int], typer.Option("--per-config", metavar="N", min=0, help="Instances per (N, L).")] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Grid seed.")] = 0,
 ) -> None:
     """Write the benchmark grid (default: 11 lengths x 5 look-backs x 1,000 = 55,000 instances).
@@ -100,7 +100,8 @@ def generate_command(
 # ------------------------------------------------------------------------------------------ score
 def score_command(
     instances: Annotated[Path, typer.Argument(metavar="INSTANCES", help="Instances file (JSONL).", show_default=False)],
-    generations: Annotated[Path, typer.Argument(metavar="GENERATIONS", help='Generations file (JSONL of {"id", "text"}).', show_default=False)],
+    generations: Annotated[Path, typer.Argument(
+        metavar="GENERATIONS", help='Generations file (JSONL of {"id", "text"}).', show_default=False)],
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Scores file to write (JSONL).")],
 ) -> None:
     """Score raw-mode generations with the failure taxonomy (one score per generation id)."""
@@ -147,8 +148,9 @@ def score_command(
 # -------------------------------------------------------------------------------------- summarize
 def summarize_command(
     scores: Annotated[Path, typer.Argument(metavar="SCORES", help="Scores file (JSONL, from `bench score`).", show_default=False)],
-    instances: Annotated[Optional[Path], typer.Option("--instances", metavar="FILE", help="Instances file: configurations and missing counts from it.")] = None,  # noqa: UP007
-    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Also write the rows as JSON to this file.")] = None,  # noqa: UP007
+    instances: Annotated[Optional[Path], typer.Option(
+        "--instances", metavar="FILE", help="Instances file: configurations and missing counts from it.")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Also write the rows as JSON to this file.")] = None,
     intervals: Annotated[bool, typer.Option("--intervals/--no-intervals", help="Show the 95% Wilson intervals.")] = True,
 ) -> None:
     """Print per-configuration rates with 95% Wilson intervals (percent)."""

@@ -25,16 +25,16 @@ def serve_command(
     upstream: Annotated[str, typer.Option(
         "--upstream", metavar="SPEC",
         help="The model behind the proxy: local, sim:perfect, http://host:port/v1#name, openai:NAME, ...")] = "local",
-    procedures: Annotated[Optional[Path], typer.Option(  # noqa: UP007  (typer reads the annotation at run time)
+    procedures: Annotated[Optional[Path], typer.Option(
         "--procedures", metavar="DIR",
         help="A folder of procedure files, served as the models stepguard/<file name>.")] = None,
     host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", metavar="PORT", min=0, max=65535,
                                       help="TCP port (0: a free one, printed).")] = 8787,
-    token: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    token: Annotated[Optional[str], typer.Option(
         "--token", metavar="TOKEN", envvar="STEPGUARD_PROXY_TOKEN", show_envvar=True,
         help="Bearer token every request must carry (default: none; prefer the environment variable).")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    checkpoint: Annotated[Optional[str], typer.Option(
         "--checkpoint", metavar="FILE|URL",
         help="Checkpoints of guarded runs, so a request with a thread_id resumes: a SQLite file (one machine) "
              "or a postgresql:// URL shared by workers (the postgres extra).")] = None,
@@ -45,9 +45,9 @@ def serve_command(
     max_body_mb: Annotated[float, typer.Option(
         "--max-body-mb", metavar="MIB", min=0.001, max=1024 * 1024,
         help="Largest request body taken, in MiB; a larger one is answered 413 before it is read whole.")] = 32.0,
-    timeout: Annotated[Optional[float], typer.Option(  # noqa: UP007
+    timeout: Annotated[Optional[float], typer.Option(
         "--timeout", metavar="SECONDS", help="Seconds one upstream call attempt may take (default: the adapter's).")] = None,
-    tools: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    tools: Annotated[Optional[str], typer.Option(
         "--tools", metavar="MODULE:ATTR",
         help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); "
              "a request for a procedure whose tools are not given is refused.")] = None,
@@ -99,7 +99,7 @@ def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: st
     from stepguard.tools import as_toolset, load_tools, missing_tools
 
     if kind == "local":  # the embedded server's settings, before the app starts it (a traceback there)
-        from stepguard.adapters._server import check_runtime
+        from stepguard.adapters.local import check_runtime
 
         try:
             check_runtime()

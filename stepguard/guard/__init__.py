@@ -5,14 +5,16 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 """
 
 from stepguard.guard._config import RUNGS, ExhaustedAction, GuardConfig, Policy
-from stepguard.guard._guard import Guard, GuardUpdate, build_result, sqlite_checkpointer
-from stepguard.guard._identity import identity_diff, identity_digest, run_identity
+from stepguard.guard._guard import Guard, GuardUpdate, build_result as build_result, sqlite_checkpointer
+from stepguard.guard._identity import identity_diff, identity_digest as identity_digest, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
 from stepguard.guard._postgres import postgres_checkpointer
-from stepguard.guard._prompts import PromptSet, context_block, format_value, render_raw_prompt
-from stepguard.guard.rungs import Rung, get_rung, rung_names
-from stepguard.guard.rungs import register as register_rung
+from stepguard.guard._prompts import PromptSet, context_block, format_value as format_value, render_raw_prompt
 from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals
+from stepguard.guard.rungs import Rung, get_rung, register as register_rung, rung_names
+
+# Helpers, importable here (``X as X``, for code that imported them from here) but not public:
+# build_result, format_value, identity_digest (adapters.langgraph_node uses it).
 
 __all__ = [
     "DeviationEvent",
@@ -33,12 +35,9 @@ __all__ = [
     "StepOutcome",
     "StepValue",
     "UsageTotals",
-    "build_result",
     "context_block",
-    "format_value",
     "get_rung",
     "identity_diff",
-    "identity_digest",
     "postgres_checkpointer",
     "register_rung",
     "render_raw_prompt",

@@ -34,7 +34,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:

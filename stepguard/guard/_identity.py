@@ -114,9 +114,7 @@ def identity_diff(stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> l
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 if group == "tools":  # a version may be "": say what differs in words
-                    def said(d: Mapping[str, Any]) -> str:
-                        return "(not given)" if key not in d else f"version {d[key]}" if d[key] else "given"
-                    out.append(f"tools.{key}: stored {said(old)}, now {said(new)}")
+                    out.append(f"tools.{key}: stored {_tool_said(old, key)}, now {_tool_said(new, key)}")
                 else:
                     out.append(f"{group}.{key}: stored {old.get(key, '(none)')}, now {new.get(key, '(none)')}")
     if stored.get("prompts") != now["prompts"]:
@@ -124,3 +122,8 @@ def identity_diff(stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> l
     if stored.get("context") != now.get("context"):
         out.append("the caller's context messages")
     return out
+
+
+def _tool_said(tools: Mapping[str, Any], key: str) -> str:
+    """How one tool stands in an identity's ``tools`` group, in words (a version may be "")."""
+    return "(not given)" if key not in tools else f"version {tools[key]}" if tools[key] else "given"

@@ -60,7 +60,11 @@ class GuardObserver(Protocol):
     def step_checked(
         self, var: str, outcome: str, kind: str | None, action: str | None, detail: str = "", rung: str | None = None
     ) -> None:
-        """A step was checked: ``outcome`` pass/fail; ``kind`` the deviation kind; ``action`` the policy's action; ``rung`` the re-prompt rung."""
+        """A step was checked.
+
+        ``outcome`` pass/fail; ``kind`` the deviation kind; ``action`` the policy's action;
+        ``rung`` the re-prompt rung.
+        """
         ...
 
     def tool_call(
@@ -167,7 +171,7 @@ class GlobalTelemetry(NullObserver):
         """Forward when this run is traced."""
         self._forward("chunk_started", *args, **kwargs)
 
-    def model_call(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def model_call(self, *args: Any, **kwargs: Any) -> Any:
         """The traced run's context manager around the call, or one that does nothing."""
         return self._forward("model_call", *args, **kwargs)
 
@@ -175,7 +179,7 @@ class GlobalTelemetry(NullObserver):
         """Forward when this run is traced."""
         self._forward("step_checked", *args, **kwargs)
 
-    def tool_call(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def tool_call(self, *args: Any, **kwargs: Any) -> Any:
         """The traced run's context manager around a tool call, or one that does nothing."""
         return self._forward("tool_call", *args, **kwargs)
 
@@ -201,7 +205,7 @@ class ModelCallOnly(NullObserver):
     def __init__(self, parent: GuardObserver) -> None:
         self.parent = parent
 
-    def model_call(self, messages: ChatMessage | Any, settings: GenerationSettings | Any) -> Any:  # type: ignore[override]
+    def model_call(self, messages: list[ChatMessage], settings: GenerationSettings) -> Any:
         """The parent's context manager around this call."""
         return self.parent.model_call(messages, settings)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
@@ -23,7 +23,7 @@ from stepguard.verify import DeviationKind
 
 __all__ = ["DeviationEvent", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals", "typed_value", "value_text"]
 
-StepValue = Union[Decimal, int, bool, str, Fraction]
+StepValue: TypeAlias = Decimal | int | bool | str | Fraction
 """A step's value in Python, by the step's declared ``type``:
 
 - ``integer``: ``int``; ``decimal``: ``Decimal`` with exactly ``scale`` places (``Decimal('1221.00')``);
@@ -86,7 +86,8 @@ def typed_value(value: Any, type_: str = "number", scale: int | None = None) -> 
         dec = _exact_decimal(number)
         if dec is None:
             return Fraction(number)
-        if scale is not None and -dec.as_tuple().exponent < scale:  # type: ignore[operator]
+        exponent = dec.as_tuple().exponent  # an int: _exact_decimal gives finite decimals only
+        if scale is not None and isinstance(exponent, int) and -exponent < scale:
             dec = dec.quantize(Decimal(1).scaleb(-scale))  # adds zeros only: fewer places than scale
         return dec
     return int(number)

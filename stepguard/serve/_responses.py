@@ -67,7 +67,7 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     return item.model_dump(mode="json")
 
 
-def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,  # noqa: A002
+def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,
                code: str | None = None, **extra: Any) -> dict[str, Any]:
     """The OpenAI error shape ``{"error": {"message", "type", "param", "code", ...extra}}``."""
     return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}

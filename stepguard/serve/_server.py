@@ -172,7 +172,7 @@ class BackgroundServer:
         uvicorn = import_extra("uvicorn", "serve", _WHAT)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
         self.server = uvicorn.Server(config)
-        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
+        self.server.install_signal_handlers = lambda: None  # not the main thread
         self._thread = threading.Thread(target=self.server.run, name="stepguard-serve", daemon=True)
         self.host = host
 

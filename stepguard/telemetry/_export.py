@@ -52,8 +52,8 @@ class _Swallow(logging.Filter):
         if record.levelno >= logging.WARNING:
             try:
                 self.last = record.getMessage()
-                if str(record.msg).startswith("Transient error") and record.args:
-                    self.cause = str(record.args[0])  # type: ignore[index]
+                if str(record.msg).startswith("Transient error") and isinstance(record.args, tuple) and record.args:
+                    self.cause = str(record.args[0])
             except Exception:  # noqa: BLE001
                 self.last = str(record.msg)
             return False

@@ -37,10 +37,13 @@ class Instruments:
     """
 
     def __init__(self, meter: Meter) -> None:
-        self.token_usage = _histogram(meter, n.METRIC_TOKEN_USAGE, "{token}", "Number of input and output tokens used.", n.TOKEN_USAGE_BUCKETS)
+        self.token_usage = _histogram(
+            meter, n.METRIC_TOKEN_USAGE, "{token}", "Number of input and output tokens used.", n.TOKEN_USAGE_BUCKETS)
         self.duration = _histogram(meter, n.METRIC_OPERATION_DURATION, "s", "GenAI operation duration.", n.DURATION_BUCKETS)
-        self.steps_verified = meter.create_counter(n.METRIC_STEPS_VERIFIED, unit="{step}", description="Steps verified and committed by the guard.")
-        self.deviations = meter.create_counter(n.METRIC_DEVIATIONS, unit="{deviation}", description="Deviations found by the guard, by kind and policy action.")
+        self.steps_verified = meter.create_counter(
+            n.METRIC_STEPS_VERIFIED, unit="{step}", description="Steps verified and committed by the guard.")
+        self.deviations = meter.create_counter(
+            n.METRIC_DEVIATIONS, unit="{deviation}", description="Deviations found by the guard, by kind and policy action.")
         self.reprompts = meter.create_counter(n.METRIC_REPROMPTS, unit="{reprompt}", description="Corrective prompts sent by the guard.")
         self.repairs = meter.create_counter(n.METRIC_REPAIRS, unit="{repair}", description="Steps repaired with the evaluator's value.")
 

@@ -159,7 +159,9 @@ class OtelObserver:
                 attrs[n.OI_SPAN_KIND] = n.OI_GUARDRAIL
             run.chunk = Chunk(time.time_ns(), attrs)
 
-    def step_checked(self, var: str | None, outcome: str, kind: str | None, action: str | None, detail: str = "", rung: str | None = None) -> None:
+    def step_checked(
+        self, var: str | None, outcome: str, kind: str | None, action: str | None, detail: str = "", rung: str | None = None
+    ) -> None:
         """Record a ``gen_ai.evaluation.result`` event for the chunk span and count the step.
 
         A ``reprompt`` event without ``rung`` gets the rung of the next chunk, the re-prompt it caused.

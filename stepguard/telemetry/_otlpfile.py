@@ -84,7 +84,7 @@ def read_trace_file(path: str | Path) -> list[Any]:
             continue
         try:
             out.append(_parse(line))
-        except Exception as exc:  # noqa: BLE001 - json and protobuf raise unrelated types
+        except Exception as exc:
             raise ValueError(f"{path}:{number}: not an OTLP/JSON ExportTraceServiceRequest: {exc}") from exc
     return out
 

@@ -29,14 +29,15 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
 from stepguard.telemetry._export import FailureNotice, QuietExporter
 from stepguard.telemetry._otlpfile import OtlpJsonFileExporter
@@ -75,7 +76,8 @@ def _signal_url(base: str, signal: str) -> str:
 
 
 def _protocol(signal: str) -> str:
-    proto = (os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf")
+    proto = (os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+             or "http/protobuf")
     proto = proto.strip().lower()
     if proto not in ("http/protobuf", "grpc"):
         raise ValueError(f"OTEL_EXPORTER_OTLP_PROTOCOL={proto!r} is not supported: use http/protobuf (default) or grpc")
@@ -93,19 +95,21 @@ def _otlp_exporter(signal: str, url: str) -> Any:
     if _protocol(signal) == "grpc":
         try:
             if signal == "traces":
-                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+                grpc: Any = GrpcSpans
             else:
-                from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as G
+                from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetrics
+                grpc = GrpcMetrics
         except ImportError as exc:
             raise ValueError("OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the package opentelemetry-exporter-otlp-proto-grpc "
                              "(pip install opentelemetry-exporter-otlp-proto-grpc), or use http/protobuf") from exc
         grpc_url = url.removesuffix(f"/v1/{signal}")
-        return G(endpoint=grpc_url, timeout=_timeout())
+        return grpc(endpoint=grpc_url, timeout=_timeout())
     if signal == "traces":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
-    else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
-    return H(endpoint=url, timeout=_timeout())
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        return OTLPSpanExporter(endpoint=url, timeout=_timeout())
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    return OTLPMetricExporter(endpoint=url, timeout=_timeout())
 
 
 def _enabled(signal: str) -> bool:
@@ -163,6 +167,8 @@ def configure_telemetry(
     notice = FailureNotice(on_export_failure)
     tp = TracerProvider(resource=resource, shutdown_on_exit=False)
     readers: list[MetricReader] = list(metric_readers or ())
+    traces_url: str | None
+    metrics_url: str | None
     if otlp_endpoint:
         traces_url, metrics_url = _signal_url(otlp_endpoint, "traces"), _signal_url(otlp_endpoint, "metrics")
     elif otlp_from_env:
@@ -170,13 +176,13 @@ def configure_telemetry(
     else:
         traces_url = metrics_url = None
     if traces_url and _enabled("traces"):
-        tp.add_span_processor(BatchSpanProcessor(QuietExporter(_otlp_exporter("traces", traces_url), traces_url, "spans", notice)))
+        tp.add_span_processor(BatchSpanProcessor(_spans(QuietExporter(_otlp_exporter("traces", traces_url), traces_url, "spans", notice))))
     if metrics_url and _enabled("metrics"):
         exporter = QuietExporter(_otlp_exporter("metrics", metrics_url), metrics_url, "metrics", notice)
-        readers.append(PeriodicExportingMetricReader(exporter))
+        readers.append(PeriodicExportingMetricReader(cast(MetricExporter, exporter)))  # QuietExporter: see _spans
     if trace_file is not None:
         path = str(trace_file)
-        tp.add_span_processor(BatchSpanProcessor(QuietExporter(OtlpJsonFileExporter(path), path, "spans", notice, pause_s=0)))
+        tp.add_span_processor(BatchSpanProcessor(_spans(QuietExporter(OtlpJsonFileExporter(path), path, "spans", notice, pause_s=0))))
     if console:
         tp.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
@@ -210,8 +216,8 @@ def shutdown(timeout_s: float = 5.0) -> bool:
 
     def close() -> None:
         for tp, mp in todo:
-            for step in (lambda: tp.force_flush(int(timeout_s * 1000)), tp.shutdown,
-                         lambda: mp.shutdown(timeout_millis=timeout_s * 1000)):
+            for step in (partial(tp.force_flush, int(timeout_s * 1000)), tp.shutdown,
+                         partial(mp.shutdown, timeout_millis=timeout_s * 1000)):
                 try:
                     step()
                 except Exception:  # noqa: BLE001 - closing telemetry must not fail the caller
@@ -224,3 +230,9 @@ def shutdown(timeout_s: float = 5.0) -> bool:
         log.warning("stepguard: telemetry flush did not finish within %.1fs; the rest is dropped", timeout_s)
         return False
     return True
+
+
+def _spans(exporter: QuietExporter) -> SpanExporter:
+    """``exporter`` as the SDK's processors take it: a QuietExporter wraps a span or a metric
+    exporter and forwards what it does not define to it, so it is either by duck typing only."""
+    return cast(SpanExporter, exporter)

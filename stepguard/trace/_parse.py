@@ -231,7 +231,7 @@ def _var(m: re.Match[str], known: frozenset[str]) -> str | None:
     if known:
         raw = m.group("var")
         if raw in known:
-            return raw  # type: ignore[no-any-return]
+            return raw
     k1, k2 = m.group("k1", "k2")
     k = k1 or k2
     if k is None:

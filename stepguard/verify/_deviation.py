@@ -8,7 +8,7 @@ project's reconstruction (``docs/benchmark.md``), not the paper's.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -50,7 +50,7 @@ the call is never executed), ``repeated_call`` (the tool was called more than on
 stops there) and ``not_in_source`` (an extracted value does not occur in its source text).
 """
 
-DEVIATION_KINDS: tuple[str, ...] = DeviationKind.__args__  # type: ignore[attr-defined]
+DEVIATION_KINDS: tuple[str, ...] = get_args(DeviationKind)
 
 
 class Deviation(BaseModel):

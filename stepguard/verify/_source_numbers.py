@@ -18,15 +18,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 
 from stepguard.evaluator import Number, normalize
-from stepguard.trace._parse import SCALE_AFTER
+from stepguard.trace import SCALE_AFTER
 
 __all__ = ["SourceNumbers", "after_label", "scan_numbers"]
 
-_DASHES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u207b\u208b\ufe63\uff0d"  # hyphen-minus, minus, hyphens, figure, en, em dash, super/subscript minus, small and full-width
+# hyphen-minus, minus, hyphens, figure, en, em dash, super/subscript minus, small and full-width
+_DASHES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u207b\u208b\ufe63\uff0d"
 _THIN = "\u00a0\u2009\u202f"  # no-break, thin and narrow no-break space: group separators in either convention
 _SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c not in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029" + _THIN)
 """Spaces within a line other than the thin ones (plain, tab, figure, en, ideographic...): groups split by
@@ -69,8 +70,8 @@ def _readings(body: str) -> dict[str, Number]:
     if body.isdigit():  # no separator: the same in both conventions
         if len(body) > _MAX_DIGITS:
             return {}
-        value = int(body)
-        return {"point": value, "comma": value}
+        whole = int(body)
+        return {"point": whole, "comma": whole}
     out: dict[str, Number] = {}
     if "'" in body or "’" in body:  # Swiss groups: 1'234.56
         value = _grouped(body.replace("’", "'"), "'" + _THIN, ".")
@@ -166,7 +167,7 @@ def scan_numbers(text: str, context: str | None = None, first_only: bool = False
         if not doubtful and (convention is None or convention in readings) and len(values) == 1:
             out.exact.append(values[0])
         elif not doubtful and convention in readings:
-            out.exact.append(negative * readings[convention])  # type: ignore[index]
+            out.exact.append(negative * readings[convention])
         else:  # two values, or a value of the convention the document does not use (12,5 beside 18.86)
             if any(c in written for c in _DASHES + "()"):
                 values = tuple(dict.fromkeys(values + tuple(-v for v in values)))  # either sign

@@ -21,11 +21,11 @@ expected value's) is read as such, as the guard reads it (:func:`~stepguard.veri
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +42,7 @@ ScoreLabel = Literal[
 ]
 """A raw-mode label: ``exact`` or one of the six raw-mode :data:`~stepguard.verify.DeviationKind` values."""
 
-SCORE_LABELS: tuple[str, ...] = ScoreLabel.__args__  # type: ignore[attr-defined]
+SCORE_LABELS: tuple[str, ...] = get_args(ScoreLabel)
 """Every raw-mode label, in report order: ``exact`` first, then the six failure labels."""
 
 FAILURE_LABELS: tuple[str, ...] = SCORE_LABELS[1:]
@@ -157,7 +157,7 @@ def _as_json(value: Number | str | None) -> int | str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None or type(value) is int or isinstance(value, str):
-        return value  # type: ignore[return-value]
+        return value
     return format_number(value)
 
 
@@ -219,7 +219,7 @@ def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
 
 
 def score_generation(
-    target: Union[ScoringTarget, tuple[Procedure, Mapping[str, Any]]],
+    target: ScoringTarget | tuple[Procedure, Mapping[str, Any]],
     text: str,
     *,
     id: str | None = None,

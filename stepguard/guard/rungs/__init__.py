@@ -11,6 +11,8 @@ by :func:`register`, and add its module to the import line below; ``GuardConfig(
 
 from stepguard.guard.rungs._base import Rung, get_rung, register, rung_names
 
-from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain, partial, scale, choice, divide, tie, single, split  # noqa: E402,F401,I001  registration order
+# The order of registration is the order `--help` and docs/cli.md list the rungs in: not sorted.
+from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain  # noqa: F401
+from stepguard.guard.rungs import partial, scale, choice, divide, tie, single, split  # noqa: F401
 
 __all__ = ["Rung", "get_rung", "register", "rung_names"]

@@ -6,12 +6,15 @@ import ast
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any
 
 from stepguard.errors import StepguardError
 from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure
 
-__all__ = ["decimal_places", "derived", "leaf_value", "leaf_values", "magnitudes", "operands", "places", "point_steps", "sub_procedure", "text"]
+__all__ = [
+    "decimal_places", "derived", "leaf_value", "leaf_values", "magnitudes", "operands", "places", "point_steps", "sub_procedure", "text",
+]
 
 _NAME = 100
 """Characters of the parent procedure's name kept in a derived procedure's name (names are capped at 200)."""
@@ -29,18 +32,21 @@ def _chain(start: int, op: str, parts: list[int]) -> list[str]:
     return exprs
 
 
+_SYMBOLS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+
+
 def operands(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> tuple[int, str, int] | None:
     """``(a, op, b)`` of step ``index`` over committed integer values, ``op`` one of ``+ - *``; ``None`` for any other step."""
     found = leaf_values(procedure, index, env)
     if found is None:
         return None
     node, values = found
-    symbol = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}.get(type(getattr(node, "op", None)))  # type: ignore[arg-type]
+    symbol = _SYMBOLS.get(type(getattr(node, "op", None)))
     if not isinstance(node, ast.BinOp) or symbol is None or any(type(v) is not int for v in values):
         return None
     if any(isinstance(side, ast.UnaryOp) for side in (node.left, node.right)):
         return None  # a negative literal operand: as before, not an integer operation the rungs split
-    return values[0], symbol, values[1]
+    return int(values[0]), symbol, int(values[1])  # ints already (checked above); int() tells mypy
 
 
 def magnitudes(a: int, b: int) -> tuple[int, int, bool]:
@@ -91,7 +97,8 @@ def leaf_value(node: ast.AST, env: Mapping[str, Number | str]) -> Number | None:
     """The number a leaf of an expression stands for (a name's committed value, a constant, a negated
     constant), or ``None`` for anything else: an operation, a boolean, a text value."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        v = -node.operand.value
+        operand: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
+        v: object = -operand
     elif isinstance(node, ast.Name):
         v = env.get(node.id)
     elif isinstance(node, ast.Constant):

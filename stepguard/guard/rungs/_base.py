@@ -14,12 +14,10 @@ if TYPE_CHECKING:
 
 SUB_STEP_LADDER: tuple[str, ...] = ("single", "resample", "resample", "resample")
 """The nested ladder of the rungs over production expressions: a failing sub-step through the rung for
-its operation (``single``), then sampled anew three times. Sampled at the resample temperature (0.7),
-the embedded model wrote ``677795 * 5`` right 2 times in 8, ``1595108 * 9`` 3 in 8 and
-``13500000 + 810000`` 6 in 8, where temperature 0 gave the same wrong value on every try
-(``benchmarks/probe_single_ops.py --resample``, 2026-12-01; ``14355000 + 900`` and ``128455 / 8``
-stayed 0 in 8); a derived run stops at its first sub-step no try verified, so the extra tries cost
-calls only where a sub-step keeps failing."""
+its operation (``single``), then sampled anew three times, because sampling at the resample
+temperature reaches values that temperature 0 repeats wrongly (the probe's figures: docs/production.md,
+"What stops the rungs"). A derived run stops at its first sub-step no try verified, so the extra
+tries cost calls only where a sub-step keeps failing."""
 
 __all__ = ["SUB_STEP_LADDER", "Rung", "get_rung", "register", "rung_names"]
 
@@ -43,9 +41,9 @@ class Rung:
         one_at_a_time: the nested guard asks one sub-step a call with the values it reads written
             into its line (``t3 = 0.05 if False else 0``; :attr:`GuardConfig.inline_known`). The
             rungs over production expressions (``chain``, ``choice``, and ``split`` and ``single``
-            that reach them) ask so: the embedded model chose a conditional's branch over a literal
-            boolean in 6 of 6 probes, but in a two-line chunk named the larger of 59.97 and 500 as
-            59.97 (docs/production.md). The integer rungs of the benchmark keep whole-chunk asking.
+            that reach them) ask so, because the embedded model reads a literal better alone than
+            in a chunk (figures: docs/production.md). The integer rungs of the benchmark keep
+            whole-chunk asking.
     """
 
     name: str = ""
@@ -72,8 +70,7 @@ class Rung:
 
         Its ``on_exhausted`` is ``raise``: a derived run stops at its first sub-step no try
         verified, since every later sub-step reads that value and the parent takes only a verified
-        result (flagging and going on cost the embedded model 7 of 26 calls on ``15951.08 * 0.09``
-        for nothing; docs/production.md).
+        result: flagging and going on spends calls for nothing (figures: docs/production.md).
 
         Args:
             parent: the run's configuration.

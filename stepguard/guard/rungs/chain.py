@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from stepguard.evaluator import Number, format_number
 from stepguard.errors import StepguardError
+from stepguard.evaluator import Number, format_number
 from stepguard.guard.rungs._arith import decimal_places, derived
 from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
@@ -83,7 +83,7 @@ class _Writer:
         self.kinds.append(kind)
         return f"{self.prefix}{len(self.exprs)}"
 
-    def emit(self, node: ast.AST) -> str:  # noqa: PLR0911 - one case per node kind
+    def emit(self, node: ast.AST) -> str:
         if isinstance(node, ast.Constant):
             return _literal(node.value)
         if isinstance(node, ast.Name):
@@ -91,7 +91,8 @@ class _Writer:
                 raise _Unsplittable
             return _literal(self.env[node.id])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
-            return _literal(-node.operand.value if isinstance(node.op, ast.USub) else node.operand.value)
+            value: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
+            return _literal(-value if isinstance(node.op, ast.USub) else value)
         if isinstance(node, ast.UnaryOp):
             a = self.emit(node.operand)
             if isinstance(node.op, ast.Not):
@@ -120,8 +121,8 @@ class _Writer:
         """``a < b`` and its kin as a choice, the larger of the two, then an equality over the
         value chosen: ``a >= b`` is ``max(a, b) == a``, ``a > b`` is ``max(a, b) != b``.
 
-        The embedded model named the larger of two decimals in 14 of 14 probes and wrote the
-        comparison's truth in 11 of 14 (``59.97 >= 500 = True``; docs/production.md).
+        The embedded model names the larger of two decimals more reliably than it writes a
+        comparison's truth (``59.97 >= 500 = True``; figures: docs/production.md).
         """
         if op in (ast.Eq, ast.NotEq):
             return self._new(f"{a} {_CMP[op]} {b}", "boolean")
@@ -189,7 +190,7 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
         return None
     steps: list[dict[str, Any]] = [
         {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
-        for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds), start=1)
+        for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds, strict=True), start=1)
     ]
     if rounds:  # the rounding rule as its own last sub-step, over the exact value
         steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})

@@ -3,8 +3,8 @@
 ``min(61000, 50000)`` becomes ``t1 = max(61000, 50000)`` (which is larger?), ``t2 = t1 == 61000``
 and ``t3 = 50000 if t2 else 61000``; ``max`` the same way over ``min``. Every sub-step is checked,
 and the nested guard asks them one a call with the values written in (``t2 = 61000 == 61000``),
-because the embedded model named the larger of two decimals in 14 of 14 probes but wrote a
-comparison's truth in 11 of 14 (docs/production.md). A comparison step (``income >= 100``) is the
+because the embedded model names the larger of two decimals more reliably than it writes a
+comparison's truth (figures: docs/production.md). A comparison step (``income >= 100``) is the
 ``chain`` rung's: a choice of the larger, then an equality.
 """
 
@@ -28,9 +28,9 @@ def choice_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
         The derived procedure, or ``None`` when the step is not ``min``/``max`` of two numbers.
     """
     found = leaf_values(procedure, index, env)
-    if found is None or not isinstance(found[0], ast.Call) or len(found[1]) != 2:
+    if found is None or not isinstance(found[0], ast.Call) or not isinstance(found[0].func, ast.Name) or len(found[1]) != 2:
         return None
-    fn = found[0].func.id  # type: ignore[attr-defined]
+    fn = found[0].func.id
     if fn not in ("min", "max"):
         return None
     a, b = (text(v) for v in found[1])

@@ -11,7 +11,7 @@ asked as the arithmetic it is, over the lower candidate (the value cut to the st
 
 a negative value's magnitude first, then the sign as a sub-step of its own. Each sub-step is
 checked; the last carries the step's variable, scale and rounding (which no longer changes it).
-The model wrote each kind of sub-step right in 16 of 16 probes. The rung applies to a step that
+The embedded model writes each kind of sub-step reliably (figures: docs/production.md). The rung applies to a step that
 only rounds one value (``var = name`` or ``var = number``, as ``chain`` writes its rounding
 sub-step) at an exact tie; anywhere else it does not, and the ladder says so.
 """
