@@ -337,7 +337,7 @@ class GuardedOpenAI:
         self.chat = _Chat(self)
 
     @property  # type: ignore[misc]
-    def __class__(self) -> type:  # noqa: D105 - the proxy's one trick: isinstance() sees the client's class
+    def __class__(self) -> type:
         return type(self.client)
 
     def __getattr__(self, name: str) -> Any:

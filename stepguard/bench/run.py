@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from stepguard.bench.rows import error_row, guarded_row, raw_row
 from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
 from stepguard.bench._select import count_lines, light, parse_configs, select
+from stepguard.bench.rows import error_row, guarded_row, raw_row
 from stepguard.bench.store import RunStore, TornLine
 from stepguard.bench.suites import is_suite
 from stepguard.errors import BudgetExhausted, ModelError, ModelOutputTruncated, StepDeviation

@@ -41,18 +41,18 @@ __all__ = [
     "guard_options",
 ]
 
-# noqa: UP007 throughout: typer reads Optional[X] from the annotation at run time
-ChunkSize = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Steps per model call.")]  # noqa: UP007
-Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive", help="Shrink chunks after deviations, grow them after clean ones.")]  # noqa: UP007
-PolicyOption = Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="What the guard does at a deviation:")]  # noqa: UP007
-OnExhausted = Annotated[Optional[str], typer.Option("--on-exhausted", metavar="ACTION", help="What happens when a budget is spent:")]  # noqa: UP007
-MaxReprompts = Annotated[Optional[int], typer.Option("--max-reprompts", metavar="N", help="Re-prompts per step.")]  # noqa: UP007
-Ladder = Annotated[Optional[str], typer.Option("--ladder", metavar="RUNG,...", help="Re-prompt rungs in order, comma-separated.")]  # noqa: UP007
-MaxTotalTokens = Annotated[Optional[int], typer.Option(  # noqa: UP007
+
+ChunkSize = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Steps per model call.")]
+Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive", help="Shrink chunks after deviations, grow them after clean ones.")]
+PolicyOption = Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="What the guard does at a deviation:")]
+OnExhausted = Annotated[Optional[str], typer.Option("--on-exhausted", metavar="ACTION", help="What happens when a budget is spent:")]
+MaxReprompts = Annotated[Optional[int], typer.Option("--max-reprompts", metavar="N", help="Re-prompts per step.")]
+Ladder = Annotated[Optional[str], typer.Option("--ladder", metavar="RUNG,...", help="Re-prompt rungs in order, comma-separated.")]
+MaxTotalTokens = Annotated[Optional[int], typer.Option(
     "--max-total-tokens", metavar="TOKENS", help="Input plus output tokens for the whole run, re-prompts included (default: unbounded).")]
-MaxWallS = Annotated[Optional[float], typer.Option(  # noqa: UP007
+MaxWallS = Annotated[Optional[float], typer.Option(
     "--max-wall-s", metavar="SECONDS", help="Wall-clock seconds for the whole run (default: unbounded).")]
-InlineKnown = Annotated[Optional[bool], typer.Option(  # noqa: UP007
+InlineKnown = Annotated[Optional[bool], typer.Option(
     "--inline-known/--no-inline-known", help="Write the values a step reads into its line instead of listing them.")]
 
 GUARD_FIELDS: dict[str, str] = {

@@ -18,6 +18,7 @@ import typer
 from stepguard.cli._deferred import Deferred, deferred_defaults
 from stepguard.cli._exit import ExitCode, exit_for_error, fail
 from stepguard.cli._guard_options import (
+    BY_PROCEDURE,
     Adaptive,
     ChunkSize,
     InlineKnown,
@@ -27,7 +28,6 @@ from stepguard.cli._guard_options import (
     MaxWallS,
     OnExhausted,
     PolicyOption,
-    BY_PROCEDURE,
     build_guard_config,
     by_procedure_notes,
     guard_option_defaults,
@@ -106,8 +106,8 @@ def run_command(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run directory (created; an existing one with the same settings is resumed).")],
     mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
     model: ModelSpec = "local",
-    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most N instances per configuration.")] = None,  # noqa: UP007
-    configs: Annotated[Optional[str], typer.Option("--configs", metavar="STEPSxLOOKBACK,...", help="Only these configurations, e.g. 95x7,23x2.")] = None,  # noqa: UP007
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most N instances per configuration.")] = None,
+    configs: Annotated[Optional[str], typer.Option("--configs", metavar="STEPSxLOOKBACK,...", help="Only these configurations, e.g. 95x7,23x2.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", metavar="N", help="Instances in flight at once.")] = 4,
     policy: PolicyOption = None,
     chunk_size: ChunkSize = None,
@@ -118,7 +118,7 @@ def run_command(
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
     inline_known: InlineKnown = None,
-    raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,  # noqa: UP007
+    raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     timeout: Timeout = None,
     otel: OtelOption = False,
@@ -202,12 +202,12 @@ def compare_command(
 def demo_command(
     model: ModelSpec = "local",
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Demo folder.")] = Path("stepguard-demo"),
-    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="STEPS:COUNT,...", help=(  # noqa: UP007
+    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="STEPS:COUNT,...", help=(
         "Instances to generate per length. Default 5:3,23:1 on a real model (about 8 minutes raw and guarded on 2 idle "
         "CPU cores; it prints its own estimate first); 5:3,23:2,95:1 on sim: (and for the 95-step headline on a real "
         "model: about 20 minutes more)."))] = None,
     lookback: Annotated[int, typer.Option("--lookback", metavar="N", help="Look-back depth of every instance.")] = 2,
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", metavar="N", help="Default: 1 for a local model, 8 otherwise.")] = None,  # noqa: UP007
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", metavar="N", help="Default: 1 for a local model, 8 otherwise.")] = None,
     policy: PolicyOption = None,
     chunk_size: ChunkSize = None,
     adaptive: Adaptive = None,

@@ -16,6 +16,7 @@ import typer
 from stepguard.cli._deferred import Deferred, deferred_defaults
 from stepguard.cli._exit import ExitCode, exit_for_error, exit_for_status, fail
 from stepguard.cli._guard_options import (
+    BY_PROCEDURE,
     Adaptive,
     ChunkSize,
     InlineKnown,
@@ -25,7 +26,6 @@ from stepguard.cli._guard_options import (
     MaxWallS,
     OnExhausted,
     PolicyOption,
-    BY_PROCEDURE,
     build_guard_config,
     by_procedure_notes,
     guard_option_defaults,
@@ -113,7 +113,7 @@ class _PromptEcho:
 
 def run_command(
     procedure: Annotated[Path, typer.Argument(metavar="PROCEDURE", help="Procedure file (.yaml, .yml, .json).", show_default=False)],
-    input: Annotated[Optional[list[str]], typer.Option("--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input).")] = None,  # noqa: UP007
+    input: Annotated[Optional[list[str]], typer.Option("--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input).")] = None,
     model: ModelSpec = "local",
     policy: PolicyOption = None,
     chunk_size: ChunkSize = None,
@@ -124,13 +124,13 @@ def run_command(
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
     inline_known: InlineKnown = None,
-    checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,  # noqa: UP007
-    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,  # noqa: UP007
+    checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
+    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
-    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); a procedure file never imports code itself.")] = None,  # noqa: UP007
+    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); a procedure file never imports code itself.")] = None,
     timeout: Timeout = None,
 ) -> None:
     """Execute PROCEDURE stepwise under the guard and print the verified result.

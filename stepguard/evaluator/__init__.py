@@ -5,15 +5,7 @@ Public face: :func:`compile_expression` (parse once), :meth:`CompiledExpression.
 """
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator._numbers import (
-    DEFAULT_MAX_BITS,
-    Number,
-    check_size,
-    format_number,
-    normalize,
-    parse_number,
-    read_number,
-)
+from stepguard.evaluator._numbers import DEFAULT_MAX_BITS, Number, check_size, format_number, normalize, parse_number, read_number
 from stepguard.evaluator._safe import DEFAULT_LIMITS, CompiledExpression, Limits, compile_expression, evaluate
 
 __all__ = [

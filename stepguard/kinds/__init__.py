@@ -13,9 +13,9 @@ executed and committed (:class:`Kind`). The built-in kinds:
 from stepguard.kinds._base import Kind, Value, get_kind, kind_of, parse_committed, register_kind, step_kinds, unregister_kind
 from stepguard.kinds._reading import ArgVerdict, KindVerdict
 from stepguard.kinds.compute import Compute, ComputeStep
-from stepguard.kinds.tool import Tool, ToolArg, ToolStep, verify_tool_call
 from stepguard.kinds.extract import Extract, ExtractStep, verify_extract
 from stepguard.kinds.text import Text, TextStep, verify_text
+from stepguard.kinds.tool import Tool, ToolArg, ToolStep, verify_tool_call
 
 __all__ = [
     "ArgVerdict",

@@ -28,4 +28,4 @@ __all__ = [
 ]
 
 # The built-in step kinds register their step models (stepguard.kinds): last, once every name above is bound.
-import stepguard.kinds as _kinds  # noqa: E402,F401
+import stepguard.kinds as _kinds  # noqa: F401
