@@ -120,7 +120,7 @@ class Guard:
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
     ) -> tuple[RunContext, dict[str, Any], str]:
         config = self.config_for(procedure)
-        ctx = RunContext(procedure, self.model, config, procedure.bind_inputs(inputs), self._prompts, self.observer,
+        ctx = RunContext(procedure, _reading(self.model, procedure), config, procedure.bind_inputs(inputs), self._prompts, self.observer,
                          tools=self.tools, context=_context(context))
         self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
@@ -359,6 +359,17 @@ class Guard:
 GuardUpdate = Union[StepOutcome, DeviationEvent, GuardResult, tuple[str, Any]]
 """What :meth:`Guard.stream` yields: a committed step, a deviation, the result (last), or, with
 ``graph_updates``, a controller node's ``(name, update)``."""
+
+
+def _reading(model: ChatModel, procedure: Procedure) -> ChatModel:
+    """``model`` given the procedure where it is a simulator that reads one (``for_procedure``) and
+    was given none: the seeded simulator stands in for a model that reads a step's instruction, so
+    a run from Python executes instruction steps as the CLI, the proxy and the benchmark do."""
+    for_procedure = getattr(model, "for_procedure", None)
+    if getattr(model, "simulated", False) and callable(for_procedure) and getattr(model, "procedure", None) is None:
+        given: ChatModel = for_procedure(procedure)
+        return given
+    return model
 
 
 def _context(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
