@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--steps", default="5,23,50,95")
     ap.add_argument("--lookback", default="2,7")
     ap.add_argument("--per-cell", type=int, default=5)
-    ap.add_argument("--variants", default="raw,guarded", help="raw, guarded (default ladder), naive (restate x4 at temperature 0), split (split, resample, resample)")
+    ap.add_argument("--variants", default="raw,guarded", help="raw, guarded (default ladder), naive (restate x4 at temperature 0), split (split, resample, resample), streamed (the default ladder, one streamed call a window)")
     ap.add_argument("--limit", default="", help="fewer instances for some step counts, e.g. 95:2 (per look-back)")
     ap.add_argument("--n-ctx", type=int, default=8192,
                     help="server context window; a raw 95-step instance needs ~900 prompt + 3,864 reply tokens")
@@ -118,6 +118,7 @@ def main() -> None:
         "guarded": ("guarded", GuardConfig(on_exhausted="flag")),
         "naive": ("guarded", GuardConfig(on_exhausted="flag", ladder=("restate",), max_reprompts_per_step=4)),
         "split": ("guarded", GuardConfig(on_exhausted="flag", ladder=("split", "resample", "resample"))),
+        "streamed": ("guarded", GuardConfig(on_exhausted="flag", streamed=True)),
     }
     chosen = [v for v in args.variants.split(",") if v]
     if not args.report_only:

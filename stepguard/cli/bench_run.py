@@ -22,6 +22,8 @@ from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
     InlineKnown,
+    Streamed,
+    Window,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
@@ -118,6 +120,8 @@ def run_command(
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
     inline_known: InlineKnown = None,
+    streamed: Streamed = None,
+    window: Window = None,
     raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     timeout: Timeout = None,
@@ -141,7 +145,7 @@ def run_command(
         raise _fail(exc) from None
     options = guard_options(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window,
     ) if mode == "guarded" else None  # resolved by run_benchmark, as from Python: defaults by procedure, then the benchmark's
     if mode == "guarded" and any(v is None for v in (chunk_size, ladder, inline_known)):
         try:
@@ -217,6 +221,8 @@ def demo_command(
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
     inline_known: InlineKnown = None,
+    streamed: Streamed = None,
+    window: Window = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
     timeout: Timeout = None,
 ) -> None:
@@ -233,7 +239,7 @@ def demo_command(
         raise _fail(exc) from None
     config = build_guard_config(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, defaults=GUARDED_DEFAULTS,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, defaults=GUARDED_DEFAULTS,
     )
     with open_model(model, timeout) as chat:
         plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)

@@ -20,6 +20,8 @@ from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
     InlineKnown,
+    Streamed,
+    Window,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
@@ -124,6 +126,8 @@ def run_command(
     max_total_tokens: MaxTotalTokens = None,
     max_wall_s: MaxWallS = None,
     inline_known: InlineKnown = None,
+    streamed: Streamed = None,
+    window: Window = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
     thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
@@ -155,7 +159,7 @@ def run_command(
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                                         max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                        max_wall_s=max_wall_s, inline_known=inline_known, procedures=proc)
+                                        max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, procedures=proc)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
