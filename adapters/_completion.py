@@ -11,11 +11,14 @@ One rule ties the two together: the content a stream's deltas add up to is the c
 - ``{"type": "json_object"}``: ``{"values": {step: value, ...}, "answer": ..., "status": ...,
   "first_unverified": ...}``, each step's ``"name": value`` as a delta when the step is committed;
 - ``{"type": "json_schema"}``: an object with the schema's properties (step names, and any of
-  ``status``, ``answer``, ``first_unverified``), likewise.
+  ``status``, ``answer``, ``first_unverified``), likewise; every content written validates against
+  the schema, and a schema for which that could not hold is refused up front
+  (:func:`response_shape`).
 
 A value keeps its places: a decimal step is a JSON string (``"5.01"``) unless the schema asks
 for a number, then a number literal with its places (``5.01``, never a float's ``5.0099999``); a
-step not committed (a failed run) is ``null``. Each progress chunk carries what it reports as
+step not committed (a failed run), or a value its property cannot take, is ``null`` (left out where
+the schema does not require the key). Each progress chunk carries what it reports as
 ``chunk.stepguard`` (a :class:`StepOutcome` or :class:`DeviationEvent`); the final chunk, with
 ``finish_reason`` and ``usage``, carries the :class:`GuardResult`, as does ``completion.stepguard``.
 """
@@ -26,8 +29,9 @@ import json
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal
 
 import openai
@@ -35,7 +39,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
 from stepguard.guard._result import value_text
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, Step
 
 from ._client_errors import InvalidGuardedCall
 
@@ -45,6 +49,7 @@ __all__ = [
     "ContentWriter",
     "GuardedStream",
     "ResponseShape",
+    "Slot",
     "achunks",
     "chunk",
     "chunk_body",
@@ -57,8 +62,61 @@ __all__ = [
 ]
 
 _RESULT_KEYS = ("answer", "status", "first_unverified")
+_STATUSES = ("verified", "repaired", "flagged", "failed")
+_INTEGER = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
-_JSON_TYPES = ("string", "number", "integer", "boolean")
+_JSON_TYPES = ("string", "number", "integer", "boolean", "null")
+_NOTES = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
+"""Keywords that describe a property and constrain nothing. A property may hold these, ``type``,
+``anyOf`` of such types, and (where its values are a known few: a boolean or one_of step, ``status``,
+``first_unverified``) ``enum``; any other keyword is a rule the guard cannot promise its value keeps."""
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "$schema", "$id", "$defs",
+                          "definitions"}) | _NOTES
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one property of a ``json_schema`` content takes (read from its schema by :func:`response_shape`).
+
+    Attributes:
+        types: the JSON types it takes (``{"number", "null"}``), or None for any.
+        enum: the JSON values it is limited to (as ``json.loads`` reads them), or None.
+        required: whether the schema requires the key (a value it cannot take is then ``null``; otherwise
+            the key is left out).
+    """
+
+    types: frozenset[str] | None = None
+    enum: tuple[Any, ...] | None = None
+    required: bool = False
+
+    def takes(self, text: str) -> bool:
+        """Whether the one JSON value ``text`` (as :func:`_json_value` writes it) is one this property takes."""
+        if self.enum is not None and not any(_same_json(json.loads(text), e) for e in self.enum):
+            return False
+        if self.types is None:
+            return True
+        kind = _json_kind(text)
+        return kind in self.types or (kind == "integer" and "number" in self.types)
+
+
+_ANY = Slot()
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``; ``1`` is ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+def _json_kind(text: str) -> str:
+    if text == "null":
+        return "null"
+    if text in ("true", "false"):
+        return "boolean"
+    if text.startswith('"'):
+        return "string"
+    return "integer" if _INTEGER.fullmatch(text) else "number"
 
 
 @dataclass(frozen=True)
@@ -67,43 +125,117 @@ class ResponseShape:
 
     Attributes:
         kind: ``text`` (the answer), ``json_object`` or ``json_schema``.
-        steps: ``((step var, JSON type or None), ...)`` in procedure order: the steps the JSON holds.
+        steps: ``((step var, JSON type or None), ...)`` in procedure order: the steps the JSON holds
+            (the type: the one JSON type its property asks for, other than null, or None).
         extras: the result keys the JSON holds after the steps (``answer``, ``status``, ``first_unverified``).
+        slots: ``json_schema`` only: ``{key: Slot}`` for every key of the content, what each takes.
     """
 
     kind: Literal["text", "json_object", "json_schema"] = "text"
     steps: tuple[tuple[str, str | None], ...] = ()
     extras: tuple[str, ...] = ()
+    slots: Mapping[str, Slot] = field(default_factory=dict)
 
 
-def _schema_type(prop: Any) -> str | None:
-    """The one JSON type a property asks for (``["number", "null"]`` counts as ``number``), or None for any."""
-    t = prop.get("type") if isinstance(prop, dict) else None
-    if isinstance(t, list):
-        t = next((x for x in t if x != "null"), None) if len([x for x in t if x != "null"]) == 1 else None
-    return t if isinstance(t, str) else None
+def _types(prop: Mapping[str, Any], where: str) -> frozenset[str] | None:
+    """The JSON types ``prop`` (a property's schema, or one ``anyOf`` branch) takes, or None for any."""
+    t = prop.get("type")
+    if t is None:
+        return None
+    names = [t] if isinstance(t, str) else t if isinstance(t, list) and t else None
+    if names is None or not all(isinstance(x, str) for x in names):
+        raise InvalidGuardedCall(f"type must be a JSON type or a non-empty list of them, not {str(t)[:60]!r}", where)
+    bad = [x for x in names if x not in _JSON_TYPES]
+    if bad:
+        raise InvalidGuardedCall(f"type {bad[0]!r} cannot hold a step value or a result key ({', '.join(_JSON_TYPES)})", where)
+    return frozenset(names)
 
 
-def _fits(step_type: str, scale: int | None, want: str | None) -> bool:
-    """Whether a step's value can be written as the JSON type a schema asks for."""
-    if want is None or want == "string":
-        return True
-    if want == "boolean":
-        return step_type == "boolean"
-    if want == "number":
-        return step_type in ("integer", "decimal", "number")
-    if want == "integer":
-        return step_type == "integer" or (step_type == "decimal" and scale == 0)
-    return False
+def _slot(prop: Any, required: bool, where: str) -> Slot:
+    """A property's schema as a :class:`Slot`, or refused naming the keyword the guard cannot promise."""
+    if prop is True:
+        return Slot(required=required)
+    if not isinstance(prop, dict):
+        raise InvalidGuardedCall("must be a schema object (a property that accepts no value cannot be written)"
+                                 if prop is False else f"must be a schema object, not {type(prop).__name__}", where)
+    for key in prop:
+        if key not in _NOTES and key not in ("type", "enum", "anyOf"):
+            raise InvalidGuardedCall(f"{key!r} is a rule the guard cannot promise its values keep; a property may give "
+                                     "type (or anyOf of types), enum where the values are a known few, and notes "
+                                     "such as description", f"{where}.{key}")
+    types = _types(prop, f"{where}.type")
+    if "anyOf" in prop:
+        branches = prop["anyOf"]
+        if "type" in prop or not isinstance(branches, list) or not branches:
+            raise InvalidGuardedCall("anyOf must be a non-empty list of types, given without type beside it", f"{where}.anyOf")
+        union: set[str] = set()
+        for i, branch in enumerate(branches):
+            if not isinstance(branch, dict) or any(k not in _NOTES and k != "type" for k in branch):
+                raise InvalidGuardedCall("each anyOf branch may give only a type (and notes such as description)",
+                                         f"{where}.anyOf[{i}]")
+            got = _types(branch, f"{where}.anyOf[{i}].type")
+            if got is None:
+                union = set(_JSON_TYPES)
+                break
+            union |= got
+        types = frozenset(union)
+    enum = prop.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        raise InvalidGuardedCall(f"enum must be a list, not {type(enum).__name__}", f"{where}.enum")
+    return Slot(types, tuple(enum) if enum is not None else None, required)
+
+
+def _samples(step: Step) -> tuple[list[Any], bool]:
+    """Values of ``step``'s type that every run may give it (all of them where they are few: ``True``), for
+    checking a property can hold them: one per form its verified value can take."""
+    if step.type == "boolean":
+        return [True, False], True
+    if step.type == "one_of":
+        return list(step.choices or ()), True
+    if step.type == "integer":
+        return [-7], False
+    if step.type == "decimal":
+        return [Decimal(-15).scaleb(-(step.scale or 0)) if step.scale is not None else Decimal("-1.5")], False
+    if step.type == "number":
+        return [-7, Decimal("-1.5")], False
+    return ["text"], False
+
+
+def _type_words(slot: Slot) -> str:
+    return "any JSON type" if slot.types is None else "JSON type " + "/".join(sorted(slot.types))
+
+
+def _check_slot(slot: Slot, values: list[Any], few: bool, absent: str | None, what: str, where: str) -> None:
+    """Refuse ``slot`` where a value it must hold (``values``) cannot be written in it, where it limits
+    values that are not a known few by ``enum``, or where it can hold no ``null`` for a value that may
+    be absent (``absent`` says when) and is required."""
+    if slot.enum is not None and not few:
+        raise InvalidGuardedCall(f"{what}: enum cannot be promised for such values (only for booleans, one_of "
+                                 "choices, status and first_unverified)", f"{where}.enum")
+    for value in values:
+        if _json_value(value, slot) is None:
+            text = value_text(value) if not isinstance(value, str) else value
+            raise InvalidGuardedCall(f"{what}; {_type_words(slot)}{' with this enum' if slot.enum is not None else ''} "
+                                     f"cannot hold {text!r}", where)
+    if absent is not None and slot.required and not slot.takes("null"):
+        raise InvalidGuardedCall(f"{what}, and has no value {absent}: allow null "
+                                 '(such as "type": [..., "null"]) or leave it out of required', where)
 
 
 def response_shape(response_format: Any, procedure: Procedure) -> ResponseShape:
     """Read a ``response_format`` for a guarded call of ``procedure``.
 
+    For ``json_schema`` the promise is that every content written validates against the schema,
+    whatever the run's outcome; a schema for which it could not hold is refused here. A property
+    that names a step is that step's (even where a step is named ``status``), the others must be
+    result keys; each may give ``type`` (``anyOf`` of types), notes, and ``enum`` for values that
+    are a known few; a required property of a value that may be absent (a step a failed run did
+    not reach, ``first_unverified`` of a verified run) must take ``null``.
+
     Raises:
         InvalidGuardedCall: a format the guard cannot honour (``location`` names the part): another
-            type, a schema that is not an object of step names and result keys, or a property whose
-            JSON type does not fit its step's type.
+            type, a schema that is not an object of step names and result keys, a keyword the guard
+            cannot promise, or a property whose JSON types cannot hold its value.
     """
     if response_format is None:
         return ResponseShape()
@@ -126,49 +258,82 @@ def response_shape(response_format: Any, procedure: Procedure) -> ResponseShape:
     if not isinstance(schema, dict) or schema.get("type", "object") != "object" or not isinstance(schema.get("properties"), dict):
         raise InvalidGuardedCall("must be an object schema whose properties name the procedure's steps "
                                  f"({', '.join(procedure.variables)}) and any of {', '.join(_RESULT_KEYS)}", where)
+    for key in schema:
+        if key not in _OBJECT_KEYS:
+            raise InvalidGuardedCall(f"{key!r} is a rule the guard cannot promise its content keeps (the object may give "
+                                     "properties, required, additionalProperties and notes)", f"{where}.{key}")
     props: dict[str, Any] = schema["properties"]
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise InvalidGuardedCall("must be a list of property names", f"{where}.required")
+    for i, name in enumerate(required):
+        if name not in props:
+            raise InvalidGuardedCall(f"{name!r} is required but is not a property: the content holds only the "
+                                     "properties", f"{where}.required[{i}]")
     by_var = {s.var: s for s in procedure.steps}
+    slots: dict[str, Slot] = {}
     for name, prop in props.items():
+        at = f"{where}.properties.{name}"
         if name not in by_var and name not in _RESULT_KEYS:
             raise InvalidGuardedCall(f"{name!r} is neither a step of {procedure.name!r} ({', '.join(procedure.variables)}) "
-                                     f"nor one of {', '.join(_RESULT_KEYS)}", f"{where}.properties.{name}")
-        want = _schema_type(prop)
-        if want is not None and want not in _JSON_TYPES:
-            raise InvalidGuardedCall(f"type {prop.get('type')!r} cannot hold a step value ({', '.join(_JSON_TYPES)})",
-                                     f"{where}.properties.{name}")
-        step = by_var.get(name)
-        if step is not None and not _fits(step.type, step.scale, want):
-            raise InvalidGuardedCall(f"step {name!r} is a {step.type} value"
-                                     f"{f' with {step.scale} places' if step.scale else ''}; JSON type {want!r} cannot hold it",
-                                     f"{where}.properties.{name}")
-    steps = tuple((s.var, _schema_type(props[s.var])) for s in procedure.steps if s.var in props)
-    return ResponseShape("json_schema", steps, tuple(k for k in _RESULT_KEYS if k in props))
+                                     f"nor one of {', '.join(_RESULT_KEYS)}", at)
+        slot = slots[name] = _slot(prop, name in required, at)
+        step = by_var.get(name) or (by_var.get(procedure.answer_var) if name == "answer" else None)
+        if step is not None:
+            values, few = _samples(step)
+            what = (f"{'the answer, ' if name not in by_var else ''}step {step.var!r} is a {step.type} value"
+                    f"{f' with {step.scale} places' if step.scale else ''}")
+            _check_slot(slot, values, few, "when a run stops before it (status failed)", what, at)
+        elif name == "status":
+            _check_slot(slot, list(_STATUSES), True, None, f"status is one of {', '.join(_STATUSES)}", at)
+        else:
+            _check_slot(slot, list(procedure.variables), True, "when the run is verified",
+                        "first_unverified names a step", at)
+    steps = tuple((s.var, _one_type(slots[s.var])) for s in procedure.steps if s.var in props)
+    extras = tuple(k for k in _RESULT_KEYS if k in props and k not in by_var)
+    return ResponseShape("json_schema", steps, extras, slots)
 
 
-def _json_value(value: Any, want: str | None) -> str:
-    """A value as JSON text, its places kept (see the module docstring)."""
+def _one_type(slot: Slot) -> str | None:
+    named = [t for t in slot.types or () if t != "null"]
+    return named[0] if len(named) == 1 else None
+
+
+def _forms(value: Any, slot: Slot) -> list[str]:
+    """The JSON texts ``value`` may be written as, in the order tried."""
     if value is None:
-        return "null"
+        return ["null"]
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return ["true" if value else "false", json.dumps(value_text(value))]
     text = value_text(value) or ""
-    if want in ("number", "integer") and _NUMBER.fullmatch(text):
-        return text
-    if want is None and isinstance(value, int):
-        return text
-    return json.dumps(text, ensure_ascii=False)
+    quoted = json.dumps(text, ensure_ascii=False)
+    if isinstance(value, int):
+        return [text, quoted]
+    if isinstance(value, Decimal) and _NUMBER.fullmatch(text):  # a string keeps places unless only a number is asked for
+        numeric = slot.types is not None and "string" not in slot.types
+        return [text, quoted] if numeric else [quoted, text]
+    return [quoted]
+
+
+def _json_value(value: Any, slot: Slot = _ANY) -> str | None:
+    """A value as one JSON value ``slot`` takes, its places kept (see the module docstring), or None
+    where it takes no form of it (a flagged ``3.5`` for an ``integer`` property, ``1/3`` for a ``number``)."""
+    return next((f for f in _forms(value, slot) if slot.takes(f)), None)
 
 
 class ContentWriter:
     """Writes a guarded call's message content piece by piece; the pieces joined are the whole content.
 
-    Call :meth:`step` for each committed step, in order, then :meth:`finish` once.
+    Call :meth:`step` for each committed step, in order, then :meth:`finish` once. For
+    ``json_schema``, a value its property cannot take (a flagged value off its type, or no value)
+    is written ``null`` where the property is required and left out where not
+    (:func:`response_shape` refused a required property that takes no ``null``).
     """
 
     def __init__(self, shape: ResponseShape) -> None:
         self.shape = shape
         self._wanted = dict(shape.steps)
-        self._written: list[str] = []
+        self._written: set[str] = set()
         self._open = False
 
     def _start(self) -> str:
@@ -177,12 +342,21 @@ class ContentWriter:
         self._open = True
         return '{"values": {' if self.shape.kind == "json_object" else "{"
 
+    def _pair(self, key: str, value: Any) -> str:
+        slot = self.shape.slots.get(key, _ANY)
+        text = _json_value(value, slot)
+        if text is None:
+            if not slot.required:
+                return ""
+            text = "null"
+        return f"{self._start()}{json.dumps(key)}: {text}"
+
     def step(self, outcome: StepOutcome) -> str:
         """The delta for a committed step (``""`` where the content does not hold it)."""
-        if self.shape.kind == "text" or outcome.var not in self._wanted:
+        if self.shape.kind == "text" or outcome.var not in self._wanted or outcome.var in self._written:
             return ""
-        self._written.append(outcome.var)
-        return f"{self._start()}{json.dumps(outcome.var)}: {_json_value(outcome.value, self._wanted[outcome.var])}"
+        self._written.add(outcome.var)
+        return self._pair(outcome.var, outcome.value)
 
     def finish(self, result: GuardResult) -> str:
         """The rest of the content once the run has ended."""
@@ -190,14 +364,12 @@ class ContentWriter:
             return result.answer_text or ""
         out = [self.step(s.model_copy(update={"value": None})) for s in result.steps
                if s.var in self._wanted and s.var not in self._written]
-        answer_type = self._wanted.get(result.answer_var) if self.shape.kind == "json_schema" else None
-        fields = {"answer": _json_value(result.answer, answer_type), "status": json.dumps(result.status),
-                  "first_unverified": json.dumps(result.first_unverified)}
+        fields = {"answer": result.answer, "status": result.status, "first_unverified": result.first_unverified}
         if self.shape.kind == "json_object":  # the values object closes, the result keys follow
             out.append("}" if self._open else '{"values": {}')
-            out += [f", {json.dumps(k)}: {fields[k]}" for k in self.shape.extras]
+            out += [f", {json.dumps(k)}: {_json_value(fields[k])}" for k in self.shape.extras]
         else:
-            out += [f"{self._start()}{json.dumps(k)}: {fields[k]}" for k in self.shape.extras]
+            out += [self._pair(k, fields[k]) for k in self.shape.extras]
             if not self._open:
                 out.append(self._start())
         return "".join(out) + "}"

@@ -202,8 +202,8 @@ def test_json_object_gives_every_value_and_the_status(client: GuardedOpenAI) -> 
 
 
 def test_json_schema_picks_steps_and_types_keeping_places(client: GuardedOpenAI) -> None:
-    schema = {"type": "object", "properties": {"status": {"type": "string"}, "total": {"type": "number"},
-                                                "discount": {"type": "string"}},
+    schema = {"type": "object", "properties": {"status": {"type": "string"}, "total": {"type": ["number", "null"]},
+                                                "discount": {"type": ["string", "null"]}},
               "required": ["total", "status", "discount"], "additionalProperties": False}
     fmt = {"type": "json_schema", "json_schema": {"name": "invoice", "schema": schema, "strict": True}}
     content = client.chat.completions.create(model="sim", messages=[], extra_body=_eb(), response_format=fmt).choices[0].message.content

@@ -97,6 +97,10 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
         lines.append(f"expected value: {step.expression}  (shown to the model)")
     if step.check and procedure.check_is_expected[index]:
         lines.append(f"expected value: {step.check}  (hidden check, not shown to the model)")
+        if step.type != "boolean" and _is_condition(step.check):
+            lines.append(f"warning: this check does not mention value, so it is the expected value, and it gives "
+                         f"true or false, which a {step.type} step cannot hold; to state a condition the model's "
+                         "value must meet, write it over value (such as value > 0)")
     elif step.check:
         lines.append(f"predicate: {step.check}")
     from stepguard.kinds import kind_of
@@ -114,6 +118,18 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     if reads:
         lines.append(f"reads: {', '.join(reads)}")
     return lines
+
+
+def _is_condition(source: str) -> bool:
+    """Whether an expression's result is a truth value whatever the inputs (a comparison, ``and``/``or``, ``not``)."""
+    import ast
+
+    try:
+        node = ast.parse(source.strip(), mode="eval").body
+    except SyntaxError:
+        return False
+    return (isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not))
+            or (isinstance(node, ast.Constant) and isinstance(node.value, bool)))
 
 
 def init_command(

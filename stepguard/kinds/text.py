@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from stepguard.errors import EvaluationError
 from stepguard.evaluator import normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
@@ -208,8 +209,31 @@ def verify_text(procedure: Procedure, index: int, env: Mapping[str, Any], reply:
             return fail("check_failed", f"{item[:60]!r} does not match the pattern {step.pattern!r}")
         if step.choices is not None and item not in step.choices:
             return fail("check_failed", f"{item[:60]!r} is not one of {', '.join(step.choices)}")
-    typed = tuple(items) if step.format == "list" else evaluable(data) if step.format == "json" else None
-    return check_predicate(procedure, index, env, value, out, got, typed)
+    if step.format == "text":
+        return check_predicate(procedure, index, env, value, out, got)
+    try:  # the predicate reads what a later step reads (Text.value_of), JSON null included
+        seen = tuple(items) if step.format == "list" else evaluable(data)
+    except EvaluationError as exc:  # 1E+99999: more digits than the evaluator writes out
+        return fail("type_error", f"a number the evaluator cannot hold exactly ({str(exc)[:120]})")
+    if seen is None:  # check_predicate reads None as "the committed text": give it the JSON null itself
+        return _check_null(procedure, index, env, value, out, got)
+    return check_predicate(procedure, index, env, value, out, got, seen)
+
+
+def _check_null(procedure: Procedure, index: int, env: Mapping[str, Any], value: str, out: KindVerdict, got: str) -> KindVerdict:
+    """:func:`check_predicate` for a JSON ``null``: the predicate reads ``value`` as None, never as the text ``"null"``."""
+    step = procedure.steps[index]
+    check = procedure.compiled_checks[index]
+    if check is not None:
+        try:
+            ok, why = check.evaluate({**env, "value": None}) is True, f"check {step.check!r} is false"
+        except (EvaluationError, TypeError) as exc:
+            ok, why = False, str(exc)[:200]
+        if not ok:
+            out.deviation = Deviation(kind="check_failed", step=step.var, detail=f"{step.var} = null: {why}", got=got)
+            return out
+    out.value = value
+    return out
 
 
 def _text_step(procedure: Procedure, index: int) -> TextStep:

@@ -423,7 +423,7 @@ class Procedure(BaseModel):
                 f"but its check {step.check!r} gives {_show(found[1][1])}, so no value can pass both"
             )
         value = found[0][1]
-        _check_type(step, value)
+        _check_type(step, value, found[0][0])
         predicate = self.compiled_checks[index] if check is None else None
         if predicate is not None and predicate.evaluate({**env, "value": value}) is not True:
             raise EvaluationError(
@@ -459,11 +459,14 @@ class Procedure(BaseModel):
         return out
 
 
-def _check_type(step: Step, value: Number | str) -> None:
+def _check_type(step: Step, value: Number | str, field: str = "expr") -> None:
     """Refuse an expected value that the step's declared type cannot hold (never round it silently).
 
+    ``field`` is where the value came from: ``expr``, or ``check`` (an expected-value check, one
+    that does not mention ``value``); the message names that field, never one the step lacks.
+
     Raises:
-        EvaluationError: names the step, its type and the value, and what to declare instead.
+        EvaluationError: names the step, its type, the field and the value, and what to declare instead.
     """
     numeric = not isinstance(value, (bool, str))
     ok = {
@@ -473,11 +476,18 @@ def _check_type(step: Step, value: Number | str) -> None:
         "one_of": isinstance(value, str) and value in (step.choices or ()),
     }.get(step.type, numeric)
     if not ok:
+        where = "expression" if field == "expr" else "check"
         hint = {
-            "integer": "; round it in the expression (round(...)) or declare type decimal with a scale",
+            "integer": f"; round it in the {where} (round(...)) or declare type decimal with a scale",
             "one_of": f" (choices: {', '.join(step.choices or ())})",
         }.get(step.type, "")
-        raise EvaluationError(f"step {step.var} is declared {step.type}, but its expr gives {_show(value)} on these inputs{hint}")
+        source = step.expression if field == "expr" else step.check
+        if field == "check" and isinstance(value, bool) and step.type != "boolean":
+            hint = ("; a check that does not mention value is the step's expected value (hidden from the model), "
+                    "so this one asks for true or false: to state a condition the model's value must meet, "
+                    "write it over value (such as value > 0)")
+        raise EvaluationError(f"step {step.var} is declared {step.type}, but its {field} gives {_show(value)} "
+                              f"on these inputs ({field}: {source!r}){hint}")
 
 
 def _same(a: Number | str, b: Number | str) -> bool:
