@@ -32,7 +32,7 @@ __all__ = ["Env", "as_decimal", "input_places", "written_places"]
 _PLAIN = re.compile(r"^\s*[+\-\u2212]?[0-9][0-9,\u2009\u202f]*(?:\.([0-9]*))?\s*$|^\s*[+\-\u2212]?\.([0-9]+)\s*$")
 
 
-class Env(dict):  # type: ignore[type-arg]  # a dict of committed values, as every evaluator env
+class Env(dict[str, Any]):
     """The values a step is checked against, plus the places each decimal input was written with.
 
     A plain ``dict`` to everything that reads values; :attr:`places` is read only by the tool kind.
@@ -41,8 +41,8 @@ class Env(dict):  # type: ignore[type-arg]  # a dict of committed values, as eve
     places: Mapping[str, int]
     """Input name -> decimal places the caller wrote (``{"amount": 2}`` for ``amount=25.00``)."""
 
-    def __init__(self, values: Mapping[str, Any] = (), places: Mapping[str, int] | None = None) -> None:  # type: ignore[assignment]
-        super().__init__(values)
+    def __init__(self, values: Mapping[str, Any] | None = None, places: Mapping[str, int] | None = None) -> None:
+        super().__init__(values or {})
         self.places = dict(places or {})
 
 
