@@ -190,7 +190,7 @@ def test_langgraph_node_inner_steps_show_in_subgraph_stream(kind: str, use_async
     inner = [(ns, next(iter(upd))) for ns, upd in events if ns]
     assert inner and all(len(ns) == 1 and ns[0].startswith("invoice:") for ns, _ in inner)
     nodes = [name for _, name in inner]
-    assert nodes == ["plan", "ask", "verify", "act", "commit"] * 2 + ["finish"]  # two chunks of two steps
+    assert nodes == ["plan", "ask", "verify", "intend", "act", "commit"] * 2 + ["finish"]  # two chunks of two steps
     commits = [upd["commit"] for ns, upd in events if ns and "commit" in upd]
     assert Decimal(commits[-1]["values"]["total"]) == Decimal("104.60")  # the state keeps exact text
     outer = [upd for ns, upd in events if not ns]

@@ -36,7 +36,7 @@ def test_stream_yields_each_step_as_committed_then_the_result() -> None:
 def test_stream_with_graph_updates_names_the_controller_nodes() -> None:
     items = list(Guard(ScriptedModel()).stream(INVOICE, A, graph_updates=True))
     nodes = [i[0] for i in items if isinstance(i, tuple)]
-    assert nodes[:5] == ["plan", "ask", "verify", "act", "commit"] and nodes[-1] == "finish"
+    assert nodes[:6] == ["plan", "ask", "verify", "intend", "act", "commit"] and nodes[-1] == "finish"
 
 
 def test_astream_matches_stream() -> None:

@@ -2,7 +2,7 @@
 
 ::
 
-    plan ─┬─> ask ──> verify ──> act ──> commit ──┬── (clean) ──────────> plan ... ──> finish
+    plan ─┬─> ask ──> verify ──> intend ──> act ──> commit ──┬── (clean) ──────────> plan ... ──> finish
           │                               ├── reprompt ──> plan
           │                               ├── repair / flag ───> plan
           │                               ├── stop (raise) ────> finish
@@ -10,7 +10,9 @@
           └── exhausted (tokens or wall time spent before a call) ──> on_exhausted: repair | flag | stop
 
 ``act`` executes a tool step's call once every argument has passed its check (and does nothing
-for other steps); a tool that fails stops the run at its step (``tool_error``).
+for other steps); a tool that fails stops the run at its step (``tool_error``). ``intend`` before it
+records the call's intent (:meth:`~stepguard.kinds.Kind.intent`) in its own checkpoint, so a process
+killed during the call leaves an intent with no result, which a resume never repeats blindly.
 Run-wide budgets (tokens, wall time) are checked on the edge out of ``plan``, so before every
 model call; a derived rung's nested run gets what is left of them.
 The deviation travels in state along conditional edges; a re-ask is a new, corrected prompt,
@@ -19,6 +21,8 @@ never a node retry (which would resend the same input).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from typing import Any, Literal
 
@@ -27,6 +31,7 @@ from langgraph.runtime import Runtime
 
 from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
+from stepguard.guard._identity import identity_digest
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
@@ -287,22 +292,71 @@ def _accepted(state: GuardState, ctx: RunContext) -> KindVerdict:
     return kv
 
 
-def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Execute the action ``verify`` accepted (a tool call, once) by the step's kind, and make its
-    result the step's value.
+def _action_key(ctx: RunContext, var: str) -> str:
+    """The idempotency key of step ``var``'s action: its identity in the run (the thread, the run's
+    identity and the step), the same on every resume of the thread (32 hex of a sha256)."""
+    text = json.dumps([ctx.thread_id, identity_digest(ctx.identity), var])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
-    Nothing happens for other steps. A tool that raises, times out or returns a value its step
-    cannot hold is a ``tool_error`` deviation that stops the run at this step.
+
+def intend(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Record the intent of the action ``verify`` accepted (:meth:`~stepguard.kinds.Kind.intent`)
+    before ``act`` carries it out: this node's checkpoint makes it durable first.
+
+    Where the step already holds a result recorded for an equal intent (a process killed after the
+    action, before its commit), nothing is recorded and ``act`` commits that result; for another
+    intent the run stops at the step (``tool_error``): its action ran, and is not run again otherwise.
     """
     ctx = runtime.context
     if not state.pending_call:
         return {}
     i = state.cursor
+    var = ctx.procedure.steps[i].var
     try:
-        value = kind_of(ctx.procedure.steps[i]).execute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer)
+        intent = kind_of(ctx.procedure.steps[i]).intent(ctx.procedure, i, _accepted(state, ctx), ctx.tools, _action_key(ctx, var))
     except ToolError as exc:
         return _tool_failed(ctx, state, exc)
-    return _executed(ctx, state, value)
+    if intent is None:
+        return {}
+    old = state.actions.get(var)
+    if old is not None and "result" in old:
+        if old.get("intent") == intent:
+            return {}
+        dev = Deviation(kind="tool_error", step=var, detail=f"step {var}'s action already ran ({json.dumps(old.get('intent'))[:200]}, "
+                        f"result {str(old['result'])[:80]!r}); it is not run again as {json.dumps(intent)[:200]}")
+        return {"verified": [], "deviation": dev, "pending_call": False, "stop": Stop("tool_error"),
+                "events": [_event(dev, state, "stop", ctx=ctx)]}
+    return {"actions": {**state.actions, var: {"intent": intent}}}
+
+
+def _recorded(state: GuardState, var: str, **what: str) -> dict[str, Any]:
+    """``actions`` with step ``var``'s record completed by ``what`` (``result=`` or ``error=``)."""
+    record = state.actions.get(var)
+    return {"actions": {**state.actions, var: {**record, **what}}} if record is not None else {}
+
+
+def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Execute the action ``verify`` accepted (a tool call, once) by the step's kind, and make its
+    result the step's value; its result (or error) is recorded beside its intent.
+
+    Nothing happens for other steps. A tool that raises, times out or returns a value its step
+    cannot hold is a ``tool_error`` deviation that stops the run at this step. A result already
+    recorded for the step (see :func:`intend`) is committed without executing anything.
+    """
+    ctx = runtime.context
+    if not state.pending_call:
+        return {}
+    i = state.cursor
+    var = ctx.procedure.steps[i].var
+    done = state.actions.get(var) or {}
+    if "result" in done:
+        return _executed(ctx, state, str(done["result"]))
+    try:
+        value = kind_of(ctx.procedure.steps[i]).execute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer,
+                                                        key=_action_key(ctx, var))
+    except ToolError as exc:
+        return {**_tool_failed(ctx, state, exc), **_recorded(state, var, error=str(exc)[:300])}
+    return {**_executed(ctx, state, value), **_recorded(state, var, result=value)}
 
 
 async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -311,11 +365,16 @@ async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     if not state.pending_call:
         return {}
     i = state.cursor
+    var = ctx.procedure.steps[i].var
+    done = state.actions.get(var) or {}
+    if "result" in done:
+        return _executed(ctx, state, str(done["result"]))
     try:
-        value = await kind_of(ctx.procedure.steps[i]).aexecute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer)
+        value = await kind_of(ctx.procedure.steps[i]).aexecute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer,
+                                                               key=_action_key(ctx, var))
     except ToolError as exc:
-        return _tool_failed(ctx, state, exc)
-    return _executed(ctx, state, value)
+        return {**_tool_failed(ctx, state, exc), **_recorded(state, var, error=str(exc)[:300])}
+    return {**_executed(ctx, state, value), **_recorded(state, var, result=value)}
 
 
 def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -545,7 +604,7 @@ def _as_json(fn: Any) -> Any:
 def build_graph(use_async: bool = False) -> StateGraph:
     """The controller graph (uncompiled). ``use_async`` picks the async model call node."""
     g = StateGraph(GuardState, context_schema=RunContext)
-    nodes = {"plan": plan, "ask": aask if use_async else ask, "verify": verify, "act": aact if use_async else act,
+    nodes = {"plan": plan, "ask": aask if use_async else ask, "verify": verify, "intend": intend, "act": aact if use_async else act,
              "commit": commit, "reprompt": reprompt, "repair": repair, "flag": flag, "stop": stop,
              "exhausted": exhausted, "finish": finish}
     for name, fn in nodes.items():
@@ -553,7 +612,8 @@ def build_graph(use_async: bool = False) -> StateGraph:
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted"])
     g.add_edge("ask", "verify")
-    g.add_edge("verify", "act")
+    g.add_edge("verify", "intend")
+    g.add_edge("intend", "act")
     g.add_edge("act", "commit")
     g.add_conditional_edges("commit", route_after_commit, ["plan", "reprompt", "exhausted", "repair", "flag", "stop", "finish"])
     g.add_edge("reprompt", "plan")

@@ -20,7 +20,8 @@ from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, Us
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
-from stepguard.tools import ToolSet, as_toolset, missing_tools
+from stepguard.kinds import kind_of
+from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
 
 __all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]
 
@@ -120,15 +121,15 @@ class Guard:
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
     ) -> tuple[RunContext, dict[str, Any], str]:
         config = self.config_for(procedure)
-        ctx = RunContext(procedure, _reading(self.model, procedure), config, procedure.bind_inputs(inputs), self._prompts, self.observer,
-                         tools=self.tools, context=_context(context))
+        ctx = RunContext(procedure, _reading(self.model, procedure), config, procedure.bind_inputs(inputs), self._prompts,
+                         self.observer, tools=self.tools, context=_context(context), places=input_places(procedure, inputs))
         self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
         ctx.identity = run_identity(procedure, ctx.inputs, config, self.model, self._prompts, self.tools.identity(),
-                                    ctx.context)
+                                    ctx.context, places=ctx.places)
         ctx.depth = self._depth
         ctx.nested_guard = self._nested
-        tid = thread_id or uuid.uuid4().hex
+        tid = ctx.thread_id = thread_id or uuid.uuid4().hex
         self.observer.run_started(procedure, self.model, config, tid)
         limit = 12 * len(procedure.steps) + 8 * config.max_reprompts_per_run + 50
         cfg = {"configurable": {"thread_id": tid}, "recursion_limit": limit}
@@ -160,17 +161,21 @@ class Guard:
             ProcedureError: bad inputs.
         """
         return run_identity(procedure, procedure.bind_inputs(inputs), self.config_for(procedure), self.model, self._prompts,
-                            self.tools.identity(), _context(context))
+                            self.tools.identity(), _context(context), places=input_places(procedure, inputs))
 
     def _resume_from(self, ctx: RunContext, values: dict[str, Any], tid: str) -> tuple[dict[str, Any], bool]:
         """``(input, finished)`` for a thread that holds state, after checking it holds this work.
 
         Raises:
             CheckpointError: the thread holds a run of other work (procedure, inputs, settings,
-                prompts or model differ); the message names each difference.
+                prompts or model differ); the message names each difference. Or an unfinished run
+                whose recorded actions forbid going on (:func:`_refuse_unsafe_actions`).
         """
         _refuse_other_work(tid, identity_diff(values.get("identity"), ctx.identity))
-        return self._plan_start(values)
+        start, finished = self._plan_start(values)
+        if not finished:
+            _refuse_unsafe_actions(tid, ctx, GuardState.of(values))
+        return start, finished
 
     def check_thread(
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, *, context: Sequence[ChatMessage] = ()
@@ -487,6 +492,21 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         thread_id=thread_id,
         labels=dict(ctx.config.extra),
     )
+
+
+def _refuse_unsafe_actions(tid: str, ctx: RunContext, state: GuardState) -> None:
+    """Refuse to resume a thread whose recorded actions its steps' kinds say cannot be gone on from
+    (:meth:`stepguard.kinds.Kind.resume_refusal`: a tool call cut off by a crash, results from data
+    that changed since), naming each step, before any model call.
+
+    Raises:
+        CheckpointError: one phrase per such step.
+    """
+    steps, index = ctx.procedure.steps, ctx.procedure.index_of
+    why = [reason for var, record in sorted(state.actions.items()) if var in index
+           for reason in [kind_of(steps[index[var]]).resume_refusal(ctx.procedure, index[var], record, ctx.tools)] if reason]
+    if why:
+        raise CheckpointError(f"checkpoint thread {tid!r} is not resumed: {'; '.join(why)}")
 
 
 def _refuse_other_work(tid: str, diff: list[str]) -> None:

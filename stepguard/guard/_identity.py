@@ -21,6 +21,7 @@ from stepguard.guard._config import GuardConfig
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
+from stepguard.tools import as_decimal
 
 __all__ = ["identity_diff", "identity_digest", "run_identity"]
 
@@ -47,12 +48,17 @@ def run_identity(
     prompts: PromptSet,
     tools: Mapping[str, str] | None = None,
     context: Sequence[ChatMessage] = (),
+    *,
+    places: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The identity of one guarded run, JSON-able: ``{procedure, inputs, settings, prompts, model, tools[, context]}``.
 
     Args:
         procedure: the procedure (keyed by the sha256 of its canonical JSON, so an edited file is other work).
         inputs: the bound input values (exact; shown as their text, so a difference can be named).
+        places: input name -> the decimal places the caller wrote it with (:func:`stepguard.tools.input_places`);
+            in a procedure that calls a tool, such an input is keyed at those places (``25.00``),
+            since its tools receive it so; elsewhere the places decide nothing and are not keyed.
         config: the guard configuration; every field but ``extra`` (labels) and ``prompt_dir`` counts.
         model: the model (its ``spec``, ``model_name`` and, where it has one, ``seed``: a simulated
             executor's seed decides its replies).
@@ -71,9 +77,11 @@ def run_identity(
         plus ``"context": sha256 hex`` when ``context`` is not empty.
     """
     settings = {k: v for k, v in asdict(config).items() if k not in _LABELS_ONLY and _ADDED_LATER.get(k, _NOTHING) != v}
+    if not any(s.tools_needed() for s in procedure.steps):
+        places = None
     out: dict[str, Any] = {
         "procedure": _sha(procedure.model_dump_json()),
-        "inputs": {k: format_value(v) for k, v in sorted(inputs.items())},
+        "inputs": {k: _input_text(v, (places or {}).get(k)) for k, v in sorted(inputs.items())},
         "settings": json.loads(json.dumps(settings, default=str, sort_keys=True)),
         "prompts": prompts.fingerprint(),
         "model": {"spec": str(getattr(model, "spec", type(model).__name__)), "name": str(getattr(model, "model_name", "")),
@@ -86,6 +94,12 @@ def run_identity(
     if context:
         out["context"] = _sha(json.dumps([dict(m) for m in context], sort_keys=True, ensure_ascii=False))
     return out
+
+
+def _input_text(value: Number | str, places: int | None) -> str:
+    """An input as keyed: its exact text, at its written places where known (``25.00``)."""
+    exact = as_decimal(value, places) if places is not None and not isinstance(value, (str, bool)) else None
+    return format(exact, "f") if exact is not None else format_value(value)
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:

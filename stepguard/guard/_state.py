@@ -19,7 +19,7 @@ from stepguard.guard._result import DeviationEvent
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
-from stepguard.tools import ToolSet
+from stepguard.tools import Env, ToolSet
 from stepguard.verify import Deviation
 
 __all__ = ["STATE_SHAPE", "GuardState", "RunContext", "RunUsage", "Stop", "StopReason", "json_update"]
@@ -191,6 +191,11 @@ class GuardState:
     """The budget found spent (``tokens``, ``wall_time``, ``reprompts_per_step``, ...), else ``None``."""
     identity: dict[str, Any] = field(default_factory=dict)
     """What decides the result (:func:`stepguard.guard.run_identity`); checked on resume."""
+    actions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """var -> the record of the step's action (a tool call): its ``intent``
+    (:meth:`stepguard.kinds.Kind.intent`), checkpointed before the action runs, then its
+    ``result`` (value text) or ``error``; read on resume (:meth:`stepguard.kinds.Kind.resume_refusal`).
+    Absent from older checkpoints, which read as no actions recorded."""
 
     def __post_init__(self) -> None:
         """Read the JSON fields as typed objects (a checkpoint's channels hold their JSON).
@@ -278,13 +283,19 @@ class RunContext:
     """Builds the nested guard that runs a derived rung's sub-procedure (set by :class:`Guard`)."""
     depth: int = 0
     """How many derived rungs this run is nested in (0: the caller's run); see :data:`MAX_NESTING`."""
+    places: dict[str, int] = field(default_factory=dict)
+    """Input name -> the decimal places the caller wrote it with (:func:`stepguard.tools.input_places`),
+    so a tool receives ``amount=25.00`` as ``Decimal("25.00")``."""
+    thread_id: str = ""
+    """The run's checkpoint thread (a fresh id without one); part of each action's idempotency key."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
     _parsed: dict[str, tuple[str, Any]] = field(default_factory=dict, repr=False)
 
-    def env(self, state: GuardState) -> dict[str, Any]:
+    def env(self, state: GuardState) -> Env:
         """Inputs plus committed values, each as its kind reads it (:meth:`stepguard.kinds.Kind.value_of`:
-        a list step's value is a tuple of its items), each value text parsed once per run."""
-        env: dict[str, Any] = dict(self.inputs)
+        a list step's value is a tuple of its items), each value text parsed once per run; a
+        ``dict`` that also carries the inputs' written places (:class:`stepguard.tools.Env`)."""
+        env = Env(self.inputs, self.places)
         cache = self._parsed
         steps = self.procedure.steps
         index = self.procedure.index_of

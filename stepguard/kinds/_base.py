@@ -112,17 +112,36 @@ class Kind:
         return parse_committed(text, step.type)
 
     # --- acting ----------------------------------------------------------------------------
-    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any) -> str:
+    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
         """Carry out the checked action of ``verdict`` (a tool call) and return the value text to commit.
+
+        Args:
+            key: the action's idempotency key (the step's identity in the run: the same on every
+                resume of its thread), for an action that can be deduplicated by it.
 
         Raises:
             ToolError: the action failed; the run stops at this step.
         """
         raise NotImplementedError(f"step kind {self.name!r} has nothing to execute")
 
-    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any) -> str:
+    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
         """Async twin of :meth:`execute`."""
-        return self.execute(procedure, index, verdict, tools, observer)
+        return self.execute(procedure, index, verdict, tools, observer, key)
+
+    def intent(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, key: str) -> dict[str, Any] | None:
+        """The JSON record of the action ``verdict`` is about to carry out, made durable (checkpointed)
+        before :meth:`execute` runs; ``None``: nothing to record. An action whose step already holds a
+        recorded result for an equal intent is not carried out again: that result is committed.
+
+        Raises:
+            ToolError: the action cannot be carried out; the run stops at this step.
+        """
+        return None
+
+    def resume_refusal(self, procedure: Procedure, index: int, record: Mapping[str, Any], tools: ToolSet) -> str | None:
+        """Why a thread whose step ``index`` holds the action ``record`` (``{"intent"[, "result"][, "error"]}``)
+        cannot be resumed (the phrase names the step), or ``None`` when it can."""
+        return None
 
     def check_result(self, procedure: Procedure, index: int, env: Mapping[str, Value], value: str) -> Deviation | None:
         """Check an executed action's value text by the step's predicate; ``None`` when it passes."""

@@ -6,6 +6,16 @@ step names and no other; an expression argument equal to the evaluator's value (
 and passing its predicate. Only then is the tool executed (once), and its result, in the step's
 declared type, is committed with provenance ``tool``; a tool that raises, times out or returns a
 value the step cannot hold stops the run at its step (``tool_error``).
+
+Numbers reach the tool at their written or declared scale (:mod:`stepguard.tools._decimals`):
+``amount=25.00`` as ``Decimal("25.00")``. A tool's result is bounded as the evaluator's numbers are
+(a ``10**5000`` or a ``1e400`` result is a ``tool_error``, never a traceback).
+
+Nothing done twice (docs/agent-workflows.md): the call's intent (tool, arguments as the tool
+receives them, idempotency key, data version) is made durable before the call (:meth:`Tool.intent`)
+and its result after; on resume :meth:`Tool.resume_refusal` refuses a thread whose call was cut
+off by a crash (unless the tool is repeatable) or whose recorded results came from data that has
+changed since.
 """
 
 from __future__ import annotations
@@ -22,11 +32,11 @@ from typing import ClassVar, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from stepguard.errors import EvaluationError, ProcedureError, StepguardError, ToolError
-from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number
+from stepguard.evaluator import DEFAULT_MAX_BITS, CompiledExpression, Number, check_size, compile_expression, format_number
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import ArgVerdict, KindVerdict, same_value, show_value
 from stepguard.procedure import Procedure, Step, ValueType, apply_scale, coerce_value, format_value
-from stepguard.tools import ToolCall, ToolSet
+from stepguard.tools import ToolCall, ToolSet, call_kwargs, kwargs_from_json, kwargs_json
 from stepguard.verify import Deviation
 
 __all__ = ["Tool", "ToolArg", "ToolStep", "verify_tool_call"]
@@ -118,6 +128,7 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
     call = calls[0]
     specs = step.compiled_args
     checked: dict[str, Number | str | bool] = {}
+    places: dict[str, int] = {}
     for name, spec in specs.items():
         if name not in call.args:
             out.args.append(ArgVerdict(name, False, f"argument {name} is missing"))
@@ -139,6 +150,9 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
         out.args.append(verdict)
         if verdict.ok and value is not None:
             checked[name] = value
+            scale = _free_places(spec, call, name) if isinstance(spec, ToolArg) else declared_places(procedure, spec, env)
+            if scale is not None and not isinstance(value, (str, bool)):
+                places[name] = scale
     for name in call.args:
         if name not in specs:
             out.args.append(ArgVerdict(name, False, f"argument {name} is not an argument of step {var} (its arguments: {', '.join(specs) or 'none'})", show_value(call.args[name])))
@@ -146,8 +160,28 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
     if bad is not None:
         out.deviation = Deviation(kind="bad_argument", step=var, detail=bad.detail, got=call.text[:200])
         return out
-    out.call = ToolCall(call.name, checked, call.text)
+    out.call = ToolCall(call.name, checked, call.text, places=places)
     return out
+
+
+def declared_places(procedure: Procedure, spec: CompiledExpression, env: Mapping[str, Any]) -> int | None:
+    """The places an expression argument reaches its tool with: for a bare name of a step with
+    ``scale``, that scale; of a decimal input, the places the caller wrote (``env.places``, a
+    :class:`stepguard.tools.Env`); else ``None`` (its shortest exact form)."""
+    body = spec.tree.body
+    if not isinstance(body, ast.Name):
+        return None
+    index = procedure.index_of.get(body.id)
+    if index is not None:
+        step = procedure.steps[index]
+        return step.scale if step.type in ("decimal", "number") else None
+    places: Mapping[str, int] = getattr(env, "places", {})
+    return places.get(body.id)
+
+
+def _free_places(spec: ToolArg, call: ToolCall, name: str) -> int | None:
+    """A free decimal or number argument's places as the model wrote them (``25.00``: 2)."""
+    return call.places.get(name) if spec.type in ("decimal", "number") else None
 
 
 def _free_arg(name: str, spec: ToolArg, got: Number | str | bool, env: Mapping[str, Number | str]) -> tuple[ArgVerdict, Any]:
@@ -183,7 +217,13 @@ def _arg_text(step: ToolStep) -> str:
 
 
 def _call_args_text(call: ToolCall) -> dict[str, str]:
-    return {k: ("true" if v else "false") if isinstance(v, bool) else format_value(v) for k, v in call.args.items()}
+    """The arguments as the tool receives them, as text (``25.00`` for ``Decimal("25.00")``)."""
+    try:
+        kwargs = call_kwargs(call.args, call.places)
+    except ValueError:
+        kwargs = dict(call.args)
+    return {k: ("true" if v else "false") if isinstance(v, bool) else format(v, "f") if isinstance(v, Decimal) else format_value(v)
+            for k, v in kwargs.items()}
 
 
 @register_kind
@@ -234,29 +274,99 @@ class Tool(Kind):
         """``tool``: the value is the tool's result, not the model's."""
         return "tool"
 
-    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any) -> str:
-        """Call the tool with the checked arguments; its result in the step's type, as value text.
+    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
+        """Call the tool with the checked arguments (at their places; ``key`` as its idempotency key
+        where it takes one); its result in the step's type, as value text.
 
         Raises:
-            ToolError: it raised, timed out, or returned a value the step cannot hold.
+            ToolError: it raised, timed out, returned a value the step cannot hold (or one past the
+                evaluator's bounds), or an argument has no exact decimal form (it is then not called).
         """
         step, call = _tool_step(procedure, index), verdict.call
         assert call is not None
         verdicts = [(a.name, a.ok, a.detail) for a in verdict.args]
         with observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
-            value = _result_text(step, tools[call.name].call(call.args, step.var))
+            value = _result_text(step, tools[call.name].call(call.args, step.var, places=call.places, key=key or None))
             record.result(value)
         return value
 
-    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any) -> str:
+    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
         """Async twin of :meth:`execute` (the tool through :meth:`stepguard.tools.Tool.acall`)."""
         step, call = _tool_step(procedure, index), verdict.call
         assert call is not None
         verdicts = [(a.name, a.ok, a.detail) for a in verdict.args]
         with observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
-            value = _result_text(step, await tools[call.name].acall(call.args, step.var))
+            value = _result_text(step, await tools[call.name].acall(call.args, step.var, places=call.places, key=key or None))
             record.result(value)
         return value
+
+    def intent(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, key: str) -> dict[str, Any] | None:
+        """``{"tool", "args", "key"[, "data_version"]}``: the call about to be made, with its arguments
+        as the tool receives them (:func:`stepguard.tools.kwargs_json`: ``{"decimal": "25.00"}``).
+
+        Raises:
+            ToolError: an argument has no exact decimal form, or the tool's ``data_version`` raised.
+        """
+        step, call = _tool_step(procedure, index), verdict.call
+        assert call is not None
+        tool = tools[call.name]
+        try:
+            args = kwargs_json(call_kwargs(call.args, call.places))
+        except ValueError as exc:
+            raise ToolError(f"tool {tool.name} was not called: {exc}", tool.name, step.var) from None
+        out: dict[str, Any] = {"tool": tool.name, "args": args, "key": key}
+        if tool.data_version is not None:
+            out["data_version"] = _data_version(tool, step.var)
+        return out
+
+    def resume_refusal(self, procedure: Procedure, index: int, record: Mapping[str, Any], tools: ToolSet) -> str | None:
+        """Why a thread holding ``record`` for this step cannot be resumed, or ``None``.
+
+        * started and no result recorded (a crash during the call): refused, unless the tool is
+          ``read_only``, ``idempotent`` or takes an ``idempotency_key`` (then it is called again,
+          with the same key);
+        * a recorded result, and the tool's ``data_version`` is another now: refused, unless the
+          tool is ``read_only`` and, called again with the same arguments, returns the same result;
+        * a recorded result of a ``read_only`` tool with no ``data_version``: called again; a
+          different result is refused.
+        """
+        step = _tool_step(procedure, index)
+        intent = record.get("intent") or {}
+        name = str(intent.get("tool", step.tool))
+        tool = tools.get(name)
+        shown = f"{name}({_shown_args(intent.get('args') or {})})"
+        if tool is None:
+            return f"step {step.var}: its tool {name} is not among the tools given"
+        if "result" not in record:
+            if tool.repeatable or "error" in record:
+                return None
+            return (f"step {step.var}: the call {shown} was started and no result was recorded (the process stopped during "
+                    f"the call), so it may have run; it is not called again. Check by hand whether it ran, then finish the work "
+                    f"on a new thread; declare the tool idempotent=True, or give it an idempotency_key parameter, to let a "
+                    f"resume call it again")
+        result = str(record["result"])
+        if tool.data_version is not None:
+            try:
+                now = _data_version(tool, step.var)
+            except ToolError as exc:
+                return f"step {step.var}: {exc}"
+            then = intent.get("data_version")
+            if now == then:
+                return None
+            if not tool.read_only:
+                return (f"step {step.var}: tool {name}'s data was version {then} when it returned {result[:80]!r}, and is "
+                        f"version {now} now; resuming would verify old results beside new ones: run the work on a new thread")
+        if not tool.read_only:
+            return None
+        try:
+            again = _result_text(step, tool.call(kwargs_from_json(intent.get("args") or {}), step.var,
+                                                 key=str(intent.get("key") or "") or None))
+        except ToolError as exc:
+            return f"step {step.var}: re-checking {shown} on resume failed: {exc}"
+        if again != result:
+            return (f"step {step.var}: {shown} returned {result[:80]!r} before, and returns {again[:80]!r} now; resuming would "
+                    "verify old results beside new ones: run the work on a new thread")
+        return None
 
     def check_result(self, procedure: Procedure, index: int, env: Mapping[str, Value], value: str) -> Deviation | None:
         """The step's predicate on the tool's result: a ``tool_error`` deviation when it is false."""
@@ -324,21 +434,58 @@ def _tool_step(procedure: Procedure, index: int) -> ToolStep:
 def _result_text(step: ToolStep, result: Any) -> str:
     """A tool's result as the value text its step commits, in the step's declared type.
 
+    Numbers are bounded as the evaluator's are (:data:`stepguard.evaluator.DEFAULT_MAX_BITS` bits,
+    1,000 digits written out for a ``Decimal``), so a result the evaluator could not hold is this
+    step's ``tool_error``, never a traceback or a value that exhausts memory.
+
     Raises:
-        ToolError: the result does not fit the step's type (a dict for a number step, ``None``, ...).
+        ToolError: the result does not fit the step's type (a dict for a number step, ``None``, a
+            number past the bounds, ...).
     """
-    if step.type in ("string", "one_of") and isinstance(result, (dict, list)):
-        result = json.dumps(result, sort_keys=True, separators=(",", ":"), default=str)
     try:
+        if step.type in ("string", "one_of") and isinstance(result, (dict, list)):
+            result = json.dumps(result, sort_keys=True, separators=(",", ":"), default=str)
         value = coerce_value(result, step.type, f"result of {step.tool}")
         if step.type == "one_of" and value not in (step.choices or ()):
-            raise ToolError(f"tool {step.tool} returned {str(result)[:80]!r}, not one of {', '.join(step.choices or ())}", step.tool, step.var)
-    except StepguardError as exc:
-        if isinstance(exc, ToolError):
-            raise
-        raise ToolError(f"tool {step.tool} returned {type(result).__name__} {str(result)[:80]!r}, which step {step.var} "
-                        f"(type {step.type}) cannot hold: {exc}", step.tool, step.var) from None
-    return format_value(apply_scale(value, step))
+            raise ToolError(f"tool {step.tool} returned {_shown(result)}, not one of {', '.join(step.choices or ())}", step.tool, step.var)
+        if not isinstance(value, (str, bool)):
+            check_size(value)
+        return format_value(apply_scale(value, step))
+    except ToolError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the user's result makes fail is this step's tool_error
+        why = str(exc)[:200] if isinstance(exc, StepguardError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+        if isinstance(exc, EvaluationError) and "bit bound" in why:
+            why = f"a number of more than {DEFAULT_MAX_BITS} bits, past the evaluator's bound"
+        raise ToolError(f"tool {step.tool} returned {type(result).__name__} {_shown(result)}, which step {step.var} "
+                        f"(type {step.type}) cannot hold: {why}", step.tool, step.var) from None
+
+
+def _shown(result: Any) -> str:
+    """A result, shortly and safely (a 5,000-digit int is not written out: ``str`` would raise)."""
+    if isinstance(result, int) and not isinstance(result, bool) and result.bit_length() > 256:
+        return f"<an integer of {result.bit_length()} bits>"
+    try:
+        return repr(str(result)[:80])
+    except Exception:  # noqa: BLE001 - a result whose str() fails is shown by its type
+        return f"<a {type(result).__name__}>"
+
+
+def _shown_args(args: Mapping[str, Any]) -> str:
+    """Recorded arguments as a call writes them: ``order_id="ORD-7", amount=25.00``."""
+    return ", ".join(f"{k}={v['decimal'] if isinstance(v, Mapping) else json.dumps(v)}" for k, v in args.items())
+
+
+def _data_version(tool: Any, step: str) -> str:
+    """The tool's data version now, as text.
+
+    Raises:
+        ToolError: its ``data_version`` raised.
+    """
+    try:
+        return str(tool.data_version())[:200]
+    except Exception as exc:  # noqa: BLE001 - the user's callable
+        raise ToolError(f"tool {tool.name}'s data_version raised {type(exc).__name__}: {str(exc)[:200]}", tool.name, step) from None
 
 
 _CALL = re.compile(r"^CALL ([\w.-]+)\((.*)\)$")

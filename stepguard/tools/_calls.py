@@ -10,6 +10,12 @@ Every argument is named (``sku=...``) and is a literal: a quoted string, a numbe
 ``0.23`` is 23/100), ``true``/``false`` (or ``True``/``False``). A name or a formula
 (``base=age ^ 0.23``) is refused with a message saying which argument, so that the guard re-asks
 rather than guessing what the model meant.
+
+Numbers are bounded as the evaluator bounds its own (:data:`stepguard.evaluator.DEFAULT_MAX_BITS`
+bits, and a decimal of at most 1,000 digits written out): ``1e400`` or a
+5,000-digit integer is a call with ``error`` set (a ``bad_argument`` re-ask), never the caller's
+input error, and ``1e99999999999`` is refused by its exponent before anything is expanded. The
+places each number was written with are kept (:attr:`ToolCall.places`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from decimal import Decimal
 from typing import Any
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator import Number, parse_number
+from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, normalize, parse_number
+from stepguard.tools._decimals import written_places
 
 __all__ = ["ToolCall", "calls_from_native", "parse_calls"]
 
@@ -43,16 +50,39 @@ class ToolCall:
         text: the call as the model wrote it (a line, or the native call's JSON), for reports.
         error: why the call could not be read (``"argument base is not a literal value: age ^ 0.23"``),
             or ``None``; a call with an error is never executed.
+        places: argument name -> the decimal places a number was written (or, in a checked call,
+            declared) with (``amount=25.00``: 2); a number not named here reaches the tool in its
+            shortest exact form (:mod:`stepguard.tools._decimals`).
     """
 
     name: str
     args: dict[str, Number | str | bool] = field(default_factory=dict)
     text: str = ""
     error: str | None = None
+    places: dict[str, int] = field(default_factory=dict)
+
+
+class _Unreadable(ValueError):
+    """An argument's value that is not a literal (``str(exc)``: what was written)."""
+
+
+class _OutOfBounds(ValueError):
+    """A number argument past the evaluator's bounds (``str(exc)``: why)."""
+
+
+def _bounded(value: Number) -> Number:
+    """``value`` if within the evaluator's bit bound; raises :class:`_OutOfBounds`."""
+    try:
+        check_size(value)
+    except EvaluationError:
+        raise _OutOfBounds(f"more than {DEFAULT_MAX_BITS} bits (about {DEFAULT_MAX_BITS * 3 // 10} digits), "
+                           "past the evaluator's bound") from None
+    return value
 
 
 def _literal(node: ast.expr, source: str) -> Number | str | bool:
-    """The value of one argument's literal node; raises ValueError for anything else."""
+    """The value of one argument's literal node; raises :class:`_Unreadable` for anything else and
+    :class:`_OutOfBounds` for a number past the evaluator's bounds."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
@@ -63,10 +93,13 @@ def _literal(node: ast.expr, source: str) -> Number | str | bool:
     if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
         text = ast.get_source_segment(source, node) or ""
         try:
-            return parse_number(text.replace(" ", ""))
-        except EvaluationError:
-            pass
-    raise ValueError(ast.get_source_segment(source, node) or "?")
+            number = parse_number(text.replace(" ", ""))
+        except EvaluationError as exc:
+            if "digits" in str(exc):
+                raise _OutOfBounds(str(exc)) from None
+        else:
+            return _bounded(number)
+    raise _Unreadable(ast.get_source_segment(source, node) or "?")
 
 
 def _parse_line(line: str) -> ToolCall | None:
@@ -83,12 +116,19 @@ def _parse_line(line: str) -> ToolCall | None:
     if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
         return ToolCall(name, {}, line.strip(), "every argument must be named (name=value), none positional")
     args: dict[str, Number | str | bool] = {}
+    places: dict[str, int] = {}
     for kw in call.keywords:
         try:
-            args[str(kw.arg)] = _literal(kw.value, source)
+            value = args[str(kw.arg)] = _literal(kw.value, source)
+        except _OutOfBounds as exc:
+            return ToolCall(name, args, line.strip(), f"argument {kw.arg} is out of bounds: {exc}")
         except ValueError as exc:
             return ToolCall(name, args, line.strip(), f"argument {kw.arg} is not a literal value: {str(exc)[:80]} (write the value itself)")
-    return ToolCall(name, args, line.strip())
+        if not isinstance(value, (str, bool)):
+            written = written_places((ast.get_source_segment(source, kw.value) or "").replace(" ", ""))
+            if written is not None:
+                places[str(kw.arg)] = written
+    return ToolCall(name, args, line.strip(), places=places)
 
 
 def parse_calls(text: str) -> list[ToolCall]:
@@ -111,20 +151,24 @@ def parse_calls(text: str) -> list[ToolCall]:
 
 
 def _json_value(value: Any) -> Number | str | bool:
+    """A JSON argument's value, exact and bounded; raises :class:`_Unreadable` or :class:`_OutOfBounds`."""
     if isinstance(value, (bool, str)):
         return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, Decimal):
-        return parse_number(format(value, "f"))
-    raise ValueError(type(value).__name__)
+    if isinstance(value, (int, Decimal)):
+        try:
+            number = normalize(value)  # a Decimal's digits and exponent are bounded before it is expanded
+        except EvaluationError as exc:
+            raise _OutOfBounds(str(exc)) from None
+        return _bounded(number)
+    raise _Unreadable(type(value).__name__)
 
 
 def calls_from_native(tool_calls: Sequence[Mapping[str, Any]]) -> list[ToolCall]:
     """Native tool calls (``[{"name": ..., "arguments": "<JSON object>"}]``) as :class:`ToolCall` s.
 
-    Numbers in the JSON are read exactly (``0.23`` is 23/100). Arguments that are not one JSON
-    object of strings, numbers and booleans give a call with ``error`` set.
+    Numbers in the JSON are read exactly (``0.23`` is 23/100) and bounded (see the module's
+    docstring). Arguments that are not one JSON object of strings, numbers and booleans, or a
+    number past the bounds, give a call with ``error`` set.
     """
     out: list[ToolCall] = []
     for tc in tool_calls:
@@ -135,14 +179,21 @@ def calls_from_native(tool_calls: Sequence[Mapping[str, Any]]) -> list[ToolCall]
             if not isinstance(data, Mapping):
                 raise ValueError("not an object")
             args: dict[str, Number | str | bool] = {}
+            places: dict[str, int] = {}
             for k, v in data.items():
                 try:
                     args[str(k)] = _json_value(v)
+                except _OutOfBounds as exc:
+                    out.append(ToolCall(name, args, text, f"argument {k} is out of bounds: {exc}"))
+                    break
                 except ValueError:
                     out.append(ToolCall(name, args, text, f"argument {k} is not a string, number or boolean"))
                     break
+                written = written_places(v) if isinstance(v, (int, Decimal)) and not isinstance(v, bool) else None
+                if written is not None:
+                    places[str(k)] = written
             else:
-                out.append(ToolCall(name, args, text))
+                out.append(ToolCall(name, args, text, places=places))
         except (ValueError, TypeError, RecursionError):
-            out.append(ToolCall(name, {}, text, "the arguments are not one JSON object"))
+            out.append(ToolCall(name, {}, text, "the arguments are not one JSON object (or a number in it has too many digits)"))
     return out

@@ -15,25 +15,60 @@ import importlib
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any, Union
 
 from stepguard.errors import ProcedureError, StepguardError, ToolError, ToolTimeout
 from stepguard.evaluator import Number, format_number
+from stepguard.tools._decimals import as_decimal
 
-__all__ = ["Tool", "ToolSet", "as_toolset", "check_tools", "code_fingerprint", "load_tools", "missing_tools"]
+__all__ = ["Tool", "ToolSet", "as_toolset", "call_kwargs", "check_tools", "code_fingerprint", "kwargs_from_json",
+           "kwargs_json", "load_tools", "missing_tools"]
 
 _JSON_TYPES = {int: "integer", float: "number", Decimal: "number", str: "string", bool: "boolean"}
 
 
-def _python_value(value: Number | str | bool) -> Any:
-    """An argument as a tool receives it: ``int``, ``Decimal`` (exact), ``str`` or ``bool``."""
-    if isinstance(value, Fraction):
-        text = format_number(value)
-        return Decimal(text) if "/" not in text else Decimal(value.numerator) / Decimal(value.denominator)
-    return value
+def _python_value(value: Number | str | bool, places: int | None = None) -> Any:
+    """An argument as a tool receives it: ``int``, ``str``, ``bool``, or an exact ``Decimal`` (at
+    ``places`` places where given: ``Decimal("25.00")``); an ``int`` with places is a ``Decimal`` too.
+
+    Raises:
+        ValueError: a number with no exact decimal form (``1/3``), or not exact at ``places``.
+    """
+    if isinstance(value, (str, bool, Decimal)) or (isinstance(value, int) and places is None):
+        return value  # a Decimal is already as the tool receives it (a recorded call's, re-checked)
+    exact = as_decimal(value, places)
+    if exact is None:
+        exact = as_decimal(value) if places is not None else None
+        if exact is None:
+            raise ValueError(f"{format_number(value)} has no exact decimal form; round it in a step with a scale")
+    return exact
+
+
+def call_kwargs(args: Mapping[str, Number | str | bool], places: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The keyword arguments a tool is called with (:func:`_python_value` of each).
+
+    Raises:
+        ValueError: an argument with no exact decimal form (the message names it).
+    """
+    out = {}
+    for k, v in args.items():
+        try:
+            out[k] = _python_value(v, (places or {}).get(k))
+        except ValueError as exc:
+            raise ValueError(f"argument {k} = {exc}") from None
+    return out
+
+
+def kwargs_json(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments as JSON, exactly: a ``Decimal`` as ``{"decimal": "25.00"}`` (its scale kept)."""
+    return {k: {"decimal": format(v, "f")} if isinstance(v, Decimal) else v for k, v in kwargs.items()}
+
+
+def kwargs_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`kwargs_json`."""
+    return {k: Decimal(v["decimal"]) if isinstance(v, Mapping) else v for k, v in data.items()}
 
 
 @dataclass(frozen=True)
@@ -50,6 +85,18 @@ class Tool:
         version: a version or fingerprint of the tool's behaviour; part of a run's identity, so a
             checkpoint made with one version is not resumed with another.
         parameters: the JSON Schema of its arguments for native tool calling (default: from ``fn``'s signature).
+        data_version: a callable giving the version of the data the tool reads (a table's
+            ``updated_at``, an ETag); recorded with each call, and a thread whose recorded results
+            came from another version is not resumed (unless ``read_only`` and the results agree).
+        read_only: the tool only reads (calling it again changes nothing); on resume its recorded
+            results are re-checked by calling it again with the same arguments, and a call cut
+            off by a crash is made again.
+        idempotent: a second call with the same arguments has no effect beyond the first, so a
+            call cut off by a crash (started, no result recorded) is made again on resume.
+        idempotency_key: the name of a keyword parameter through which the guard passes the
+            call's key (the step's identity in the run: the same on every resume of the thread);
+            a tool that deduplicates by it is called again on resume as an idempotent one is.
+    See docs/agent-workflows.md, "Nothing done twice".
     """
 
     name: str
@@ -60,6 +107,15 @@ class Tool:
     parameters: dict[str, Any] | None = None
     origin: Any = field(default=None, repr=False, compare=False)
     """What ``fn`` wraps, when it is an adapter (a LangChain tool's ``invoke``): fingerprinted instead of it."""
+    data_version: Callable[[], Any] | None = field(default=None, repr=False, compare=False, kw_only=True)
+    read_only: bool = field(default=False, kw_only=True)
+    idempotent: bool = field(default=False, kw_only=True)
+    idempotency_key: str | None = field(default=None, kw_only=True)
+
+    @property
+    def repeatable(self) -> bool:
+        """Whether a call cut off by a crash may be made again on resume (read-only, idempotent or keyed)."""
+        return self.read_only or self.idempotent or self.idempotency_key is not None
 
     def schema(self, only: Iterable[str] | None = None) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool, with the arguments ``only`` (default all)."""
@@ -71,16 +127,37 @@ class Tool:
         doc = self.description or (inspect.getdoc(self.fn) or "").split("\n", 1)[0]
         return {"type": "function", "function": {"name": self.name, "description": doc, "parameters": params}}
 
-    def call(self, args: Mapping[str, Number | str | bool], step: str | None = None) -> Any:
+    def _kwargs(self, args: Mapping[str, Any], step: str | None, places: Mapping[str, int] | None, key: str | None) -> dict[str, Any]:
+        try:
+            kwargs = call_kwargs(args, places)
+        except ValueError as exc:
+            raise ToolError(f"tool {self.name} was not called: {exc}", self.name, step) from None
+        if self.idempotency_key is not None and key is not None:
+            kwargs[self.idempotency_key] = key
+        return kwargs
+
+    def call(self, args: Mapping[str, Number | str | bool], step: str | None = None, *,
+             places: Mapping[str, int] | None = None, key: str | None = None) -> Any:
         """Call the tool with checked ``args`` and return its result (a coroutine tool is run to completion).
 
+        Args:
+            args: argument name -> exact value (:class:`stepguard.tools.ToolCall` ``.args``), or
+                keyword arguments already as the tool receives them (``Decimal`` s).
+            step: the step's variable, for errors.
+            places: argument name -> decimal places the number reaches the tool with.
+            key: the call's idempotency key, passed as :attr:`idempotency_key` where the tool has one.
+
         Raises:
-            ToolError: it raised (the message names the exception's type and text).
+            ToolError: it raised (the message names the exception's type and text), or an argument
+                has no exact decimal form (the tool is then not called).
             ToolTimeout: it ran past ``timeout_s``.
         """
-        kwargs = {k: _python_value(v) for k, v in args.items()}
+        kwargs = self._kwargs(args, step, places, key)
+        return self._call(kwargs, step)
+
+    def _call(self, kwargs: dict[str, Any], step: str | None) -> Any:
         if inspect.iscoroutinefunction(self.fn):
-            return asyncio.run(self.acall(args, step)) if not _running_loop() else _in_thread(lambda: asyncio.run(self.acall(args, step)))
+            return asyncio.run(self._acall(kwargs, step)) if not _running_loop() else _in_thread(lambda: asyncio.run(self._acall(kwargs, step)))
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tool-{self.name}")
         try:
             future = pool.submit(self.fn, **kwargs)
@@ -95,9 +172,12 @@ class Tool:
         finally:
             pool.shutdown(wait=False)
 
-    async def acall(self, args: Mapping[str, Number | str | bool], step: str | None = None) -> Any:
-        """Async twin of :meth:`call` (a sync tool runs in a worker thread). Same errors."""
-        kwargs = {k: _python_value(v) for k, v in args.items()}
+    async def acall(self, args: Mapping[str, Number | str | bool], step: str | None = None, *,
+                    places: Mapping[str, int] | None = None, key: str | None = None) -> Any:
+        """Async twin of :meth:`call` (a sync tool runs in a worker thread). Same arguments and errors."""
+        return await self._acall(self._kwargs(args, step, places, key), step)
+
+    async def _acall(self, kwargs: dict[str, Any], step: str | None) -> Any:
         try:
             if inspect.iscoroutinefunction(self.fn):
                 return await asyncio.wait_for(self.fn(**kwargs), self.timeout_s)
@@ -179,7 +259,7 @@ ToolLike = Union[Tool, Callable[..., Any], Any]
 
 def _one(name: str | None, obj: Any) -> Tool:
     if isinstance(obj, Tool):
-        return obj if name is None or name == obj.name else Tool(name, obj.fn, obj.description, obj.timeout_s, obj.version, obj.parameters, obj.origin)
+        return obj if name is None or name == obj.name else replace(obj, name=name)
     invoke = getattr(obj, "invoke", None)
     if callable(invoke) and isinstance(getattr(obj, "name", None), str) and not inspect.isfunction(obj):
         # a LangChain tool (BaseTool): called with one dict of arguments
