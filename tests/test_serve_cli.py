@@ -77,11 +77,13 @@ def test_a_port_out_of_range_is_a_usage_error() -> None:
 def _no_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine where the embedded model's runtime check fails (exit 6 if it were reached)."""
     import stepguard.adapters._server as runtime
+    import stepguard.adapters.local as local
 
     def check_runtime(*args: object, **kwargs: object) -> None:
         raise LocalServerError("the llama runtime is not installed (test)")
 
     monkeypatch.setattr(runtime, "check_runtime", check_runtime)
+    monkeypatch.setattr(local, "check_runtime", check_runtime)  # the name the CLI imports
 
 
 def test_usage_errors_come_before_the_runtime_check(monkeypatch: pytest.MonkeyPatch, taken: int) -> None:
