@@ -31,12 +31,15 @@ F = Fraction
     ("1,234 of 5.50", [1234, F(11, 2)]), ("1.234 of 5,50", [1234, F(11, 2)]),  # the document's own convention
     ("12,5", [F(25, 2)]), ("0,81", [F(81, 100)]),  # only a decimal comma reads these
     ("1,23,456", []), ("12.5.3", []), ("05.03.2024", []),
-    ("VAT 7%: 0,81", [7, F(81, 100)]), ("Weight (72.5 kg)", [F(145, 2)]), ("INV-2024", [2024]),
+    ("VAT 7%: 0,81", [F(81, 100)]), ("Weight (72.5 kg)", [F(145, 2)]), ("INV-2024", [2024]),
     # the breaker's second round
     ("Total: -$18.86", [F(-943, 50)]), ("−€ 18,86", [F(-943, 50)]), ("—18.86", [F(-943, 50)]),
     ("CHF 1’234.50", [F(2469, 2)]), ("1\u2007234.50", []), ("1\t234.50", []), ("1\u3000234.50", []),
     ("1\u066c234\u066b50", []), ("1·234,50", []), ("3/4", []), ("1 1/2", []), ("2^10", []), ("12**2", []),
     ("1.5×10³", []), ("12 Millionen", []), ("18.86 CR", []), ("- \u00a018.86", []),
+    # issue 33: a percent has no value of its own until a reader declares one (15% is 0.15 or 15)
+    ("15%", []), ("15 %", []), ("7 percent", []), ("3‰", []), ("5 bp", []),
+    ("5 March 2024", []), ("March 5, 2024", []), ("May 2024", []), ("5 mayors", [5]),  # a date's day and year are not numbers
 ])
 def test_numbers_are_read_whole_or_not_at_all(text: str, exact: list) -> None:
     assert scan_numbers(text).exact == exact

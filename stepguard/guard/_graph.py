@@ -37,7 +37,7 @@ from stepguard.guard._window import StreamWatch, aread_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.kinds import KindVerdict, kind_of
-from stepguard.procedure import Procedure, format_value
+from stepguard.procedure import Procedure, Step, format_value
 from stepguard.tools import calls_from_native
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, expected_value, verify_chunk
@@ -218,6 +218,19 @@ def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:
     return kind_of(proc.steps[i]).check(proc, i, ctx.env(state), state.reply, calls_from_native(state.tool_calls))
 
 
+def _readable(step: Step, text: str | None) -> str | None:
+    """``text``, the model's value a ``flag`` would commit, when it reads back as a value of the
+    step's type (:meth:`Kind.value_of`); else ``None``: a value later steps cannot read is never
+    committed (``$99.99`` for a number), the step is re-asked or stops as the policy says."""
+    if text is None:
+        return None
+    try:
+        kind_of(step).value_of(step, text)
+    except (ValueError, TypeError, EvaluationError):
+        return None
+    return text
+
+
 def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Parse the reply (never evaluating it) and check it step by step against the evaluator.
 
@@ -231,7 +244,7 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {
             "verified": [[step.var, format_value(kv.value)]] if dev is None and kv.value is not None else [],
             "deviation": dev.model_dump() if dev else None,
-            "model_value": kv.model_value if dev is not None else None,
+            "model_value": _readable(step, kv.model_value) if dev is not None else None,
             "pending_call": dev is None and kv.call is not None,
             "events": [],
         }

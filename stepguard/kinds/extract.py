@@ -1,9 +1,28 @@
 """The ``extract`` kind: the model reads the step's value from a text input, ``source``.
 
-The value must occur in the source text (numbers and money read exactly, ``$1,234.50`` =
-``1.234,50`` = ``1234.5``, or not at all when a number could mean two values: ``1,234`` alone,
-``(18.86)``; dates in ISO or spelled form alike), right after ``label`` when given; then its type
-and predicate are checked. Rules for numbers: :mod:`stepguard.verify._source_numbers`.
+A value is accepted only when it *is* a value of the source, whole, never a part of one, and it is
+committed in one normal form per type, the form that was checked:
+
+* a **number** (``number``, ``integer``, ``decimal``) is a number the source writes, read exactly
+  (``$1,234.50`` = ``1.234,50`` = ``1234.5``) or not at all when it could mean two values
+  (``1,234`` alone, ``(18.86)``); with a ``label``, the number right after it, never one of the
+  label's own text (``Total (3 items): 18.86``, ``VAT 19%: 3.80`` reads 3.80). A number written as
+  a percent (``15%``) is read only when the step declares ``percent``: ``fraction`` (0.15) or
+  ``points`` (15). Committed with the step's ``scale``. Rules: :mod:`stepguard.verify._source_numbers`.
+* a **date** (a ``string`` reply that is exactly one date, ISO or spelled: ``2024-03-05``,
+  ``March 5, 2024``, ``5 March 2024``, ``05.03.2024``) is a date the source writes (with a label,
+  the date right after it), compared as a date and committed in ISO ``YYYY-MM-DD``.
+* any other **string** is, with a ``label``, the whole field after it: the rest of the line past
+  punctuation and spaces, up to ``|``, ``;``, a tab or two spaces, without a trailing ``.`` or
+  ``,`` (and optionally without a trailing bracketed aside); without a label, a run of whole words
+  of one line, not joined to more of a token (``1234`` is not in ``ORD-1234``). Case and words
+  exactly as written (runs of spaces count as one). Committed as written.
+* a **choice** (``one_of``) is one of the step's choices (exactly, else case-insensitively when
+  that picks one), equal, case aside, to a whole field (as a string is); committed as the choice
+  is spelled.
+
+Under the ``flag`` policy the model's value is kept in the same normal form, or not at all when it
+has none (a number that does not read, a string that is not a choice).
 """
 
 from __future__ import annotations
@@ -16,17 +35,21 @@ from typing import ClassVar, Any, Literal
 from pydantic import Field, model_validator
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator import Number, format_number
+from fractions import Fraction
+
+from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, show_value, step_line
 from stepguard.procedure import Procedure, Step, apply_scale
+from stepguard.procedure._format import format_value
 from stepguard.procedure._model import _field_error
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation
-from stepguard.verify._source_numbers import SourceNumbers, after_label, scan_numbers
+from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, scan_numbers
 
-__all__ = ["Extract", "ExtractStep", "dates_in", "label_tails", "numbers_in", "source_numbers", "verify_extract"]
+__all__ = ["Extract", "ExtractStep", "dates_in", "fields_after", "label_tails", "normal_value", "numbers_in", "one_date",
+           "source_numbers", "verify_extract"]
 
 
 class ExtractStep(Step):
@@ -39,11 +62,20 @@ class ExtractStep(Step):
     label: str | None = Field(
         None, max_length=200, description="The value must follow this label on a line of the source (`Total`)."
     )
+    percent: Percent | None = Field(
+        None,
+        description="How a number the source writes as a percent reads: `fraction` (15% is 0.15) or `points` "
+        "(15% is 15). Without it such a number gives no value.",
+    )
 
     @model_validator(mode="after")
     def _reads_a_value(self) -> ExtractStep:
         if self.type == "boolean":
             raise _field_error("type", "an extract step reads a number or a string, not a boolean")
+        if self.percent is not None and self.type in ("string", "one_of"):
+            raise _field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
+        if self.percent == "fraction" and self.type == "integer":
+            raise _field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
         return self
 
     def text_inputs(self) -> tuple[str, ...]:
@@ -55,35 +87,38 @@ _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "apri
                                            "september", "october", "november", "december"))}
 _MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
 _MON = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
+_B, _E = r"(?<![\w.,/-])", r"(?!\w|[-/.,]\d)"  # a date is a whole token: not 2024-03-05 in INV-2024-03-05-7
 _DATES = (
-    (re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), "ymd"),
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?[ \t]+{_MON},?[ \t]+(\d{{4}})\b", re.I), "dmy"),
-    (re.compile(rf"\b{_MON}[ \t]+(\d{{1,2}})(?:st|nd|rd|th)?,?[ \t]+(\d{{4}})\b", re.I), "mdy"),
-    (re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b"), "dmy_num"),
+    (re.compile(rf"{_B}(\d{{4}})[-/.](\d{{1,2}})[-/.](\d{{1,2}}){_E}"), "ymd"),
+    (re.compile(rf"{_B}(\d{{1,2}})(?:st|nd|rd|th)?[ \t]+{_MON},?[ \t]+(\d{{4}}){_E}", re.I), "dmy"),
+    (re.compile(rf"{_B}{_MON}[ \t]+(\d{{1,2}})(?:st|nd|rd|th)?,?[ \t]+(\d{{4}}){_E}", re.I), "mdy"),
+    (re.compile(rf"{_B}(\d{{1,2}})\.(\d{{1,2}})\.(\d{{4}}){_E}"), "dmy_num"),
 )
 
 
-def numbers_in(text: str, context: str | None = None) -> list[Number]:
+def numbers_in(text: str, context: str | None = None, percent: Percent | None = None) -> list[Number]:
     """Every number written in ``text`` that reads as exactly one value: ``1,234.50``, ``$1234.5`` and
     ``1.234,50`` are 1234.5, ``–18.86`` and ``-$18.86`` are -18.86; ``1,234`` alone, ``(18.86)``,
-    ``3/4`` or ``12 thousand`` are ambiguous and give nothing (rules:
-    :mod:`stepguard.verify._source_numbers`). ``context``: the whole document ``text`` is part of,
-    whose other numbers decide the decimal mark."""
-    return scan_numbers(text, context).exact
+    ``3/4`` or ``12 thousand`` are ambiguous and give nothing, nor does ``15%`` unless ``percent``
+    says how it reads (rules: :mod:`stepguard.verify._source_numbers`). ``context``: the whole
+    document ``text`` is part of, whose other numbers decide the decimal mark."""
+    return scan_numbers(text, context, percent=percent).exact
 
 
-def source_numbers(source: str, label: str | None) -> SourceNumbers:
+def source_numbers(source: str, label: str | None, percent: Percent | None = None) -> SourceNumbers:
     """The numbers an ``extract`` step's value may be: every number of ``source``, or with a ``label``,
     on each line that has it, the number written right after it (past punctuation, spaces and one
-    currency: ``Total: $18.86``, ``Total (EUR): 18,86``; not ``Total due: 18.86`` nor
-    ``Total (incl. VAT 7%): 18.86``, whose value the label does not point at)."""
+    currency: ``Total: $18.86``, ``Total (EUR): 18,86``, past a rate in the label: ``VAT 19%: 3.80``
+    is 3.80; not ``Total due: 18.86``, ``Total (3 items): 18.86`` nor ``Total 3 items: 18.86``,
+    whose value the label does not point at). ``percent``: how ``15%`` reads (``None``: not at all)."""
     if not label:
-        return scan_numbers(source)
+        return scan_numbers(source, percent=percent)
     out = SourceNumbers()
     for tail in label_tails(source, label):
-        found = scan_numbers(after_label(tail), source, first_only=True)
+        found = scan_numbers(after_label(tail), source, first_only=True, percent=percent)
         out.exact += found.exact
         out.ambiguous += found.ambiguous
+        out.percents += found.percents
     return out
 
 
@@ -95,18 +130,88 @@ def _date(y: str, mo: str | int, d: str) -> str | None:
         return None
 
 
+def _iso(m: re.Match[str], order: str) -> str | None:
+    g = m.groups()
+    if order == "ymd":
+        return _date(g[0], g[1], g[2])
+    if order == "mdy":
+        return _date(g[2], g[0], g[1])
+    return _date(g[2], g[1], g[0])  # dmy, dmy_num
+
+
 def dates_in(text: str) -> list[str]:
-    """Every date written in ``text``, as ISO ``YYYY-MM-DD``: ``2024-03-05``, ``5 March 2024``,
-    ``March 5, 2024``, ``05.03.2024`` (day first). Slash dates such as ``03/05/2024`` are ambiguous and not read."""
+    """Every date written in ``text`` as a whole token, as ISO ``YYYY-MM-DD``: ``2024-03-05``,
+    ``5 March 2024``, ``March 5, 2024``, ``05.03.2024`` (day first). Slash dates such as
+    ``03/05/2024`` are ambiguous and not read; nor is a date joined to more of a token (``INV-2024-03-05-7``)."""
     out: list[str] = []
     for pat, order in _DATES:
         for m in pat.finditer(text[:MAX_VALUE * 50]):
-            g = m.groups()
-            iso = {"ymd": lambda: _date(g[0], g[1], g[2]), "dmy": lambda: _date(g[2], g[1], g[0]),
-                   "mdy": lambda: _date(g[2], g[0], g[1]), "dmy_num": lambda: _date(g[2], g[1], g[0])}[order]()
+            iso = _iso(m, order)
             if iso:
                 out.append(iso)
     return out
+
+
+def one_date(text: str) -> str | None:
+    """The date ``text`` is, in ISO ``YYYY-MM-DD``, when it is exactly one date and nothing else
+    (a trailing period aside); ``None`` otherwise (``NOT 2024-03-05 (cancelled)`` is not a date)."""
+    text = text.strip()
+    for candidate in dict.fromkeys((text, text[:-1] if text.endswith(".") else text)):
+        for pat, order in _DATES:
+            m = pat.fullmatch(candidate)
+            if m:
+                return _iso(m, order)
+    return None
+
+
+_FIELD_LEAD = re.compile(r"[ \t\u00a0:=|*_#>]*(?:[-\u2013\u2014]+[ \t]+)?")
+_FIELD_END = re.compile(r"[|;\t]| {2,}")
+_ASIDE = re.compile(r"\s*\([^()]*\)$")
+
+
+def _date_after(tail: str) -> str | None:
+    """The date written right after a label (``: 2024-03-05``, ``: March 5, 2024 (paid)``), in ISO."""
+    rest = tail[_FIELD_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    for pat, order in _DATES:
+        m = pat.match(rest)
+        if m:
+            return _iso(m, order)
+    return None
+
+
+def _plain(text: str) -> str:
+    """A string in the form it is compared and committed in: runs of spaces as one, no surrounding
+    quotes, no trailing ``.`` or ``,``."""
+    return " ".join(text.split()).strip("\"'`").strip().rstrip(".,").rstrip()
+
+
+def fields_after(tail: str) -> list[str]:
+    """The string values a label's ``tail`` gives: the whole field after it (past punctuation and
+    spaces, up to ``|``, ``;``, a tab or two spaces), and that field without a trailing bracketed
+    aside (``UNPAID (since May)``: also ``UNPAID``)."""
+    rest = tail[_FIELD_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    end = _FIELD_END.search(rest)
+    field = _plain(rest[:end.start()] if end else rest)
+    out = [field] if field else []
+    short = _plain(_ASIDE.sub("", field))
+    if short and short != field:
+        out.append(short)
+    return out
+
+
+_JOINERS = "-_./@'\u2019+&"
+
+
+def _whole_words(value: str, source: str, fold: bool) -> bool:
+    """Whether ``value`` is a run of whole words on one line of ``source``: bounded by the line's ends,
+    spaces or punctuation, never joined to more of a token (``3`` is not in ``ORD-1234``, nor ``paid`` in ``UNPAID``)."""
+    words = value.split()
+    if not words:
+        return False
+    j = re.escape(_JOINERS)
+    body = r"[ \t\u00a0]+".join(re.escape(w) for w in words)
+    pat = re.compile(rf"(?<!\w)(?<!\w[{j}]){body}(?!\w)(?![{j}]\w)", re.I if fold else 0)
+    return pat.search(source[:MAX_VALUE * 50]) is not None
 
 
 def _region(source: str, label: str | None) -> str:
@@ -127,23 +232,70 @@ def label_tails(source: str, label: str) -> list[str]:
     return out
 
 
-def _text_occurs(value: str, source: str, label: str | None) -> bool:
-    text = _region(source, label)
-    want = " ".join(value.split()).lower()
-    if not want:
-        return False
-    iso = dates_in(value)
-    if iso and len(dates_in(value)) == 1 and iso[0] in dates_in(text):
-        return True
-    return want in " ".join(text.split()).lower()
+def _choice(text: str, choices: Sequence[str]) -> str | None:
+    """The choice ``text`` names: equal to one, else equal to exactly one case aside; as the choice is spelled."""
+    if text in choices:
+        return text
+    folded = [c for c in choices if c.casefold() == text.casefold()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def _string_occurs(value: str, step: ExtractStep, source: str) -> bool:
+    """Whether the string or choice ``value`` (in its normal form) is a whole value of the source (rules: the module docstring)."""
+    fold = step.type == "one_of" and sum(c.casefold() == value.casefold() for c in step.choices or ()) == 1
+    if not step.label:
+        return _whole_words(value, source, fold)
+    same = (lambda a, b: a.casefold() == b.casefold()) if fold else (lambda a, b: a == b)
+    return any(same(f, value) for tail in label_tails(source, step.label) for f in fields_after(tail))
+
+
+def _date_occurs(iso: str, step: ExtractStep, source: str) -> bool:
+    if not step.label:
+        return iso in dates_in(source)
+    return any(_date_after(tail) == iso for tail in label_tails(source, step.label))
+
+
+_PERCENT_REPLY = re.compile(r"(.*?\d)[ \t\u00a0]?(?:%|\uff05|percent)", re.I)
+
+
+def _reply_number(step: ExtractStep, var: str, text: str) -> Number | None:
+    """The number the reply writes, in the step's terms: ``15%`` reads by the step's ``percent``
+    (none: not a number), an integer step takes only a whole number."""
+    m = _PERCENT_REPLY.fullmatch(text)
+    if m is not None and step.percent is None:
+        return None
+    records = parse_trace(f"{var} = {m.group(1) if m else text}", var_names=(var,)).records
+    value = records[0].value if records else None
+    if value is not None and m is not None and step.percent == "fraction":
+        value = normalize(Fraction(value) / 100)
+    if value is not None and step.type == "integer" and not isinstance(value, int):
+        return None
+    return value
+
+
+def normal_value(step: ExtractStep, text: str, scaled: bool = True) -> Number | str | None:
+    """The value a reply's right-hand side ``text`` writes for ``step``, in the form it is checked and
+    committed in: a number (``$99.99`` is 99.99, rounded to the step's ``scale``), a date in ISO, a
+    string with runs of spaces as one, a choice as spelled; ``None`` when it is not a value of the
+    step's type. ``scaled=False``: a number as written, before the ``scale`` (the form compared
+    with the source's numbers, which must be copied exactly)."""
+    text = text.strip().strip("\"'`").strip()
+    if step.type == "one_of":
+        return _choice(_plain(text), step.choices or ()) if text else None
+    if step.type == "string":
+        return (one_date(text) or _plain(text) or None) if text else None
+    value = _reply_number(step, step.var, text)
+    return value if value is None or not scaled else apply_scale(value, step)
 
 
 def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], reply: str) -> KindVerdict:
     """Check the value a reply extracts for step ``index`` from its ``source`` text.
 
     Returns:
-        A :class:`KindVerdict` with the value (rounded per the step's ``scale``) or the first
-        deviation: ``under_executed`` (no line), ``type_error``, ``not_in_source``, ``check_failed``.
+        A :class:`KindVerdict` with the value in its normal form (a number rounded per the step's
+        ``scale``, a date in ISO, a choice as spelled) or the first deviation: ``under_executed``
+        (no line), ``type_error``, ``not_in_source``, ``check_failed``. Its ``model_value`` is the
+        reply's value in the same normal form, or ``None`` when the reply has none.
     """
     step = procedure.steps[index]
     assert isinstance(step, ExtractStep)
@@ -152,33 +304,37 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     if raw is None:
         return out
     got = f"{var} = {raw}"[:200]
-    text = raw.strip().strip("\"'`").strip()
-    value: Number | str | None
-    if step.type in ("string", "one_of"):
-        value = text or None
-        if step.type == "one_of" and value not in (step.choices or ()):
-            value = None
-    else:
-        records = parse_trace(f"{var} = {text}", var_names=(var,)).records
-        value = records[0].value if records else None
-        if value is not None and step.type == "integer" and not isinstance(value, int):
-            value = None
+    value = normal_value(step, raw, scaled=False)
+    out.model_value = None if value is None else format_value(apply_scale(value, step))
     if value is None:
-        out.deviation = Deviation(kind="type_error", step=var, detail=f"{var} must be of type {step.type}", got=got)
+        detail = f"{var} must be of type {step.type}"
+        if step.type not in ("string", "one_of") and _PERCENT_REPLY.fullmatch(raw.strip()) and step.percent is None:
+            detail += " (a percent reads only where the step declares percent: fraction or points)"
+        out.deviation = Deviation(kind="type_error", step=var, detail=detail, got=got)
         return out
     source = str(env.get(step.source, ""))
-    found = None if isinstance(value, str) else source_numbers(source, step.label)
-    if not (_text_occurs(value, source, step.label) if found is None else any(n == value for n in found.exact)):
+    if isinstance(value, str):
+        iso = one_date(value) if step.type == "string" else None
+        ok = _date_occurs(iso, step, source) if iso else _string_occurs(value, step, source)
+        found = None
+    else:
+        found = source_numbers(source, step.label, step.percent)
+        ok = any(n == value for n in found.exact)
+    if not ok:
         where = f" right after {step.label!r}" if step.label else ""
-        detail = f"{var} = {show_value(value)} does not occur in {step.source}{where}"
-        doubt = [w for w, values in found.ambiguous if value in values] if found is not None else []
-        if doubt:
-            detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
+        what = "as a whole value" if isinstance(value, str) else ""
+        detail = f"{var} = {show_value(value)} does not occur in {step.source}{where}" + (f" {what}" if what else "")
+        if found is not None:
+            doubt = [w for w, values in found.ambiguous if value in values]
+            pct = [w for w, values in found.percents if value in values]
+            if doubt:
+                detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
+            elif pct:
+                detail += (f" as a number: {pct[0]!r} there is a percent, and the step does not declare how it reads"
+                           " (percent: fraction for 0.15, points for 15)")
         out.deviation = Deviation(kind="not_in_source", step=var, detail=detail, got=got)
         return out
-    if not isinstance(value, str):
-        value = apply_scale(value, step)
-    return check_predicate(procedure, index, env, value, out, got)
+    return check_predicate(procedure, index, env, apply_scale(value, step), out, got)
 
 
 def _extract_step(procedure: Procedure, index: int) -> ExtractStep:
@@ -202,6 +358,10 @@ class Extract(Kind):
         """Where to read it, and its predicate."""
         step = _extract_step(procedure, index)
         notes = [f"read it from {step.source}" + (f", after {step.label!r}" if step.label else "") + ", as written there"]
+        if step.percent == "fraction":
+            notes.append("a percent as a fraction: 15% is 0.15")
+        elif step.percent == "points":
+            notes.append("a percent as its number: 15% is 15")
         if step.check:
             notes.append(f"it must satisfy {step.check}")
         return notes
@@ -229,29 +389,40 @@ class Extract(Kind):
         """Where the value must occur."""
         step = _extract_step(procedure, index)
         where = f" after the label {step.label!r}" if step.label else ""
-        return [f"extract: the value must occur in input {step.source}{where} (numbers, money and dates normalised)"]
+        pct = {"fraction": "; a percent reads as a fraction (15% is 0.15)", "points": "; a percent reads as its number (15% is 15)",
+               None: "; a number written as a percent gives no value"}[step.percent]
+        what = "a whole field, case as written" if step.type in ("string", "one_of") else "a whole number"
+        return [f"extract: the value must occur in input {step.source}{where}, as {what} (numbers, money and dates "
+                f"normalised, a date committed as YYYY-MM-DD{pct if step.type not in ('string', 'one_of') else ''})"]
 
     def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The first value of the source (after the label) that the step's predicate accepts."""
+        """The first value of the source (after the label) that the step's check accepts (with
+        ``procedure``: that :func:`verify_extract` verifies, so the simulator reads as the guard does)."""
         assert isinstance(step, ExtractStep)
         text = env.get(step.source)
         if not isinstance(text, str):
             return None
-        lines = label_tails(text, step.label) if step.label else text.splitlines()
         candidates: list[Any]
         if step.type in ("string", "one_of"):
-            candidates = [ln.strip(" :\t") for ln in lines if ln.strip(" :\t")]
+            lines = label_tails(text, step.label) if step.label else text.splitlines()
+            candidates = [f for ln in lines for f in (fields_after(ln) if step.label else [_plain(ln)]) if f]
+            if step.type == "one_of":
+                candidates = [c for c in (_choice(f, step.choices or ()) for f in candidates) if c is not None]
         else:
-            candidates = list(source_numbers(text, step.label).exact)
+            candidates = list(source_numbers(text, step.label, step.percent).exact)
+        replies = [f"{step.var} = {v if isinstance(v, str) else format_number(v)}" for v in candidates]
+        if procedure is not None and step.var in procedure.index_of:
+            index = procedure.index_of[step.var]
+            return next((r for r in replies if verify_extract(procedure, index, env, r).deviation is None), None)
         check = None
         if step.check is not None:
             from stepguard.evaluator import compile_expression
 
             check = compile_expression(step.check)
-        for value in candidates:
+        for reply, value in zip(replies, candidates, strict=True):
             try:
                 if check is None or check.evaluate({**env, "value": value}) is True:
-                    return f"{step.var} = {value if isinstance(value, str) else format_number(value)}"
+                    return reply
             except EvaluationError:
                 continue
         return None

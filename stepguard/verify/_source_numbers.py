@@ -10,7 +10,13 @@ takes the convention of the document's other numbers when they show exactly one,
 dropped or a scale ignored: a number in brackets (``(18.86)``, accounting's credit), with a trailing
 minus (``18.86-``), with a dash and a space before it (``– 18.86``), groups split by plain spaces
 (``1 234.56``: one number or two), and a number followed by a scale word or a numeric character
-(``12 thousand``, ``3 Mio``, ``12 ½``, ``6 万``).
+(``12 thousand``, ``3 Mio``, ``12 ½``, ``6 万``), and a part of a spelled date (``5 March 2024``,
+``March 5, 2024``: a day and a year, not numbers).
+
+A number written as a percent (``15%``, ``15 %``, ``15 percent``) has no value of its own: ``15%``
+is 0.15 to one reader and 15 to another, so a reader must declare which (``percent="fraction"``:
+0.15, ``"points"``: 15); undeclared, the token is listed in :attr:`SourceNumbers.percents` and
+supports no value. Per mille and basis points (``‰``, ``‱``, ``bp``) are not read.
 """
 
 from __future__ import annotations
@@ -20,11 +26,19 @@ import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from typing import Literal
 
 from stepguard.evaluator import Number, normalize
 from stepguard.trace import SCALE_AFTER
 
-__all__ = ["SourceNumbers", "after_label", "scan_numbers"]
+__all__ = ["Percent", "SourceNumbers", "after_label", "scan_numbers"]
+
+Percent = Literal["fraction", "points"]
+"""How a number written as a percent reads:
+
+* ``fraction``: ``15%`` is 0.15 (a rate to multiply by);
+* ``points``: ``15%`` is 15 (the number as written, in percentage points).
+"""
 
 # hyphen-minus, minus, hyphens, figure, en, em dash, super/subscript minus, small and full-width
 _DASHES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u207b\u208b\ufe63\uff0d"
@@ -40,6 +54,11 @@ _TOKEN = re.compile(
 )
 _JOINED_AFTER = re.compile(r"[^\s\w]*[0-9]")  # 3/4, 2^10, 1·234, 12**2: more of a number that is not read
 _CREDIT_AFTER = re.compile(r"[ \t]*(?:CR|DR|Cr|Dr|cr|dr)(?![A-Za-z])")  # 18.86 CR: a credit, another sign
+_PERCENT_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]?(?:[%\uff05\u066a]|per[ \t]?cent(?![A-Za-z])|pct(?![A-Za-z]))", re.I)
+_MILLE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]?(?:[\u2030\u2031]|per[ \t]?mille(?![A-Za-z])|bps?(?![A-Za-z])|basis[ \t]+points?)", re.I)
+_MONTH = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+_MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?[ \t{_THIN}]+{_MONTH}(?![A-Za-z])", re.I)  # 5 March 2024: a day, not a number
+_MONTH_BEFORE = re.compile(rf"(?<![A-Za-z]){_MONTH}[ \t{_THIN}]+(?:[0-9]{{1,2}}(?:st|nd|rd|th)?,?[ \t{_THIN}]+)?$", re.I)  # March 5, 2024
 _MAX_DIGITS = 60
 
 
@@ -50,6 +69,8 @@ class SourceNumbers:
 
     exact: list[Number] = field(default_factory=list)
     ambiguous: list[tuple[str, tuple[Number, ...]]] = field(default_factory=list)
+    percents: list[tuple[str, tuple[Number, ...]]] = field(default_factory=list)
+    """Numbers written as a percent, read with no declared meaning: ``("15%", (15, 3/20))``; they support no value."""
 
 
 def _grouped(body: str, group: str, point: str) -> Number | None:
@@ -97,7 +118,7 @@ def _numeric_after(text: str, end: int) -> bool:
     return bool(rest) and rest[0] > "\x7f" and unicodedata.numeric(rest[0], None) is not None
 
 
-_Found = list[tuple[str, dict[str, Number], bool, int]]  # (as written, readings, doubtful, sign)
+_Found = list[tuple[str, dict[str, Number], bool, int, bool]]  # (as written, readings, doubtful, sign, a percent)
 _SPACE_GROUPS = re.compile(r"[0-9]{1,3}(?: [0-9]{3})+(?![0-9])")
 _SPACE = re.compile(f"[{_SPACES}]")
 
@@ -111,22 +132,26 @@ def _tokens(text: str, first_only: bool = False) -> _Found:
         doubtful = bool(m.group("open") and m.group("close")) or bool(m.group("trail")) or bool(sign and m.group("gap"))
         end = m.end()
         doubtful = (doubtful or bool(SCALE_AFTER.match(text, end)) or _numeric_after(text, end) or bool(_CREDIT_AFTER.match(text, end))
-                    or bool(_JOINED_AFTER.match(text, end)) or _joined_before(text, m.start()))
+                    or bool(_JOINED_AFTER.match(text, end)) or _joined_before(text, m.start()) or bool(_MILLE_AFTER.match(text, end))
+                    or bool(_MONTH_AFTER.match(text, end)) or bool(_MONTH_BEFORE.search(text, max(0, m.start() - 24), m.start())))
+        pct = _PERCENT_AFTER.match(text, end)
+        written = m.group() + (pct.group() if pct else "")
         body = _SPACE.sub(" ", body)
         if " " in body:  # groups split by spaces: one number (1 234.56) or several (5 120.00: a quantity and a price?)
             groups = _SPACE_GROUPS.match(body)
             if groups and " " not in body[groups.end():]:
-                found.append((m.group(), _readings(body.replace(" ", "")), True, negative))
+                found.append((written, _readings(body.replace(" ", "")), True, negative, bool(pct)))
                 continue
-            found.extend((p, _readings(p), doubtful, negative if i == 0 else 1) for i, p in enumerate(body.split(" ")))
+            parts = body.split(" ")
+            found.extend((p, _readings(p), doubtful, negative if i == 0 else 1, bool(pct) and i == len(parts) - 1) for i, p in enumerate(parts))
             continue
-        found.append((m.group(), _readings(body), doubtful, negative))
+        found.append((written, _readings(body), doubtful, negative, bool(pct)))
     return found
 
 
 def _convention(found: _Found) -> str | None:
     """The one convention the tokens that only one convention reads show (18.86, 0,81, 1.234,56), if one."""
-    shown = {name for _, readings, doubtful, _ in found if len(readings) == 1 and not doubtful for name in readings}
+    shown = {name for _, readings, doubtful, _, _ in found if len(readings) == 1 and not doubtful for name in readings}
     return next(iter(shown)) if len(shown) == 1 else None
 
 
@@ -138,31 +163,57 @@ def _convention_of(text: str) -> str | None:
 _LEAD = re.compile(rf"[ \t{_THIN}:=|*_#>]*(?:\(?(?:[A-Z]{{3}}|[{_CURRENCY}])\)?[ \t{_THIN}:=]*)?")
 
 
+_RATE = re.compile(rf"[ \t{_THIN}]*(?:@[ \t]*)?(\()?[ \t]*[0-9]{{1,3}}(?:[.,][0-9]+)?[ \t{_THIN}]?[%\uff05](?(1)[ \t]*\))[ \t{_THIN}]*[:=]")
+_SEPARATOR = re.compile("[:=]")
+
+
 def after_label(tail: str) -> str:
     """``tail`` (a line's text after a label) from where its value may start: past punctuation,
-    spaces and one currency (``: EUR ``, `` ($): ``); text that starts with a word gives ``""``."""
-    rest = tail[_LEAD.match(tail).end():]  # type: ignore[union-attr]
-    return rest if _TOKEN.match(rest) else ""
+    spaces and one currency (``: EUR ``, `` ($): ``), and past a rate that qualifies the label up to
+    its ``:`` (``VAT 19%: 3.80``, ``VAT (7%): 0,81``). ``""``, no value, when the text starts with a
+    word (``Total due: 18.86``), a bracketed aside (``Total (3 items): 18.86``), or, with no ``:``
+    or ``=`` right after the label, a number that a ``:`` or ``=`` later on the line shows to be
+    part of a longer label (``Total 3 items: 18.86``): the number of a label's own text is never
+    its value."""
+    rate = _RATE.match(tail)
+    if rate:
+        tail = tail[rate.end():]
+    lead = _LEAD.match(tail)
+    rest = tail[lead.end():]  # type: ignore[union-attr]
+    m = _TOKEN.match(rest)
+    if m is None or (m.group("open") and not m.group("close")):
+        return ""
+    if not rate and not _SEPARATOR.search(lead.group()) and _SEPARATOR.search(rest, m.end()):  # type: ignore[union-attr]
+        return ""
+    return rest
 
 
-def scan_numbers(text: str, context: str | None = None, first_only: bool = False) -> SourceNumbers:
+def scan_numbers(text: str, context: str | None = None, first_only: bool = False, percent: Percent | None = None) -> SourceNumbers:
     """Read every number ``text`` writes (rules: the module's docstring).
 
     Args:
         text: the part of a document to read; only its first 1,000,000 characters are read.
         context: the whole document, when ``text`` is a part of it: the convention is judged on it.
         first_only: read only a number that starts ``text`` (the value right after a label).
+        percent: how a number written as a percent reads (:data:`Percent`); ``None``: it is not read
+            (listed in ``percents``).
 
     Returns:
         A :class:`SourceNumbers`: the exactly read numbers, and the tokens that could mean more than
-        one value (or a value with another sign or scale) with the values they could mean.
+        one value (or a value with another sign or scale) with the values they could mean, and the
+        percents read with no declared meaning.
     """
     found = _tokens(text, first_only)
     convention = _convention_of(context) if context is not None else _convention(found)
     out = SourceNumbers()
-    for written, readings, doubtful, negative in found:
+    for written, readings, doubtful, negative, pct in found:
+        if pct and percent == "fraction":
+            readings = {k: normalize(Fraction(v) / 100) for k, v in readings.items()}
         values = tuple(dict.fromkeys(negative * v for v in readings.values()))
         if not values:
+            continue
+        if pct and percent is None:
+            out.percents.append((written.strip(), tuple(dict.fromkeys(values + tuple(normalize(Fraction(v) / 100) for v in values)))))
             continue
         if not doubtful and (convention is None or convention in readings) and len(values) == 1:
             out.exact.append(values[0])
