@@ -42,16 +42,22 @@ _HINTS = {
 
 def listen(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` (not yet listening), as uvicorn binds one: ``SO_REUSEADDR``,
-    IPv6 when ``host`` holds a ``:``. Port 0 binds a free port (``getsockname()`` says which).
+    ``TCP_NODELAY`` (every response is written without waiting on Nagle's algorithm), IPv6 when
+    ``host`` holds a ``:``. Port 0 binds a free port (``getsockname()`` says which).
 
     Raises:
         ListenError: it cannot be bound; the message names ``host:port`` and the reason, in one line.
     """
     ipv6 = ":" in host
     where = f"[{host}]:{port}" if ipv6 else f"{host}:{port}"
-    sock = socket.socket(socket.AF_INET6 if ipv6 else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP stated, not 0: asyncio sets TCP_NODELAY on an accepted connection only when its
+    # socket says TCP, and without it a response's head and body (two writes) waited for the client's
+    # delayed ACK, a constant ~40 ms a request (docs/proxy.md, "Overhead"); set here too, which
+    # accepted sockets inherit
+    sock = socket.socket(socket.AF_INET6 if ipv6 else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
     except (OSError, OverflowError) as exc:
         sock.close()
