@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
+from stepguard.errors import ModelError, ModelTimeout
 from stepguard.model import ChatResponse, Usage
 
 __all__ = ["AsyncChunkStream", "ChunkStream"]
@@ -60,6 +61,15 @@ class _Reading:
         return ChatResponse(text, usage, finish, time.perf_counter() - self.started, self.model, response_id=self.id)
 
 
+def _broken(exc: BaseException, spec: str, reading: _Reading) -> ModelError:
+    """The typed error for a stream that stalled (no event within the read timeout) or broke mid-reply."""
+    written = sum(len(p) for p in reading.parts)
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return ModelTimeout(f"the stream stalled after {written} characters: no event within the read timeout ({name})", spec)
+    return ModelError(f"the stream broke off after {written} characters: {name}: {str(exc)[:200]}", spec)
+
+
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
@@ -74,15 +84,30 @@ class ChunkStream:
         input_estimate: prompt tokens to report if the stream is cut before the server counts them.
     """
 
-    def __init__(self, events: Any, started: float, model: str, input_estimate: int) -> None:
+    def __init__(self, events: Any, started: float, model: str, input_estimate: int, spec: str = "") -> None:
         self._events = events
         self._reading = _Reading(started, model, input_estimate)
+        self._spec = spec
         self.response: ChatResponse | None = None
 
     def __iter__(self) -> Iterator[str]:
+        """The text deltas.
+
+        Raises:
+            ModelTimeout: no event came within the client's read timeout (a stalled stream).
+            ModelError: the stream broke off (a reset connection, a malformed event).
+        """
         if self.response is not None:
             return
-        for event in self._events:
+        events = iter(self._events)
+        while True:
+            try:
+                event = next(events)
+            except StopIteration:
+                break
+            except Exception as exc:  # noqa: BLE001 - httpx's and openai's errors mid-stream, typed here
+                self._events.close()
+                raise _broken(exc, self._spec, self._reading) from exc
             delta = self._reading.take(event)
             if delta:
                 yield delta
@@ -100,9 +125,10 @@ class ChunkStream:
 class AsyncChunkStream:
     """Async twin of :class:`ChunkStream` over an ``openai.AsyncStream``."""
 
-    def __init__(self, events: Any, started: float, model: str, input_estimate: int) -> None:
+    def __init__(self, events: Any, started: float, model: str, input_estimate: int, spec: str = "") -> None:
         self._events = events
         self._reading = _Reading(started, model, input_estimate)
+        self._spec = spec
         self.response: ChatResponse | None = None
 
     def __aiter__(self) -> AsyncIterator[str]:
@@ -111,7 +137,15 @@ class AsyncChunkStream:
     async def _deltas(self) -> AsyncIterator[str]:
         if self.response is not None:
             return
-        async for event in self._events:
+        events = self._events.__aiter__()
+        while True:
+            try:
+                event = await events.__anext__()
+            except StopAsyncIteration:
+                break
+            except Exception as exc:  # noqa: BLE001 - as in ChunkStream
+                await self._events.close()
+                raise _broken(exc, self._spec, self._reading) from exc
             delta = self._reading.take(event)
             if delta:
                 yield delta

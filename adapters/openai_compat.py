@@ -336,7 +336,7 @@ class OpenAICompatibleModel:
             try:
                 with attempt_deadline(plan.next_deadline()):
                     events = self._sync_client().post(_PATH, cast_to=object, body=body, stream=True, stream_cls=openai.Stream[object])
-                return ChunkStream(events, started, self.model_name, estimate)
+                return ChunkStream(events, started, self.model_name, estimate, self.spec)
             except openai.OpenAIError as exc:
                 wait = plan.wait(exc)
                 if wait is None:
@@ -355,7 +355,7 @@ class OpenAICompatibleModel:
                     async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                         events = await self._async_client().post(
                             _PATH, cast_to=object, body=body, stream=True, stream_cls=openai.AsyncStream[object])
-                return AsyncChunkStream(events, started, self.model_name, estimate)
+                return AsyncChunkStream(events, started, self.model_name, estimate, self.spec)
             except (openai.OpenAIError, TimeoutError) as exc:
                 wait = plan.wait(exc)
                 if wait is None:

@@ -404,6 +404,15 @@ class StubServer:
         return self._server.headers
 
     @property
+    def line_s(self) -> float:
+        """Seconds between the ``lines`` model's lines."""
+        return self._server.line_s
+
+    @line_s.setter
+    def line_s(self, seconds: float) -> None:
+        self._server.line_s = seconds
+
+    @property
     def lines_sent(self) -> Counter[str]:
         """Lines the ``lines`` model wrote, per model name."""
         return self._server.lines_sent

@@ -76,3 +76,13 @@ def test_the_async_guard_streams_over_http(stub: StubServer) -> None:
     model = load_model(f"{stub.base_url}#sim")
     result = asyncio.run(Guard(model, GuardConfig(streamed=True)).arun(PROC, {"x": 2}))
     assert result.status == "verified" and result.usage.model_calls == 1
+
+
+def test_a_stream_that_stalls_ends_typed_and_named(stub: StubServer) -> None:
+    from stepguard.errors import ModelTimeout
+
+    stub.line_s = 2.0  # the second line comes after the client's read timeout
+    stub.script = lambda last: _text(RIGHT)
+    model = load_model(f"{stub.base_url}#lines", timeout=0.5, max_retries=0)
+    with pytest.raises(ModelTimeout, match=r"stream stalled after \d+ characters"):
+        Guard(model, GuardConfig(streamed=True)).run(PROC, {"x": 2})
