@@ -194,3 +194,12 @@ def test_the_production_suite_sends_shippings_own_prompt_and_stepguards_elsewher
     assert all(r["correct"] for i, r in rows.items() if not i.startswith("shipping/"))  # sim:perfect on stepguard's prompt
     meta = json.loads((tmp_path / "r" / "run.json").read_text(encoding="utf-8"))
     assert list(meta["raw_prompt"]) == ["shipping.prompt.yaml"]
+
+
+def test_a_reply_without_step_lines_names_the_first_step_whose_value_it_never_shows() -> None:
+    bulky = next(c for c in load_suite(SHIPPING) if c.id == "shipping/bulky-zone-3")
+    score, extra = score_case(bulky, "Volumetric weight 14.40 kg, so the final price is $11.88.")
+    assert score.first_answer == "11.88" and not score.correct and score.labels == []
+    assert extra["deviated_at"] == {"step": "base_price", "how": "not shown", "wrote": None, "expected": "19.78"}
+    score, extra = score_case(bulky, "Final price: 27,64")
+    assert score.labels == ["missing_answer"] and "is not one number" in extra["answer_read"]["refused"]
