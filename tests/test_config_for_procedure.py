@@ -37,7 +37,7 @@ def test_what_counts_as_beyond_integer_sums(expr: str, step: dict, beyond: bool)
     assert beyond_integer_sums(_proc(expr, **step)) is beyond
 
 
-@pytest.mark.parametrize("path", sorted(p for p in SUITE.glob("*.yaml") if not p.name.endswith(".inputs.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(p for p in SUITE.glob("*.yaml") if not p.name.endswith((".inputs.yaml", ".prompt.yaml"))), ids=lambda p: p.stem)
 def test_every_production_procedure_gets_the_production_settings(path: Path) -> None:
     config = GuardConfig.for_procedure(load_procedure(path))
     assert (config.ladder, config.chunk_size, config.inline_known) == (

@@ -16,7 +16,7 @@ from stepguard.guard._options import GuardOptions
 from stepguard.procedure import load_inputs_file, load_procedure, parse_procedure
 from tests._fakes import FixedReplies, StreamingReplies
 
-PRODUCTION = sorted(p for p in Path("benchmarks/production").glob("*.yaml") if ".inputs" not in p.name)
+PRODUCTION = sorted(p for p in Path("benchmarks/production").glob("*.yaml") if ".inputs" not in p.name and ".prompt" not in p.name)
 
 
 def _raw_tokens(proc, inputs) -> int:

@@ -75,7 +75,8 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
         ``(make, meta)``: ``make()`` returns a fresh iterator over the instances (a file is
         streamed again each time; a one-shot iterator can be walked once), ``meta`` is
         ``{"file": absolute path or None, "sha256": of the file's bytes, of the sequence's JSON, or None,
-        "answer_not_last": a case's procedure answers with another step than its last}``.
+        "answer_not_last": a case's procedure answers with another step than its last, "raw_prompt":
+        {prompt file name: sha256} of the cases' prompt files, absent or ``None`` where none has one}``.
 
     Raises:
         ProcedureError: a suite without input sets, or with an invalid file (names the file).
@@ -88,16 +89,24 @@ def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, di
         if is_suite(path):  # procedure files with input sets: a few hundred cases at most, held in memory
             cases = load_suite(path)
             return (lambda: iter(cases)), {"file": str(path.resolve()), "sha256": suite_sha256(path),
-                                           "answer_not_last": _answer_not_last(cases)}
+                                           "answer_not_last": _answer_not_last(cases), "raw_prompt": _raw_prompts(cases)}
         return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path), "answer_not_last": False}
     if isinstance(instances, Sequence):  # not a str here: a str is a path, above
         h = hashlib.sha256()
         models: Sequence[Any] = instances  # Instances or ProcedureCases: pydantic models
         for inst in models:
             h.update(inst.model_dump_json().encode("utf-8") + b"\n")
-        return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest(), "answer_not_last": _answer_not_last(instances)}
+        return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest(), "answer_not_last": _answer_not_last(instances),
+                                           "raw_prompt": _raw_prompts(instances)}
     once = iter(instances)
     return (lambda: once), {"file": None, "sha256": None, "answer_not_last": False}
+
+
+def _raw_prompts(items: Iterable[Any]) -> dict[str, str] | None:
+    """``{prompt file name: sha256}`` of the cases' prompt files, or ``None`` (none has one)."""
+    from stepguard.bench.suites import ProcedureCase, raw_prompt_digests
+
+    return raw_prompt_digests([i for i in items if isinstance(i, ProcedureCase)])
 
 
 def _answer_not_last(items: Iterable[Any]) -> bool:
@@ -121,6 +130,10 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
             ``answer_not_last``, ``generation`` records ``final_answer``, as that prompt is worded
             otherwise than before and a run made with the old wording is another run).
         raw_tokens_per_step: raw mode's ``max_tokens`` allowance per step.
+
+    In raw mode ``raw_prompt`` is ``inst_meta``'s (the prompt files sent instead of stepguard's
+    prompt, by sha256; ``None``: stepguard's prompt throughout), an identity key: a raw run is not
+    resumed with other messages. Guarded mode reads no prompt file: ``None``.
     """
     import stepguard
 
@@ -150,7 +163,7 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
     return {
         "format": 1, "mode": mode, "model": identity, "model_info": info, "simulated": info["simulated"],
         "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,
-        "generation": generation, "seed": seed,
+        "generation": generation, "seed": seed, "raw_prompt": inst_meta.get("raw_prompt") if mode == "raw" else None,
         "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
         "prompts_sha256": PromptSet(guard_config.prompt_dir if guard_config else None).fingerprint(),
         "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),

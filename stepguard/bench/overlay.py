@@ -216,6 +216,8 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     steps = sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))
     if len(steps) <= 15:
         ax.set_xticks(steps)
+    if len(steps) == 1:  # one step count: a point in a readable axis, not ticks from 4.8 to 5.2
+        ax.set_xlim(steps[0] - 5, steps[0] + 5)
     ax.set_ylim(-0.05, 1.08)
     ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
     ax.set_xlabel("procedure length (steps)")

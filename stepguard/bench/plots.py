@@ -40,6 +40,16 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
+def _step_ticks(ax: Any, steps: list[int]) -> None:
+    """Ticks at the step counts drawn (never 4.8, 5.0, 5.2 around one count), the axis widened around a single one."""
+    if not steps:
+        return
+    if len(steps) <= 15:
+        ax.set_xticks(steps, [str(n) for n in steps])
+    if len(steps) == 1:
+        ax.set_xlim(steps[0] - 5, steps[0] + 5)
+
+
 def _axes(fig: Figure, rows: int, cols: int) -> list[list[Any]]:  # matplotlib's Axes
     grid = fig.subplots(rows, cols, squeeze=False)
     return [list(r) for r in grid]
@@ -65,6 +75,7 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
                 err = [[m["value"] - m["low"] for _, m in pts], [m["high"] - m["value"] for _, m in pts]]
                 a.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"look-back {lb}" if lb else "no look-back")
             a.set_ylim(-0.03, 1.03)
+            _step_ticks(a, sorted({n for n, _ in run.configs}))
             a.set_xlabel("procedure length (steps)")
             a.set_ylabel(f"{name} (share of instances)")
             a.set_title(f"{name}\n{run.label}", fontsize=9)
@@ -132,7 +143,10 @@ def plot_guard_cost(runs: Sequence[RunAggregate], path: Path) -> Path | None:
     right.set_title(f"input + output tokens per instance{mark}", fontsize=9)
     left.set_ylabel("re-prompts per instance")
     right.set_ylabel("tokens per instance (input + output)")
+    steps = sorted({n for r in runs for n, _ in r.configs})
     for a in (left, right):
+        _step_ticks(a, steps)
+        a.set_ylim(bottom=0, top=max(1.0, a.get_ylim()[1]))  # never an axis from -0.04 to 0.04 around zero
         a.set_xlabel("procedure length (steps)")
         a.grid(alpha=0.3)
         if a.get_legend_handles_labels()[0]:

@@ -17,6 +17,12 @@ plots (:mod:`stepguard.bench.plots`) and writes::
 Every table and plot title says SIMULATED when its run's model is the simulated executor.
 The benchmark is this project's reconstruction of Panda et al. (arXiv 2605.00817); its numbers
 are never the paper's.
+
+Runs of a user's suite (procedure files with input sets: every row without a look-back) get a
+report laid out by what a suite varies (:mod:`stepguard.bench.suite_report`): the headline over
+every case, rates per procedure with Wilson intervals, a per-case table (inputs, each run's answer,
+verdict and where it first went wrong), the paired tables, and ``procedures.png`` (grouped bars per
+procedure) instead of the figures over step counts; no paper framing.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepguard.bench.aggregate import LABEL_HEADINGS, RunAggregate, aggregate_run
+from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run
 from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
 from stepguard.bench.overlay import curves_from_runs, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
+from stepguard.bench.suite_report import SUITE_NOTE, case_table, is_suite_run, plot_procedures, procedure_table, suite_run
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 __all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
@@ -101,12 +108,12 @@ def _sim(runs: Sequence[RunAggregate]) -> str:
     return " (SIMULATED)" if any(r.simulated for r in runs) else ""
 
 
-def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table, list[dict[str, Any]]]:
+def _headline(runs: Sequence[RunAggregate], n_steps: int | None, *, suite: bool = False) -> tuple[Table, list[dict[str, Any]]]:
     header = ["run", "n", "answer right [95% CI] (raw: first answer; guarded: verified)", "exact-step rate [95% CI]", "tokens / inst",
               "calls / inst", "wall s / inst", "re-prompts / inst", "repaired / inst", "unresolved errors"]
     rows, data = [], []
     for r in runs:
-        cell = r.by_steps.get(n_steps) if n_steps is not None else None
+        cell = r.overall if suite else r.by_steps.get(n_steps) if n_steps is not None else None
         m = cell.metrics(r.mode) if cell else None
         per = m["per_instance"] if m else {}
         guarded = r.mode == "guarded"
@@ -117,6 +124,8 @@ def _headline(runs: Sequence[RunAggregate], n_steps: int | None) -> tuple[Table,
         data.append({"rundir": str(r.rundir), "label": r.label, "mode": r.mode, "model": r.model, "simulated": r.simulated,
                      "metrics": m})
     where = f"at {n_steps} steps, all look-backs pooled" if n_steps is not None else "(no rows yet)"
+    if suite:
+        where = "over every case"
     title = f"Headline: raw vs guarded {where}{_sim(runs)}"
     return Table(title, header, rows), data
 
@@ -182,20 +191,26 @@ def _run_table(run: RunAggregate) -> Table:
     return Table(f"{run.label}: per configuration ({what})", header, rows)
 
 
-def _deviation_table(run: RunAggregate) -> Table:
-    """A guarded run's caught deviations per configuration: per instance by kind, and how each ended."""
+def _deviation_table(run: RunAggregate, by_procedure: dict[str, Cell] | None = None) -> Table:
+    """A guarded run's caught deviations per configuration (or, given ``by_procedure``, per procedure of
+    a suite): per instance by kind, and how each ended."""
     kinds = [k for k in DEVIATION_KINDS if run.overall.caught[k]]
-    header = ["steps", "look-back", "n", "instances with one [95% CI]", "caught / inst"]
+    keys = ["procedure"] if by_procedure is not None else ["steps", "look-back"]
+    header = [*keys, "n", "instances with one [95% CI]", "caught / inst"]
     header += [f"{k} / inst" for k in kinds] + ["actions"] + [f"ended {e}" for e in ENDINGS]
     rows = []
-    for (n, lb), cell in sorted(run.configs.items()):
+    groups: list[tuple[list[str], Cell]] = (
+        [([f"`{p}`"], c) for p, c in sorted(by_procedure.items())] if by_procedure is not None
+        else [([str(n), str(lb) if lb else "-"], c) for (n, lb), c in sorted(run.configs.items())])
+    for where, cell in groups:
         d = cell.deviation_metrics()
-        row = [str(n), str(lb) if lb else "-", str(cell.n), _pct(d["instances_with"]), _num(d["per_instance"], 2)]
+        row = [*where, str(cell.n), _pct(d["instances_with"]), _num(d["per_instance"], 2)]
         row += [_num(d["by_kind"][k], 2) for k in kinds]
         row += [", ".join(f"{a} {k}" for a, k in d["by_action"].items() if k) or "-"]
         row += [f"{cell.endings[e]}" + (f" ({100 * d['ended'][e]['value']:.0f}%)" if d["caught"] else "") for e in ENDINGS]
         rows.append(row)
-    title = (f"{run.label}: deviations the guard caught, per configuration (by kind, per instance; "
+    per = "procedure" if by_procedure is not None else "configuration"
+    title = (f"{run.label}: deviations the guard caught, per {per} (by kind, per instance; "
              f"how each ended: the step's value then verified, was repaired or flagged, or the run stopped)")
     return Table(title, header, rows)
 
@@ -206,13 +221,14 @@ OVERLAY_CAPTION = ("Raw first-answer accuracy and guarded verified completion vs
                    "not this reconstruction).")
 
 
-def _write_md(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
-    parts = ["# stepguard benchmark report" + _sim(runs), "", NOTE, ""]
+def _write_md(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path], note: str = NOTE,
+              caption: str = OVERLAY_CAPTION) -> None:
+    parts = ["# stepguard benchmark report" + _sim(runs), "", note, ""]
     if any(r.simulated for r in runs):
         parts += [f"**{SIM_BANNER}**", ""]
     parts += ["Runs:", ""] + [f"- `{r.rundir}`: {r.label}, {r.overall.n} rows" for r in runs] + [""]
     lead, rest = plots[0], plots[1:]
-    parts += [f"![{lead.stem}]({lead.name})", "", OVERLAY_CAPTION + _sim(runs), ""]
+    parts += [f"![{lead.stem}]({lead.name})", "", caption + _sim(runs), ""]
     parts += [t.markdown() for t in tables]
     parts += [f"![{p.stem}]({p.name})\n" for p in rest]
     path.write_text("\n".join(parts), encoding="utf-8")
@@ -228,16 +244,17 @@ def _img(p: Path) -> str:
     return f"<h3>{html.escape(p.stem)}</h3><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'>"
 
 
-def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path]) -> None:
+def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], plots: list[Path], note: str = NOTE,
+                caption: str = OVERLAY_CAPTION) -> None:
     title = "stepguard benchmark report" + _sim(runs)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>"]
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>"]
     if any(r.simulated for r in runs):
         parts.append(f"<p class='sim'>{html.escape(SIM_BANNER)}</p>")
     parts.append("<ul>" + "".join(f"<li><code>{html.escape(str(r.rundir))}</code>: {html.escape(r.label)}, {r.overall.n} rows</li>"
                                   for r in runs) + "</ul>")
     lead, rest = plots[0], plots[1:]
-    parts += [_img(lead), f"<p>{html.escape(OVERLAY_CAPTION + _sim(runs))}</p>"]
+    parts += [_img(lead), f"<p>{html.escape(caption + _sim(runs))}</p>"]
     parts += [t.html() for t in tables]
     parts += [_img(p) for p in rest]
     parts.append("</body></html>\n")
@@ -276,6 +293,8 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
         raise ValueError("give at least one run directory")
     _refuse_repeats(rundirs)
     runs = [aggregate_run(d) for d in rundirs]
+    if all(is_suite_run(r) for r in runs):
+        return _build_suite_report(runs, Path(outdir))
     n_head = headline_steps(runs)
     head_table, head_data = _headline(runs, n_head)
     paired = _paired(runs)
@@ -303,4 +322,39 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     md, page = out / "report.md", out / "report.html"
     _write_md(md, runs, tables, plots)
     _write_html(page, runs, tables, plots)
+    return Report(out, summary_path, md, page, plots, head_table, [c for c, _ in paired])
+
+
+SUITE_CAPTION = ("Per procedure (and over all cases): raw, the share of cases whose answer is right; guarded, the share "
+                 "verified with every value model-verified and right and nothing repaired; k/n above each bar, 95% Wilson "
+                 "interval as its error bar.")
+
+
+def _build_suite_report(runs: Sequence[RunAggregate], out: Path) -> Report:
+    """:func:`build_report` for runs of a user's suite (:mod:`stepguard.bench.suite_report`): the headline over
+    every case, the paired tables, rates per procedure, the per-case table and the per-procedure figure;
+    no paper framing and no figure over step counts."""
+    suite_runs = [suite_run(r) for r in runs]
+    head_table, head_data = _headline(runs, None, suite=True)
+    paired = _paired(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = case_table(suite_runs)
+    tables = [head_table, procedure_table(suite_runs), cases] + [t for _, t in paired]
+    tables += [_deviation_table(r, sr.by_procedure) for r, sr in zip(runs, suite_runs, strict=True) if r.mode == "guarded"]
+    plots = [plot_procedures(suite_runs, out / "procedures.png")]
+    simulated = any(r.simulated for r in runs)
+    summary = {
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "note": SUITE_NOTE, "suite": True,
+        "simulated": simulated,
+        "headline": {"n_steps": None, "runs": head_data},
+        "paired": [c.as_dict() for c, _ in paired],
+        "runs": [{**r.summary(), "procedures": {p: c.metrics(r.mode) for p, c in sorted(sr.by_procedure.items())}}
+                 for r, sr in zip(runs, suite_runs, strict=True)],
+        "cases": [dict(zip(cases.header, line, strict=True)) for line in cases.rows],
+    }
+    summary_path = out / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    md, page = out / "report.md", out / "report.html"
+    _write_md(md, runs, tables, plots, SUITE_NOTE, SUITE_CAPTION)
+    _write_html(page, runs, tables, plots, SUITE_NOTE, SUITE_CAPTION)
     return Report(out, summary_path, md, page, plots, head_table, [c for c, _ in paired])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 from stepguard.errors import EvaluationError
@@ -113,7 +114,21 @@ def instance_sha256(inst: Instance | ProcedureCase) -> str:
 
 
 def _base(inst: Instance | ProcedureCase, mode: str) -> dict[str, Any]:
-    return {"id": inst.id, "n_steps": inst.n_steps, "lookback": inst.lookback, "mode": mode, "instance_sha256": instance_sha256(inst)}
+    out = {"id": inst.id, "n_steps": inst.n_steps, "lookback": inst.lookback, "mode": mode, "instance_sha256": instance_sha256(inst)}
+    if hasattr(inst, "procedure"):  # a suite's case: what the per-case table shows beside the answers
+        out["procedure"] = inst.id.rsplit("/", 1)[0]
+        out["inputs"] = {k: _plain(v) for k, v in inst.inputs.items()}
+        out["expected_answer"] = _plain(inst.answer)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON writes it in a row: text, a boolean, a whole number, else a decimal's text."""
+    from stepguard.evaluator import format_number
+
+    if isinstance(value, (str, bool)) or type(value) is int:
+        return value
+    return str(value) if isinstance(value, Decimal) else format_number(value)
 
 
 def raw_row(inst: Instance, resp: ChatResponse, score: Score, wall_s: float) -> dict[str, Any]:
@@ -183,6 +198,7 @@ def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None)
         "step_values_correct": sum(right),
         "first_error_step": result.steps[first_bad].var if first_bad is not None else None,
         "first_error_position": first_bad + 1 if first_bad is not None else None,
+        **({"deviated_at": _guarded_deviation(result, first_bad, expected)} if hasattr(inst, "procedure") else {}),
         "reprompts": result.reprompts,
         "chunks": result.chunks,
         "repaired": result.repaired,
@@ -191,6 +207,19 @@ def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None)
         "simulated": bool(result.simulated),
         "guard": result.model_dump(mode="json"),
     }
+
+
+def _guarded_deviation(result: GuardResult, first_bad: int | None, expected: dict[str, Any]) -> dict[str, Any] | None:
+    """A suite case's guarded row: where the run first went unverified (the report's per-case table),
+    ``{"step", "how", "wrote", "expected", "kinds"}`` (``how``: the step's provenance, ``kinds``: the
+    deviations caught at that step), or ``None`` when every value is model-verified and right."""
+    if first_bad is None:
+        return None
+    step = result.steps[first_bad]
+    kinds = sorted({d.kind for d in result.deviations if d.step == step.var})
+    want = expected.get(step.var)
+    return {"step": step.var, "how": step.provenance, "wrote": step.text, "expected": None if want is None else _plain(want),
+            "kinds": kinds}
 
 
 def error_row(inst: Instance, mode: str, exc: BaseException, attempt_s: float) -> dict[str, Any]:

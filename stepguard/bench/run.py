@@ -136,15 +136,17 @@ class _Runner:
         self.bar.update(1)
 
     async def _raw(self, inst: Instance | ProcedureCase, t0: float) -> dict[str, Any]:
-        from stepguard.bench._raw import raw_messages, score_raw
+        from stepguard.bench._raw import case_messages, score_case
 
-        messages = raw_messages(inst.to_procedure(), inst.inputs)
-        settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED, max_tokens=raw_max_tokens(inst.n_steps, self.raw_tokens_per_step))
+        messages, max_tokens, _ = case_messages(inst)  # a prompt file's messages where the procedure has one
+        settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED,
+                                      max_tokens=max_tokens or raw_max_tokens(inst.n_steps, self.raw_tokens_per_step))
         try:
             resp = await (self._model_for(inst.to_procedure()) or self.model).acomplete(messages, settings)
         except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
             resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=self.model.simulated)
-        return raw_row(inst, resp, score_raw(inst, resp.text), time.perf_counter() - t0)
+        score, extra = score_case(inst, resp.text)
+        return {**raw_row(inst, resp, score, time.perf_counter() - t0), **extra}
 
     async def _guarded(self, inst: Instance | ProcedureCase) -> dict[str, Any]:
         assert self.guard is not None
@@ -342,7 +344,9 @@ def run_benchmark(
             iterable of :class:`~stepguard.bench.instances.Instance` or
             :class:`~stepguard.bench.suites.ProcedureCase`. Cases of a suite have no look-back:
             ``configs`` selects none of them (given one, the run is refused), and ``limit`` counts per step count.
-        mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``) or
+        mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``; a
+            suite's procedure with a prompt file, ``NAME.prompt.yaml``, is sent its user's messages instead
+            and its answer read as that file declares: :mod:`stepguard.bench.user_prompt`) or
             ``"guarded"`` (:class:`~stepguard.guard.Guard`).
         model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
         rundir: the run store folder; an existing one is resumed (finished ids skipped, error

@@ -37,8 +37,10 @@ from stepguard.errors import RunStoreError
 
 __all__ = ["ERRORS", "IDENTITY_KEYS", "LOCK", "META", "RESULTS", "RunStore", "TornLine", "iter_rows", "read_meta"]
 
-IDENTITY_KEYS: tuple[str, ...] = ("model", "mode", "guard_config", "generation", "instances_sha256", "prompts_sha256")
-"""run.json keys that must match to resume a run (a different value is a different experiment)."""
+IDENTITY_KEYS: tuple[str, ...] = ("model", "mode", "guard_config", "generation", "instances_sha256", "prompts_sha256", "raw_prompt")
+"""run.json keys that must match to resume a run (a different value is a different experiment).
+``raw_prompt`` (the prompt files a raw run sends, by sha256) is absent from runs made before prompt
+files existed, which read as ``None``: stepguard's own prompt, as then."""
 
 
 def read_meta(rundir: str | Path) -> dict[str, Any]:

@@ -18,8 +18,14 @@ is refused with its line. The expected value of every step comes from
 ``rounding``), so every step needs an ``expr`` or an expected-value ``check``: a step with only a
 predicate has no value to score against, and the suite refuses it.
 
+A procedure may also have a **prompt file** beside it, ``NAME.prompt.yaml`` (or ``.prompt.yml``,
+``.prompt.json``): the messages its user sends today and how their code reads the answer
+(:mod:`stepguard.bench.user_prompt`). Raw mode then sends those messages instead of stepguard's
+own prompt; guarded mode does not read it.
+
 The run store's identity of a suite is :func:`suite_sha256`: the sha256 over the names and bytes
-of every procedure file and input-sets file it reads.
+of every procedure file and input-sets file it reads. Prompt files are not in it (the instances
+are the same with or without one): a raw run records them apart (:func:`raw_prompt_digests`).
 """
 
 from __future__ import annotations
@@ -30,13 +36,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, format_number
 from stepguard.procedure import LoadLimits, Procedure, Step, load_inputs_file, load_procedure, round_to_scale
 
-__all__ = ["INPUTS_SUFFIXES", "PROCEDURE_SUFFIXES", "ProcedureCase", "inputs_file", "is_suite", "load_suite", "suite_files", "suite_sha256"]
+if TYPE_CHECKING:
+    from stepguard.bench.user_prompt import UserPrompt
+
+__all__ = ["INPUTS_SUFFIXES", "PROCEDURE_SUFFIXES", "ProcedureCase", "inputs_file", "is_suite", "load_suite", "prompt_file",
+           "raw_prompt_digests", "suite_files", "suite_sha256"]
 
 PROCEDURE_SUFFIXES: tuple[str, ...] = (".yaml", ".yml", ".json")
 """File endings of procedure files (instances files, ``.jsonl``, are not suites)."""
@@ -75,6 +85,15 @@ class ProcedureCase:
 
     lookback: None = None
     """Look-back depth: ``None`` (a user procedure has none; reports group it as look-back 0)."""
+    raw_prompt: UserPrompt | None = field(default=None, repr=False, compare=False)
+    """The procedure's prompt file (``NAME.prompt.yaml``), which raw mode sends instead of stepguard's prompt; ``None``: none."""
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The input set as its file writes it (``"25.5"``, ``Decimal('25.50')``): what a prompt file's placeholders show."""
+
+    @property
+    def procedure_name(self) -> str:
+        """The procedure file's stem, the part of :attr:`id` before the ``/`` (``"payroll"``)."""
+        return self.id.rsplit("/", 1)[0]
 
     @property
     def n_steps(self) -> int:
@@ -131,6 +150,32 @@ def _is_inputs_file(p: Path) -> bool:
     return p.name.lower().endswith(INPUTS_SUFFIXES)
 
 
+def _is_prompt_file(p: Path) -> bool:
+    from stepguard.bench.user_prompt import PROMPT_SUFFIXES
+
+    return p.name.lower().endswith(PROMPT_SUFFIXES)
+
+
+def _stem(p: Path, marker: str) -> str:
+    return p.name[: p.name.lower().rindex(marker)]
+
+
+def prompt_file(procedure_file: str | Path) -> Path | None:
+    """The prompt file beside ``procedure_file`` (``shipping.yaml`` -> ``shipping.prompt.yaml``), or ``None``.
+
+    Raises:
+        ProcedureError: more than one is there, naming each.
+    """
+    from stepguard.bench.user_prompt import PROMPT_SUFFIXES
+
+    p = Path(procedure_file)
+    stem = p.name[: -len(p.suffix)] if p.suffix else p.name
+    found = [c for c in (p.with_name(stem + suffix) for suffix in PROMPT_SUFFIXES) if c.is_file()]
+    if len(found) > 1:
+        raise ProcedureError(f"{len(found)} prompt files for one procedure: {', '.join(f.name for f in found)}; keep one", str(p))
+    return found[0] if found else None
+
+
 def inputs_file(procedure_file: str | Path) -> Path | None:
     """The input-sets file beside ``procedure_file`` (``payroll.yaml`` -> ``payroll.inputs.yaml``), or ``None``.
 
@@ -161,16 +206,20 @@ def suite_files(path: str | Path) -> list[tuple[Path, Path]]:
     p = Path(path)
     if p.is_dir():
         entries = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in PROCEDURE_SUFFIXES)
-        procedures = [f for f in entries if not _is_inputs_file(f)]
+        procedures = [f for f in entries if not _is_inputs_file(f) and not _is_prompt_file(f)]
         if not procedures:
             raise ProcedureError("no procedure files (*.yaml, *.yml, *.json) in this folder", str(p))
         stems = {f.name[: -len(f.suffix)] for f in procedures}
         for f in entries:
-            if _is_inputs_file(f) and f.name[: f.name.lower().rindex(".inputs.")] not in stems:
+            if _is_inputs_file(f) and _stem(f, ".inputs.") not in stems:
                 raise ProcedureError("an input-sets file with no procedure file of the same name beside it", str(f))
+            if _is_prompt_file(f) and _stem(f, ".prompt.") not in stems:
+                raise ProcedureError("a prompt file with no procedure file of the same name beside it", str(f))
     elif p.is_file():
         if _is_inputs_file(p):
             raise ProcedureError("this is an input-sets file: pass its procedure file, or the folder", str(p))
+        if _is_prompt_file(p):
+            raise ProcedureError("this is a prompt file: pass its procedure file, or the folder", str(p))
         procedures = [p]
     else:
         raise ProcedureError("no such file or folder", str(p))
@@ -199,6 +248,13 @@ def suite_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def raw_prompt_digests(cases: list[ProcedureCase] | tuple[ProcedureCase, ...]) -> dict[str, str] | None:
+    """``{prompt file name: sha256}`` of the prompt files the cases carry (what run.json records as
+    ``raw_prompt`` in raw mode), or ``None`` when no case has one (stepguard's own prompt throughout)."""
+    out = {c.raw_prompt.path.name: c.raw_prompt.sha256 for c in cases if c.raw_prompt is not None}
+    return dict(sorted(out.items())) or None
+
+
 def _read_sets(path: Path, limits: LoadLimits) -> list[Any]:
     """The parsed list of an input-sets file, read by the strict inputs loader
     (:func:`stepguard.procedure.load_inputs_file`: YAML 1.2 core scalars, exact numbers, no
@@ -216,6 +272,11 @@ def _read_sets(path: Path, limits: LoadLimits) -> list[Any]:
 def _cases_of(proc_file: Path, sets_file: Path, limits: LoadLimits) -> list[ProcedureCase]:
     procedure = load_procedure(proc_file, limits)
     stem = proc_file.name[: -len(proc_file.suffix)]
+    prompt = None
+    if (pfile := prompt_file(proc_file)) is not None:
+        from stepguard.bench.user_prompt import load_user_prompt
+
+        prompt = load_user_prompt(pfile, procedure, limits)
     out: list[ProcedureCase] = []
     seen: set[str] = set()
     for k, item in enumerate(_read_sets(sets_file, limits)):
@@ -242,7 +303,8 @@ def _cases_of(proc_file: Path, sets_file: Path, limits: LoadLimits) -> list[Proc
                 f"steps {missing} have no expected value (only a predicate, or reading one that has none): "
                 "the benchmark scores every step against one, so give each an expr or an expected-value check", str(proc_file))
         typed = {s.var: _typed(exact[s.var], s) for s in procedure.steps}
-        out.append(ProcedureCase(f"{stem}/{set_id}", procedure, procedure.bind_inputs(item["inputs"]), typed, str(proc_file), exact))
+        out.append(ProcedureCase(f"{stem}/{set_id}", procedure, procedure.bind_inputs(item["inputs"]), typed, str(proc_file), exact,
+                                 raw_prompt=prompt, written=dict(item["inputs"])))
     return out
 
 

@@ -1,0 +1,229 @@
+"""The report's tables and figure for runs of a user's suite (procedure files with input sets).
+
+A suite varies procedures and input sets, not step counts and look-backs, so its report is laid
+out by those (:func:`stepguard.bench.report.build_report` uses this module when every run is of a
+suite, :func:`is_suite_run`):
+
+* :func:`procedure_table`: per procedure and over all cases, each run's rate with its 95% Wilson
+  interval (:func:`stepguard.bench.stats.rate`): raw, the answer right; guarded, verified
+  completion (every value model-verified and right, nothing repaired).
+* :func:`case_table`: one line per case: its inputs and expected answer, then per run the answer,
+  the verdict and where it first went wrong (raw: the first wrong step line, or the first step
+  whose value the reply never shows, or the answer; guarded: the first step not model-verified,
+  with the deviations caught there).
+* :func:`plot_procedures`: the rates per procedure as grouped bars (categories, never a one-point
+  numeric axis).
+
+None of it carries the paper's framing: the cases are the user's, not generated instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stepguard.bench._results import numbered_results
+from stepguard.bench.aggregate import Cell, RunAggregate, rate
+
+if TYPE_CHECKING:
+    from stepguard.bench.report import Table
+
+__all__ = ["SUITE_NOTE", "SuiteRun", "case_table", "is_suite_run", "plot_procedures", "procedure_table", "suite_run"]
+
+SUITE_NOTE = ("Your procedures: each case is a procedure file with one of its input sets. Raw mode sends a procedure's "
+              "own prompt file (NAME.prompt.yaml: the user's messages, the answer read as declared) where it has one, "
+              "else stepguard's raw prompt; guarded mode runs the procedure under the guard.")
+
+_RATE_NAME = {"raw": "answer right", "guarded": "verified completion"}
+
+
+def is_suite_run(run: RunAggregate) -> bool:
+    """Is ``run`` a run of procedure files (every row without a look-back), not of generated instances?"""
+    return run.overall.n > 0 and all(lb == 0 for _, lb in run.configs)
+
+
+@dataclass
+class SuiteRun:
+    """One run of a suite: its aggregate, its rows by case id and its cells by procedure."""
+
+    agg: RunAggregate
+    rows: dict[str, dict[str, Any]]
+    by_procedure: dict[str, Cell] = field(default_factory=dict)
+
+    def success(self, row: dict[str, Any]) -> bool:
+        """What the run's rate counts: raw, the answer right; guarded, verified completion."""
+        return bool(row.get("verified_correct") if self.agg.mode == "guarded" else row.get("correct"))
+
+
+def _procedure(row: dict[str, Any]) -> str:
+    return str(row.get("procedure") or str(row["id"]).rsplit("/", 1)[0])
+
+
+def suite_run(agg: RunAggregate) -> SuiteRun:
+    """Read a suite run's rows (a suite holds hundreds of cases at most: held in memory) and fold them by procedure."""
+    out = SuiteRun(agg, {})
+    for _, _, row in numbered_results(agg.rundir):
+        out.rows[str(row["id"])] = row
+        out.by_procedure.setdefault(_procedure(row), Cell()).add(row)
+    return out
+
+
+def _rate_cell(k: int, n: int) -> str:
+    if not n:
+        return "-"
+    r = rate(k, n)
+    return f"{k}/{n} {100 * r['value']:.0f}% [{100 * r['low']:.0f}, {100 * r['high']:.0f}]"
+
+
+def _count(run: SuiteRun, procedure: str | None) -> tuple[int, int]:
+    rows = [r for r in run.rows.values() if procedure is None or _procedure(r) == procedure]
+    return sum(run.success(r) for r in rows), len(rows)
+
+
+def procedures_of(runs: Sequence[SuiteRun]) -> list[str]:
+    """Every procedure any run has a row of, sorted."""
+    return sorted({p for r in runs for p in r.by_procedure})
+
+
+def procedure_table(runs: Sequence[SuiteRun]) -> Table:
+    """Per procedure and over all cases: cases, steps, and each run's rate with its 95% Wilson interval
+    (raw: the answer right; guarded: verified completion), and guarded runs' calls per case."""
+    from stepguard.bench.report import Table
+
+    header = ["procedure", "cases", "steps"]
+    for r in runs:
+        header.append(f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')} [95% CI]")
+        if r.agg.mode == "guarded":
+            header.append(f"{r.agg.label}: calls / case")
+    lines = []
+    for proc in [*procedures_of(runs), None]:
+        ids = {i for r in runs for i, row in r.rows.items() if proc is None or _procedure(row) == proc}
+        steps = sorted({int(row["n_steps"]) for r in runs for row in r.rows.values() if proc is None or _procedure(row) == proc})
+        line = [f"`{proc}`" if proc else "**all**", str(len(ids)), ", ".join(map(str, steps)) if proc else "-"]
+        for r in runs:
+            line.append(_rate_cell(*_count(r, proc)))
+            if r.agg.mode == "guarded":
+                cell = r.by_procedure.get(proc) if proc else r.agg.overall
+                calls = cell.usage["model_calls"] / cell.n if cell and cell.n else None
+                line.append("-" if calls is None else f"{calls:.1f}")
+        lines.append(line)
+    sim = " (SIMULATED)" if any(r.agg.simulated for r in runs) else ""
+    return Table(f"Per procedure: raw answer right, guarded verified completion{sim}", header, lines)
+
+
+def _inputs(row: dict[str, Any] | None) -> str:
+    inputs = (row or {}).get("inputs")
+    if not isinstance(inputs, dict):
+        return "-"
+    return ", ".join(f"{k}={v}" for k, v in inputs.items())
+
+
+def _verdict(row: dict[str, Any] | None, mode: str) -> str:
+    if row is None:
+        return "not run"
+    if mode == "guarded":
+        status = str(row.get("status"))
+        if row.get("verified_correct"):
+            return "verified"
+        extra = f", {row['repaired']} repaired" if row.get("repaired") else ""
+        return f"{status}{extra}" + ("" if row.get("first_answer_correct") else ", answer wrong")
+    cut = " (cut at max tokens)" if row.get("finish_reason") == "length" else ""
+    if row.get("correct"):
+        return "right" + cut
+    read = row.get("answer_read") or {}
+    if row.get("first_answer") is None:
+        refused = read.get("refused")
+        return ("no answer" + (f": {refused}" if refused else "")) + cut
+    return "wrong" + cut
+
+
+def _where(row: dict[str, Any] | None, mode: str) -> str:
+    if row is None:
+        return "-"
+    d = row.get("deviated_at")
+    if d is None:
+        if "deviated_at" in row or row.get("first_error_step") is None:
+            return "-"
+        return f"{row['first_error_step']}"  # a row written before deviated_at existed
+    step, how, wrote, want = d.get("step"), d.get("how"), d.get("wrote"), d.get("expected")
+    if mode == "guarded":
+        kinds = ", ".join(d.get("kinds") or ()) or "no deviation recorded"
+        shown = f"wrote {wrote}" if wrote is not None else "no value"
+        return f"{step} {how}: {shown}, expected {want} ({kinds})"
+    if how == "step line":
+        return f"{step}: wrote {wrote if wrote is not None else 'no readable value'}, expected {want}"
+    if how == "not shown":
+        return f"{step}: its value {want} appears nowhere in the reply"
+    return f"the answer: read {wrote if wrote is not None else 'nothing'}, expected {want} (every step's value appears)"
+
+
+def case_table(runs: Sequence[SuiteRun]) -> Table:
+    """One line per case: procedure, case, inputs, expected answer, then per run its answer, verdict
+    and where it first went wrong (module docstring)."""
+    from stepguard.bench.report import Table
+
+    header = ["procedure", "case", "inputs", "expected"]
+    for r in runs:
+        header += [f"{r.agg.label}: answer", f"{r.agg.label}: verdict", f"{r.agg.label}: where it went wrong"]
+    ids = sorted({i for r in runs for i in r.rows})
+    lines = []
+    for case_id in ids:
+        first = next(r.rows[case_id] for r in runs if case_id in r.rows)
+        expected = first.get("expected_answer")
+        line = [f"`{_procedure(first)}`", str(case_id).rsplit("/", 1)[-1], _inputs(first), "-" if expected is None else str(expected)]
+        for r in runs:
+            row = r.rows.get(case_id)
+            answer = None if row is None else row.get("first_answer")
+            line += ["-" if answer is None else str(answer), _verdict(row, r.agg.mode), _where(row, r.agg.mode)]
+        lines.append(line)
+    sim = " (SIMULATED)" if any(r.agg.simulated for r in runs) else ""
+    return Table(f"Per case: each run's answer, verdict and where it first went wrong{sim}", header, lines)
+
+
+def plot_procedures(runs: Sequence[SuiteRun], path: Path) -> Path:
+    """Grouped bars, one group per procedure (and one for all cases), one bar per run: its rate
+    with the 95% Wilson interval as an error bar and ``k/n`` above it (raw: the answer right;
+    guarded: verified completion). Categories on the x axis: one procedure is one group, not a point."""
+    from stepguard.bench import plots
+
+    names = procedures_of(runs)
+    procs: list[str | None] = [*names, None] if len(names) > 1 else list(names)  # one procedure: its group is all cases
+    width = 0.8 / max(1, len(runs))
+    fig = plots.Figure(figsize=(max(6.0, 1.0 + 0.35 * len(procs) * max(1, len(runs)) + 0.6 * len(procs)), 5.2), layout="constrained")
+    ax = fig.subplots()
+    colours = {"raw": ("#c0392b", "#e67e22", "#8e44ad"), "guarded": ("#1f5fa8", "#16a085", "#2c3e50")}
+    used = {"raw": 0, "guarded": 0}
+    for j, r in enumerate(runs):
+        palette = colours.get(r.agg.mode, colours["guarded"])
+        colour = palette[used.get(r.agg.mode, 0) % len(palette)]
+        used[r.agg.mode] = used.get(r.agg.mode, 0) + 1
+        xs, ys, lo, hi, notes = [], [], [], [], []
+        for i, proc in enumerate(procs):
+            k, n = _count(r, proc)
+            if not n:
+                continue
+            m = rate(k, n)
+            xs.append(i + (j - (len(runs) - 1) / 2) * width)
+            ys.append(m["value"])
+            lo.append(m["value"] - m["low"])
+            hi.append(m["high"] - m["value"])
+            notes.append(f"{k}/{n}")
+        ax.bar(xs, ys, width=width * 0.95, color=colour, label=f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')}")
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        for x, y, h, note in zip(xs, ys, hi, notes, strict=True):
+            ax.annotate(note, (x, y + h), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+    many = len(procs) > 4
+    ax.set_xticks(range(len(procs)), [p or "all cases" for p in procs], rotation=30 if many else 0, ha="right" if many else "center")
+    ax.set_ylim(0, 1.12)
+    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
+    ax.set_xlabel("procedure")
+    ax.set_ylabel("share of cases (95% Wilson interval)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.18 if many else -0.1), ncol=1, frameon=False)
+    title = "Per procedure: raw answer right vs guarded verified completion"
+    if any(r.agg.simulated for r in runs):
+        title += f"\n{plots.SIM_NOTE}"
+    fig.suptitle(title, fontsize=10)
+    return plots._save(fig, path)
