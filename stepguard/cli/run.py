@@ -6,8 +6,10 @@ The exit status tells the outcome (:class:`stepguard.cli._exit.ExitCode`): 0 ver
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -80,37 +82,64 @@ def print_result(result: GuardResult) -> None:
 
 
 class _PromptEcho:
-    """An observer that prints each re-prompt's correction note, then forwards every hook to ``inner``.
+    """An observer that prints what ``--show-prompts`` / ``--show-replies`` ask, then forwards every hook to ``inner``.
 
-    The note is the first paragraph of a re-prompt's user message (``correction.txt`` starts with
-    ``$note``). Like every observer it never raises.
+    ``prompts``: each re-prompt's correction note, the first paragraph of its user message
+    (``correction.txt`` starts with ``$note``), on stdout. ``replies``: each model reply as the
+    model wrote it, on stderr (stdout stays the result, ``--json`` included), headed by its chunk,
+    steps and attempt. Nothing is captured in spans: content capture stays off unless asked for
+    (docs/tracing.md). Like every observer it never raises.
     """
 
-    def __init__(self, inner: Any | None) -> None:
+    def __init__(self, inner: Any | None, prompts: bool = True, replies: bool = False) -> None:
         from stepguard.guard import NullObserver
 
         self.inner = inner or NullObserver()
+        self.prompts, self.replies = prompts, replies
         self._rung: str | None = None
         self._step = ""
+        self._where = ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
-        """Remember the rung; forward."""
+        """Remember the rung and the steps; forward."""
         self._rung, self._step = rung, f"{attempt}"
+        steps = f"step {start + 1}" if end - start == 1 else f"steps {start + 1}-{end}"
+        self._where = f"chunk {chunk}, {steps}, attempt {attempt}" + (f", {rung}" if rung else "")
         self.inner.chunk_started(chunk, start, end, rung, attempt)
 
-    def model_call(self, messages: list[Any], settings: Any) -> Any:
-        """Print the correction note of a re-prompt; forward."""
-        if self._rung is not None:
+    @contextlib.contextmanager
+    def model_call(self, messages: list[Any], settings: Any) -> Iterator[Any]:
+        """Print the correction note of a re-prompt; forward; print the reply when it comes."""
+        if self.prompts and self._rung is not None:
             try:
                 note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
                 if not note.startswith("Known values"):  # a derived rung's first sub-prompt has no note
                     typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
             except Exception:  # noqa: BLE001 - an observer never breaks a run
                 pass
-        return self.inner.model_call(messages, settings)
+        with self.inner.model_call(messages, settings) as record:
+            yield _ReplyEcho(record, self._where) if self.replies else record
+
+
+class _ReplyEcho:
+    """A model-call record that prints the reply's text on stderr, then hands it to ``inner``."""
+
+    def __init__(self, inner: Any, where: str) -> None:
+        self.inner, self.where = inner, where
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def response(self, response: Any) -> None:
+        """Print the reply as the model wrote it; forward."""
+        try:
+            typer.echo(f"--- reply ({self.where}; finish {response.finish_reason}) ---\n{response.text}", err=True)
+        except Exception:  # noqa: BLE001 - an observer never breaks a run
+            pass
+        self.inner.response(response)
 
 
 def run_command(
@@ -134,6 +163,8 @@ def run_command(
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+    show_replies: Annotated[bool, typer.Option("--show-replies", help=(
+        "Print each model reply as the model wrote it, on stderr (spans still hold no content; docs/tracing.md)."))] = False,
     tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); a procedure file never imports code itself.")] = None,
     timeout: Timeout = None,
 ) -> None:
@@ -151,8 +182,8 @@ def run_command(
         raise fail(thread_needs_checkpointer("--checkpoint FILE"), ExitCode.USAGE)
     try:
         with traced(otel, trace_file) as observer:
-            if show_prompts:
-                observer = _PromptEcho(observer)
+            if show_prompts or show_replies:
+                observer = _PromptEcho(observer, prompts=show_prompts, replies=show_replies)
             proc = load_procedure(procedure)
             from stepguard.tools import load_tools
 
