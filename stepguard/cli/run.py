@@ -22,14 +22,14 @@ from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
     InlineKnown,
-    Streamed,
-    Window,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
     MaxWallS,
     OnExhausted,
     PolicyOption,
+    Streamed,
+    Window,
     build_guard_config,
     by_procedure_notes,
     guard_option_defaults,
@@ -51,10 +51,36 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
         if not sep or not name.strip():
             raise typer.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--input")
         if name.strip() in out:
-            raise typer.BadParameter(f"{name.strip()} given twice ({name.strip()}={out[name.strip()]!r}, then {pair!r}): give each input once",
-                                     param_hint="--input")
+            raise typer.BadParameter(f"{name.strip()} given twice ({name.strip()}={out[name.strip()]!r}, then {pair!r}): "
+                                     "give each input once", param_hint="--input")
         out[name.strip()] = value.strip()
     return out
+
+
+def _inputs(pairs: list[str], inputs_file: Path | None) -> dict[str, Any]:
+    """The run's inputs: ``--inputs-file``'s object, then each ``-i NAME=VALUE`` over it (a flag wins).
+
+    The file is read strictly (:func:`stepguard.procedure.load_inputs_file`: ``.json`` as JSON, else
+    YAML 1.2 core scalars; numbers exact, as written).
+
+    Raises:
+        ProcedureError: the file cannot be read, or holds something other than an object of values.
+        typer.BadParameter: a flag that is not NAME=VALUE, or one name given twice in flags.
+    """
+    from stepguard.errors import ProcedureError
+    from stepguard.procedure import load_inputs_file
+
+    given: dict[str, Any] = {}
+    if inputs_file is not None:
+        loaded = load_inputs_file(inputs_file)
+        if not isinstance(loaded, dict):
+            kind = "a list" if isinstance(loaded, list) else type(loaded).__name__
+            raise ProcedureError(f"must hold an object of input values (name: value), not {kind}"
+                                 + (" (a suite's cases: run them with `stepguard bench run`)" if isinstance(loaded, list) else ""),
+                                 str(inputs_file))
+        given.update(loaded)
+    given.update(_parse_inputs(pairs))  # a flag overrides the file's value of the same name
+    return given
 
 
 def print_result(result: GuardResult) -> None:
@@ -73,7 +99,8 @@ def print_result(result: GuardResult) -> None:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
     u = result.usage
     typer.echo(
-        f"status {result.status}  answer {result.answer_var} = {result.answer_text if result.answer is not None else '-'}  chunks {result.chunks}  "
+        f"status {result.status}  answer {result.answer_var} = {result.answer_text if result.answer is not None else '-'}  "
+        f"chunks {result.chunks}  "
         f"re-prompts {result.reprompts}  repaired {result.repaired}  calls {u.model_calls}  "
         f"tokens in/out {u.input_tokens}/{u.output_tokens}  wall {u.wall_s:.2f}s"
     )
@@ -144,7 +171,11 @@ class _ReplyEcho:
 
 def run_command(
     procedure: Annotated[Path, typer.Argument(metavar="PROCEDURE", help="Procedure file (.yaml, .yml, .json).", show_default=False)],
-    input: Annotated[Optional[list[str]], typer.Option("--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input).")] = None,
+    input: Annotated[Optional[list[str]], typer.Option(
+        "--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input); wins over --inputs-file.")] = None,
+    inputs_file: Annotated[Optional[Path], typer.Option(
+        "--inputs-file", metavar="FILE",
+        help="The inputs as one JSON or YAML object (name: value), read strictly; -i NAME=VALUE overrides a value.")] = None,
     model: ModelSpec = "local",
     policy: PolicyOption = None,
     chunk_size: ChunkSize = None,
@@ -157,15 +188,19 @@ def run_command(
     inline_known: InlineKnown = None,
     streamed: Streamed = None,
     window: Window = None,
-    checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
-    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
+    checkpoint: Annotated[Optional[Path], typer.Option(
+        "--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
+    thread_id: Annotated[Optional[str], typer.Option(
+        "--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
     show_replies: Annotated[bool, typer.Option("--show-replies", help=(
         "Print each model reply as the model wrote it, on stderr (spans still hold no content; docs/tracing.md)."))] = False,
-    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); a procedure file never imports code itself.")] = None,
+    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help=(
+        "The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); "
+        "a procedure file never imports code itself."))] = None,
     timeout: Timeout = None,
 ) -> None:
     """Execute PROCEDURE stepwise under the guard and print the verified result.
@@ -185,7 +220,11 @@ def run_command(
             if show_prompts or show_replies:
                 observer = _PromptEcho(observer, prompts=show_prompts, replies=show_replies)
             proc = load_procedure(procedure)
+            from stepguard.procedure import check_input_names
             from stepguard.tools import load_tools
+
+            inputs = _inputs(input or [], inputs_file)
+            check_input_names([i.name for i in proc.inputs], inputs, f"procedure {proc.name!r}")  # with "did you mean"
 
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
@@ -193,7 +232,8 @@ def run_command(
                                         max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, procedures=proc)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
-                result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
+                guard = Guard(chat, config, saver, observer=observer, tools=toolset)
+                result = guard.run(proc, inputs, thread_id=thread_id)
     except (StepDeviation, BudgetExhausted) as exc:
         typer.echo(f"stopped: {exc}", err=True)
         if exc.result is not None:

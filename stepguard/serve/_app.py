@@ -38,7 +38,7 @@ from stepguard.adapters._completion import Chunker, chunk_body
 from stepguard.errors import BudgetExhausted, CheckpointError, EvaluationError, ModelError, ModelTimeout, ProcedureError, StepDeviation
 from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, check_input_names
 from stepguard.serve import _responses as out
 from stepguard.serve._body import SEED_RANGE, TOKENS_RANGE, check_tree, flag_field, integer_field, number_field, read_body
 from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
@@ -186,7 +186,8 @@ def _check_inputs(state: ProxyState, job: GuardedRequest) -> None:
     if missing:
         raise RequestError(400, f"procedure {job.name!r} calls {', '.join(missing)}, which this proxy was not given "
                                 f"(start it with --tools MODULE:ATTR)", "stepguard.procedure", "missing_tools")
-    try:
+    try:  # the names first, with "did you mean", as every way in checks them
+        check_input_names([i.name for i in job.procedure.inputs], job.inputs, f"procedure {job.name!r}")
         job.procedure.expected_values(job.procedure.bind_inputs(job.inputs))
     except (ProcedureError, EvaluationError) as exc:
         raise RequestError(400, str(exc), "stepguard.inputs", "invalid_inputs") from None
