@@ -105,7 +105,7 @@ def _schema_keys(schema: Any) -> set[str] | None:
 def _graph_keys(state: Any, config: RunnableConfig | None) -> set[str] | None:
     """The keys the running graph's state holds: its channels, else the state object's fields; None if unknown."""
     read = ((config or {}).get("configurable") or {}).get(_READ_KEY)
-    args = getattr(read, "args", ())
+    args: tuple[Any, ...] = tuple(getattr(read, "args", None) or ())
     if len(args) > 1 and isinstance(args[1], Mapping):
         return {k for k in args[1] if isinstance(k, str) and not k.startswith(("__", "branch:"))}
     return None if isinstance(state, Mapping) else _schema_keys(type(state))

@@ -320,7 +320,7 @@ def _shown(value: Number | str, rec: Record, step: Step) -> str:
     if found:
         try:
             if parse_number(found[-1]) == value:
-                return found[-1]
+                return str(found[-1])
         except EvaluationError:
             pass
     return format_number(value)
