@@ -19,10 +19,14 @@ Which settings win (docs/drop-in-client.md has the table), by one rule shared wi
 - ``n`` other than 1, ``tools``, ``stop``, ``logprobs`` and the others of
   :data:`~stepguard.adapters._request_fields.REFUSED`, and any other argument: refused.
 - ``thread_id`` on a client without a checkpointer: refused (nothing would keep the thread).
+
+Inputs: ``extra_body["stepguard"]["inputs"]``, else the JSON object of the last user message, read
+by :func:`inputs_from_messages`, the proxy's function too (that message is then not context).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +42,8 @@ from ._client_errors import InvalidGuardedCall
 from ._completion import ResponseShape, response_shape
 from ._request_fields import RunObject, read_request_fields, read_run_object
 
-__all__ = ["NOT_IN_IDENTITY", "GuardedCall", "StepguardOptions", "guarded_spec", "read_call"]
+__all__ = ["MISSING_INPUTS", "NOT_IN_IDENTITY", "GuardedCall", "MessageInputs", "StepguardOptions", "guarded_spec",
+           "inputs_from_messages", "read_call"]
 
 KEY = "stepguard"
 _WHERE = f'extra_body["{KEY}"]'
@@ -175,6 +180,57 @@ def context_of(messages: Any) -> tuple[ChatMessage, ...]:
     return tuple(out)
 
 
+MISSING_INPUTS = "give the procedure's inputs as stepguard.inputs, or as a JSON object in the last user message"
+"""What a guarded call without inputs is told, by the client and the proxy alike (then why the last user message is not them)."""
+
+
+@dataclass(frozen=True)
+class MessageInputs:
+    """Inputs read from a JSON last user message (:func:`inputs_from_messages`)."""
+
+    inputs: dict[str, Any]
+    """The input values, numbers with a fraction as exact ``Decimal`` (as written)."""
+    where: str
+    """The message's content, as the request spells it: ``messages[1].content``."""
+    context: list[Any]
+    """The other messages, in order: that message is the inputs, not context."""
+
+
+def inputs_from_messages(messages: Any) -> MessageInputs:
+    """The inputs a guarded call gives as a JSON object in its last user message, for the client and the proxy.
+
+    A call whose ``stepguard`` object has no ``inputs`` gives them this way: the last message whose
+    role is ``user`` holds a JSON object (text, or text parts joined) such as
+    ``{"weight_kg": 2.5, "zone": "EU"}``. Read as the proxy reads a body: numbers with a fraction as
+    exact ``Decimal``, a key given twice refused, no ``NaN`` or integer past Python's digits limit.
+
+    Raises:
+        InvalidGuardedCall: there is no user message, or its content is not text, not JSON, or not
+            an object; ``location`` is ``"inputs"`` and the message :data:`MISSING_INPUTS` and why.
+    """
+    from stepguard.serve._body import json_kind, parse_json  # pure Python: no serve extra needed
+    from stepguard.serve._errors import RequestError
+
+    listed = [m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else m for m in messages] \
+        if isinstance(messages, (list, tuple)) else []
+    users = [i for i, m in enumerate(listed) if isinstance(m, Mapping) and m.get("role") == "user"]
+    where = f"messages[{users[-1]}].content" if users else "messages"
+    content = listed[users[-1]].get("content") if users else None
+    if isinstance(content, list):  # text parts, as the context is read
+        content = _text(content, f"messages[{users[-1]}]")
+    why = "there is no user message" if not users else f"{where} is not text"
+    value = None
+    if isinstance(content, str):
+        try:
+            value = parse_json(content, where, where)
+            why = f"{where} is a JSON {json_kind(value)}, not an object"
+        except RequestError as exc:
+            why = exc.message
+    if not isinstance(value, dict):
+        raise InvalidGuardedCall(f"{MISSING_INPUTS}: {why}", "inputs")
+    return MessageInputs(value, where, listed[:users[-1]] + listed[users[-1] + 1:])
+
+
 def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], base: GuardConfig | None,
               *, checkpoints: bool = True) -> GuardedCall:
     """Read and check a guarded call's arguments (``extra_body["stepguard"]`` present).
@@ -205,12 +261,19 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
     if extra:
         sent["extra_body"] = extra
     options: GuardOptions = run.options.over(fields.options)
+    messages = args.get("messages")
+    if run.inputs is None:  # the proxy's rule: the inputs are the JSON last user message
+        try:
+            found = inputs_from_messages(messages)
+        except InvalidGuardedCall as exc:
+            raise InvalidGuardedCall(str(exc).split(": ", 1)[1], f"{_WHERE}.inputs") from None
+        run, messages = dataclasses.replace(run, inputs=found.inputs), found.context
     return GuardedCall(
         procedure=procedure,
         options=run,
         config=options.resolve(procedure, base=base),
         model=args["model"],
-        context=context_of(args.get("messages")),
+        context=context_of(messages),
         shape=response_shape(args.get("response_format"), procedure),
         stream=fields.stream,
         max_tokens=fields.max_tokens,

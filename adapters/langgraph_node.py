@@ -13,7 +13,10 @@
 
 The node reads the procedure's inputs from the user's state keys and writes back the
 :class:`~stepguard.guard.GuardResult` as a JSON-able dict (``output_key``), optionally the answer
-text (``answer_key``) and ``{var: value}`` (``values_key``). With a ``checkpointer`` (pass the
+text (``answer_key``) and ``{var: value}`` (``values_key``). A failed run is reported there too
+(``status`` ``"failed"`` and ``error``), not raised, unless ``on_failure="raise"``; a graph state
+with no such key is refused (a ``ValueError`` when built with ``state_schema``, else at the first
+run), since LangGraph drops an update for a key its state lacks. With a ``checkpointer`` (pass the
 same one the user's graph compiles with), the guard checkpoints under the thread
 ``"<parent thread id>/stepguard/<procedure name>/<run identity digest>"``: a resumed parent run
 resumes the procedure from its last committed chunk, and a later turn with other inputs (or
@@ -29,14 +32,16 @@ with new inputs start afresh; so its updates are forwarded, not inherited.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_type_hints
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from stepguard.errors import BudgetExhausted, StepDeviation
 from stepguard.guard import Guard, GuardConfig, GuardResult, identity_digest
 from stepguard.model import ChatModel
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, check_input_names
 
 __all__ = ["guarded_node"]
 
@@ -75,6 +80,49 @@ def _forwarder(config: RunnableConfig | None) -> Callable[[str, Any], None] | No
     return forward
 
 
+_READ_KEY = "__pregel_read"
+"""Where LangGraph puts a task's state reader, a ``functools.partial`` whose second argument is the
+graph's channels by state key (``langgraph._internal._constants.CONFIG_KEY_READ``); read once, at
+the node's first run, to refuse a state that cannot hold the output. tests/test_langgraph_node_state.py
+checks it end to end, so a LangGraph that moves it fails a test rather than dropping results again."""
+
+
+def _schema_keys(schema: Any) -> set[str] | None:
+    """The keys a state schema holds (a TypedDict, a dataclass, a pydantic model), or None if unknown."""
+    if isinstance(schema, type) and dataclasses.is_dataclass(schema):
+        return {f.name for f in dataclasses.fields(schema)}
+    fields = getattr(schema, "model_fields", None)
+    if isinstance(fields, Mapping):
+        return set(fields)
+    if isinstance(schema, type) and hasattr(schema, "__annotations__"):
+        try:
+            return set(get_type_hints(schema))
+        except Exception:  # noqa: BLE001 - a forward reference it cannot resolve: its own annotations
+            return set(schema.__annotations__)
+    return None
+
+
+def _graph_keys(state: Any, config: RunnableConfig | None) -> set[str] | None:
+    """The keys the running graph's state holds: its channels, else the state object's fields; None if unknown."""
+    read = ((config or {}).get("configurable") or {}).get(_READ_KEY)
+    args: tuple[Any, ...] = tuple(getattr(read, "args", None) or ())
+    if len(args) > 1 and isinstance(args[1], Mapping):
+        return {k for k in args[1] if isinstance(k, str) and not k.startswith(("__", "branch:"))}
+    return None if isinstance(state, Mapping) else _schema_keys(type(state))
+
+
+def _check_keys(name: str, keys: set[str] | None, wanted: dict[str, str]) -> None:
+    """Refuse a state without a key the node writes (LangGraph drops such an update without a word)."""
+    if keys is None:
+        return
+    lacking = [(arg, key) for arg, key in wanted.items() if key not in keys]
+    if lacking:
+        said = ", ".join(f"{arg}={key!r}" for arg, key in lacking)
+        raise ValueError(f"guarded_node({name!r}): the graph's state has no key for {said}, so the result would be "
+                         f"dropped; add it to the state schema (e.g. `{lacking[0][1]}: dict`) or pass a key it has "
+                         f"(state keys: {sorted(keys)})")
+
+
 def guarded_node(
     model: ChatModel | Guard,
     procedure: Procedure,
@@ -86,6 +134,8 @@ def guarded_node(
     config: GuardConfig | None = None,
     checkpointer: Any | None = None,
     tools: Any | None = None,
+    on_failure: Literal["report", "raise"] = "report",
+    state_schema: Any | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """Build a LangGraph node (sync and async) that runs ``procedure`` under the guard.
 
@@ -103,14 +153,30 @@ def guarded_node(
         tools: the tools the procedure's tool steps call: LangChain tools (``@tool`` functions,
             ``BaseTool`` objects: called with one dict of arguments, named by ``.name``), plain
             callables or :class:`stepguard.tools.Tool` s, or a mapping of name to any of these.
+        on_failure: ``"report"`` (default): a run that ends in a raised deviation or a spent budget
+            writes its partial result (``status`` ``"failed"``, with ``error``: the message) to
+            ``output_key``, so a graph branches on ``status``; ``"raise"``: the error propagates.
+        state_schema: the graph's state type, to refuse here a state with no ``output_key``
+            (``answer_key``, ``values_key``); without it the node checks the running graph's
+            state at its first run.
 
     Returns:
         A ``RunnableLambda`` for ``StateGraph.add_node``: state in, a partial state update out.
 
-    Raises (when the node runs):
-        KeyError: a state key named in ``inputs`` is absent.
-        ProcedureError, StepDeviation, BudgetExhausted, ModelError: as :meth:`Guard.run`.
+    Raises:
+        ValueError: (when built) ``state_schema`` has no key the node writes; (at its first run) the
+            graph's state has none, where LangGraph would drop the update without a word.
+        KeyError: (when the node runs) a state key named in ``inputs`` is absent.
+        ProcedureError, ModelError: as :meth:`Guard.run`; StepDeviation, BudgetExhausted with
+            ``on_failure="raise"``.
     """
+    if on_failure not in ("report", "raise"):
+        raise ValueError(f"on_failure must be 'report' or 'raise', not {on_failure!r}")
+    written = {k: v for k, v in (("output_key", output_key), ("answer_key", answer_key), ("values_key", values_key))
+               if v is not None}
+    if state_schema is not None:
+        _check_keys(procedure.name, _schema_keys(state_schema), written)
+    checked: list[bool] = []
     if isinstance(model, Guard):
         if config is not None or checkpointer is not None or tools is not None:
             raise ValueError("pass config, checkpointer and tools to the Guard, not to guarded_node")
@@ -135,7 +201,22 @@ def guarded_node(
         missing = [k for k in mapping.values() if not has(k)]
         if missing:
             raise KeyError(f"guarded_node({procedure.name!r}): state has no value for key(s) {missing}")
-        return {name: get(key) for name, key in mapping.items()}
+        values = {name: get(key) for name, key in mapping.items()}
+        check_input_names([i.name for i in procedure.inputs], values, f"procedure {procedure.name!r}")
+        return values
+
+    def start(state: Any, config: RunnableConfig | None) -> dict[str, Any]:
+        if not checked:  # once: the graph does not change between runs
+            _check_keys(procedure.name, _graph_keys(state, config), written)
+            checked.append(True)
+        return read(state)
+
+    def failed(exc: StepDeviation | BudgetExhausted) -> dict[str, Any]:
+        if on_failure == "raise" or not isinstance(exc.result, GuardResult):
+            raise exc
+        out = write(exc.result)
+        out[output_key]["error"] = str(exc)
+        return out
 
     def write(result: GuardResult) -> dict[str, Any]:
         out: dict[str, Any] = {output_key: result.model_dump(mode="json")}
@@ -146,32 +227,38 @@ def guarded_node(
         return out
 
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        inputs = read(state)
+        inputs = start(state, config)
         thread = _thread(config, guard, procedure, inputs)
         forward = _forwarder(config)
-        if forward is None:
-            return write(guard.run(procedure, inputs, thread_id=thread))
-        result = None
-        for item in guard.stream(procedure, inputs, thread_id=thread, graph_updates=True):
-            if isinstance(item, tuple):
-                forward(*item)
-            elif isinstance(item, GuardResult):
-                result = item
+        try:
+            if forward is None:
+                return write(guard.run(procedure, inputs, thread_id=thread))
+            result = None
+            for item in guard.stream(procedure, inputs, thread_id=thread, graph_updates=True):
+                if isinstance(item, tuple):
+                    forward(*item)
+                elif isinstance(item, GuardResult):
+                    result = item
+        except (StepDeviation, BudgetExhausted) as exc:
+            return failed(exc)
         assert result is not None
         return write(result)
 
     async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        inputs = read(state)
+        inputs = start(state, config)
         thread = _thread(config, guard, procedure, inputs)
         forward = _forwarder(config)
-        if forward is None:
-            return write(await guard.arun(procedure, inputs, thread_id=thread))
-        result = None
-        async for item in guard.astream(procedure, inputs, thread_id=thread, graph_updates=True):
-            if isinstance(item, tuple):
-                forward(*item)
-            elif isinstance(item, GuardResult):
-                result = item
+        try:
+            if forward is None:
+                return write(await guard.arun(procedure, inputs, thread_id=thread))
+            result = None
+            async for item in guard.astream(procedure, inputs, thread_id=thread, graph_updates=True):
+                if isinstance(item, tuple):
+                    forward(*item)
+                elif isinstance(item, GuardResult):
+                    result = item
+        except (StepDeviation, BudgetExhausted) as exc:
+            return failed(exc)
         assert result is not None
         return write(result)
 

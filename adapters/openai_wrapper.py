@@ -227,7 +227,10 @@ class _Completions:
 def _check_inputs(call: GuardedCall) -> None:
     """Refuse inputs the procedure refuses now, at ``create``, as the client raises a refused request
     there, rather than from a stream's first iteration."""
-    try:
+    from stepguard.procedure import check_input_names
+
+    try:  # the names first, with "did you mean", as every way in checks them
+        check_input_names([i.name for i in call.procedure.inputs], call.options.inputs or {}, f"procedure {call.procedure.name!r}")
         call.procedure.expected_values(call.procedure.bind_inputs(call.options.inputs))
     except StepguardError as exc:
         raise client_error(exc) from exc

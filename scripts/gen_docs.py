@@ -128,6 +128,11 @@ or an expected-value `check`. How the harness runs and scores cases:
 """
 
 
+REQUIRED_WHEN = {"scale": "for `decimal`"}
+"""Fields the schema cannot mark required because another field decides: ``scale`` is refused
+missing on a ``decimal`` step (a decimal without places cannot be rounded, nor its value shown)."""
+
+
 def procedures_md(schema: dict[str, Any]) -> str:
     """The procedure reference page, one table per object in the schema, then the input-sets section."""
     out = [_HEAD]
@@ -141,7 +146,10 @@ def procedures_md(schema: dict[str, Any]) -> str:
         for field, prop in obj["properties"].items():
             default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
             desc = (prop.get("description") or "").replace("|", "\\|").replace("\n", " ")
-            out.append(f"| `{field}` | {_type(prop)} | {'yes' if field in required else ''} | {default} | {desc} |")
+            needed = "yes" if field in required else REQUIRED_WHEN.get(field, "") if "type" in obj["properties"] else ""
+            if field in REQUIRED_WHEN and needed:
+                desc += " Required for type decimal: a `decimal` step without `scale` is refused."
+            out.append(f"| `{field}` | {_type(prop)} | {needed} | {default} | {desc} |")
     out.append(_INPUT_SETS)
     return "\n".join(out)
 

@@ -1,6 +1,7 @@
 """``--otel`` and ``--trace-file``: declared once for every command that runs the guard, and one set-up.
 
-``stepguard run`` and ``stepguard bench run`` take the same two options. :func:`traced` builds the
+``stepguard run``, ``stepguard bench run`` and ``stepguard serve`` take the same two options
+(``serve``'s workers configure them in the app's lifespan: :func:`stepguard.serve.create_app`). :func:`traced` builds the
 observer they ask for and flushes it when the command ends (at most 5 s). A trace or metrics
 backend that cannot be reached is said once, on one line of stderr, and the command goes on.
 """
@@ -41,13 +42,13 @@ def traced(otel: bool, trace_file: Path | None) -> Iterator[Any | None]:
     if not otel and trace_file is None:
         yield None
         return
-    from stepguard.telemetry import DEFAULT_OTLP_ENDPOINT, OtelObserver, configure_telemetry, otlp_endpoint_from_env, shutdown
+    from stepguard.telemetry import OtelObserver, configure_from_flags, shutdown
 
-    endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
     try:
-        providers = configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel, on_export_failure=_say)
+        providers = configure_from_flags(otel, trace_file, on_export_failure=_say)
     except ValueError as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
+    assert providers is not None  # asked for one of the two
     try:
         yield OtelObserver(*providers)
     finally:

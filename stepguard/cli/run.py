@@ -6,8 +6,10 @@ The exit status tells the outcome (:class:`stepguard.cli._exit.ExitCode`): 0 ver
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -20,14 +22,14 @@ from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
     InlineKnown,
-    Streamed,
-    Window,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
     MaxWallS,
     OnExhausted,
     PolicyOption,
+    Streamed,
+    Window,
     build_guard_config,
     by_procedure_notes,
     guard_option_defaults,
@@ -49,10 +51,36 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
         if not sep or not name.strip():
             raise typer.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--input")
         if name.strip() in out:
-            raise typer.BadParameter(f"{name.strip()} given twice ({name.strip()}={out[name.strip()]!r}, then {pair!r}): give each input once",
-                                     param_hint="--input")
+            raise typer.BadParameter(f"{name.strip()} given twice ({name.strip()}={out[name.strip()]!r}, then {pair!r}): "
+                                     "give each input once", param_hint="--input")
         out[name.strip()] = value.strip()
     return out
+
+
+def _inputs(pairs: list[str], inputs_file: Path | None) -> dict[str, Any]:
+    """The run's inputs: ``--inputs-file``'s object, then each ``-i NAME=VALUE`` over it (a flag wins).
+
+    The file is read strictly (:func:`stepguard.procedure.load_inputs_file`: ``.json`` as JSON, else
+    YAML 1.2 core scalars; numbers exact, as written).
+
+    Raises:
+        ProcedureError: the file cannot be read, or holds something other than an object of values.
+        typer.BadParameter: a flag that is not NAME=VALUE, or one name given twice in flags.
+    """
+    from stepguard.errors import ProcedureError
+    from stepguard.procedure import load_inputs_file
+
+    given: dict[str, Any] = {}
+    if inputs_file is not None:
+        loaded = load_inputs_file(inputs_file)
+        if not isinstance(loaded, dict):
+            kind = "a list" if isinstance(loaded, list) else type(loaded).__name__
+            raise ProcedureError(f"must hold an object of input values (name: value), not {kind}"
+                                 + (" (a suite's cases: run them with `stepguard bench run`)" if isinstance(loaded, list) else ""),
+                                 str(inputs_file))
+        given.update(loaded)
+    given.update(_parse_inputs(pairs))  # a flag overrides the file's value of the same name
+    return given
 
 
 def print_result(result: GuardResult) -> None:
@@ -71,7 +99,8 @@ def print_result(result: GuardResult) -> None:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
     u = result.usage
     typer.echo(
-        f"status {result.status}  answer {result.answer_var} = {result.answer_text if result.answer is not None else '-'}  chunks {result.chunks}  "
+        f"status {result.status}  answer {result.answer_var} = {result.answer_text if result.answer is not None else '-'}  "
+        f"chunks {result.chunks}  "
         f"re-prompts {result.reprompts}  repaired {result.repaired}  calls {u.model_calls}  "
         f"tokens in/out {u.input_tokens}/{u.output_tokens}  wall {u.wall_s:.2f}s"
     )
@@ -80,42 +109,73 @@ def print_result(result: GuardResult) -> None:
 
 
 class _PromptEcho:
-    """An observer that prints each re-prompt's correction note, then forwards every hook to ``inner``.
+    """An observer that prints what ``--show-prompts`` / ``--show-replies`` ask, then forwards every hook to ``inner``.
 
-    The note is the first paragraph of a re-prompt's user message (``correction.txt`` starts with
-    ``$note``). Like every observer it never raises.
+    ``prompts``: each re-prompt's correction note, the first paragraph of its user message
+    (``correction.txt`` starts with ``$note``), on stdout. ``replies``: each model reply as the
+    model wrote it, on stderr (stdout stays the result, ``--json`` included), headed by its chunk,
+    steps and attempt. Nothing is captured in spans: content capture stays off unless asked for
+    (docs/tracing.md). Like every observer it never raises.
     """
 
-    def __init__(self, inner: Any | None) -> None:
+    def __init__(self, inner: Any | None, prompts: bool = True, replies: bool = False) -> None:
         from stepguard.guard import NullObserver
 
         self.inner = inner or NullObserver()
+        self.prompts, self.replies = prompts, replies
         self._rung: str | None = None
         self._step = ""
+        self._where = ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
-        """Remember the rung; forward."""
+        """Remember the rung and the steps; forward."""
         self._rung, self._step = rung, f"{attempt}"
+        steps = f"step {start + 1}" if end - start == 1 else f"steps {start + 1}-{end}"
+        self._where = f"chunk {chunk}, {steps}, attempt {attempt}" + (f", {rung}" if rung else "")
         self.inner.chunk_started(chunk, start, end, rung, attempt)
 
-    def model_call(self, messages: list[Any], settings: Any) -> Any:
-        """Print the correction note of a re-prompt; forward."""
-        if self._rung is not None:
+    @contextlib.contextmanager
+    def model_call(self, messages: list[Any], settings: Any) -> Iterator[Any]:
+        """Print the correction note of a re-prompt; forward; print the reply when it comes."""
+        if self.prompts and self._rung is not None:
             try:
                 note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
                 if not note.startswith("Known values"):  # a derived rung's first sub-prompt has no note
                     typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
             except Exception:  # noqa: BLE001 - an observer never breaks a run
                 pass
-        return self.inner.model_call(messages, settings)
+        with self.inner.model_call(messages, settings) as record:
+            yield _ReplyEcho(record, self._where) if self.replies else record
+
+
+class _ReplyEcho:
+    """A model-call record that prints the reply's text on stderr, then hands it to ``inner``."""
+
+    def __init__(self, inner: Any, where: str) -> None:
+        self.inner, self.where = inner, where
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def response(self, response: Any) -> None:
+        """Print the reply as the model wrote it; forward."""
+        try:
+            typer.echo(f"--- reply ({self.where}; finish {response.finish_reason}) ---\n{response.text}", err=True)
+        except Exception:  # noqa: BLE001 - an observer never breaks a run
+            pass
+        self.inner.response(response)
 
 
 def run_command(
     procedure: Annotated[Path, typer.Argument(metavar="PROCEDURE", help="Procedure file (.yaml, .yml, .json).", show_default=False)],
-    input: Annotated[Optional[list[str]], typer.Option("--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input).")] = None,
+    input: Annotated[Optional[list[str]], typer.Option(
+        "--input", "-i", metavar="NAME=VALUE", help="An input value (repeat for each input); wins over --inputs-file.")] = None,
+    inputs_file: Annotated[Optional[Path], typer.Option(
+        "--inputs-file", metavar="FILE",
+        help="The inputs as one JSON or YAML object (name: value), read strictly; -i NAME=VALUE overrides a value.")] = None,
     model: ModelSpec = "local",
     policy: PolicyOption = None,
     chunk_size: ChunkSize = None,
@@ -128,13 +188,19 @@ def run_command(
     inline_known: InlineKnown = None,
     streamed: Streamed = None,
     window: Window = None,
-    checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
-    thread_id: Annotated[Optional[str], typer.Option("--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
+    checkpoint: Annotated[Optional[Path], typer.Option(
+        "--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
+    thread_id: Annotated[Optional[str], typer.Option(
+        "--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
-    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); a procedure file never imports code itself.")] = None,
+    show_replies: Annotated[bool, typer.Option("--show-replies", help=(
+        "Print each model reply as the model wrote it, on stderr (spans still hold no content; docs/tracing.md)."))] = False,
+    tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help=(
+        "The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); "
+        "a procedure file never imports code itself."))] = None,
     timeout: Timeout = None,
 ) -> None:
     """Execute PROCEDURE stepwise under the guard and print the verified result.
@@ -151,10 +217,14 @@ def run_command(
         raise fail(thread_needs_checkpointer("--checkpoint FILE"), ExitCode.USAGE)
     try:
         with traced(otel, trace_file) as observer:
-            if show_prompts:
-                observer = _PromptEcho(observer)
+            if show_prompts or show_replies:
+                observer = _PromptEcho(observer, prompts=show_prompts, replies=show_replies)
             proc = load_procedure(procedure)
+            from stepguard.procedure import check_input_names
             from stepguard.tools import load_tools
+
+            inputs = _inputs(input or [], inputs_file)
+            check_input_names([i.name for i in proc.inputs], inputs, f"procedure {proc.name!r}")  # with "did you mean"
 
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
@@ -162,7 +232,8 @@ def run_command(
                                         max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, procedures=proc)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
-                result = Guard(chat, config, saver, observer=observer, tools=toolset).run(proc, _parse_inputs(input or []), thread_id=thread_id)
+                guard = Guard(chat, config, saver, observer=observer, tools=toolset)
+                result = guard.run(proc, inputs, thread_id=thread_id)
     except (StepDeviation, BudgetExhausted) as exc:
         typer.echo(f"stopped: {exc}", err=True)
         if exc.result is not None:

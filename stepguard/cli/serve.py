@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from stepguard.cli._exit import ExitCode, exit_for_error, fail
+from stepguard.cli._telemetry import OtelOption, TraceFileOption
 from stepguard.errors import StepguardError
 
 __all__ = ["register", "serve_command"]
@@ -51,12 +52,15 @@ def serve_command(
         "--tools", metavar="MODULE:ATTR",
         help="The tools tool steps call, imported from MODULE:ATTR (examples.agent_tools:TOOLS, or path/file.py:TOOLS); "
              "a request for a procedure whose tools are not given is refused.")] = None,
+    otel: OtelOption = False,
+    trace_file: TraceFileOption = None,
 ) -> None:
     """Serve an OpenAI-compatible endpoint that runs named procedures under the guard.
 
     POST /v1/chat/completions with model "stepguard/<procedure>" (or extra_body {"stepguard": {...}})
     runs the procedure guarded; every other request passes through to the upstream unchanged.
     GET /v1/models lists the procedures and the upstream's models. See docs/proxy.md.
+    --otel / --trace-file trace every guarded run as `stepguard run` does (docs/tracing.md).
 
     Exit codes: 0 stopped; 2 usage error (a bad option or spec, --workers with the embedded model,
     a --host/--port it cannot listen on: in use, not this machine's address); 5 invalid procedure
@@ -82,7 +86,7 @@ def serve_command(
         raise fail(exc, ExitCode.USAGE) from None
     try:
         _check_and_serve(spec.kind, upstream, procedures, host, sock, token, checkpoint, workers, max_runs, timeout,
-                         tools, max_body_mb)
+                         tools, max_body_mb, otel, trace_file)
     except StartupError as exc:
         raise fail(exc, ExitCode.MODEL) from None
     except KeyboardInterrupt:
@@ -93,7 +97,7 @@ def serve_command(
 
 def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: str, sock: socket.socket, token: str | None,
                      checkpoint: str | None, workers: int, max_runs: int, timeout: float | None, tools: str | None,
-                     max_body_mb: float) -> None:
+                     max_body_mb: float, otel: bool = False, trace_file: Path | None = None) -> None:
     """Check what the workers will load (each failure with its own exit code), then serve on ``sock``."""
     from stepguard.serve import load_procedure_folder, open_checkpointer, serve
     from stepguard.tools import as_toolset, load_tools, missing_tools
@@ -118,14 +122,21 @@ def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: st
     names = ", ".join(f"stepguard/{n}" for n in served) or "none (pass-through only)"
     shown = re.sub(r"://[^/@#]*@", "://***@", upstream)  # credentials in a URL are never printed
     typer.echo(f"stepguard serve: upstream {shown}; procedures {names}; "
-               f"auth {'bearer token' if token else 'none'}; checkpoints {'on' if checkpoint else 'off'}", err=True)
+               f"auth {'bearer token' if token else 'none'}; checkpoints {'on' if checkpoint else 'off'}; "
+               f"traces {_traces(otel, trace_file)}", err=True)
     for name, missing in lacking.items():
         typer.echo(f"note: stepguard/{name} calls {', '.join(missing)}, not given (--tools): its requests are refused", err=True)
     port = sock.getsockname()[1]  # the port bound (a free one for --port 0)
     typer.echo(f"base URL: http://{f'[{host}]' if ':' in host else host}:{port}/v1", err=True)
     serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
           workers=workers, max_runs=max_runs, timeout=timeout, tools=tools,
-          max_body_bytes=max(1, int(max_body_mb * 1024 * 1024)), sock=sock)
+          max_body_bytes=max(1, int(max_body_mb * 1024 * 1024)), sock=sock, otel=otel, trace_file=trace_file)
+
+
+def _traces(otel: bool, trace_file: Path | None) -> str:
+    """What the start-up line says of tracing: ``off``, ``OTLP``, ``file X`` or both."""
+    said = (["OTLP"] if otel else []) + ([f"file {trace_file}"] if trace_file is not None else [])
+    return " and ".join(said) or "off"
 
 
 def register(app: typer.Typer) -> None:

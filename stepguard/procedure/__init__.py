@@ -5,7 +5,7 @@ from stepguard.procedure._format import format_value, json_text
 from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
 from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType
-from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
+from stepguard.procedure._values import apply_scale, as_written, check_input_names, coerce_value, did_you_mean, round_to_scale
 
 __all__ = [
     "InputSpec",
@@ -15,7 +15,10 @@ __all__ = [
     "StepKind",
     "ValueType",
     "apply_scale",
+    "as_written",
+    "check_input_names",
     "coerce_value",
+    "did_you_mean",
     "format_value",
     "json_text",
     "load_inputs_file",

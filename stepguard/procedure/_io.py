@@ -262,7 +262,35 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
         raise procedure_error(procedure_errors(exc, data), where) from None
     except ProcedureError as exc:
         problems = getattr(exc, "problems", None)
+        if problems:
+            problems = _suggest_names(problems, data)
         raise (procedure_error(problems, where) if problems else ProcedureError(str(exc), where)) from None
+
+
+_UNKNOWN_NAME = re.compile(r"reads '([^']+)', which is not an input or an earlier variable\Z")
+
+
+def _suggest_names(problems: list[tuple[str, str]], data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each "reads 'subtotl', which is not an input..." problem with the name meant, when one is close
+    (``(did you mean 'subtotal'?)``, :func:`~stepguard.procedure._values.did_you_mean`) among the
+    file's inputs and step variables."""
+    from stepguard.procedure._values import did_you_mean
+
+    inputs = data.get("inputs")
+    if isinstance(inputs, dict):
+        names = [str(n) for n in inputs]
+    elif isinstance(inputs, list):
+        names = [str(i.get("name")) if isinstance(i, dict) else str(i) for i in inputs]
+    else:
+        names = []
+    steps = data.get("steps")
+    names += [str(st["var"]) for st in steps if isinstance(st, dict) and "var" in st] if isinstance(steps, list) else []
+    out = []
+    for loc, message in problems:
+        found = _UNKNOWN_NAME.search(message)
+        hint = did_you_mean(found.group(1), [n for n in names if n != found.group(1)]) if found else ""
+        out.append((loc, message + hint))
+    return out
 
 
 def load_procedure(path: str | Path, limits: LoadLimits = LoadLimits()) -> Procedure:

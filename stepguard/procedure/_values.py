@@ -12,9 +12,75 @@ from stepguard.evaluator import Number, normalize, parse_number
 if TYPE_CHECKING:
     from stepguard.procedure._model import Step
 
-__all__ = ["apply_scale", "coerce_value", "round_to_scale"]
+__all__ = ["apply_scale", "as_written", "check_input_names", "coerce_value", "did_you_mean", "round_to_scale"]
 
 _ROUNDING = {"ROUND_HALF_EVEN": ROUND_HALF_EVEN, "ROUND_HALF_UP": ROUND_HALF_UP}
+
+
+def as_written(value: Any) -> str:
+    """``value`` as the user wrote it, for an error message: the same from every way in.
+
+    A number as its text (``2.5``, ``19.90``: a JSON number, a YAML number and the CLI's ``-i n=2.5``
+    all show ``2.5``, never ``Decimal('2.5')``); ``true``/``false``; other text quoted (``'abc'``).
+    At most 60 characters.
+    """
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (int, Decimal)):
+        text = str(value)
+    elif isinstance(value, float):
+        text = repr(value)
+    elif isinstance(value, Fraction):
+        text = f"{value.numerator}/{value.denominator}"
+    elif isinstance(value, str):
+        try:
+            parse_number(value)
+            text = value.strip()
+        except EvaluationError:
+            text = repr(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def did_you_mean(name: str, known: Any) -> str:
+    """`` (did you mean 'subtotal'?)`` for a misspelt ``name`` among ``known`` names, else ``""``.
+
+    The closest names by :func:`difflib.get_close_matches` (ratio at least 0.6, at most 3).
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, [str(k) for k in known], n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+
+
+def check_input_names(declared: Any, given: Any, where: str) -> None:
+    """Refuse inputs that miss a declared name or give an undeclared one, suggesting the name meant.
+
+    The message is :meth:`Procedure.bind_inputs`'s, with each undeclared name's closest declared
+    name: ``inputs: missing ['subtotal'], undeclared ['subtotl'] (declared: ['rate', 'subtotal']);
+    'subtotl': did you mean 'subtotal'?``. Every way in runs it before binding (the CLI, the
+    drop-in client, the proxy, the LangGraph node).
+
+    Args:
+        declared: the procedure's input names.
+        given: the names given.
+        where: the location (``procedure 'invoice'``).
+
+    Raises:
+        ProcedureError: a name missing or undeclared.
+    """
+    names, gave = list(declared), list(given)
+    missing = [n for n in names if n not in gave]
+    extra = [n for n in gave if n not in names]
+    if not missing and not extra:
+        return
+    hints = [f"{n!r}: {hint.removesuffix(')').removeprefix(' (')}" for n in extra
+             if (hint := did_you_mean(str(n), missing or names))]
+    raise ProcedureError(f"inputs: missing {missing or 'none'}, undeclared {extra or 'none'} (declared: {sorted(names)})"
+                         + (f"; {'; '.join(hints)}" if hints else ""), where)
 
 
 def coerce_value(value: Any, type_: str, where: str) -> Number | str:
@@ -34,23 +100,24 @@ def coerce_value(value: Any, type_: str, where: str) -> Number | str:
         if type_ in ("string", "one_of"):
             if not isinstance(value, str):
                 written = ("true" if value else "false") if isinstance(value, bool) else str(value)
-                kind = "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, (int, float, Decimal, Fraction)) else type(value).__name__
-                raise ProcedureError(f"expected text, got {kind} {written[:40]}: in an inputs file, quote it (\"{written[:40]}\") to give text",
-                                     where)
+                numeric = isinstance(value, (int, float, Decimal, Fraction))
+                kind = "a boolean" if isinstance(value, bool) else "a number" if numeric else type(value).__name__
+                raise ProcedureError(f"expected text, got {kind} {written[:40]}: in an inputs file, quote it "
+                                     f"(\"{written[:40]}\") to give text", where)
             return value
         if type_ == "boolean":
             if isinstance(value, bool):
                 return value
             if isinstance(value, str) and value.lower() in ("true", "false"):
                 return value.lower() == "true"
-            raise ProcedureError(f"expected true or false, got {value!r}", where)
+            raise ProcedureError(f"expected true or false, got {as_written(value)}", where)
         if isinstance(value, bool):
             raise ProcedureError("expected a number, got a boolean", where)
         if isinstance(value, float):
             value = Decimal(repr(value))  # the shortest text that round-trips, e.g. 0.1 -> Decimal("0.1")
         number = parse_number(value) if isinstance(value, str) else normalize(value)
         if type_ == "integer" and type(number) is not int:
-            raise ProcedureError(f"expected an integer, got {value!r}", where)
+            raise ProcedureError(f"expected an integer, got {as_written(value)}", where)
         return number
     except EvaluationError as exc:
         raise ProcedureError(str(exc), where) from None

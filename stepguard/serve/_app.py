@@ -22,6 +22,7 @@ import posixpath
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,7 +38,7 @@ from stepguard.adapters._completion import Chunker, chunk_body
 from stepguard.errors import BudgetExhausted, CheckpointError, EvaluationError, ModelError, ModelTimeout, ProcedureError, StepDeviation
 from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, check_input_names
 from stepguard.serve import _responses as out
 from stepguard.serve._body import SEED_RANGE, TOKENS_RANGE, check_tree, flag_field, integer_field, number_field, read_body
 from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
@@ -87,12 +88,15 @@ class ProxyState:
         max_runs: guarded runs executing at once (each holds a worker thread); more wait their turn.
         tools: the tools the procedures' tool steps call (as ``Guard(model, tools=...)``); a request
             for a procedure that calls a tool not among them is refused (400 ``missing_tools``).
+        observer: every guarded run's observer (``stepguard.telemetry.OtelObserver``); ``None``: the
+            global telemetry, traced once an application sets OpenTelemetry's global provider.
     """
 
     def __init__(self, upstream: Upstream, procedures: Mapping[str, Procedure], config: GuardConfig | None = None,
                  checkpointer: Any | None = None, max_runs: int = 32,
-                 tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None) -> None:
+                 tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None, observer: Any | None = None) -> None:
         self.upstream = upstream
+        self.observer = observer  # None: the global telemetry (GlobalTelemetry); set by the lifespan for --otel/--trace-file
         self.procedures = dict(procedures)
         self.tools = as_toolset(tools)
         self.config = config  # None: each procedure's measured defaults (GuardConfig.for_procedure)
@@ -116,7 +120,7 @@ class ProxyState:
                 self._guards.move_to_end(key)
                 return guard
         model = sending_model(self.upstream.guard_model(job.procedure, job.name), job.sent, job.max_tokens, self.upstream.spec)
-        guard = Guard(model, job.config, saver, tools=self.tools)
+        guard = Guard(model, job.config, saver, tools=self.tools, observer=self.observer)
         with self._lock:
             self._guards[key] = guard
             while len(self._guards) > 128:
@@ -182,7 +186,8 @@ def _check_inputs(state: ProxyState, job: GuardedRequest) -> None:
     if missing:
         raise RequestError(400, f"procedure {job.name!r} calls {', '.join(missing)}, which this proxy was not given "
                                 f"(start it with --tools MODULE:ATTR)", "stepguard.procedure", "missing_tools")
-    try:
+    try:  # the names first, with "did you mean", as every way in checks them
+        check_input_names([i.name for i in job.procedure.inputs], job.inputs, f"procedure {job.name!r}")
         job.procedure.expected_values(job.procedure.bind_inputs(job.inputs))
     except (ProcedureError, EvaluationError) as exc:
         raise RequestError(400, str(exc), "stepguard.inputs", "invalid_inputs") from None
@@ -372,10 +377,24 @@ class _BearerAuth:
         await self.app(scope, receive, send)
 
 
+def _start_telemetry(state: ProxyState, otel: bool, trace_file: str | Path | None) -> Any:
+    """Configure this process's tracing as ``--otel`` / ``--trace-file`` ask, and give the runs its observer.
+
+    An export that fails is logged once (a warning on ``stepguard.serve``); serving goes on.
+    """
+    from stepguard.telemetry import OtelObserver, configure_from_flags
+
+    providers = configure_from_flags(otel, trace_file, on_export_failure=log.warning)
+    if providers is not None:
+        state.observer = OtelObserver(*providers)
+    return providers
+
+
 def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token: str | None = None,
                config: GuardConfig | None = None, checkpointer: Any | None = None, max_runs: int = 32,
                tools: ToolSet | Mapping[str, Any] | Iterable[Any] | None = None,
-               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, otel: bool = False, trace_file: str | Path | None = None,
+               observer: Any | None = None) -> Starlette:
     """The proxy as an ASGI application (serve it with uvicorn, or :class:`stepguard.serve.BackgroundServer`).
 
     Args:
@@ -390,23 +409,41 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
             for a procedure that calls a tool not among them is refused (400 ``missing_tools``).
         max_body_bytes: the largest request body taken; a larger one is refused (413
             ``request_too_large``) before any route reads it (:class:`stepguard.serve._limits.BodyLimit`).
+        otel: trace every guarded run over OTLP/HTTP (the OTEL_* endpoint, else
+            ``http://127.0.0.1:4318``), as ``stepguard run --otel`` does (docs/tracing.md).
+        trace_file: append every guarded run's spans to this file as OTLP/JSON lines, as
+            ``stepguard run --trace-file``. With ``otel`` or ``trace_file`` the providers are made
+            when the app starts (in each worker process) and flushed when it stops (at most 5 s).
+        observer: an observer of your own for every guarded run (not with ``otel``/``trace_file``).
 
     Raises:
-        ValueError: ``max_body_bytes`` is not a whole number of at least 1.
+        ValueError: ``max_body_bytes`` is not a whole number of at least 1; ``observer`` with
+            ``otel``/``trace_file``; an unsupported ``OTEL_EXPORTER_OTLP_PROTOCOL``, when the app starts.
 
     Returns:
         A Starlette application; ``app.state.proxy`` is its :class:`ProxyState`.
     """
     check_max_bytes(max_body_bytes)  # here, not when the server starts (a lifespan traceback there)
-    state = ProxyState(upstream, procedures, config, checkpointer, max_runs, tools)
+    traced = otel or trace_file is not None
+    if traced and observer is not None:
+        raise ValueError("give an observer, or otel/trace_file, not both")
+    state = ProxyState(upstream, procedures, config, checkpointer, max_runs, tools, observer)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await anyio.to_thread.run_sync(upstream.start)  # a local server takes seconds to start
+        providers = _start_telemetry(state, otel, trace_file) if traced else None  # per worker: providers do not cross fork
         try:
-            yield
+            await anyio.to_thread.run_sync(upstream.start)  # a local server takes seconds to start
+            try:
+                yield
+            finally:
+                await upstream.aclose()
         finally:
-            await upstream.aclose()
+            if providers is not None:
+                from stepguard.telemetry import shutdown
+
+                await anyio.to_thread.run_sync(lambda: shutdown(5.0, providers))  # the last runs' spans, flushed
+                state.observer = None
 
     # the token is checked first, so a stranger's large body is refused without being read
     middleware = [Middleware(_BearerAuth, token=token)] if token else []  # type: ignore[arg-type]

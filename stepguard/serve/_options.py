@@ -25,13 +25,13 @@ from typing import Any
 
 from stepguard.adapters._client_errors import InvalidGuardedCall
 from stepguard.adapters._completion import ResponseShape, response_shape
-from stepguard.adapters._guarded_call import _text, context_of
+from stepguard.adapters._guarded_call import MessageInputs, context_of, inputs_from_messages
 from stepguard.adapters._request_fields import RUN_KEYS, read_request_fields, read_run_object
 from stepguard.guard import GuardConfig
 from stepguard.guard._options import OPTION_NAMES, OptionError, thread_needs_checkpointer
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
-from stepguard.serve._body import check_tree, json_kind, parse_json
+from stepguard.serve._body import check_tree
 from stepguard.serve._errors import RequestError
 
 __all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request", "names_a_procedure"]
@@ -74,30 +74,22 @@ def _bad(message: str, param: str | None, code: str = "invalid_option") -> Reque
     return RequestError(400, message, param, code)
 
 
-def _inputs_from_messages(body: Mapping[str, Any]) -> dict[str, Any]:
-    messages = body.get("messages")
-    users = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "user"] \
-        if isinstance(messages, list) else []
-    where = f"messages[{users[-1]}].content" if users else "messages"
-    content = messages[users[-1]].get("content") if users else None  # type: ignore[index]
-    if isinstance(content, list):  # text parts, as the drop-in client reads them
-        try:
-            content = _text(content, f"messages[{users[-1]}]")
-        except InvalidGuardedCall as exc:
-            raise _bad(str(exc), exc.location, "invalid_messages") from None
-    why = "there is no user message" if not users else f"{where} is not text"
-    value = None
-    if isinstance(content, str):
-        try:
-            value = parse_json(content, where, where)
-            why = f"{where} is a JSON {json_kind(value)}, not an object"
-        except RequestError as exc:
-            why = exc.message
-    if not isinstance(value, dict):
-        raise _bad(f"give the procedure's inputs as stepguard.inputs, or as a JSON object in the last user message: "
-                   f"{why}", "stepguard.inputs", "missing_inputs")
-    check_tree(value, where)
-    return value
+def _inputs_from_messages(messages: Any) -> MessageInputs:
+    """The inputs in the last user message, as the drop-in client reads them (one function:
+    :func:`~stepguard.adapters._guarded_call.inputs_from_messages`), checked as the body is.
+
+    Raises:
+        RequestError: 400 ``missing_inputs`` (``param`` ``stepguard.inputs``), or ``invalid_json``
+            for inputs nested too deeply or with text that is not Unicode.
+    """
+    try:
+        found = inputs_from_messages(messages)
+    except InvalidGuardedCall as exc:
+        code = "missing_inputs" if exc.location == "inputs" else "invalid_messages"
+        message = str(exc).split(": ", 1)[1] if code == "missing_inputs" else str(exc)
+        raise _bad(message, "stepguard.inputs" if code == "missing_inputs" else exc.location, code) from None
+    check_tree(found.inputs, found.where)
+    return found
 
 
 def names_a_procedure(model: Any) -> bool:
@@ -120,7 +112,8 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
             request's ``temperature``, ``seed`` and ``stream`` too), a body nested deeper than
             :data:`~stepguard.serve._body.MAX_DEPTH` or with text that is not Unicode, no inputs,
             a ``thread_id`` without a checkpointer, a ``stepguard.procedure`` that contradicts the
-            model name, or a ``response_format`` the guard cannot honour (as the drop-in client's); 404 for an unknown procedure (the error lists the known ones under ``known``).
+            model name, or a ``response_format`` the guard cannot honour (as the drop-in client's); 404
+            for an unknown procedure (the error lists the known ones under ``known``).
     """
     model = body.get("model")
     raw = body.get("stepguard")
@@ -161,9 +154,8 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     if run.inputs is not None:
         inputs = run.inputs
     else:
-        inputs = _inputs_from_messages(body)
-        last = max(i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "user")
-        messages = messages[:last] + messages[last + 1:]  # that message is the inputs
+        found = _inputs_from_messages(messages)
+        inputs, messages = found.inputs, found.context  # that message is the inputs
     try:
         context = context_of(messages)
     except InvalidGuardedCall as exc:

@@ -106,19 +106,24 @@ def app_from_env() -> Any:
     tools = load_tools(opts["tools"]) if opts.get("tools") else None
     return create_app(upstream, procedures, token=os.environ.get(TOKEN_ENV) or None,
                       checkpointer=open_checkpointer(opts.get("checkpoint")), max_runs=int(opts.get("max_runs") or 32),
-                      tools=tools, max_body_bytes=int(opts.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES))
+                      tools=tools, max_body_bytes=int(opts.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES),
+                      otel=bool(opts.get("otel")), trace_file=opts.get("trace_file") or None)
 
 
 def serve(*, upstream: str, procedures: str | Path | None, host: str = "127.0.0.1", port: int = 8787,
           token: str | None = None, checkpoint: str | None = None, workers: int = 1, max_runs: int = 32,
           timeout: float | None = None, log_level: str = "info", tools: str | None = None,
-          max_body_bytes: int | None = None, sock: socket.socket | None = None) -> None:
+          max_body_bytes: int | None = None, sock: socket.socket | None = None, otel: bool = False,
+          trace_file: str | Path | None = None) -> None:
     """Serve the proxy in the foreground with uvicorn until interrupted.
 
     ``tools`` is a ``MODULE:ATTR`` (or ``path/file.py:ATTR``) spec of the tools that tool steps call
     (:func:`stepguard.tools.load_tools`), imported by each worker. ``max_body_bytes``: the largest
     request body taken (``None``: 32 MiB); a larger one is answered 413. ``sock``: a socket from
     :func:`listen` to serve on (closed when serving ends); ``None``: one bound to ``host:port`` here.
+    ``otel`` / ``trace_file``: trace every guarded run as ``stepguard run --otel`` / ``--trace-file``
+    do; each worker configures its own exporters when it starts and flushes them when it stops
+    (several workers append to one trace file, one line per export).
 
     Each worker process builds its own app (:func:`app_from_env`); the token travels in
     :data:`TOKEN_ENV`, never on a command line. With ``workers > 1`` the checkpoint should be a
@@ -135,7 +140,8 @@ def serve(*, upstream: str, procedures: str | Path | None, host: str = "127.0.0.
 
     os.environ[OPTIONS_ENV] = json.dumps({"upstream": upstream, "procedures": str(procedures) if procedures else None,
                                           "checkpoint": checkpoint, "max_runs": max_runs, "timeout": timeout,
-                                          "tools": tools, "max_body_bytes": max_body_bytes})
+                                          "tools": tools, "max_body_bytes": max_body_bytes, "otel": otel,
+                                          "trace_file": str(Path(trace_file).resolve()) if trace_file else None})
     if token:
         os.environ[TOKEN_ENV] = token
     config = uvicorn.Config("stepguard.serve._server:app_from_env", factory=True, host=host, port=port, workers=workers,

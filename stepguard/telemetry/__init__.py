@@ -11,6 +11,7 @@ Public face:
 - :class:`OtlpJsonFileExporter`, :func:`read_trace_file`, :func:`replay_trace_file`: the trace file
   (one OTLP ``ExportTraceServiceRequest`` per line, as the Collector's file exporter writes), read
   back, or sent to an OTLP/HTTP endpoint later.
+- :func:`configure_from_flags`: what the commands' ``--otel`` / ``--trace-file`` ask for (run, bench run, serve).
 - :func:`shutdown`: flush them within a bounded time.
 - :class:`TelemetryExportWarning`: given once when the backend cannot be reached.
 - ``names``: the module holding every span, attribute, event and metric name, with its source.
@@ -34,6 +35,7 @@ from stepguard.telemetry._otlpfile import OtlpJsonFileExporter, read_trace_file,
 from stepguard.telemetry._setup import (
     DEFAULT_EXPORT_TIMEOUT_S,
     DEFAULT_OTLP_ENDPOINT,
+    configure_from_flags,
     configure_telemetry,
     otlp_endpoint_from_env,
     shutdown,
@@ -45,6 +47,7 @@ __all__ = [
     "OtelObserver",
     "OtlpJsonFileExporter",
     "TelemetryExportWarning",
+    "configure_from_flags",
     "configure_telemetry",
     "names",
     "otlp_endpoint_from_env",

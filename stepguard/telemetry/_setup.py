@@ -42,7 +42,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from stepguard.telemetry._export import FailureNotice, QuietExporter
 from stepguard.telemetry._otlpfile import OtlpJsonFileExporter
 
-__all__ = ["DEFAULT_EXPORT_TIMEOUT_S", "DEFAULT_OTLP_ENDPOINT", "configure_telemetry", "otlp_endpoint_from_env", "shutdown"]
+__all__ = ["DEFAULT_EXPORT_TIMEOUT_S", "DEFAULT_OTLP_ENDPOINT", "configure_from_flags", "configure_telemetry",
+           "otlp_endpoint_from_env", "shutdown"]
 
 log = logging.getLogger("stepguard.telemetry")
 
@@ -201,16 +202,37 @@ def configure_telemetry(
     return tp, mp
 
 
-def shutdown(timeout_s: float = 5.0) -> bool:
+def configure_from_flags(otel: bool, trace_file: str | Path | None,
+                         on_export_failure: Callable[[str], None] | None = None) -> tuple[TracerProvider, MeterProvider] | None:
+    """The providers ``--otel`` / ``--trace-file`` ask for, the same for ``stepguard run``, ``bench run`` and ``serve``.
+
+    ``otel``: OTLP/HTTP to the OTEL_* endpoint, else :data:`DEFAULT_OTLP_ENDPOINT`; ``trace_file``:
+    OTLP/JSON lines appended to that file. Neither: ``None`` (nothing configured).
+
+    Raises:
+        ValueError: an unsupported ``OTEL_EXPORTER_OTLP_PROTOCOL`` (as :func:`configure_telemetry`).
+    """
+    if not otel and trace_file is None:
+        return None
+    endpoint = DEFAULT_OTLP_ENDPOINT if otel and not otlp_endpoint_from_env() else None
+    return configure_telemetry(otlp_endpoint=endpoint, trace_file=trace_file, otlp_from_env=otel,
+                               on_export_failure=on_export_failure)
+
+
+def shutdown(timeout_s: float = 5.0, providers: tuple[TracerProvider, MeterProvider] | None = None) -> bool:
     """Flush and close every provider :func:`configure_telemetry` made, within ``timeout_s`` seconds.
+
+    Args:
+        timeout_s: the most seconds the flush may take.
+        providers: only this pair (what one proxy app configured), not every pair made.
 
     Returns:
         True when everything was flushed in time; False when the time ran out (what was left
         is dropped, with one warning on the ``stepguard.telemetry`` logger).
     """
     with _lock:
-        todo = list(_providers)
-        _providers.clear()
+        todo = [p for p in _providers if providers is None or p == providers]
+        _providers[:] = [p for p in _providers if p not in todo]
     if not todo:
         return True
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator import Number, format_number
+from stepguard.evaluator import Number, format_number, parse_number
 from stepguard.procedure import Procedure, Step, apply_scale
 from stepguard.trace import Record, Trace, parse_trace
 from stepguard.verify._deviation import Deviation
@@ -128,7 +128,7 @@ def _check_operands(
     if not ops or len(ops) != len(leaves):
         return None
     var = procedure.steps[index].var
-    for (name, const), got in zip(leaves, ops):
+    for (name, _const), got in zip(leaves, ops, strict=True):  # lengths checked equal above
         if name is None:
             continue
         want = env.get(name)
@@ -178,7 +178,8 @@ def verify_chunk(
 
     Returns:
         A :class:`ChunkVerdict`: the verified prefix and the first deviation, in the order
-        missing step (``under_executed``), out-of-order step, extra (invented or repeated-with-a-
+        missing step or a step line with no number (``under_executed``: nothing was computed, as when
+        a caller's "reply with the final price" is obeyed), out-of-order step, extra (invented or repeated-with-a-
         different-value) step, wrong operand (``lookback_confusion``), wrong value
         (``arithmetic_error``, ``type_error``, ``check_failed``), premature final answer. A step of
         this chunk written again with another value after the chunk is refused (neither value is
@@ -225,15 +226,22 @@ def verify_chunk(
         if step.type in _NON_NUMERIC:
             value = read_raw_value(rec, step.type, step.choices)
             if value is None:
-                return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}" + (f" (one of {', '.join(step.choices)})" if step.choices else ""), got=rec.text))
-        if value is None:
-            return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"no readable value for {want_var} ({rec.error or 'no number'})", got=rec.text))
+                among = f" (one of {', '.join(step.choices)})" if step.choices else ""
+                return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}{among}",
+                                      got=rec.text))
+        if value is None and rec.error in (None, "no number"):  # nothing computed: a missing value, not a wrong one
+            return fail(Deviation(kind="under_executed", step=want_var, detail=f"no value for {want_var}: the line holds no number",
+                                  got=rec.text))
+        if value is None:  # a number written that cannot be read exactly (12,5; 12 thousand): a wrong value
+            return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"no readable value for {want_var} ({rec.error})",
+                                  got=rec.text))
         if step.scale is not None:
             value = apply_scale(value, step)  # the procedure's rounding rule, applied exactly: 5.005 -> 5.01 (HALF_UP)
         try:
             want = expected_value(procedure, pos, local)
         except EvaluationError as exc:  # on the values committed so far, which a flag policy may have kept wrong
-            read = ", ".join(f"{n} = {local[n] if isinstance(local[n], (str, bool)) else format_number(local[n])}" for n in procedure.reads(pos) if n in local)
+            read = ", ".join(f"{n} = {local[n] if isinstance(local[n], (str, bool)) else format_number(local[n])}"
+                             for n in procedure.reads(pos) if n in local)
             return fail(Deviation(kind="check_failed", step=want_var,
                                   detail=f"{want_var} cannot be evaluated on the values it reads ({read}): {exc}"), value)
         if want is not None and (value != want or isinstance(value, bool) != isinstance(want, bool)):
@@ -244,7 +252,8 @@ def verify_chunk(
             if dev is not None:
                 return fail(dev, value)
             expr = f" = {step.expression}" if step.expression else ""
-            return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"{want_var}{expr} was computed as {format_number(value) if not isinstance(value, str) else value}, which is wrong", got=rec.text), value)
+            return fail(Deviation(kind="arithmetic_error", step=want_var, got=rec.text,
+                                  detail=f"{want_var}{expr} was computed as {_shown(value, rec, step)}, which is wrong"), value)
         if want is None and not _type_ok(value, step.type, step.choices):
             return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}", got=rec.text), value)
         check = procedure.compiled_checks[pos]
@@ -263,7 +272,8 @@ def verify_chunk(
         pos += 1
     if pos < end:
         if trace.has_code and not verdict.verified:
-            return fail(Deviation(kind="code_instead_of_steps", step=steps[pos].var, detail="the reply holds code or program output instead of step lines"))
+            return fail(Deviation(kind="code_instead_of_steps", step=steps[pos].var,
+                                  detail="the reply holds code or program output instead of step lines"))
         if truncated:
             return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
         tail = trace.records[-1].text if trace.records else ""
@@ -291,6 +301,29 @@ def verify_chunk(
             verdict.others.append(Deviation(kind="premature_answer", detail="a final answer came before the last step of the chunk"))
             break
     return verdict
+
+
+def _shown(value: Number | str, rec: Record, step: Step) -> str:
+    """The model's value in a message, with its places: at the step's ``scale`` (``19.90``), else as
+    the model wrote it when that reads as the same number (``format_number`` alone prints ``19.9``)."""
+    if isinstance(value, str) or isinstance(value, bool):
+        return str(value)
+    if step.scale is not None:
+        scaled = Fraction(value) * 10**step.scale
+        if scaled.denominator == 1:
+            digits = str(abs(int(scaled))).rjust(step.scale + 1, "0")
+            sign = "-" if scaled < 0 else ""
+            return sign + (f"{digits[:-step.scale]}.{digits[-step.scale:]}" if step.scale else digits)
+        return format_number(value)
+    rhs = rec.rhs if rec.rhs is not None else rec.text
+    found = re.findall(r"-?\d+(?:\.\d+)?", rhs or "")
+    if found:
+        try:
+            if parse_number(found[-1]) == value:
+                return str(found[-1])
+        except EvaluationError:
+            pass
+    return format_number(value)
 
 
 def _restated(rec: Record, step: Step) -> Number | bool | str | None:
