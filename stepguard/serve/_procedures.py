@@ -18,7 +18,7 @@ def load_procedure_folder(folder: str | Path) -> dict[str, Procedure]:
     """Load every procedure file in ``folder`` (not its sub-folders), keyed by file name without suffix.
 
     ``invoice.yaml`` is served as the model ``stepguard/invoice``. Input-set files that sit beside
-    procedures in the benchmark's layout (``NAME.inputs.yaml``) are skipped.
+    procedures in the benchmark's layout (``NAME.inputs.yaml``, ``NAME.prompt.yaml``) are skipped.
 
     Args:
         folder: a folder of ``.yaml``, ``.yml`` or ``.json`` procedure files.
@@ -36,7 +36,7 @@ def load_procedure_folder(folder: str | Path) -> dict[str, Procedure]:
         raise ProcedureError("not a folder of procedure files", str(root))
     out: dict[str, Procedure] = {}
     for path in sorted(root.iterdir()):
-        if path.suffix.lower() not in _SUFFIXES or not path.is_file() or path.stem.endswith(".inputs"):
+        if path.suffix.lower() not in _SUFFIXES or not path.is_file() or path.stem.endswith((".inputs", ".prompt")):
             continue
         name = path.stem
         if not _NAME.fullmatch(name):
