@@ -101,3 +101,65 @@ def test_streamed_is_an_option_every_way_in_reads() -> None:
         GuardConfig(window=0)
     with pytest.raises(ValueError, match="streamed must be true or false"):
         GuardConfig(streamed="yes")  # type: ignore[arg-type]
+
+
+P3 = parse_procedure("inputs: [x]\nsteps:\n  - {var: s1, expr: x + 1}\n  - {var: s2, type: integer, check: 'value > 0'}\n"
+                     "  - {var: s3, expr: s1 + 5}\n")
+
+
+class _Deltas(StreamingReplies):
+    """Streams each reply in the given pieces, not a line at a time (a server's deltas cut lines anywhere)."""
+
+    def __init__(self, replies: list[list[str]]) -> None:
+        super().__init__(["".join(r) for r in replies])
+        self.pieces = [list(r) for r in replies]
+
+    def stream(self, messages, settings=None):
+        from stepguard.model import ChatResponse, Usage
+
+        pieces = self.pieces.pop(0)
+        self.complete(messages, settings)
+        log = self.streams
+
+        class S:
+            response = None
+
+            def __iter__(self):
+                for i, p in enumerate(pieces):
+                    log.append(i)
+                    yield p
+                S.response = ChatResponse("".join(pieces), Usage(10, 10))
+
+            def close(self):
+                if S.response is None:
+                    S.response = ChatResponse("".join(pieces[: len(log)]), Usage(10, 1), "cut")
+
+        return S()
+
+
+def test_a_line_still_being_written_at_the_cut_is_never_read_as_a_value() -> None:
+    """Breaker's fault: a cut kept the unfinished 's2 = 15' (the model went on to write '150')."""
+    model = _Deltas([["s1 = 3\ns3 = 8\ns2 = 15", "0\nsomething\n"], ["s2 = 150\n"], ["s3 = 8\n"]])
+    streamed = Guard(model, GuardConfig(streamed=True, window=2, ladder=("restate",))).run(P3, {"x": 2})
+    chunked = Guard(FixedReplies(["s1 = 3\ns3 = 8\ns2 = 150\nsomething\n", "s3 = 8\n"]), GuardConfig(chunk_size=2)).run(P3, {"x": 2})
+    assert chunked.values["s2"] == 150
+    assert streamed.values.get("s2") != 15
+    assert all(s.value != 15 for s in streamed.steps if s.provenance == "model_verified")
+
+
+def test_a_line_of_a_step_beyond_the_window_is_judged_as_chunked_mode_judges_it() -> None:
+    reply = "s1 = 3\ns3 = 8\ns2 = 5\ns4 = 12\ns5 = 17\n"
+    proc = parse_procedure("inputs: [x]\nsteps:\n" + "".join(
+        f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, 6)))
+    for mode in ({"chunk_size": 2}, {"streamed": True, "window": 2}):
+        model = StreamingReplies([reply, "s3 = 8\ns4 = 12\n", "s5 = 17\n"])
+        result = Guard(model, GuardConfig(**mode, policy="raise")).run(proc, {"x": 2})
+        assert result.status == "verified", (mode, result.deviations)
+        assert [e.kind for e in result.deviations] == [], mode
+
+
+def test_a_list_value_in_arithmetic_is_a_deviation_not_a_type_error() -> None:
+    proc = parse_procedure("inputs: [x]\nsteps:\n  - {var: items, kind: text, format: list}\n  - {var: n, expr: items * 2}\n")
+    result = Guard(FixedReplies(['items = ["a"]'] + ["n = 2"] * 5), GuardConfig(on_exhausted="flag")).run(proc, {"x": 1})
+    assert result.status != "verified"
+    assert any(d.kind == "check_failed" and '["a"]' in d.detail for d in result.deviations), result.deviations

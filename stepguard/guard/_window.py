@@ -15,6 +15,7 @@ cut after its first line.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +44,12 @@ class StreamWatch:
         self.cut_at: str | None = None
         """The step whose line deviated, once the watch has asked for the stream to be cut."""
 
+    @property
+    def judged(self) -> str:
+        """The text up to the end of the last complete line: what a cut reply is (a line still being
+        written when the stream was cut is never read as a step's value)."""
+        return self.text[: self._checked]
+
     def feed(self, delta: str) -> bool:
         """Add ``delta``; True when the stream should be cut (a completed step deviates)."""
         self.text += delta
@@ -55,14 +62,12 @@ class StreamWatch:
     def _deviates(self, text: str) -> bool:
         index = self.procedure.index_of
         trace = parse_trace(text, var_names=self.procedure.variables)
-        seen = [index[r.var] for r in trace.records if r.var in index]
+        # only the window's own steps decide how far to judge: a line of a step beyond the window is
+        # left to the chunk check of the whole reply, as chunked mode leaves it
+        seen = [index[r.var] for r in trace.records if r.var in index and self.start <= index[r.var] < self.end]
         if not seen:
             return False
-        furthest = max(seen)
-        if furthest >= self.end:  # a step beyond the window: the chunk check names it
-            upto = self.end
-        else:
-            upto = furthest  # the furthest step may still be being written: judge the ones before it
+        upto = max(seen)  # the furthest step may still be being written: judge the ones before it
         if upto <= self.start:
             return False
         verdict = verify_chunk(self.procedure, self.start, upto, self.env, trace)
@@ -89,8 +94,15 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
     finally:
         if stream.response is None:
             stream.close()
-    assert stream.response is not None
-    return stream.response
+    return _as_cut(stream.response, watch)
+
+
+def _as_cut(response: ChatResponse | None, watch: StreamWatch) -> ChatResponse:
+    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged."""
+    assert response is not None
+    if response.finish_reason != "cut":
+        return response
+    return dataclasses.replace(response, text=watch.judged)
 
 
 async def aread_window(model: Any, messages: list[ChatMessage], settings: GenerationSettings, watch: StreamWatch) -> ChatResponse:
@@ -103,5 +115,4 @@ async def aread_window(model: Any, messages: list[ChatMessage], settings: Genera
     finally:
         if stream.response is None:
             await stream.aclose()
-    assert stream.response is not None
-    return stream.response
+    return _as_cut(stream.response, watch)

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, parse_number
-from stepguard.procedure import Procedure, Step, apply_scale
+from stepguard.procedure import Procedure, Step, apply_scale, format_value
 from stepguard.trace import Record, Trace, parse_trace
 from stepguard.verify._deviation import Deviation
 
@@ -240,8 +240,7 @@ def verify_chunk(
         try:
             want = expected_value(procedure, pos, local)
         except EvaluationError as exc:  # on the values committed so far, which a flag policy may have kept wrong
-            read = ", ".join(f"{n} = {local[n] if isinstance(local[n], (str, bool)) else format_number(local[n])}"
-                             for n in procedure.reads(pos) if n in local)
+            read = ", ".join(f"{n} = {format_value(local[n])}" for n in procedure.reads(pos) if n in local)
             return fail(Deviation(kind="check_failed", step=want_var,
                                   detail=f"{want_var} cannot be evaluated on the values it reads ({read}): {exc}"), value)
         if want is not None and (value != want or isinstance(value, bool) != isinstance(want, bool)):
