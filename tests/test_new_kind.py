@@ -131,3 +131,56 @@ def test_a_wrong_reply_is_re_asked_with_the_kinds_note(upper: type[Kind]) -> Non
     assert [e.kind for e in result.deviations] == ["check_failed"]
     assert "shout = ?    (who in capital letters)" in prompts[0]
     assert "Your reply `Ada` was not accepted: shout is not who in capitals" in prompts[1]
+
+
+def test_a_kind_whose_model_defaults_its_own_kind_survives_save_and_load(tmp_path: Any) -> None:
+    from stepguard.procedure import load_procedure, save_procedure
+
+    class Note(Kind):
+        name = "note"
+
+        class step_model(Step):  # noqa: N801
+            kind: Literal["note"] = "note"
+            type: Literal["string"] = "string"
+
+    register_kind(Note)
+    try:
+        proc = parse_procedure("inputs: {}\nsteps:\n  - {var: n, kind: note}\n")
+        for suffix in ("yaml", "json"):
+            path = tmp_path / f"p.{suffix}"
+            save_procedure(proc, path)
+            assert load_procedure(path).steps[0].kind == "note"
+    finally:
+        unregister_kind("note")
+
+
+def test_registration_refuses_another_class_of_a_taken_name_and_a_model_of_another_kind() -> None:
+    class Compute(Kind):  # a user's class that shares the built-in's class name
+        name = "compute"
+
+        class step_model(Step):  # noqa: N801
+            kind: Literal["compute"] = "compute"
+
+    with pytest.raises(ProcedureError, match="already registered by stepguard.kinds.compute.Compute"):
+        register_kind(Compute)
+
+    class Lower(Kind):
+        name = "upper"
+
+        class step_model(Step):  # noqa: N801
+            kind: Literal["lower"]
+
+    with pytest.raises(ProcedureError, match=r"kind must be Literal\['upper'\]"):
+        register_kind(Lower)
+    assert parse_procedure("inputs: [x]\nsteps:\n  - {var: a, expr: x + 1}\n").steps[0].kind == "compute"  # nothing replaced
+
+
+def test_the_schema_states_what_the_loader_refuses_where_a_schema_can() -> None:
+    import jsonschema
+
+    from stepguard.procedure import procedure_json_schema
+
+    validator = jsonschema.Draft202012Validator(procedure_json_schema())
+    assert not validator.is_valid({"steps": []})
+    assert not validator.is_valid({"steps": [{"var": "1a", "expr": "1"}]})
+    assert validator.is_valid({"steps": [{"var": "a1", "expr": "1"}]})

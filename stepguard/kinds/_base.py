@@ -22,7 +22,7 @@ Adding a kind is one module and one registration::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, parse_number
@@ -199,10 +199,14 @@ def register_kind(cls: _K) -> _K:
     if not isinstance(name, str) or not name.isidentifier():
         raise ProcedureError(f"step kind {cls.__name__}: 'name' must be an identifier, not {name!r}")
     old = _KINDS.get(name)
-    if old is not None and type(old).__qualname__ != cls.__qualname__:
-        raise ProcedureError(f"step kind {name!r} is already registered by {type(old).__qualname__}")
+    same = old is not None and (type(old).__module__, type(old).__qualname__) == (cls.__module__, cls.__qualname__)
+    if old is not None and (not same or name in _BUILT_IN):  # a reload of a module re-registers its own class
+        raise ProcedureError(f"step kind {name!r} is already registered by {type(old).__module__}.{type(old).__qualname__}")
     if not (isinstance(model, type) and issubclass(model, Step)) or "kind" not in model.model_fields:
         raise ProcedureError(f"step kind {name!r}: step_model must subclass stepguard.procedure.Step")
+    if get_args(model.model_fields["kind"].annotation) != (name,):
+        raise ProcedureError(f"step kind {name!r}: its step model's kind must be Literal[{name!r}], "
+                             f"not {model.model_fields['kind'].annotation}")
     _KINDS[name] = cls()
     use_step_models({k: type(v).step_model for k, v in _KINDS.items()})
     return cls

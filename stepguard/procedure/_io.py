@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from stepguard.errors import ProcedureError
-from stepguard.procedure._model import InputSpec, Procedure, Step, procedure_error
+from stepguard.procedure._model import DEFAULT_KIND, InputSpec, Procedure, Step, procedure_error
 
 __all__ = ["LoadLimits", "load_procedure", "parse_procedure", "procedure_errors", "procedure_json_schema", "save_procedure"]
 
@@ -129,7 +129,7 @@ def _step_model(loc: tuple[Any, ...], data: dict[str, Any]) -> type[Step] | None
     from stepguard.kinds import get_kind
 
     try:
-        return get_kind(str(steps[loc[1]].get("kind", "compute"))).step_model
+        return get_kind(str(steps[loc[1]].get("kind", DEFAULT_KIND))).step_model
     except KeyError:
         return None
 
@@ -316,6 +316,9 @@ def save_procedure(procedure: Procedure, path: str | Path) -> None:
     """Write ``procedure`` as YAML or JSON (by suffix), leaving out unset defaults."""
     p = Path(path)
     data = procedure.model_dump(mode="json", exclude_defaults=True)
+    for step, written in zip(procedure.steps, data["steps"], strict=True):
+        if step.kind != DEFAULT_KIND:  # a kind's model may default its own kind: the file must still name it
+            written["kind"] = step.kind
     if p.suffix.lower() == ".json":
         p.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     else:

@@ -132,6 +132,10 @@ _InputsForms = list[InputSpec | _Name] | Annotated[
 """The forms ``inputs`` accepts: a list of specs or names, or a mapping of name to type or fields."""
 
 
+DEFAULT_KIND = "compute"
+"""The kind of a step that names none (``kind`` left out of a procedure file)."""
+
+
 class Step(BaseModel):
     """One step: the variable it produces and how its value is verified; the base of every step kind's model.
 
@@ -162,8 +166,8 @@ class Step(BaseModel):
     choices_per_item: ClassVar[bool] = False
     """Whether ``choices`` may restrict a value of any type (each item of a text step), not only ``one_of``."""
 
-    var: str = Field(description="The variable this step produces.")
-    kind: str = Field("compute", description="The step kind: compute (the default), tool, extract, text, or a registered kind.")
+    var: str = Field(description="The variable this step produces.", json_schema_extra={"pattern": _IDENT.pattern})
+    kind: str = Field(DEFAULT_KIND, description="The step kind: compute (the default), tool, extract, text, or a registered kind.")
     instruction: str | None = Field(None, max_length=4000, description="Natural-language instruction shown to the model.")
     type: ValueType = Field("number", description="Value type of the variable.")
     scale: Annotated[int, Field(ge=0, le=30)] | None = Field(None, description="Decimal places for type decimal.")
@@ -193,7 +197,7 @@ class Step(BaseModel):
                 if key in mine or not isinstance(key, str):
                     continue
                 owners = [k for k in step_kinds() if key in _field_names(k.step_model)]
-                kind = data.get("kind", "compute")
+                kind = data.get("kind", DEFAULT_KIND)
                 if owners and all(k.step_model.computes for k in owners):
                     raise _field_error(key, f"a {kind} step has no {key}: its value comes from the {cls.value_from}")
                 if owners:
@@ -275,7 +279,7 @@ class Procedure(BaseModel):
         (), max_length=1000,
         description="Declared inputs: a mapping of name to type or to {type, description}, or a list of names or InputSpec objects.",
     )
-    steps: tuple[Step, ...] = Field(description="Ordered steps.", max_length=100_000)
+    steps: tuple[Step, ...] = Field(description="Ordered steps.", max_length=100_000, json_schema_extra={"minItems": 1})
     answer: str | None = Field(None, description="Variable holding the final answer; default: the last step's.")
 
     @field_validator("inputs", mode="before", json_schema_input_type=_InputsForms)
@@ -513,7 +517,7 @@ def use_step_models(models: Mapping[str, type[Step]]) -> None:
     names = ", ".join(sorted(models))
 
     def kind_of(value: Any) -> str | None:
-        kind = value.get("kind", "compute") if isinstance(value, Mapping) else getattr(value, "kind", None)
+        kind = value.get("kind", DEFAULT_KIND) if isinstance(value, Mapping) else getattr(value, "kind", None)
         return kind if isinstance(kind, str) and kind in models else None
 
     members = tuple(Annotated[model, Tag(name)] for name, model in models.items())
