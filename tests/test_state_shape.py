@@ -46,7 +46,7 @@ def test_a_first_shape_checkpoint_is_read_in_the_new_shape() -> None:
         ({"stop": "paused"}, "stop reason reads 'paused'"),
         ({"stop": {"reason": "budget", "budget": 3}}, "stop reason reads"),
         ({"usage": {"model_calls": "many"}}, "usage reads"),
-        ({"deviation": {"kind": "felt_wrong", "step": "b"}}, "deviation does not read"),
+        ({"deviation": {"kind": "felt_wrong", "step": "b"}}, "deviation or events do not read"),
     ],
 )
 def test_a_checkpoint_this_version_did_not_write_is_refused_with_the_reason(change: dict, why: str) -> None:
@@ -75,3 +75,30 @@ def test_a_finished_run_resumes_as_finished_from_its_checkpoint(tmp_path) -> Non
     again = Guard(FixedReplies([]), checkpointer=saver).run(proc, {"x": 2}, thread_id="t")  # no call: it is finished
     assert first.status == again.status == "verified"
     assert again.values == {"a": 3, "b": 6}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("cursor", "2"), ("cursor", None), ("cursor", -1), ("values", {"s1": 3}), ("values", None), ("actions", [1]),
+     ("step_reprompts", "x"), ("chunk_size", -3), ("events", None), ("events", [5]), ("finished_at", "yesterday"),
+     ("deviation", "bad"), ("kept_value", "ab"), ("pending_call", 1)],
+)
+def test_a_field_this_version_did_not_write_is_refused_by_name(field: str, value: object) -> None:
+    with pytest.raises(CheckpointError, match=f"checkpoint's .*{field}"):
+        GuardState.of({**OLD, "shape": 2, "usage": {"model_calls": 3}, field: value})
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [({"cursor": 99}, "cursor 99 is past"), ({"values": {"zz": "1"}, "cursor": 1}, "variables the procedure does not have: zz"),
+     ({"provenance": {"a": "banana"}}, "provenance 'banana'"), ({"rung": "nope"}, "rung 'nope' is not registered"),
+     ({"values": {"a": "3"}, "cursor": 0}, "1 committed values for a cursor at step 0")],
+)
+def test_a_checkpoint_that_does_not_fit_the_procedure_is_refused(change: dict, why: str) -> None:
+    from stepguard.guard._state import check_against
+
+    proc = parse_procedure(PROC)
+    base = {"shape": 2, "cursor": 1, "values": {"a": "3"}, "provenance": {"a": "model_verified"}}
+    with pytest.raises(CheckpointError, match=why):
+        check_against(GuardState.of({**base, **change}), proc)
+    check_against(GuardState.of(base), proc)  # the state as written fits

@@ -17,7 +17,7 @@ from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
-from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext
+from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, check_against
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.kinds import kind_of
@@ -172,6 +172,7 @@ class Guard:
                 whose recorded actions forbid going on (:func:`_refuse_unsafe_actions`).
         """
         _refuse_other_work(tid, identity_diff(values.get("identity"), ctx.identity))
+        check_against(GuardState.of(values), ctx.procedure)
         start, finished = self._plan_start(values)
         if not finished:
             _refuse_unsafe_actions(tid, ctx, GuardState.of(values))

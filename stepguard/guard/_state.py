@@ -22,7 +22,7 @@ from stepguard.procedure import Procedure
 from stepguard.tools import Env, ToolSet
 from stepguard.verify import Deviation
 
-__all__ = ["STATE_SHAPE", "GuardState", "RunContext", "RunUsage", "Stop", "StopReason", "json_update"]
+__all__ = ["STATE_SHAPE", "check_against", "GuardState", "RunContext", "RunUsage", "Stop", "StopReason", "json_update"]
 
 
 STATE_SHAPE = 2
@@ -203,12 +203,14 @@ class GuardState:
         Raises:
             CheckpointError: a field that does not read as what this version writes.
         """
+        _check_fields(self)
         try:
             if isinstance(self.deviation, Mapping):
                 self.deviation = Deviation.model_validate(dict(self.deviation))
             self.events = [e if isinstance(e, DeviationEvent) else _event_of(e) for e in self.events]
-        except ValueError as exc:  # pydantic's ValidationError
-            raise CheckpointError(f"a checkpoint's deviation does not read as one: {str(exc).splitlines()[0]}") from None
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError, an event that is no mapping
+            raise CheckpointError(f"a checkpoint's deviation or events do not read as this version writes them: "
+                                  f"{str(exc).splitlines()[0]}") from None
         self.stop = Stop.read(self.stop)
         self.usage = RunUsage.read(self.usage)
 
@@ -243,6 +245,89 @@ class GuardState:
         """The state as a checkpoint holds it (JSON-friendly), ``events`` left out (they accumulate in their channel)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "events"}
         return json_update(out)
+
+
+def _count(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _text_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+
+
+def _count_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _count(x) for k, x in v.items())
+
+
+def _pair(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v)
+
+
+_FIELD_RULES: dict[str, tuple[Any, str]] = {
+    **{n: (_count, "a whole number, 0 or more") for n in
+       ("shape", "cursor", "chunk_no", "chunk_size", "chunk_start", "chunk_end", "attempt", "reprompts")},
+    **{n: (lambda v: v is None or isinstance(v, str), "text or null") for n in
+       ("rung", "note", "derived_spent", "derived_note", "model_value", "spent")},
+    "reply": (lambda v: isinstance(v, str), "text"),
+    "finish_reason": (lambda v: isinstance(v, str), "text"),
+    "pending_call": (lambda v: type(v) is bool, "true or false"),
+    "values": (_text_map, "a mapping of variable to value text"),
+    "provenance": (_text_map, "a mapping of variable to provenance"),
+    "step_reprompts": (_count_map, "a mapping of variable to a count"),
+    "step_chunk": (_count_map, "a mapping of variable to a chunk number"),
+    "tool_calls": (lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v), "a list of calls"),
+    "verified": (lambda v: isinstance(v, list) and all(_pair(p) for p in v), "a list of [variable, value text]"),
+    "kept_value": (lambda v: v is None or _pair(v), "null or [variable, value text]"),
+    "events": (lambda v: isinstance(v, list), "a list of events"),
+    "identity": (lambda v: isinstance(v, dict), "a mapping"),
+    "actions": (lambda v: isinstance(v, dict), "a mapping of step to action"),
+    "deviation": (lambda v: v is None or isinstance(v, (Deviation, Mapping)), "null or a deviation"),
+    "finished_at": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)), "null or a time"),
+}
+"""What each checkpointed field must hold; anything else is a checkpoint this version did not write."""
+
+
+def _check_fields(state: GuardState) -> None:
+    """Refuse a field that does not hold what this version writes, naming it.
+
+    Raises:
+        CheckpointError: the field and what it holds.
+    """
+    for name, (ok, what) in _FIELD_RULES.items():
+        value = getattr(state, name, None)
+        if not ok(value):
+            raise CheckpointError(f"a checkpoint's {name} reads {str(value)[:80]!r}, not {what}: "
+                                  "not a state this version of stepguard wrote")
+
+
+def check_against(state: GuardState, procedure: Any) -> None:
+    """Refuse a checkpointed state that does not fit ``procedure``: a cursor past its steps, values
+    of variables it does not have, a provenance or rung this version does not know.
+
+    Raises:
+        CheckpointError: what does not fit, named.
+    """
+    from typing import get_args as _args
+
+    from stepguard.guard._result import Provenance
+    from stepguard.guard.rungs import rung_names
+
+    problems = []
+    if state.cursor > len(procedure.steps):
+        problems.append(f"cursor {state.cursor} is past the procedure's {len(procedure.steps)} steps")
+    unknown = sorted(set(state.values) - set(procedure.variables))
+    if unknown:
+        problems.append(f"values of variables the procedure does not have: {', '.join(unknown[:5])}")
+    if len(state.values) != state.cursor and not unknown:
+        problems.append(f"{len(state.values)} committed values for a cursor at step {state.cursor}")
+    known = set(_args(Provenance))
+    odd = sorted({p for p in state.provenance.values() if p not in known})
+    if odd:
+        problems.append(f"provenance {', '.join(map(repr, odd[:3]))} (this version knows {', '.join(sorted(known))})")
+    if state.rung is not None and state.rung not in rung_names():
+        problems.append(f"rung {state.rung!r} is not registered")
+    if problems:
+        raise CheckpointError("the checkpoint does not fit the procedure: " + "; ".join(problems))
 
 
 def _event_of(data: Any) -> DeviationEvent:
