@@ -100,7 +100,7 @@ def test_a_bad_procedure_file_exits_5_with_every_error(tmp_path: Path, command: 
     out = CliRunner().invoke(app, args)
     assert out.exit_code == ExitCode.PROCEDURE == 5, out.output
     assert out.stderr.splitlines() == [
-        f"error: {path}: inputs.hours.defualt: unknown field 'defualt' (allowed: type, description)",
+        f"error: {path}: inputs.hours.defualt: unknown field 'defualt' (allowed: type, description, choices)",
         f"error: {path}: steps[0].type (gross): 'decimal' needs 'scale' (the number of places)",
         f"error: {path}: steps[1].type (net): 'decimall' is not one of 'integer', 'decimal', 'boolean', 'string', 'one_of' or 'number'",
     ]

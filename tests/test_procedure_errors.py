@@ -26,7 +26,7 @@ steps:
   - {var: net, expr: gross - 1, type: decimall}
 """
 WANT = [  # (location, message fragment), in file order
-    ("inputs.hours.defualt", "unknown field 'defualt' (allowed: type, description)"),
+    ("inputs.hours.defualt", "unknown field 'defualt' (allowed: type, description, choices)"),
     ("steps[1].type (gross)", "'decimal' needs 'scale' (the number of places)"),
     ("steps[2].type (net)", "'decimall' is not one of 'integer', 'decimal'"),
 ]
@@ -56,7 +56,7 @@ def test_inputs_as_a_list_are_located_by_index(tmp_path: Path) -> None:
     text = "inputs:\n  - {name: hours, defualt: 40}\n  - {name: rate, type: money}\nsteps:\n  - {var: a, expr: hours}\n"
     path, lines = _error(tmp_path, "p.yaml", text)
     assert lines == [
-        f"{path}: inputs[0].defualt: unknown field 'defualt' (allowed: name, type, description)",
+        f"{path}: inputs[0].defualt: unknown field 'defualt' (allowed: name, type, description, choices)",
         f"{path}: inputs[1].type: 'money' is not one of 'integer', 'decimal', 'boolean', 'string', 'one_of' or 'number'",
     ]
 
@@ -91,3 +91,24 @@ def test_every_cross_step_error_is_shown(tmp_path: Path) -> None:
         f"{path}: steps[2].check (b): reads 'c', which is not an input or an earlier variable",
         f"{path}: answer: answer 'zz' is not a step variable",
     ]
+
+
+def test_a_one_of_input_declares_its_choices_and_a_value_outside_them_is_refused() -> None:
+    """New user's finding: `zone: one_of` took `mars`, and the expression's else branch verified."""
+    from stepguard.procedure import parse_procedure
+
+    with pytest.raises(ProcedureError, match=r"inputs\.zone\.type: 'one_of' needs 'choices'"):
+        parse_procedure("inputs: {zone: one_of}\nsteps:\n  - {var: r, expr: \"1\"}\n")
+    with pytest.raises(ProcedureError, match=r"inputs\.zone\.choices: choices apply only to type one_of"):
+        parse_procedure("inputs: {zone: {type: string, choices: [eu]}}\nsteps:\n  - {var: r, expr: \"1\"}\n")
+    proc = parse_procedure("inputs:\n  zone: {type: one_of, choices: [eu, world]}\nsteps:\n  - {var: r, expr: \"2 if zone == 'eu' else 3\"}\n")
+    assert proc.bind_inputs({"zone": "world"}) == {"zone": "world"}
+    with pytest.raises(ProcedureError, match="inputs.zone: got 'mars', not one of eu, world"):
+        proc.bind_inputs({"zone": "mars"})
+
+
+def test_a_number_given_for_an_expression_says_to_quote_it() -> None:
+    from stepguard.procedure import parse_procedure
+
+    with pytest.raises(ProcedureError, match=r'expr: "0.085"'):
+        parse_procedure("inputs: [x]\nsteps:\n  - {var: a, expr: 0.085}\n")

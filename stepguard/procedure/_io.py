@@ -215,6 +215,10 @@ def procedure_errors(exc: ValidationError, data: dict[str, Any]) -> list[tuple[s
                 message = f"at least {ctx.get('min_length')} {unit} needed, got {len(got) if hasattr(got, '__len__') else '?'}"
         elif kind in _KINDS:
             message = f"expected {_KINDS[kind]}, got {_got(got)}"
+            field = next((p for p in reversed(_untagged(loc)) if isinstance(p, str)), "")
+            if kind == "string_type" and isinstance(got, (int, float)) and not isinstance(got, bool) and (
+                    field in ("expr", "check") or (len(loc) > 3 and loc[-2] == "args")):
+                message += f" (an expression is text: write it in quotes, {field}: \"{got}\", so its digits are read as written)"
         else:  # a kind not mapped above: pydantic's message without its prefixes
             message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         out.append((_location(loc, data), message))

@@ -108,11 +108,21 @@ class InputSpec(BaseModel):
     name: str = Field(description="Input name, used in expressions.")
     type: ValueType = Field("number", description="Value type of the input.")
     description: str | None = Field(None, max_length=2000, description="What the input means.")
+    choices: tuple[str, ...] | None = Field(None, max_length=1000, description="type one_of: the values the input may take.")
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return _check_name(v, "input")
+
+    @model_validator(mode="after")
+    def _choices(self) -> InputSpec:
+        # a one_of input without its choices would take any text, and an expression's `else` branch with it
+        if self.type == "one_of" and not self.choices:
+            raise _field_error("type", "'one_of' needs 'choices' (the values the input may take)")
+        if self.choices is not None and self.type != "one_of":
+            raise _field_error("choices", f"choices apply only to type one_of, and this input is of type {self.type}")
+        return self
 
 
 class InputFields(TypedDict, total=False):
@@ -123,6 +133,7 @@ class InputFields(TypedDict, total=False):
 
     type: ValueType
     description: Annotated[str, Field(max_length=2000)] | None
+    choices: list[str]
 
 
 _Name = Annotated[str, StringConstraints(pattern=_IDENT.pattern)]
@@ -396,7 +407,12 @@ class Procedure(BaseModel):
             )
         from stepguard.procedure._values import coerce_value
 
-        return {n: coerce_value(v, declared[n].type, f"inputs.{n}") for n, v in inputs.items()}
+        bound = {n: coerce_value(v, declared[n].type, f"inputs.{n}") for n, v in inputs.items()}
+        for n, value in bound.items():
+            choices = declared[n].choices
+            if choices is not None and value not in choices:
+                raise ProcedureError(f"got {value!r}, not one of {', '.join(choices)}", f"inputs.{n}")
+        return bound
 
     def expected_value(self, index: int, env: Mapping[str, Any]) -> Number | str | None:
         """The evaluator's value of step ``index`` (0-based) given ``env``, rounded per ``scale``/``rounding``.
