@@ -37,8 +37,7 @@ from typing import Any, Literal
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
-from stepguard.guard._result import value_text
+from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, value_text
 from stepguard.procedure import Procedure, Step
 
 from ._client_errors import InvalidGuardedCall

@@ -35,8 +35,8 @@ from stepguard.guard._identity import identity_digest
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
-from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.kinds import KindVerdict, kind_of
+from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure, Step, format_value
 from stepguard.tools import calls_from_native
 from stepguard.trace import parse_trace

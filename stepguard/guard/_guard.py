@@ -18,9 +18,9 @@ from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallO
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext
+from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
-from stepguard.kinds import kind_of
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
 
 __all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]

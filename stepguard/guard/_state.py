@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass, field, fields
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel

@@ -30,23 +30,20 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Any, Literal
+from fractions import Fraction
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from stepguard.errors import EvaluationError
-from fractions import Fraction
-
 from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, show_value, step_line
-from stepguard.procedure import Procedure, Step, apply_scale
-from stepguard.procedure._format import format_value
-from stepguard.procedure._model import _field_error
+from stepguard.procedure import Procedure, Step, apply_scale, field_error, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation
-from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, scan_numbers
+from stepguard.verify import Percent, SourceNumbers, after_label, scan_numbers
 
 __all__ = ["Extract", "ExtractStep", "dates_in", "fields_after", "label_tails", "normal_value", "numbers_in", "one_date",
            "source_numbers", "verify_extract"]
@@ -71,11 +68,11 @@ class ExtractStep(Step):
     @model_validator(mode="after")
     def _reads_a_value(self) -> ExtractStep:
         if self.type == "boolean":
-            raise _field_error("type", "an extract step reads a number or a string, not a boolean")
+            raise field_error("type", "an extract step reads a number or a string, not a boolean")
         if self.percent is not None and self.type in ("string", "one_of"):
-            raise _field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
+            raise field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
         if self.percent == "fraction" and self.type == "integer":
-            raise _field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
+            raise field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
         return self
 
     def text_inputs(self) -> tuple[str, ...]:

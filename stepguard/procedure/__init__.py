@@ -4,7 +4,7 @@ input values read strictly from a file (:func:`load_inputs_file`)."""
 from stepguard.procedure._format import format_value, json_text
 from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
-from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType
+from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType, field_error, use_step_models
 from stepguard.procedure._values import apply_scale, coerce_value, round_to_scale
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "ValueType",
     "apply_scale",
     "coerce_value",
+    "field_error",
     "format_value",
     "json_text",
     "load_inputs_file",
@@ -25,6 +26,7 @@ __all__ = [
     "procedure_json_schema",
     "round_to_scale",
     "save_procedure",
+    "use_step_models",
 ]
 
 # The built-in step kinds register their step models (stepguard.kinds): last, once every name above is bound.

@@ -167,7 +167,7 @@ class Tool:
                 raise ToolTimeout(f"tool {self.name} ran past its {self.timeout_s} s timeout", self.name, step) from None
             except StepguardError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure of the user's code is the step's typed failure
+            except Exception as exc:
                 raise ToolError(f"tool {self.name} raised {type(exc).__name__}: {str(exc)[:300]}", self.name, step) from exc
         finally:
             pool.shutdown(wait=False)
@@ -182,11 +182,11 @@ class Tool:
             if inspect.iscoroutinefunction(self.fn):
                 return await asyncio.wait_for(self.fn(**kwargs), self.timeout_s)
             return await asyncio.wait_for(asyncio.to_thread(self.fn, **kwargs), self.timeout_s)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise ToolTimeout(f"tool {self.name} ran past its {self.timeout_s} s timeout", self.name, step) from None
         except StepguardError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ToolError(f"tool {self.name} raised {type(exc).__name__}: {str(exc)[:300]}", self.name, step) from exc
 
 

@@ -51,8 +51,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from stepguard.evaluator import Number
-from stepguard.evaluator._numbers import NUMBER_BODY, SIGNS, one_script, read_number
+from stepguard.evaluator import NUMBER_BODY, SIGNS, Number, one_script, read_number
 from stepguard.trace._records import Answer, Record, Trace
 
 __all__ = ["parse_trace"]
