@@ -22,8 +22,7 @@ from stepguard.cli._deferred import Deferred
 from stepguard.cli._exit import ExitCode, fail
 
 if TYPE_CHECKING:
-    from stepguard.guard import GuardConfig
-    from stepguard.guard import GuardOptions
+    from stepguard.guard import GuardConfig, GuardOptions
 
 __all__ = [
     "Adaptive",
@@ -45,7 +44,8 @@ __all__ = [
 
 
 ChunkSize = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Steps per model call.")]
-Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive", help="Shrink chunks after deviations, grow them after clean ones.")]
+Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive",
+                                                  help="Shrink chunks after deviations, grow them after clean ones.")]
 PolicyOption = Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="What the guard does at a deviation:")]
 OnExhausted = Annotated[Optional[str], typer.Option("--on-exhausted", metavar="ACTION", help="What happens when a budget is spent:")]
 MaxReprompts = Annotated[Optional[int], typer.Option("--max-reprompts", metavar="N", help="Re-prompts per step.")]

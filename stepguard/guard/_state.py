@@ -105,7 +105,8 @@ class RunUsage:
             raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not a mapping of counts")
         names = {f.name for f in fields(cls)}
         try:
-            return cls(**{k: (float(v) if k == "model_s" else int(v)) for k, v in value.items() if k in names})
+            counts: dict[str, Any] = {k: (float(v) if k == "model_s" else int(v)) for k, v in value.items() if k in names}
+            return cls(**counts)
         except (TypeError, ValueError):
             raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not counts") from None
 
@@ -204,8 +205,9 @@ class GuardState:
             CheckpointError: a field that does not read as what this version writes.
         """
         try:
-            if isinstance(self.deviation, Mapping):
-                self.deviation = Deviation.model_validate(dict(self.deviation))
+            written: object = self.deviation  # a checkpoint's channel holds the deviation's JSON
+            if isinstance(written, Mapping):
+                self.deviation = Deviation.model_validate(dict(written))
             self.events = [e if isinstance(e, DeviationEvent) else _event_of(e) for e in self.events]
         except ValueError as exc:  # pydantic's ValidationError
             raise CheckpointError(f"a checkpoint's deviation does not read as one: {str(exc).splitlines()[0]}") from None
@@ -266,7 +268,8 @@ def json_update(update: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class RunContext:
-    """Objects a run needs that are not state: the graph's run-scoped context (LangGraph's ``context_schema``, reached by nodes as ``runtime.context``)."""
+    """Objects a run needs that are not state: the graph's run-scoped context (LangGraph's
+    ``context_schema``, reached by nodes as ``runtime.context``)."""
 
     procedure: Procedure
     model: ChatModel

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
 
@@ -42,8 +42,7 @@ from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, sh
 from stepguard.procedure import Procedure, Step, apply_scale, field_error, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
-from stepguard.verify import Deviation
-from stepguard.verify import Percent, SourceNumbers, after_label, scan_numbers
+from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, scan_numbers
 
 __all__ = ["Extract", "ExtractStep", "dates_in", "fields_after", "label_tails", "normal_value", "numbers_in", "one_date",
            "source_numbers", "verify_extract"]
@@ -83,7 +82,8 @@ class ExtractStep(Step):
 _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                            "september", "october", "november", "december"))}
 _MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
-_MON = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
+_MON = (r"(january|february|march|april|may|june|july|august|september|october|november|december"
+        r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?")
 _B, _E = r"(?<![\w.,/-])", r"(?!\w|[-/.,]\d)"  # a date is a whole token: not 2024-03-05 in INV-2024-03-05-7
 _DATES = (
     (re.compile(rf"{_B}(\d{{4}})[-/.](\d{{1,2}})[-/.](\d{{1,2}}){_E}"), "ymd"),
@@ -242,7 +242,7 @@ def _string_occurs(value: str, step: ExtractStep, source: str) -> bool:
     fold = step.type == "one_of" and sum(c.casefold() == value.casefold() for c in step.choices or ()) == 1
     if not step.label:
         return _whole_words(value, source, fold)
-    same = (lambda a, b: a.casefold() == b.casefold()) if fold else (lambda a, b: a == b)
+    same: Callable[[str, str], bool] = (lambda a, b: a.casefold() == b.casefold()) if fold else (lambda a, b: a == b)
     return any(same(f, value) for tail in label_tails(source, step.label) for f in fields_after(tail))
 
 
@@ -431,6 +431,7 @@ class Extract(Kind):
             return None
         type_ = "string" if "a string" in notes else "number"
         try:
-            return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None, "type": type_})
+            return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None,
+                                               "type": type_})
         except ValueError:
             return None

@@ -144,7 +144,8 @@ def _schema_errors(schema: Mapping[str, Any], data: Any) -> str | None:
     except ImportError:
         from stepguard.errors import MissingExtraError
 
-        raise MissingExtraError("a text step's schema needs the jsonschema package: pip install 'stepguard[agent]'", "agent", "jsonschema") from None
+        raise MissingExtraError("a text step's schema needs the jsonschema package: pip install 'stepguard[agent]'",
+                                "agent", "jsonschema") from None
     errors = sorted(jsonschema.Draft202012Validator(dict(schema)).iter_errors(data), key=lambda e: list(e.absolute_path))
     if not errors:
         return None
@@ -171,7 +172,7 @@ def verify_text(procedure: Procedure, index: int, env: Mapping[str, Any], reply:
     got = f"{var} = {raw}"[:200]
 
     def fail(kind: str, detail: str) -> KindVerdict:
-        out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)  # type: ignore[arg-type]
+        out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)
         return out
 
     items: list[str]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import re
+import types
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator, with_config
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
@@ -123,11 +124,10 @@ class InputSpec(BaseModel):
         return _check_name(v, "input")
 
 
+@with_config(ConfigDict(extra="forbid"))
 class InputFields(TypedDict, total=False):
     """An input's fields in the mapping form of ``inputs`` (``subtotal: {type: decimal, description: ...}``);
     the mapping key is the input's name. Used for the JSON Schema only: the loader builds an :class:`InputSpec`."""
-
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
     type: ValueType
     description: Annotated[str, Field(max_length=2000)] | None
@@ -374,7 +374,7 @@ class Procedure(BaseModel):
     @cached_property
     def _reads(self) -> tuple[tuple[str, ...], ...]:
         out = []
-        for step, expr, check in zip(self.steps, self.compiled, self.compiled_checks):
+        for step, expr, check in zip(self.steps, self.compiled, self.compiled_checks, strict=True):
             names: list[str] = []
             others = [compile_expression(src) for f, src in step.expressions() if f not in ("expr", "check") and src is not None]
             for c in (expr, check, *others):
@@ -524,9 +524,12 @@ def use_step_models(models: Mapping[str, type[Step]]) -> None:
         kind = value.get("kind", "compute") if isinstance(value, Mapping) else getattr(value, "kind", None)
         return kind if isinstance(kind, str) and kind in models else None
 
+    # built at run time from the registry: typing's forms called as values, which type checkers do not read as types
     members = tuple(Annotated[model, Tag(name)] for name, model in models.items())
-    error = {"custom_error_type": "step_kind", "custom_error_message": f"not a step kind (kinds: {names})"}
+    either: Any = Union.__getitem__(members)
+    discriminator = Discriminator(kind_of, custom_error_type="step_kind", custom_error_message=f"not a step kind (kinds: {names})")
     # a union needs two members; with one, the member and the tag check of its Literal kind
-    union = Annotated[Union[members], Discriminator(kind_of, **error)] if len(members) > 1 else next(iter(models.values()))
-    Procedure.model_fields["steps"].annotation = tuple[union, ...]  # type: ignore[valid-type]  # built at run time from the registry
+    union = Annotated[either, discriminator] if len(members) > 1 else next(iter(models.values()))
+    steps_type: Any = types.GenericAlias(tuple, (union, ...))  # tuple[union, ...]
+    Procedure.model_fields["steps"].annotation = steps_type
     Procedure.model_rebuild(force=True)

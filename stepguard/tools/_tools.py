@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Union
+from typing import Any
 
 from stepguard.errors import ProcedureError, StepguardError, ToolError, ToolTimeout
 from stepguard.evaluator import Number, format_number
@@ -157,7 +157,9 @@ class Tool:
 
     def _call(self, kwargs: dict[str, Any], step: str | None) -> Any:
         if inspect.iscoroutinefunction(self.fn):
-            return asyncio.run(self._acall(kwargs, step)) if not _running_loop() else _in_thread(lambda: asyncio.run(self._acall(kwargs, step)))
+            if not _running_loop():
+                return asyncio.run(self._acall(kwargs, step))
+            return _in_thread(lambda: asyncio.run(self._acall(kwargs, step)))
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tool-{self.name}")
         try:
             future = pool.submit(self.fn, **kwargs)
@@ -254,7 +256,7 @@ class ToolSet(Mapping[str, Tool]):
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-ToolLike = Union[Tool, Callable[..., Any], Any]
+ToolLike = Tool | Callable[..., Any] | Any
 
 
 def _one(name: str | None, obj: Any) -> Tool:
@@ -272,7 +274,7 @@ def _one(name: str | None, obj: Any) -> Tool:
                     origin=getattr(obj, "func", None) or getattr(obj, "coroutine", None) or obj)
     if not callable(obj):
         raise TypeError(f"a tool must be a callable, a stepguard Tool or a LangChain tool, got {type(obj).__name__}")
-    return Tool(name or getattr(obj, "__name__", "tool"), obj)
+    return Tool(name or str(getattr(obj, "__name__", "tool")), obj)
 
 
 def code_fingerprint(obj: Any) -> str:
