@@ -162,13 +162,20 @@ def one_date(text: str) -> str | None:
 
 
 _FIELD_LEAD = re.compile(r"[ \t\u00a0:=|*_#>]*(?:[-\u2013\u2014]+[ \t]+)?")
+
+
+def _lead_end(tail: str) -> int:
+    """Where a field's value starts in ``tail``: after the separators :data:`_FIELD_LEAD` takes."""
+    lead = _FIELD_LEAD.match(tail)
+    assert lead is not None  # every part of the pattern is optional: it matches at least ""
+    return lead.end()
 _FIELD_END = re.compile(r"[|;\t]| {2,}")
 _ASIDE = re.compile(r"\s*\([^()]*\)$")
 
 
 def _date_after(tail: str) -> str | None:
     """The date written right after a label (``: 2024-03-05``, ``: March 5, 2024 (paid)``), in ISO."""
-    rest = tail[_FIELD_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    rest = tail[_lead_end(tail):]
     for pat, order in _DATES:
         m = pat.match(rest)
         if m:
@@ -186,7 +193,7 @@ def fields_after(tail: str) -> list[str]:
     """The string values a label's ``tail`` gives: the whole field after it (past punctuation and
     spaces, up to ``|``, ``;``, a tab or two spaces), and that field without a trailing bracketed
     aside (``UNPAID (since May)``: also ``UNPAID``)."""
-    rest = tail[_FIELD_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    rest = tail[_lead_end(tail):]
     end = _FIELD_END.search(rest)
     field = _plain(rest[:end.start()] if end else rest)
     out = [field] if field else []

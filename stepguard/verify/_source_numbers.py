@@ -182,11 +182,12 @@ def after_label(tail: str) -> str:
     if rate:
         tail = tail[rate.end():]
     lead = _LEAD.match(tail)
-    rest = tail[lead.end():]  # type: ignore[union-attr]
+    assert lead is not None  # every part of the pattern is optional: it matches at least ""
+    rest = tail[lead.end():]
     m = _TOKEN.match(rest)
     if m is None or (m.group("open") and not m.group("close")):
         return ""
-    if not rate and not _SEPARATOR.search(lead.group()) and _SEPARATOR.search(rest, m.end()):  # type: ignore[union-attr]
+    if not rate and not _SEPARATOR.search(lead.group()) and _SEPARATOR.search(rest, m.end()):
         return ""
     return rest
 
