@@ -37,8 +37,7 @@ from typing import Any, Literal
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
-from stepguard.guard._result import value_text
+from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, value_text
 from stepguard.procedure import Procedure, Step
 
 from ._client_errors import InvalidGuardedCall
@@ -60,6 +59,10 @@ __all__ = [
     "response_shape",
     "usage_body",
 ]
+
+REPORT_ATTRIBUTE = "stepguard"
+"""The attribute a guarded ``ChatCompletion`` or chunk carries its report under (``resp.stepguard``);
+openai's models keep extra attributes, which their types do not declare."""
 
 _RESULT_KEYS = ("answer", "status", "first_unverified")
 _STATUSES = ("verified", "repaired", "flagged", "failed")
@@ -415,7 +418,7 @@ def completion(result: GuardResult, model: str, content: str, *, id: str | None 
     ``usage`` sums every model call the run made (re-prompts and derived sub-steps included).
     """
     resp = ChatCompletion.model_validate(completion_body(model, content, _usage(result), id=id))
-    resp.stepguard = result  # type: ignore[attr-defined]  # openai models keep extra attributes
+    setattr(resp, REPORT_ATTRIBUTE, result)
     return resp
 
 
@@ -450,7 +453,7 @@ def chunk(
 
 def _typed_chunk(body: dict[str, Any], report: StepOutcome | DeviationEvent | GuardResult | None) -> ChatCompletionChunk:
     out = ChatCompletionChunk.model_validate(body)
-    out.stepguard = report  # type: ignore[attr-defined]
+    setattr(out, REPORT_ATTRIBUTE, report)
     return out
 
 
@@ -519,7 +522,7 @@ class GuardedStream(openai.Stream[ChatCompletionChunk]):
     """
 
     def __init__(self, source: Iterator[ChatCompletionChunk]) -> None:  # no super().__init__(): no one HTTP response
-        self.response = None  # type: ignore[assignment]
+        self.response = None  # type: ignore[assignment]  # openai types it an httpx.Response; a guarded run has no one response
         self._source = source
         self._iterator = source
 
@@ -534,7 +537,7 @@ class AsyncGuardedStream(openai.AsyncStream[ChatCompletionChunk]):
     """Async twin of :class:`GuardedStream`: an ``openai.AsyncStream``."""
 
     def __init__(self, source: AsyncIterator[ChatCompletionChunk]) -> None:  # no super().__init__(), as above
-        self.response = None  # type: ignore[assignment]
+        self.response = None  # type: ignore[assignment]  # openai types it an httpx.Response; a guarded run has no one response
         self._source = source
         self._iterator = source
 

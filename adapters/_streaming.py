@@ -111,9 +111,13 @@ class ChunkStream:
             delta = self._reading.take(event)
             if delta:
                 yield delta
-            if self.response is not None:  # closed while the caller held this delta
+            if self._closed():  # closed while the caller held this delta
                 return
         self.response = self._reading.response(cut=False)
+
+    def _closed(self) -> bool:
+        """True once the stream has its response: read to the end, or closed (by another call)."""
+        return self.response is not None
 
     def close(self) -> None:
         """Close the HTTP response (the server stops generating); idempotent."""
@@ -149,9 +153,13 @@ class AsyncChunkStream:
             delta = self._reading.take(event)
             if delta:
                 yield delta
-            if self.response is not None:
+            if self._closed():
                 return
         self.response = self._reading.response(cut=False)
+
+    def _closed(self) -> bool:
+        """True once the stream has its response: read to the end, or closed (by another call)."""
+        return self.response is not None
 
     async def aclose(self) -> None:
         """Close the HTTP response (the server stops generating); idempotent."""

@@ -175,6 +175,11 @@ class OpenAICompatibleModel:
         self._sync: openai.OpenAI | None = None
         self._async: openai.AsyncOpenAI | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
+        # the model whose clients (connection pools) this one uses: itself, or the model a
+        # sending() view was made from
+        self._pools: OpenAICompatibleModel = self
+        self.identity_options: dict[str, Any] | None = None
+        """Request fields that change replies, for the run identity (set on a :meth:`sending` view)."""
 
     def __repr__(self) -> str:
         return (
@@ -191,13 +196,14 @@ class OpenAICompatibleModel:
         """
         view = copy.copy(self)
         view.extra_body = {**(self.extra_body or {}), **fields} or None
-        view._sync_client = self._sync_client  # type: ignore[method-assign]  # the parent's pools, not new ones
-        view._async_client = self._async_client  # type: ignore[method-assign]
+        view._pools = self._pools  # the parent's pools, not new ones
         view.identity_options = dict(fields)
         return view
 
     # -- clients ---------------------------------------------------------------------------
     def _sync_client(self) -> openai.OpenAI:
+        if self._pools is not self:
+            return self._pools._sync_client()
         if self._sync is None:
             with self._lock:
                 if self._sync is None:
@@ -208,6 +214,8 @@ class OpenAICompatibleModel:
     def _async_client(self) -> openai.AsyncOpenAI:
         # An async client's connection pool belongs to the event loop it first ran on, so each
         # loop (each asyncio.run) gets its own client.
+        if self._pools is not self:
+            return self._pools._async_client()
         loop = asyncio.get_running_loop()
         if self._async is None or self._async_loop is not loop:
             with self._lock:

@@ -94,7 +94,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
         if not target:
             what = "a model name" if kind == "openai" else "a cassette path"
             raise _fail(raw, f"'{kind}:' needs {what}")
-        return ModelSpec(kind, target, None, raw)  # type: ignore[arg-type]
+        return ModelSpec("openai" if kind == "openai" else "replay", target, None, raw)
     if not sep:
         raise _fail(raw, f"unknown kind {kind!r}")
     raise _fail(raw, f"unknown kind {kind!r} before ':'")

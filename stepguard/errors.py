@@ -56,7 +56,14 @@ __all__ = [
 
 
 class StepguardError(Exception):
-    """Base class of every error stepguard raises on purpose."""
+    """Base class of every error stepguard raises on purpose.
+
+    Attributes:
+        result: the partial :class:`stepguard.guard.GuardResult` (the steps committed before it)
+            when the error ended a guarded run, else ``None``.
+    """
+
+    result: Any = None
 
 
 class EvaluationError(StepguardError):
@@ -95,8 +102,6 @@ class ModelError(StepguardError):
         result: the partial :class:`stepguard.guard.GuardResult` when the call failed inside a
             guarded run (the steps committed before it), else ``None``.
     """
-
-    result: Any = None
 
     def __init__(
         self,

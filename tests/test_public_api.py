@@ -48,7 +48,8 @@ def test_names_a_user_needs_are_exported() -> None:
 def test_subpackages_do_not_list_helpers() -> None:
     import stepguard.guard
 
-    for helper in ("build_result", "format_value", "identity_digest"):
+    for helper in ("build_result", "format_value", "identity_digest", "value_text", "PRODUCTION_SETTINGS", "OPTION_NAMES",
+                   "thread_needs_checkpointer"):
         assert helper not in stepguard.guard.__all__
         assert hasattr(stepguard.guard, helper)  # still importable where other modules use it
 

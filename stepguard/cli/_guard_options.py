@@ -22,8 +22,7 @@ from stepguard.cli._deferred import Deferred
 from stepguard.cli._exit import ExitCode, fail
 
 if TYPE_CHECKING:
-    from stepguard.guard import GuardConfig
-    from stepguard.guard._options import GuardOptions
+    from stepguard.guard import GuardConfig, GuardOptions
 
 __all__ = [
     "Adaptive",
@@ -45,7 +44,8 @@ __all__ = [
 
 
 ChunkSize = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Steps per model call.")]
-Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive", help="Shrink chunks after deviations, grow them after clean ones.")]
+Adaptive = Annotated[Optional[bool], typer.Option("--adaptive/--no-adaptive",
+                                                  help="Shrink chunks after deviations, grow them after clean ones.")]
 PolicyOption = Annotated[Optional[str], typer.Option("--policy", metavar="POLICY", help="What the guard does at a deviation:")]
 OnExhausted = Annotated[Optional[str], typer.Option("--on-exhausted", metavar="ACTION", help="What happens when a budget is spent:")]
 MaxReprompts = Annotated[Optional[int], typer.Option("--max-reprompts", metavar="N", help="Re-prompts per step.")]
@@ -90,7 +90,7 @@ def guard_options(*, chunk_size: int | None = None, adaptive: bool | None = None
         typer.Exit: a value the options refuse (an unknown policy or rung, a chunk size of 0): the
             message, naming the option, is printed and the exit code is 2, a usage error.
     """
-    from stepguard.guard._options import GuardOptions, OptionError
+    from stepguard.guard import GuardOptions, OptionError
 
     given = {"chunk_size": chunk_size, "adaptive": adaptive, "policy": policy, "on_exhausted": on_exhausted,
              "max_reprompts": max_reprompts, "ladder": ladder, "max_total_tokens": max_total_tokens, "max_wall_s": max_wall_s,
@@ -153,13 +153,13 @@ def guard_option_defaults(defaults: Mapping[str, Any] | None = None) -> Deferred
 
 
 BY_PROCEDURE = ("chunk_size", "ladder", "inline_known")
-"""Options whose default depends on the procedure (:data:`stepguard.guard._options.BY_PROCEDURE`, in the flags' order)."""
+"""Options whose default depends on the procedure (the guard's ``BY_PROCEDURE``, in the flags' order)."""
 
 
 def by_procedure_notes(notes: Mapping[str, str], where: str = "") -> dict[str, str]:
     """``notes`` with each :data:`BY_PROCEDURE` option's help saying how the procedure picks its
     default (``where`` prefixes the sentence: ``"For procedure files: "``)."""
-    from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig
+    from stepguard.guard import PRODUCTION_SETTINGS, GuardConfig
 
     def shown(value: Any) -> str:
         return ",".join(value) if isinstance(value, tuple) else str(value)

@@ -106,7 +106,7 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     from stepguard.kinds import kind_of
 
     lines += kind_of(step).describe(procedure, index)
-    kind = step.type
+    kind: str = step.type
     if step.scale is not None:
         kind += f", {step.scale} places, {step.rounding}"
     if step.choices and not step.choices_per_item:

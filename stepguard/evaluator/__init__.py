@@ -5,12 +5,25 @@ Public face: :func:`compile_expression` (parse once), :meth:`CompiledExpression.
 """
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator._numbers import DEFAULT_MAX_BITS, Number, check_size, format_number, normalize, parse_number, read_number
+from stepguard.evaluator._numbers import (
+    DEFAULT_MAX_BITS,
+    NUMBER_BODY,
+    SIGNS,
+    Number,
+    check_size,
+    format_number,
+    normalize,
+    one_script,
+    parse_number,
+    read_number,
+)
 from stepguard.evaluator._safe import DEFAULT_LIMITS, CompiledExpression, Limits, compile_expression, evaluate
 
 __all__ = [
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_BITS",
+    "NUMBER_BODY",
+    "SIGNS",
     "CompiledExpression",
     "EvaluationError",
     "Limits",
@@ -20,6 +33,7 @@ __all__ = [
     "evaluate",
     "format_number",
     "normalize",
+    "one_script",
     "parse_number",
     "read_number",
 ]

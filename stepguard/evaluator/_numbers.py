@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import Union
 
 from stepguard.errors import EvaluationError
 
-Number = Union[int, Fraction, bool]
+Number = int | Fraction | bool
 """A value the evaluator produces: ``int`` (exact), ``Fraction`` (exact), or ``bool`` (checks)."""
 
 DEFAULT_MAX_BITS = 1024
@@ -86,7 +85,7 @@ def normalize(value: object) -> Number:
             than :data:`MAX_DECIMAL_DIGITS` digits written out.
     """
     if type(value) is bool or type(value) is int:
-        return value  # type: ignore[return-value]
+        return value
     if isinstance(value, Fraction):
         return value.numerator if value.denominator == 1 else value
     if isinstance(value, Decimal):

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import simpleeval
 
@@ -133,11 +133,27 @@ def _abs(v: Any) -> Any:
     return abs(v)
 
 
-class _Evaluator(simpleeval.SimpleEval):
+if TYPE_CHECKING:
+    class _SimpleEval:
+        """The part of ``simpleeval.SimpleEval`` this module uses (simpleeval ships no type information)."""
+
+        names: Mapping[str, Any]
+        expr: str
+        nodes: dict[type[ast.AST], Callable[[Any], object]]
+
+        def __init__(self, operators: Mapping[type[ast.AST], Callable[..., object]], functions: Mapping[str, Callable[..., object]],
+                     names: Mapping[str, Any]) -> None: ...
+
+        def _eval(self, node: ast.AST) -> object: ...
+else:
+    _SimpleEval = simpleeval.SimpleEval
+
+
+class _Evaluator(_SimpleEval):
     """simpleeval with our operators and functions; names are swapped in per evaluation."""
 
     def __init__(self, max_bits: int) -> None:
-        ops = {
+        ops: dict[type[ast.AST], Callable[..., object]] = {
             ast.Add: _arith("+", operator.add, max_bits),
             ast.Sub: _arith("-", operator.sub, max_bits),
             ast.Mult: _arith("*", operator.mul, max_bits),
@@ -150,7 +166,8 @@ class _Evaluator(simpleeval.SimpleEval):
             ast.Gt: operator.gt, ast.GtE: operator.ge,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
         }
-        funcs = {"abs": _abs, "min": _minmax(min, "min"), "max": _minmax(max, "max"), "round": _round, "len": _len, "words": _words}
+        funcs: dict[str, Callable[..., object]] = {"abs": _abs, "min": _minmax(min, "min"), "max": _minmax(max, "max"),
+                                                   "round": _round, "len": _len, "words": _words}
         super().__init__(operators=ops, functions=funcs, names={})
         self.nodes[ast.Tuple] = lambda node: tuple(self._eval(e) for e in node.elts)
 
@@ -187,11 +204,12 @@ class CompiledExpression:
     tree: ast.Expression
     limits: Limits = DEFAULT_LIMITS
 
-    def evaluate(self, env: Mapping[str, Number | str]) -> Number | str:
+    def evaluate(self, env: Mapping[str, Number | str | None]) -> Number | str:
         """Evaluate with variables from ``env``.
 
         Args:
-            env: variable name -> exact number (or short string, for set-membership checks).
+            env: variable name -> exact number (or short string, for set-membership checks; None for a
+                text step's JSON ``null``, which a check reads as None).
 
         Returns:
             An ``int``, ``Fraction`` (exact) or ``bool``; a string only if the expression is a bare string.
@@ -203,7 +221,8 @@ class CompiledExpression:
         ev.names = env
         ev.expr = self.source
         try:
-            return ev._eval(self.tree.body)
+            # the checked tree holds exact constants and this module's operators only
+            return cast("Number | str", ev._eval(self.tree.body))
         except EvaluationError as exc:
             if exc.expression is None:
                 raise EvaluationError(str(exc), self.source) from None
@@ -278,7 +297,8 @@ def compile_expression(source: str, limits: Limits = DEFAULT_LIMITS) -> Compiled
             if node.id not in _FUNCTIONS and node.id not in names:
                 names.append(node.id)
         elif isinstance(node, ast.Constant):
-            node.value = _exact_constant(node, source.strip(), limits)
+            # an exact int or Fraction: ast's stubs allow Python literals only, the evaluator reads any value
+            node.value = cast(Any, _exact_constant(node, source.strip(), limits))
     called = _called_names(tree)
     for node in ast.walk(tree):  # a function name used as a value (``abs + 1``) is refused
         if isinstance(node, ast.Name) and node.id in _FUNCTIONS and id(node) not in called:
@@ -290,7 +310,7 @@ def _called_names(tree: ast.AST) -> set[int]:
     return {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
 
-def evaluate(source: str, env: Mapping[str, Number | str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Number | str:
+def evaluate(source: str, env: Mapping[str, Number | str | None] | None = None, limits: Limits = DEFAULT_LIMITS) -> Number | str:
     """Compile and evaluate ``source`` in one call (see :func:`compile_expression`).
 
     Raises:

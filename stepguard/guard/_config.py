@@ -54,7 +54,7 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
     default ladder (``bridge``, ``decompose``, ``commute``, integer sums only) cannot re-ask."""
     import ast
 
-    for step, compiled in zip(procedure.steps, procedure.compiled):
+    for step, compiled in zip(procedure.steps, procedure.compiled, strict=True):
         if not step.computes or compiled is None:
             continue
         if step.scale is not None or step.type == "decimal":
@@ -155,7 +155,8 @@ class GuardConfig:
                 raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}")
         if self.max_wall_s is not None and (isinstance(self.max_wall_s, bool) or not isinstance(self.max_wall_s, (int, float))):
             raise ValueError(f"max_wall_s must be seconds, a number (or None), not {self.max_wall_s!r}")
-        if isinstance(self.ladder, str) or not isinstance(self.ladder, (tuple, list)):
+        ladder: object = self.ladder  # as given, which the annotation does not promise
+        if isinstance(ladder, str) or not isinstance(ladder, (tuple, list)):
             raise ValueError(f"ladder must be a sequence of rung names such as ('bridge', 'decompose'), not {self.ladder!r}")
         if not isinstance(self.extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra.items()):
             raise ValueError(f"extra must map text to text (labels recorded with the result), not {self.extra!r}")

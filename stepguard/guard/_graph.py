@@ -35,8 +35,8 @@ from stepguard.guard._identity import identity_digest
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
-from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.kinds import KindVerdict, kind_of
+from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure, Step, format_value
 from stepguard.tools import calls_from_native
 from stepguard.trace import parse_trace
@@ -88,8 +88,8 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
 def _record_reply(state: GuardState, resp: ChatResponse, calls: int = 1) -> dict[str, Any]:
     u = resp.usage
     usage = state.usage.add(calls, u.input_tokens, u.output_tokens, u.cached_tokens, resp.latency_s)
-    calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
-    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": calls, "derived_note": None,
+    tool_calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
+    return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": tool_calls, "derived_note": None,
             "derived_spent": None}
 
 
@@ -277,7 +277,8 @@ def _event(dev: Deviation, state: GuardState, action: str, rung: str | None = No
             d.update(kind="arithmetic_error", detail=f"step {d.get('step')} has no verified value")
         d["detail"] = f"{d.get('detail', '')} (the {state.rung} rung's {state.derived_note})"
     if ctx is not None:
-        ctx.observer.step_checked(d.get("step"), "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
+        # a guard's deviation always names its step (only raw-mode scoring has whole-trace kinds)
+        ctx.observer.step_checked(dev.step or "", "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
     return {**d, "attempt": state.attempt, "chunk": state.chunk_no - 1, "action": action, "rung": rung}
 
 
@@ -428,6 +429,9 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 Route = Literal["plan", "ask", "reprompt", "exhausted", "repair", "flag", "stop", "finish"]
 
+_ROUTE_OF: dict[str, Route] = {"repair": "repair", "flag": "flag", "raise": "stop"}
+"""The node a policy (or ``on_exhausted``) of repair, flag or raise routes to."""
+
 
 def _tokens_left(state: GuardState, ctx: RunContext) -> int | None:
     """Tokens left of ``max_total_tokens`` (may be <= 0), or ``None`` when unbounded."""
@@ -478,7 +482,7 @@ def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route
         return "reprompt" if _budget_left(state, ctx) is None else "exhausted"
     if policy == "flag" and state.model_value is None:
         return "reprompt" if _budget_left(state, ctx) is None else "exhausted"
-    return {"repair": "repair", "flag": "flag", "raise": "stop"}[policy]  # type: ignore[return-value]
+    return _ROUTE_OF[policy]
 
 
 def route_after_plan(state: GuardState, runtime: Runtime[RunContext]) -> Route:
@@ -493,7 +497,7 @@ def exhausted(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]
 
 def route_after_exhausted(state: GuardState, runtime: Runtime[RunContext]) -> Route:
     """``on_exhausted``: repair, flag or stop."""
-    return {"repair": "repair", "flag": "flag", "raise": "stop"}[runtime.context.config.on_exhausted]  # type: ignore[return-value]
+    return _ROUTE_OF[runtime.context.config.on_exhausted]
 
 
 def _budget_deviation(state: GuardState, var: str) -> Deviation:
@@ -563,7 +567,8 @@ def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     kept = state.kept_value[1] if state.kept_value and state.kept_value[0] == var else None
     value = state.model_value if state.model_value is not None else kept  # this try's, else an earlier try's
     if value is None or state.deviation is None:  # no value of the model's to keep
-        return {"stop": Stop("budget", state.spent or "spent"), "events": [_event(dev, state, "flag", ctx=ctx)], **_step_reprompts(state, var)}
+        return {"stop": Stop("budget", state.spent or "spent"), "events": [_event(dev, state, "flag", ctx=ctx)],
+                **_step_reprompts(state, var)}
     return {
         "values": {**state.values, var: value},
         "provenance": {**state.provenance, var: "flagged"},
@@ -614,7 +619,7 @@ def _as_json(fn: Any) -> Any:
     return node
 
 
-def build_graph(use_async: bool = False) -> StateGraph:
+def build_graph(use_async: bool = False) -> StateGraph[GuardState, RunContext, GuardState, GuardState]:
     """The controller graph (uncompiled). ``use_async`` picks the async model call node."""
     g = StateGraph(GuardState, context_schema=RunContext)
     nodes = {"plan": plan, "ask": aask if use_async else ask, "verify": verify, "intend": intend, "act": aact if use_async else act,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -18,9 +18,9 @@ from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallO
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, check_against
+from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
-from stepguard.kinds import kind_of
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
 
 __all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]
@@ -362,7 +362,7 @@ class Guard:
         return result
 
 
-GuardUpdate = Union[StepOutcome, DeviationEvent, GuardResult, tuple[str, Any]]
+GuardUpdate = StepOutcome | DeviationEvent | GuardResult | tuple[str, Any]
 """What :meth:`Guard.stream` yields: a committed step, a deviation, the result (last), or, with
 ``graph_updates``, a controller node's ``(name, update)``."""
 
@@ -388,7 +388,7 @@ def _context(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
             raise ProcedureError("a context message must be {'role': str, 'content': str}", f"context[{i}]")
-        out.append({"role": m["role"], "content": m["content"]})  # type: ignore[typeddict-item]
+        out.append({"role": m["role"], "content": m["content"]})
     return tuple(out)
 
 
@@ -438,7 +438,7 @@ def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any]
     held = getattr(exc, "result", None)
     if isinstance(exc, StepguardError) and getattr(held, "procedure", None) != ctx.procedure.name and last:
         try:
-            exc.result = build_result(ctx, GuardState.of(last), tid, wall_s)  # type: ignore[attr-defined]
+            exc.result = build_result(ctx, GuardState.of(last), tid, wall_s)
         except Exception:  # noqa: BLE001 - the original error matters more than its partial result
             pass
 
@@ -453,7 +453,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     values, prov, reprompts, chunks = state.values, state.provenance, state.step_reprompts, state.step_chunk
     steps = [
         StepOutcome(var=s.var, value=values.get(s.var), type=s.type, scale=s.scale,
-                    provenance=prov.get(s.var, "missing"),  # type: ignore[arg-type]
+                    provenance=prov.get(s.var, "missing"),
                     reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
         for s in proc.steps
     ]
@@ -476,7 +476,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         model=ctx.model.spec,
         simulated=bool(getattr(ctx.model, "simulated", False)),
         inputs={k: format_value(v) for k, v in ctx.inputs.items()},
-        status=status,  # type: ignore[arg-type]
+        status=status,
         answer=values.get(proc.answer_var),
         answer_var=proc.answer_var,
         first_unverified=first_bad,

@@ -95,7 +95,9 @@ def procedure_defaults(procedures: Procedure | Iterable[Procedure] | None) -> di
     """
     if procedures is None:
         return {}
-    many = [procedures] if hasattr(procedures, "steps") else list(procedures)  # type: ignore[list-item, arg-type]
+    from stepguard.procedure import Procedure
+
+    many = [procedures] if isinstance(procedures, Procedure) else list(procedures)
     return dict(PRODUCTION_SETTINGS) if any(beyond_integer_sums(p) for p in many) else {}
 
 

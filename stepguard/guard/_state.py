@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass, field, fields
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel
@@ -105,7 +105,8 @@ class RunUsage:
             raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not a mapping of counts")
         names = {f.name for f in fields(cls)}
         try:
-            return cls(**{k: (float(v) if k == "model_s" else int(v)) for k, v in value.items() if k in names})
+            counts: dict[str, Any] = {k: (float(v) if k == "model_s" else int(v)) for k, v in value.items() if k in names}
+            return cls(**counts)
         except (TypeError, ValueError):
             raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not counts") from None
 
@@ -205,8 +206,9 @@ class GuardState:
         """
         _check_fields(self)
         try:
-            if isinstance(self.deviation, Mapping):
-                self.deviation = Deviation.model_validate(dict(self.deviation))
+            written: object = self.deviation  # a checkpoint's channel holds the deviation's JSON
+            if isinstance(written, Mapping):
+                self.deviation = Deviation.model_validate(dict(written))
             self.events = [e if isinstance(e, DeviationEvent) else _event_of(e) for e in self.events]
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError, an event that is no mapping
             raise CheckpointError(f"a checkpoint's deviation or events do not read as this version writes them: "
@@ -351,7 +353,8 @@ def json_update(update: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class RunContext:
-    """Objects a run needs that are not state: the graph's run-scoped context (LangGraph's ``context_schema``, reached by nodes as ``runtime.context``)."""
+    """Objects a run needs that are not state: the graph's run-scoped context (LangGraph's
+    ``context_schema``, reached by nodes as ``runtime.context``)."""
 
     procedure: Procedure
     model: ChatModel

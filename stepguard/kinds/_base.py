@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, parse_number
-from stepguard.procedure import Procedure, Step
-from stepguard.procedure._model import use_step_models
+from stepguard.procedure import Procedure, Step, use_step_models
 
 if TYPE_CHECKING:
     from stepguard.kinds._reading import KindVerdict

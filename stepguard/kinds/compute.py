@@ -85,7 +85,8 @@ class Compute(Kind):
         where = f" where {operands}" if operands else ""
         how = f"{var} = {step.expression}{where}" if step.expression else var
         notes = {
-            "arithmetic_error": f"{f'Your line `{got}` was wrong.' if got else f'Your value for {var} was wrong.'} Recompute {how}, carefully, then continue.",
+            "arithmetic_error": f"{f'Your line `{got}` was wrong.' if got else f'Your value for {var} was wrong.'}"
+                                f" Recompute {how}, carefully, then continue.",
             "lookback_confusion": f"Your line `{got}` used a wrong value: {deviation.detail}. Recompute {how}, then continue.",
             "under_executed": f"You did not write {var} in its place. Write every step in order, starting with {how}.",
             "extra_steps": f"Write only the listed steps, in order; {deviation.step} is not the next one. Start with {how}.",

@@ -29,24 +29,20 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping, Sequence
-from typing import ClassVar, Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from stepguard.errors import EvaluationError
-from fractions import Fraction
-
 from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, show_value, step_line
-from stepguard.procedure import Procedure, Step, apply_scale
-from stepguard.procedure._format import format_value
-from stepguard.procedure._model import _field_error
+from stepguard.procedure import Procedure, Step, apply_scale, field_error, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
-from stepguard.verify import Deviation
-from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, scan_numbers
+from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, scan_numbers
 
 __all__ = ["Extract", "ExtractStep", "dates_in", "fields_after", "label_tails", "normal_value", "numbers_in", "one_date",
            "source_numbers", "verify_extract"]
@@ -71,11 +67,11 @@ class ExtractStep(Step):
     @model_validator(mode="after")
     def _reads_a_value(self) -> ExtractStep:
         if self.type == "boolean":
-            raise _field_error("type", "an extract step reads a number or a string, not a boolean")
+            raise field_error("type", "an extract step reads a number or a string, not a boolean")
         if self.percent is not None and self.type in ("string", "one_of"):
-            raise _field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
+            raise field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
         if self.percent == "fraction" and self.type == "integer":
-            raise _field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
+            raise field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
         return self
 
     def text_inputs(self) -> tuple[str, ...]:
@@ -86,7 +82,8 @@ class ExtractStep(Step):
 _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                            "september", "october", "november", "december"))}
 _MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
-_MON = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
+_MON = (r"(january|february|march|april|may|june|july|august|september|october|november|december"
+        r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?")
 _B, _E = r"(?<![\w.,/-])", r"(?!\w|[-/.,]\d)"  # a date is a whole token: not 2024-03-05 in INV-2024-03-05-7
 _DATES = (
     (re.compile(rf"{_B}(\d{{4}})[-/.](\d{{1,2}})[-/.](\d{{1,2}}){_E}"), "ymd"),
@@ -165,13 +162,20 @@ def one_date(text: str) -> str | None:
 
 
 _FIELD_LEAD = re.compile(r"[ \t\u00a0:=|*_#>]*(?:[-\u2013\u2014]+[ \t]+)?")
+
+
+def _lead_end(tail: str) -> int:
+    """Where a field's value starts in ``tail``: after the separators :data:`_FIELD_LEAD` takes."""
+    lead = _FIELD_LEAD.match(tail)
+    assert lead is not None  # every part of the pattern is optional: it matches at least ""
+    return lead.end()
 _FIELD_END = re.compile(r"[|;\t]| {2,}")
 _ASIDE = re.compile(r"\s*\([^()]*\)$")
 
 
 def _date_after(tail: str) -> str | None:
     """The date written right after a label (``: 2024-03-05``, ``: March 5, 2024 (paid)``), in ISO."""
-    rest = tail[_FIELD_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    rest = tail[_lead_end(tail):]
     for pat, order in _DATES:
         m = pat.match(rest)
         if m:
@@ -189,7 +193,7 @@ def fields_after(tail: str) -> list[str]:
     """The string values a label's ``tail`` gives: the whole field after it (past punctuation and
     spaces, up to ``|``, ``;``, a tab or two spaces), and that field without a trailing bracketed
     aside (``UNPAID (since May)``: also ``UNPAID``)."""
-    rest = tail[_FIELD_LEAD.match(tail).end():]  # type: ignore[union-attr]
+    rest = tail[_lead_end(tail):]
     end = _FIELD_END.search(rest)
     field = _plain(rest[:end.start()] if end else rest)
     out = [field] if field else []
@@ -245,7 +249,7 @@ def _string_occurs(value: str, step: ExtractStep, source: str) -> bool:
     fold = step.type == "one_of" and sum(c.casefold() == value.casefold() for c in step.choices or ()) == 1
     if not step.label:
         return _whole_words(value, source, fold)
-    same = (lambda a, b: a.casefold() == b.casefold()) if fold else (lambda a, b: a == b)
+    same: Callable[[str, str], bool] = (lambda a, b: a.casefold() == b.casefold()) if fold else (lambda a, b: a == b)
     return any(same(f, value) for tail in label_tails(source, step.label) for f in fields_after(tail))
 
 
@@ -434,6 +438,7 @@ class Extract(Kind):
             return None
         type_ = "string" if "a string" in notes else "number"
         try:
-            return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None, "type": type_})
+            return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None,
+                                               "type": type_})
         except ValueError:
             return None

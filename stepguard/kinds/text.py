@@ -21,8 +21,7 @@ from stepguard.errors import EvaluationError
 from stepguard.evaluator import normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
-from stepguard.procedure import Procedure, Step, ValueType, json_text
-from stepguard.procedure._model import _field_error
+from stepguard.procedure import Procedure, Step, ValueType, field_error, json_text
 from stepguard.tools import ToolCall
 from stepguard.verify import Deviation
 
@@ -53,24 +52,24 @@ class TextStep(Step):
     @model_validator(mode="after")
     def _rules(self) -> TextStep:
         if self.type != "string":
-            raise _field_error("type", f"a text step's value is a string, not {self.type}")
+            raise field_error("type", f"a text step's value is a string, not {self.type}")
         if self.scale is not None:
-            raise _field_error("scale", "scale does not apply to a text step")
+            raise field_error("scale", "scale does not apply to a text step")
         if self.json_schema is not None and self.format != "json":
-            raise _field_error("schema", "schema applies only to format json")
+            raise field_error("schema", "schema applies only to format json")
         if self.format == "json":  # every rule a file states is enforced, or the file is refused
             for name in ("pattern", "choices"):
                 if getattr(self, name) is not None:
-                    raise _field_error(name, f"{name} applies only to format text or list (a JSON value is checked by schema)")
+                    raise field_error(name, f"{name} applies only to format text or list (a JSON value is checked by schema)")
         if self.pattern is not None:
             try:
                 re.compile(self.pattern)
             except re.error as exc:
-                raise _field_error("pattern", f"not a valid regular expression: {exc}") from None
+                raise field_error("pattern", f"not a valid regular expression: {exc}") from None
         if self.json_schema is not None:
             problem = _schema_problem(self.json_schema)
             if problem:
-                raise _field_error("schema", f"not a valid JSON Schema: {problem}")
+                raise field_error("schema", f"not a valid JSON Schema: {problem}")
         return self
 
     def text_inputs(self) -> tuple[str, ...]:
@@ -145,7 +144,8 @@ def _schema_errors(schema: Mapping[str, Any], data: Any) -> str | None:
     except ImportError:
         from stepguard.errors import MissingExtraError
 
-        raise MissingExtraError("a text step's schema needs the jsonschema package: pip install 'stepguard[agent]'", "agent", "jsonschema") from None
+        raise MissingExtraError("a text step's schema needs the jsonschema package: pip install 'stepguard[agent]'",
+                                "agent", "jsonschema") from None
     errors = sorted(jsonschema.Draft202012Validator(dict(schema)).iter_errors(data), key=lambda e: list(e.absolute_path))
     if not errors:
         return None
@@ -172,7 +172,7 @@ def verify_text(procedure: Procedure, index: int, env: Mapping[str, Any], reply:
     got = f"{var} = {raw}"[:200]
 
     def fail(kind: str, detail: str) -> KindVerdict:
-        out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)  # type: ignore[arg-type]
+        out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)
         return out
 
     items: list[str]

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import ClassVar, Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -112,18 +112,21 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
     if not calls:
         wrote = reply.strip().splitlines()[0][:120] if reply.strip() else ""
         why = f"; the reply `{wrote}` holds no call (a value written by the model is not the tool's result)" if wrote else ""
-        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} needs one call of tool {tool}{why}", got=wrote or None)
+        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} needs one call of tool {tool}{why}",
+                                  got=wrote or None)
         return out
     broken = next((c for c in calls if c.error), None)
     if broken is not None:
-        out.deviation = Deviation(kind="bad_argument", step=var, detail=f"call {broken.text[:120]!r}: {broken.error}", got=broken.text[:200])
+        out.deviation = Deviation(kind="bad_argument", step=var, detail=f"call {broken.text[:120]!r}: {broken.error}",
+                                  got=broken.text[:200])
         return out
     other = next((c for c in calls if c.name != tool), None)
     if other is not None:
         out.deviation = Deviation(kind="wrong_tool", step=var, detail=f"step {var} calls {tool}, not {other.name}", got=other.text[:200])
         return out
     if len(calls) > 1:
-        out.deviation = Deviation(kind="repeated_call", step=var, detail=f"{tool} was called {len(calls)} times; call it once", got=calls[1].text[:200])
+        out.deviation = Deviation(kind="repeated_call", step=var, detail=f"{tool} was called {len(calls)} times; call it once",
+                                  got=calls[1].text[:200])
         return out
     call = calls[0]
     specs = step.compiled_args
@@ -144,7 +147,8 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
             else:
                 ok = same_value(want, got)
                 said = f"{name} = {spec.source}"
-                verdict = ArgVerdict(name, ok, f"{said}: checked exactly" if ok else f"argument {name} = {show_value(got)} is not {spec.source}"
+                wrong = f"argument {name} = {show_value(got)} is not {spec.source}"
+                verdict = ArgVerdict(name, ok, f"{said}: checked exactly" if ok else wrong
                                      + (" (the value of that known variable)" if spec.names else ""), show_value(got))
                 value = want
         out.args.append(verdict)
@@ -155,7 +159,8 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
                 places[name] = scale
     for name in call.args:
         if name not in specs:
-            out.args.append(ArgVerdict(name, False, f"argument {name} is not an argument of step {var} (its arguments: {', '.join(specs) or 'none'})", show_value(call.args[name])))
+            detail = f"argument {name} is not an argument of step {var} (its arguments: {', '.join(specs) or 'none'})"
+            out.args.append(ArgVerdict(name, False, detail, show_value(call.args[name])))
     bad = next((a for a in out.args if not a.ok), None)
     if bad is not None:
         out.deviation = Deviation(kind="bad_argument", step=var, detail=bad.detail, got=call.text[:200])
@@ -186,8 +191,8 @@ def _free_places(spec: ToolArg, call: ToolCall, name: str) -> int | None:
 
 def _free_arg(name: str, spec: ToolArg, got: Number | str | bool, env: Mapping[str, Number | str]) -> tuple[ArgVerdict, Any]:
     try:
-        value = coerce_value(got if not isinstance(got, Fraction) else Decimal(format_number(got)) if "/" not in format_number(got) else got,
-                             spec.type, f"argument {name}")
+        exact = got if not isinstance(got, Fraction) else Decimal(format_number(got)) if "/" not in format_number(got) else got
+        value = coerce_value(exact, spec.type, f"argument {name}")
     except ProcedureError as exc:
         return ArgVerdict(name, False, f"argument {name} must be of type {spec.type} ({exc})", show_value(got)), None
     if spec.check is None:
@@ -380,7 +385,8 @@ class Tool(Kind):
             ok = False
         if ok:
             return None
-        return Deviation(kind="tool_error", step=step.var, detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
+        return Deviation(kind="tool_error", step=step.var,
+                         detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """The tool, each argument's rule, and what a failing tool does."""

@@ -4,7 +4,7 @@ input values read strictly from a file (:func:`load_inputs_file`)."""
 from stepguard.procedure._format import format_value, json_text
 from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, parse_procedure, procedure_json_schema, save_procedure
-from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType
+from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType, field_error, use_step_models
 from stepguard.procedure._values import apply_scale, as_written, check_input_names, coerce_value, did_you_mean, round_to_scale
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "check_input_names",
     "coerce_value",
     "did_you_mean",
+    "field_error",
     "format_value",
     "json_text",
     "load_inputs_file",
@@ -28,6 +29,7 @@ __all__ = [
     "procedure_json_schema",
     "round_to_scale",
     "save_procedure",
+    "use_step_models",
 ]
 
 # The built-in step kinds register their step models (stepguard.kinds): last, once every name above is bound.

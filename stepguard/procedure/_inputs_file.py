@@ -34,14 +34,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import yaml
+from yaml.composer import Composer
 from yaml.constructor import BaseConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.parser import Parser
+from yaml.reader import Reader
 from yaml.resolver import BaseResolver
+from yaml.scanner import Scanner
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import parse_number
@@ -167,36 +172,50 @@ class _Constructor(BaseConstructor):
                        f"null, lists and mappings only){_line(node)}")
 
 
-for _tag, _build in (("null", _Constructor._null), ("bool", _Constructor._bool), ("int", _Constructor._int),
-                     ("float", _Constructor._float), ("str", _Constructor._str), ("seq", _Constructor._seq),
-                     ("map", _Constructor._map)):
-    _Constructor.add_constructor(_CORE + _tag, _build)
-_Constructor.add_constructor(_AMBIGUOUS, _Constructor._ambiguous)
-_Constructor.add_constructor(_NOT_FINITE, _Constructor._not_finite)
-_Constructor.add_constructor(None, _Constructor._unknown)  # type: ignore[arg-type]  # any other tag
+# The constructors by tag, set as the table add_constructor() would fill (BaseConstructor's is empty);
+# PyYAML's stubs type add_constructor() for its own loader classes only. The None tag: any other tag.
+_Constructor.yaml_constructors = {
+    **{_CORE + tag: build for tag, build in (("null", _Constructor._null), ("bool", _Constructor._bool),
+                                             ("int", _Constructor._int), ("float", _Constructor._float),
+                                             ("str", _Constructor._str), ("seq", _Constructor._seq),
+                                             ("map", _Constructor._map))},
+    _AMBIGUOUS: _Constructor._ambiguous, _NOT_FINITE: _Constructor._not_finite, None: _Constructor._unknown,
+}
 
+
+class _YamlLoader(Protocol):
+    """What parse_inputs_text uses of a loader."""
+
+    def get_single_data(self) -> Any: ...
+
+    def dispose(self) -> None: ...
+
+
+class _PyLoader(Reader, Scanner, Parser, Composer, _Constructor, _Resolver):
+    """The pure-Python loader: for a PyYAML built without libyaml."""
+
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+        Composer.__init__(self)
+        _Constructor.__init__(self)
+        _Resolver.__init__(self)
+
+
+_Loader: Callable[[str], _YamlLoader] = _PyLoader
 if getattr(yaml, "__with_libyaml__", False):
-    from yaml.cyaml import CParser
+    from yaml._yaml import CParser
 
-    class _Loader(CParser, _Constructor, _Resolver):  # type: ignore[misc]
+    class _CLoader(CParser, _Constructor, _Resolver):
+        """The libyaml loader (the same constructors and resolver, a C parser)."""
+
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             _Constructor.__init__(self)
             _Resolver.__init__(self)
-else:  # pragma: no cover - PyYAML built without libyaml
-    from yaml.composer import Composer
-    from yaml.parser import Parser
-    from yaml.reader import Reader
-    from yaml.scanner import Scanner
 
-    class _Loader(Reader, Scanner, Parser, Composer, _Constructor, _Resolver):  # type: ignore[no-redef,misc]
-        def __init__(self, stream: str) -> None:
-            Reader.__init__(self, stream)
-            Scanner.__init__(self)
-            Parser.__init__(self)
-            Composer.__init__(self)
-            _Constructor.__init__(self)
-            _Resolver.__init__(self)
+    _Loader = _CLoader
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import ast
 import re
+import types
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator, with_config
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number, normalize
 
-__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ValueType"]
+__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ValueType", "field_error", "use_step_models"]
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _RESERVED = frozenset({"value", "abs", "min", "max", "round", "len", "words", "and", "or", "not", "if", "else", "in", "True", "False"})
@@ -40,10 +41,18 @@ def _check_name(name: str, where: str) -> str:
     return name
 
 
-def _field_error(field: str, message: str) -> PydanticCustomError:
-    """A validation error of a whole model that belongs to one of its fields: ``field`` travels in
-    ``ctx`` and :func:`stepguard.procedure._io.procedure_errors` adds it to the location
-    (``steps[2].type``)."""
+def field_error(field: str, message: str) -> PydanticCustomError:
+    """A validation error of a whole model that belongs to one of its fields, for a step model's
+    ``model_validator`` to raise (a step kind's own rules).
+
+    Args:
+        field: the field the error is about (``"type"``); it travels in the error's ``ctx``, and
+            the procedure loader adds it to the location (``steps[2].type``).
+        message: the sentence a procedure file's author reads; no ``{placeholders}``.
+
+    Returns:
+        A ``PydanticCustomError`` of type ``procedure_field``, to raise.
+    """
     return PydanticCustomError("procedure_field", message, {"field": field})  # message: no {placeholders}
 
 
@@ -119,17 +128,16 @@ class InputSpec(BaseModel):
     def _choices(self) -> InputSpec:
         # a one_of input without its choices would take any text, and an expression's `else` branch with it
         if self.type == "one_of" and not self.choices:
-            raise _field_error("type", "'one_of' needs 'choices' (the values the input may take)")
+            raise field_error("type", "'one_of' needs 'choices' (the values the input may take)")
         if self.choices is not None and self.type != "one_of":
-            raise _field_error("choices", f"choices apply only to type one_of, and this input is of type {self.type}")
+            raise field_error("choices", f"choices apply only to type one_of, and this input is of type {self.type}")
         return self
 
 
+@with_config(ConfigDict(extra="forbid"))
 class InputFields(TypedDict, total=False):
     """An input's fields in the mapping form of ``inputs`` (``subtotal: {type: decimal, description: ...}``);
     the mapping key is the input's name. Used for the JSON Schema only: the loader builds an :class:`InputSpec`."""
-
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
     type: ValueType
     description: Annotated[str, Field(max_length=2000)] | None
@@ -210,25 +218,25 @@ class Step(BaseModel):
                 owners = [k for k in step_kinds() if key in _field_names(k.step_model)]
                 kind = data.get("kind", DEFAULT_KIND)
                 if owners and all(k.step_model.computes for k in owners):
-                    raise _field_error(key, f"a {kind} step has no {key}: its value comes from the {cls.value_from}")
+                    raise field_error(key, f"a {kind} step has no {key}: its value comes from the {cls.value_from}")
                 if owners:
                     which = " or ".join(sorted(k.name for k in owners))
-                    raise _field_error(key, f"{key} applies only to kind {which}, and this step is of kind {kind}")
+                    raise field_error(key, f"{key} applies only to kind {which}, and this step is of kind {kind}")
         return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Step:
         if self.type == "one_of" and not self.choices:
-            raise _field_error("type", "'one_of' needs 'choices' (the allowed values)")
+            raise field_error("type", "'one_of' needs 'choices' (the allowed values)")
         if self.type == "decimal" and self.scale is None:
-            raise _field_error("type", "'decimal' needs 'scale' (the number of places)")
+            raise field_error("type", "'decimal' needs 'scale' (the number of places)")
         # every rule a file states is enforced, or the file is refused: these would be ignored
         if self.choices is not None and self.type != "one_of" and not self.choices_per_item:
-            raise _field_error("choices", f"choices apply only to type one_of, and this step is of type {self.type}")
+            raise field_error("choices", f"choices apply only to type one_of, and this step is of type {self.type}")
         if "rounding" in self.model_fields_set and self.scale is None:
-            raise _field_error("rounding", "rounding applies only with scale (the decimal places to round to)")
+            raise field_error("rounding", "rounding applies only with scale (the decimal places to round to)")
         if self.scale is not None and self.type not in ("decimal", "number"):
-            raise _field_error("scale", f"scale applies only to type decimal or number, and this step is of type {self.type}")
+            raise field_error("scale", f"scale applies only to type decimal or number, and this step is of type {self.type}")
         return self
 
     @property
@@ -305,7 +313,7 @@ class Procedure(BaseModel):
     @model_validator(mode="after")
     def _validate(self) -> Procedure:
         if not self.steps:
-            raise _field_error("steps", "a procedure needs at least one step")
+            raise field_error("steps", "a procedure needs at least one step")
         problems: list[tuple[str, str]] = []  # (location, message): every problem, not only the first
         known: set[str] = set()
         for i, inp in enumerate(self.inputs):
@@ -381,7 +389,7 @@ class Procedure(BaseModel):
     @cached_property
     def _reads(self) -> tuple[tuple[str, ...], ...]:
         out = []
-        for step, expr, check in zip(self.steps, self.compiled, self.compiled_checks):
+        for step, expr, check in zip(self.steps, self.compiled, self.compiled_checks, strict=True):
             names: list[str] = []
             others = [compile_expression(src) for f, src in step.expressions() if f not in ("expr", "check") and src is not None]
             for c in (expr, check, *others):
@@ -536,9 +544,12 @@ def use_step_models(models: Mapping[str, type[Step]]) -> None:
         kind = value.get("kind", DEFAULT_KIND) if isinstance(value, Mapping) else getattr(value, "kind", None)
         return kind if isinstance(kind, str) and kind in models else None
 
+    # built at run time from the registry: typing's forms called as values, which type checkers do not read as types
     members = tuple(Annotated[model, Tag(name)] for name, model in models.items())
-    error = {"custom_error_type": "step_kind", "custom_error_message": f"not a step kind (kinds: {names})"}
+    either: Any = Union.__getitem__(members)
+    discriminator = Discriminator(kind_of, custom_error_type="step_kind", custom_error_message=f"not a step kind (kinds: {names})")
     # a union needs two members; with one, the member and the tag check of its Literal kind
-    union = Annotated[Union[members], Discriminator(kind_of, **error)] if len(members) > 1 else next(iter(models.values()))
-    Procedure.model_fields["steps"].annotation = tuple[union, ...]  # type: ignore[valid-type]  # built at run time from the registry
+    union = Annotated[either, discriminator] if len(members) > 1 else next(iter(models.values()))
+    steps_type: Any = types.GenericAlias(tuple, (union, ...))  # tuple[union, ...]
+    Procedure.model_fields["steps"].annotation = steps_type
     Procedure.model_rebuild(force=True)

@@ -102,8 +102,8 @@ def coerce_value(value: Any, type_: str, where: str) -> Number | str:
                 written = ("true" if value else "false") if isinstance(value, bool) else str(value)
                 numeric = isinstance(value, (int, float, Decimal, Fraction))
                 kind = "a boolean" if isinstance(value, bool) else "a number" if numeric else type(value).__name__
-                raise ProcedureError(f"expected text, got {kind} {written[:40]}: in an inputs file, quote it "
-                                     f"(\"{written[:40]}\") to give text", where)
+                raise ProcedureError(f"expected text, got {kind} {written[:40]}: in an inputs file, "
+                                     f"quote it (\"{written[:40]}\") to give text", where)
             return value
         if type_ == "boolean":
             if isinstance(value, bool):

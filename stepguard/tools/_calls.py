@@ -35,7 +35,8 @@ from stepguard.tools._decimals import written_places
 __all__ = ["ToolCall", "calls_from_native", "parse_calls"]
 
 _MAX_LINE = 4000
-_CALL = re.compile(r"^[ \t>*`-]*(?:[A-Za-z][A-Za-z0-9_]{0,63}[ \t]*=[ \t]*)?CALL[ \t]+([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]*\((.*)\)[ \t`.]*$")
+_CALL = re.compile(r"^[ \t>*`-]*(?:[A-Za-z][A-Za-z0-9_]{0,63}[ \t]*=[ \t]*)?"
+                   r"CALL[ \t]+([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]*\((.*)\)[ \t`.]*$")
 _MENTION = re.compile(r"\bCALL\b")
 _BOOLS = {"true": True, "false": False, "True": True, "False": False}
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Union
+from typing import Any
 
 from stepguard.errors import ProcedureError, StepguardError, ToolError, ToolTimeout
 from stepguard.evaluator import Number, format_number
@@ -157,7 +157,9 @@ class Tool:
 
     def _call(self, kwargs: dict[str, Any], step: str | None) -> Any:
         if inspect.iscoroutinefunction(self.fn):
-            return asyncio.run(self._acall(kwargs, step)) if not _running_loop() else _in_thread(lambda: asyncio.run(self._acall(kwargs, step)))
+            if not _running_loop():
+                return asyncio.run(self._acall(kwargs, step))
+            return _in_thread(lambda: asyncio.run(self._acall(kwargs, step)))
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tool-{self.name}")
         try:
             future = pool.submit(self.fn, **kwargs)
@@ -167,7 +169,7 @@ class Tool:
                 raise ToolTimeout(f"tool {self.name} ran past its {self.timeout_s} s timeout", self.name, step) from None
             except StepguardError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure of the user's code is the step's typed failure
+            except Exception as exc:
                 raise ToolError(f"tool {self.name} raised {type(exc).__name__}: {str(exc)[:300]}", self.name, step) from exc
         finally:
             pool.shutdown(wait=False)
@@ -182,11 +184,11 @@ class Tool:
             if inspect.iscoroutinefunction(self.fn):
                 return await asyncio.wait_for(self.fn(**kwargs), self.timeout_s)
             return await asyncio.wait_for(asyncio.to_thread(self.fn, **kwargs), self.timeout_s)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise ToolTimeout(f"tool {self.name} ran past its {self.timeout_s} s timeout", self.name, step) from None
         except StepguardError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ToolError(f"tool {self.name} raised {type(exc).__name__}: {str(exc)[:300]}", self.name, step) from exc
 
 
@@ -254,7 +256,7 @@ class ToolSet(Mapping[str, Tool]):
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-ToolLike = Union[Tool, Callable[..., Any], Any]
+ToolLike = Tool | Callable[..., Any] | Any
 
 
 def _one(name: str | None, obj: Any) -> Tool:
@@ -272,7 +274,7 @@ def _one(name: str | None, obj: Any) -> Tool:
                     origin=getattr(obj, "func", None) or getattr(obj, "coroutine", None) or obj)
     if not callable(obj):
         raise TypeError(f"a tool must be a callable, a stepguard Tool or a LangChain tool, got {type(obj).__name__}")
-    return Tool(name or getattr(obj, "__name__", "tool"), obj)
+    return Tool(name or str(getattr(obj, "__name__", "tool")), obj)
 
 
 def code_fingerprint(obj: Any) -> str:

@@ -51,8 +51,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from stepguard.evaluator import Number
-from stepguard.evaluator._numbers import NUMBER_BODY, SIGNS, one_script, read_number
+from stepguard.evaluator import NUMBER_BODY, SIGNS, Number, one_script, read_number
 from stepguard.trace._records import Answer, Record, Trace
 
 __all__ = ["parse_trace"]
@@ -167,7 +166,8 @@ def _tail_problem(tail: str) -> str | None:
         return None
     if m.lastgroup == "digit":
         return "more than one number" if _LETTER_BEFORE.search(tail, 0, end) else "unreadable number"
-    return _TAIL_WHY[m.lastgroup]  # type: ignore[index]
+    assert m.lastgroup is not None  # every alternative of the pattern is a named group
+    return _TAIL_WHY[m.lastgroup]
 
 
 _TOKEN = re.compile(rf"{NUMBER_BODY}|(?P<minus>[-−])|(?P<op>[(+*/×÷^])|[A-Za-z_]")
@@ -294,7 +294,9 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
     if why is None and (_TIGHT.match(seg, end) if seg.startswith("*", end) else _EXPR_TAIL.match(seg, end)):
         why = "unevaluated expression"
     if why is None:
-        close = _CLOSE.match(seg, end).end()  # type: ignore[union-attr]
+        marks = _CLOSE.match(seg, end)
+        assert marks is not None  # the pattern is a starred group: it matches at least ""
+        close = marks.end()
         if close > end:
             why = _run_on(seg, close)  # **42**apples, (40)2
         if why is None and (_EXPR_TAIL.match(seg, close) or _DANGLING.match(seg, close)):
@@ -394,7 +396,9 @@ def _answer_region(text: str, start: int, boxed: bool, cap: int) -> tuple[int, i
         while close >= start + 2 and text.startswith("{,", close - 2):
             close = text.find("}", close + 1, end)  # \\boxed{1{,}176}: the group's brace is not the end
         return start, close if close >= 0 else end
-    if _BLANK.match(text, start, end).end() == end:  # type: ignore[union-attr]
+    blank = _BLANK.match(text, start, end)
+    assert blank is not None  # the pattern is a starred class: it matches at least ""
+    if blank.end() == end:
         nxt = _NON_BLANK.search(text, end)
         if nxt is not None:
             stop = text.find("\n", nxt.start(), nxt.start() + cap)

@@ -55,8 +55,10 @@ _TOKEN = re.compile(
 _JOINED_AFTER = re.compile(r"[^\s\w]*[0-9]")  # 3/4, 2^10, 1·234, 12**2: more of a number that is not read
 _CREDIT_AFTER = re.compile(r"[ \t]*(?:CR|DR|Cr|Dr|cr|dr)(?![A-Za-z])")  # 18.86 CR: a credit, another sign
 _PERCENT_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]?(?:[%\uff05\u066a]|per[ \t]?cent(?![A-Za-z])|pct(?![A-Za-z]))", re.I)
-_MILLE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]?(?:[\u2030\u2031]|per[ \t]?mille(?![A-Za-z])|bps?(?![A-Za-z])|basis[ \t]+points?)", re.I)
-_MONTH = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+_MILLE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f]?(?:[\u2030\u2031]|per[ \t]?mille(?![A-Za-z])|bps?(?![A-Za-z])"
+                          r"|basis[ \t]+points?)", re.I)
+_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december"
+          r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?")
 _MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?[ \t{_THIN}]+{_MONTH}(?![A-Za-z])", re.I)  # 5 March 2024: a day, not a number
 _MONTH_BEFORE = re.compile(rf"(?<![A-Za-z]){_MONTH}[ \t{_THIN}]+(?:[0-9]{{1,2}}(?:st|nd|rd|th)?,?[ \t{_THIN}]+)?$", re.I)  # March 5, 2024
 _MAX_DIGITS = 60
@@ -143,7 +145,8 @@ def _tokens(text: str, first_only: bool = False) -> _Found:
                 found.append((written, _readings(body.replace(" ", "")), True, negative, bool(pct)))
                 continue
             parts = body.split(" ")
-            found.extend((p, _readings(p), doubtful, negative if i == 0 else 1, bool(pct) and i == len(parts) - 1) for i, p in enumerate(parts))
+            found.extend((p, _readings(p), doubtful, negative if i == 0 else 1, bool(pct) and i == len(parts) - 1)
+                         for i, p in enumerate(parts))
             continue
         found.append((written, _readings(body), doubtful, negative, bool(pct)))
     return found
@@ -179,11 +182,12 @@ def after_label(tail: str) -> str:
     if rate:
         tail = tail[rate.end():]
     lead = _LEAD.match(tail)
-    rest = tail[lead.end():]  # type: ignore[union-attr]
+    assert lead is not None  # every part of the pattern is optional: it matches at least ""
+    rest = tail[lead.end():]
     m = _TOKEN.match(rest)
     if m is None or (m.group("open") and not m.group("close")):
         return ""
-    if not rate and not _SEPARATOR.search(lead.group()) and _SEPARATOR.search(rest, m.end()):  # type: ignore[union-attr]
+    if not rate and not _SEPARATOR.search(lead.group()) and _SEPARATOR.search(rest, m.end()):
         return ""
     return rest
 

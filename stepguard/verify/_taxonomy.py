@@ -298,8 +298,8 @@ def score_generation(
         step_values_correct=right,
         first_error_step=wrong.var if wrong is not None else None,
         first_error_position=wrong_index + 1 if wrong_index is not None else None,
-        lookback_confusion=wrong is not None and not isinstance(wrong_value, (bool, str))
-        and _lookback_confusion(key, wrong_index, wrong_value),  # type: ignore[arg-type]
+        lookback_confusion=wrong_index is not None and not isinstance(wrong_value, (bool, str))  # wrong_index: None iff no wrong step
+        and _lookback_confusion(key, wrong_index, wrong_value),
         code=trace.has_code,
         capped=trace.capped,
     )

@@ -97,7 +97,8 @@ def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     elif m != 1:  # the decimal by the small divisor (carried at finite places if it does not end), then the point
         steps = [{"var": "t1", "expr": f"{text(a)} / {divisor}"}, *point_steps(2, e)]
         if not finite:
-            places_ = step.scale + max(e, 0) + _EXTRA  # type: ignore[operator]
+            assert step.scale is not None  # returned above: a quotient that does not end needs the step's scale
+            places_ = step.scale + max(e, 0) + _EXTRA
             steps[0].update(type="decimal", scale=places_)
             point = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN")) / Fraction(10) ** e
     elif e:  # a power of ten alone is the point, its first place moved from the dividend: 4968285 / 10, t1 / 10
