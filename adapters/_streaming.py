@@ -105,7 +105,7 @@ class ChunkStream:
                 event = next(events)
             except StopIteration:
                 break
-            except Exception as exc:  # noqa: BLE001 - httpx's and openai's errors mid-stream, typed here
+            except Exception as exc:  # httpx's and openai's errors mid-stream, typed here
                 self._events.close()
                 raise _broken(exc, self._spec, self._reading) from exc
             delta = self._reading.take(event)
@@ -147,7 +147,7 @@ class AsyncChunkStream:
                 event = await events.__anext__()
             except StopAsyncIteration:
                 break
-            except Exception as exc:  # noqa: BLE001 - as in ChunkStream
+            except Exception as exc:  # as in ChunkStream
                 await self._events.close()
                 raise _broken(exc, self._spec, self._reading) from exc
             delta = self._reading.take(event)
