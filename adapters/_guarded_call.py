@@ -6,7 +6,7 @@ Everything here runs before any model call; a request the guard cannot honour is
 Which settings win (docs/drop-in-client.md has the table), by one rule shared with the proxy
 (:mod:`stepguard.adapters._request_fields`):
 
-- ``extra_body["stepguard"]``'s options (:class:`~stepguard.guard._options.GuardOptions`, the same
+- ``extra_body["stepguard"]``'s options (:class:`~stepguard.guard.GuardOptions`, the same
   names, parsing and messages as the CLI and the proxy) over the call's ``temperature`` and ``seed``,
   over the client's ``GuardConfig`` (default: the defaults by procedure); a ``resample`` rung uses
   ``resample_temperature`` and ``seed + attempt``, because a retry at the same temperature and seed
@@ -33,8 +33,7 @@ from typing import Any
 
 import openai
 
-from stepguard.guard import GuardConfig
-from stepguard.guard._options import GuardOptions, OptionError
+from stepguard.guard import GuardConfig, GuardOptions, OptionError
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
 
@@ -56,7 +55,7 @@ NOT_IN_IDENTITY = frozenset({*_REQUEST_OPTIONS, "user", "metadata", "service_tie
 
 StepguardOptions = RunObject
 """What ``extra_body["stepguard"]`` holds, read: ``procedure``, ``inputs``, ``thread_id`` and the
-:class:`~stepguard.guard._options.GuardOptions` (the proxy's ``stepguard`` object is read the same way)."""
+:class:`~stepguard.guard.GuardOptions` (the proxy's ``stepguard`` object is read the same way)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +175,7 @@ def context_of(messages: Any) -> tuple[ChatMessage, ...]:
         text = "\n".join([t for t in [text] if t] + [f"called {c.get('name')}({c.get('arguments', '')})" for c in calls])
         if m.get("name"):
             text = f"{m['name']}: {text}"
-        out.append({"role": m["role"], "content": text})  # type: ignore[typeddict-item]
+        out.append({"role": m["role"], "content": text})
     return tuple(out)
 
 
@@ -236,7 +235,7 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
     """Read and check a guarded call's arguments (``extra_body["stepguard"]`` present).
 
     The call's fields follow :mod:`stepguard.adapters._request_fields` (the proxy's rule too); the
-    options resolve as :meth:`~stepguard.guard._options.GuardOptions.resolve` says: ``base`` (else the
+    options resolve as :meth:`~stepguard.guard.GuardOptions.resolve` says: ``base`` (else the
     defaults by procedure), then the call's ``temperature``/``seed``, then ``extra_body["stepguard"]``'s.
 
     Raises:
@@ -253,7 +252,7 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
     if not isinstance(args.get("model"), str):
         raise InvalidGuardedCall("the model name is required", "model")
     if run.thread_id is not None and not checkpoints:
-        from stepguard.guard._options import thread_needs_checkpointer
+        from stepguard.guard import thread_needs_checkpointer
 
         raise InvalidGuardedCall(str(thread_needs_checkpointer("GuardedOpenAI(..., checkpointer=...)")), f"{_WHERE}.thread_id")
     extra = {k: v for k, v in args.get("extra_body", {}).items() if k != KEY}

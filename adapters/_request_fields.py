@@ -5,7 +5,7 @@ is one of (docs/drop-in-client.md and docs/proxy.md have the table):
 
 - **read by the guard**: ``model``, ``messages``, ``response_format``, ``stream``, ``stream_options``
   (with ``stream`` only); ``temperature`` and ``seed`` (the first tries' sampling, read as the
-  :class:`~stepguard.guard._options.GuardOptions` of the same names); ``n`` (1 only: one choice);
+  :class:`~stepguard.guard.GuardOptions` of the same names); ``n`` (1 only: one choice);
   ``max_tokens`` / ``max_completion_tokens``: a cap on every model call of the run.
 - **sent with every model call as given**: :data:`SENT_AS_GIVEN` (``top_p``, penalties, bookkeeping).
 - **refused**, naming the field: :data:`REFUSED` (``tools``, ``stop``, ``logprobs``...), since the
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepguard.guard._options import GuardOptions, OptionError
+from stepguard.guard import GuardOptions, OptionError
 
 __all__ = ["READ_BY_GUARD", "REFUSED", "REFUSED_MESSAGE", "RUN_KEYS", "SENT_AS_GIVEN", "RequestFields", "RunObject",
            "read_request_fields", "read_run_object"]
@@ -118,7 +118,7 @@ def read_run_object(raw: Mapping[str, Any]) -> RunObject:
         OptionError: an unknown key (the message lists the keys), a ``procedure`` or ``thread_id``
             that is not text, ``inputs`` that are not an object, or an option refused; ``field`` names it.
     """
-    from stepguard.guard._options import OPTION_NAMES
+    from stepguard.guard import OPTION_NAMES
 
     for key in raw:
         if key not in RUN_KEYS and key not in OPTION_NAMES:

@@ -199,7 +199,7 @@ class _Completions:
         call = self._owner._read(kwargs)
         guard = self._owner._guard(call)
         _check_inputs(call)
-        args = (call.procedure, call.options.inputs, call.options.thread_id)
+        args = (call.procedure, call.options.inputs or {}, call.options.thread_id)
         if call.stream:
             run = guard.stream(*args, context=call.context)
             return GuardedStream(_sync_errors(chunks(run, Chunker(call.model, call.shape))))
@@ -213,7 +213,7 @@ class _Completions:
         call = self._owner._read(kwargs)
         guard = self._owner._guard(call)
         _check_inputs(call)
-        args = (call.procedure, call.options.inputs, call.options.thread_id)
+        args = (call.procedure, call.options.inputs or {}, call.options.thread_id)
         if call.stream:
             run = guard.astream(*args, context=call.context)
             return AsyncGuardedStream(_async_errors(achunks(run, Chunker(call.model, call.shape))))
@@ -231,7 +231,7 @@ def _check_inputs(call: GuardedCall) -> None:
 
     try:  # the names first, with "did you mean", as every way in checks them
         check_input_names([i.name for i in call.procedure.inputs], call.options.inputs or {}, f"procedure {call.procedure.name!r}")
-        call.procedure.expected_values(call.procedure.bind_inputs(call.options.inputs))
+        call.procedure.expected_values(call.procedure.bind_inputs(call.options.inputs or {}))
     except StepguardError as exc:
         raise client_error(exc) from exc
 
@@ -339,7 +339,7 @@ class GuardedOpenAI:
         self.is_async = isinstance(client, openai.AsyncOpenAI) or inspect.iscoroutinefunction(client.chat.completions.create)
         self.chat = _Chat(self)
 
-    @property  # type: ignore[misc]
+    @property  # type: ignore[misc]  # isinstance(client, openai.OpenAI) holds for the wrapper, as for the client it wraps
     def __class__(self) -> type:
         return type(self.client)
 

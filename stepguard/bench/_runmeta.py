@@ -14,6 +14,7 @@ from stepguard.model import ChatModel
 
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
+    from stepguard.bench.suites import ProcedureCase
     from stepguard.guard import GuardConfig
 
 __all__ = ["RAW_SEED", "RAW_TEMPERATURE", "RAW_TOKENS_PER_STEP", "describe_model", "instance_source", "run_meta"]
@@ -64,7 +65,7 @@ def _guard_config_dict(cfg: GuardConfig) -> dict[str, Any]:
     return out
 
 
-def instance_source(instances: str | Path | Iterable[Instance]) -> tuple[Any, dict[str, Any]]:
+def instance_source(instances: str | Path | Iterable[Instance | ProcedureCase]) -> tuple[Any, dict[str, Any]]:
     """A re-iterable source of instances and its run.json entry ``{file, sha256}``.
 
     ``instances`` may be an instances JSONL file, a suite (a procedure file with its input sets,

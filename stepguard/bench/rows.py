@@ -131,7 +131,7 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Decimal) else format_number(value)
 
 
-def raw_row(inst: Instance, resp: ChatResponse, score: Score, wall_s: float) -> dict[str, Any]:
+def raw_row(inst: Instance | ProcedureCase, resp: ChatResponse, score: Score, wall_s: float) -> dict[str, Any]:
     """The row of one raw-mode generation.
 
     Args:
@@ -163,7 +163,7 @@ def raw_row(inst: Instance, resp: ChatResponse, score: Score, wall_s: float) -> 
     }
 
 
-def guarded_row(inst: Instance, result: GuardResult, stopped: str | None = None) -> dict[str, Any]:
+def guarded_row(inst: Instance | ProcedureCase, result: GuardResult, stopped: str | None = None) -> dict[str, Any]:
     """The row of one guarded execution.
 
     Args:
@@ -222,6 +222,6 @@ def _guarded_deviation(result: GuardResult, first_bad: int | None, expected: dic
             "kinds": kinds}
 
 
-def error_row(inst: Instance, mode: str, exc: BaseException, attempt_s: float) -> dict[str, Any]:
+def error_row(inst: Instance | ProcedureCase, mode: str, exc: BaseException, attempt_s: float) -> dict[str, Any]:
     """The errors.jsonl row of a failed attempt: ``{id, n_steps, lookback, mode, error, error_type, attempt_s}``."""
     return {**_base(inst, mode), "error": str(exc)[:2000], "error_type": type(exc).__name__, "attempt_s": round(attempt_s, 3)}

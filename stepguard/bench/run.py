@@ -32,12 +32,22 @@ from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
     from stepguard.bench.suites import ProcedureCase
-    from stepguard.guard import GuardConfig, GuardObserver
-    from stepguard.guard._options import GuardOptions
+    from stepguard.guard import GuardConfig, GuardObserver, GuardOptions
     from stepguard.procedure import Procedure
 
-__all__ = ["GUARDED_DEFAULTS", "RAW_TOKENS_PER_STEP", "Mode", "RunSummary", "arun_benchmark", "check_selection", "resolve_guard_config", "describe_model", "parse_configs",
-           "raw_max_tokens", "run_benchmark"]
+__all__ = [
+    "GUARDED_DEFAULTS",
+    "RAW_TOKENS_PER_STEP",
+    "Mode",
+    "RunSummary",
+    "arun_benchmark",
+    "check_selection",
+    "resolve_guard_config",
+    "describe_model",
+    "parse_configs",
+    "raw_max_tokens",
+    "run_benchmark",
+]
 
 Mode = Literal["raw", "guarded"]
 
@@ -191,12 +201,13 @@ async def arun_benchmark(
         raise ValueError("concurrency must be at least 1")
     wanted = parse_configs(configs)
     make, inst_meta = instance_source(instances)
+    config: GuardConfig | None = None
     if mode == "guarded":
-        guard_config = resolve_guard_config(guard_config, _run_procedures(make, inst_meta, instances))
+        config = resolve_guard_config(guard_config, _run_procedures(make, inst_meta, instances))
     _check_selection(make, inst_meta["file"] if inst_meta["file"] is not None or isinstance(instances, Sequence) else False,
                      wanted, limit)  # before the store is created or opened
     t0 = time.perf_counter()
-    store = RunStore.open(rundir, run_meta(mode, model, guard_config, inst_meta, raw_tokens_per_step),
+    store = RunStore.open(rundir, run_meta(mode, model, config, inst_meta, raw_tokens_per_step),
                           sync_interval_s=SYNC_INTERVAL_S)
     summary = RunSummary(Path(rundir), mode, torn=list(store.torn), resumed=store.resumed)
     quiet = warnings.catch_warnings()
@@ -213,7 +224,7 @@ async def arun_benchmark(
             ids = light(jsonl) if jsonl is not None else make()
             todo = sum((i["id"] if isinstance(i, dict) else i.id) not in store.finished for i in select(ids, wanted, limit))
         bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
-        runner = _Runner(mode, model, store, guard_config, summary, bar, max_consecutive_errors, raw_tokens_per_step, observer)
+        runner = _Runner(mode, model, store, config, summary, bar, max_consecutive_errors, raw_tokens_per_step, observer)
         sem = asyncio.Semaphore(concurrency)
 
         async def bounded(inst: Instance | ProcedureCase) -> None:
@@ -248,10 +259,9 @@ async def arun_benchmark(
 def resolve_guard_config(given: GuardConfig | GuardOptions | None, procedures: list[Procedure] | None) -> GuardConfig:
     """Guarded mode's configuration: ``given`` when a :class:`~stepguard.guard.GuardConfig`, else the
     options (none: all defaults) resolved as every way in resolves them
-    (:meth:`~stepguard.guard._options.GuardOptions.resolve`): the defaults by procedure of
+    (:meth:`~stepguard.guard.GuardOptions.resolve`): the defaults by procedure of
     ``procedures`` (a suite's; ``None`` for generated integer sums), then :data:`GUARDED_DEFAULTS`."""
-    from stepguard.guard import GuardConfig
-    from stepguard.guard._options import GuardOptions
+    from stepguard.guard import GuardConfig, GuardOptions
 
     if isinstance(given, GuardConfig):
         return given
@@ -354,7 +364,7 @@ def run_benchmark(
         limit: at most this many instances per configuration (steps, look-back), in file order.
         configs: only these configurations: ``"95x7,23x2"`` or ``[(95, 7), (23, 2)]``.
         concurrency: instances in flight at once.
-        guard_config: guarded mode's configuration, whole; or :class:`~stepguard.guard._options.GuardOptions`
+        guard_config: guarded mode's configuration, whole; or :class:`~stepguard.guard.GuardOptions`
             (none: all defaults) resolved as the CLI, the drop-in client and the proxy resolve them: the
             defaults by procedure of a suite's procedures (one configuration for the run: a suite mixing
             integer sums and others gets the production settings), then :data:`GUARDED_DEFAULTS`

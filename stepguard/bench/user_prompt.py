@@ -132,7 +132,7 @@ class UserPrompt:
             name = m.group(2)
             return as_json if name == INPUTS_JSON else _text(inputs[name])
 
-        return [{"role": role, "content": _PLACEHOLDER.sub(fill, content)} for role, content in self.messages]  # type: ignore[typeddict-item]
+        return [{"role": role, "content": _PLACEHOLDER.sub(fill, content)} for role, content in self.messages]  # type: ignore[typeddict-item]  # roles were checked at load
 
     def read_answer(self, text: str, kind: str = "number") -> AnswerRead:
         """Read the answer from a reply as declared, exactly or not at all.

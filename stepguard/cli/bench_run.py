@@ -22,14 +22,14 @@ from stepguard.cli._guard_options import (
     Adaptive,
     ChunkSize,
     InlineKnown,
-    Streamed,
-    Window,
     Ladder,
     MaxReprompts,
     MaxTotalTokens,
     MaxWallS,
     OnExhausted,
     PolicyOption,
+    Streamed,
+    Window,
     build_guard_config,
     by_procedure_notes,
     guard_option_defaults,
@@ -90,9 +90,9 @@ def _run_defaults() -> Deferred:
 
 def _mixed_suite_note(instances: Path) -> None:
     """Say so when a suite mixes integer sums with other procedures: one configuration serves the
-    run, the one for the other procedures (:func:`stepguard.guard._options.procedure_defaults`)."""
+    run, the one for the other procedures (:func:`stepguard.guard.procedure_defaults`)."""
     from stepguard.bench.suites import is_suite, load_suite
-    from stepguard.guard._config import beyond_integer_sums
+    from stepguard.guard import beyond_integer_sums
 
     if not is_suite(instances):
         return
@@ -159,7 +159,7 @@ def run_command(
         if chat.simulated:
             typer.echo(f"note: {model} is the SIMULATED executor: its numbers are not a model's accuracy", err=True)
         summary = _run_guarded(lambda: run_benchmark(
-            instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]
+            instances, mode, chat, out, limit=limit, configs=configs, concurrency=concurrency,  # type: ignore[arg-type]  # mode and configs are checked by run_benchmark, which names a bad one
             guard_config=options, raw_tokens_per_step=RAW_TOKENS_PER_STEP if raw_tokens is None else raw_tokens,
             progress=progress, observer=observer))
     for torn in summary.torn:
@@ -194,7 +194,7 @@ def compare_command(
 
     if as_json and markdown:
         raise _fail("--json and --markdown: choose one")
-    result = _run_guarded(lambda: compare_runs(raw, guarded, metric))  # type: ignore[arg-type]
+    result = _run_guarded(lambda: compare_runs(raw, guarded, metric))  # type: ignore[arg-type]  # metric: compare_runs names a bad one
     if markdown:
         from stepguard.bench.report import paired_table
 

@@ -212,7 +212,7 @@ def run_command(
     from stepguard.procedure import load_procedure
 
     if thread_id is not None and checkpoint is None:  # nothing would be kept: the thread could never resume
-        from stepguard.guard._options import thread_needs_checkpointer
+        from stepguard.guard import thread_needs_checkpointer
 
         raise fail(thread_needs_checkpointer("--checkpoint FILE"), ExitCode.USAGE)
     try:

@@ -5,7 +5,14 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 and the one options model every way in reads (:class:`GuardOptions`, :class:`OptionError`).
 """
 
-from stepguard.guard._config import PRODUCTION_SETTINGS as PRODUCTION_SETTINGS, RUNGS, ExhaustedAction, GuardConfig, Policy
+from stepguard.guard._config import (
+    PRODUCTION_SETTINGS as PRODUCTION_SETTINGS,
+    RUNGS,
+    ExhaustedAction,
+    GuardConfig,
+    Policy,
+    beyond_integer_sums as beyond_integer_sums,
+)
 from stepguard.guard._guard import Guard, GuardUpdate, build_result as build_result, sqlite_checkpointer
 from stepguard.guard._identity import identity_diff, identity_digest as identity_digest, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver

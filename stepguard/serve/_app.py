@@ -222,7 +222,7 @@ async def _guarded_events(state: ProxyState, job: GuardedRequest) -> AsyncIterat
         async for item in state.stream(job):
             body = chunker.body(item)
             if body is not None:
-                yield out.sse({**body, out.KEY: out.event(item)})  # type: ignore[arg-type]
+                yield out.sse({**body, out.KEY: out.event(item)})  # type: ignore[arg-type]  # a chunk body is a JSON dict; its TypedDict does not list the stepguard key
     except Exception as exc:  # noqa: BLE001 - told in the stream: the status line was sent already
         yield out.sse(_error(exc)[1])
     yield out.sse("[DONE]")
@@ -446,8 +446,8 @@ def create_app(upstream: Upstream, procedures: Mapping[str, Procedure], *, token
                 state.observer = None
 
     # the token is checked first, so a stranger's large body is refused without being read
-    middleware = [Middleware(_BearerAuth, token=token)] if token else []  # type: ignore[arg-type]
-    middleware.append(Middleware(BodyLimit, max_bytes=max_body_bytes))  # type: ignore[arg-type]
+    middleware = [Middleware(_BearerAuth, token=token)] if token else []
+    middleware.append(Middleware(BodyLimit, max_bytes=max_body_bytes))
     app = Starlette(routes=_routes(state), middleware=middleware, lifespan=lifespan,
                     exception_handlers={Exception: _internal_error})
     app.state.proxy = state

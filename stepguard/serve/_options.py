@@ -8,7 +8,7 @@ object of its body (what the ``openai`` client's ``extra_body={"stepguard": {...
 
 The ``stepguard`` object is read as the drop-in client reads ``extra_body["stepguard"]``
 (:func:`stepguard.adapters._request_fields.read_run_object`, the options by
-:class:`~stepguard.guard._options.GuardOptions`): an unknown key, or a value of the wrong type
+:class:`~stepguard.guard.GuardOptions`): an unknown key, or a value of the wrong type
 (``"false"`` for a boolean, ``5.0`` for an integer) or out of range (``NaN``, ``1e400``, a temperature
 over 2), is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``, with the client's message.
 The request's own fields follow the client's rule too
@@ -27,8 +27,7 @@ from stepguard.adapters._client_errors import InvalidGuardedCall
 from stepguard.adapters._completion import ResponseShape, response_shape
 from stepguard.adapters._guarded_call import MessageInputs, context_of, inputs_from_messages
 from stepguard.adapters._request_fields import RUN_KEYS, read_request_fields, read_run_object
-from stepguard.guard import GuardConfig
-from stepguard.guard._options import OPTION_NAMES, OptionError, thread_needs_checkpointer
+from stepguard.guard import OPTION_NAMES, GuardConfig, OptionError, thread_needs_checkpointer
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
 from stepguard.serve._body import check_tree
@@ -41,7 +40,7 @@ MODEL_PREFIX = "stepguard/"
 
 OPTION_KEYS: tuple[str, ...] = (*RUN_KEYS, *OPTION_NAMES)
 """The keys a request's ``stepguard`` object may hold: what to run, then the
-:class:`~stepguard.guard._options.GuardOptions` (the drop-in client's ``extra_body["stepguard"]`` holds the same)."""
+:class:`~stepguard.guard.GuardOptions` (the drop-in client's ``extra_body["stepguard"]`` holds the same)."""
 
 
 @dataclass(frozen=True)

@@ -56,4 +56,4 @@ def sending_model(model: ChatModel, sent: Mapping[str, Any], cap: int | None, sp
             raise RequestError(400, f"{first} cannot be honoured: the upstream {spec} has no endpoint to send it to",
                                first, "invalid_value")
         model = view(dict(sent))
-    return model if cap is None else CappedModel(model, cap)  # type: ignore[return-value]
+    return model if cap is None else CappedModel(model, cap)

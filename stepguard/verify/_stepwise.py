@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any, cast
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, parse_number
@@ -117,7 +118,8 @@ def operand_leaves(procedure: Procedure, index: int) -> tuple[tuple[str | None, 
     called = {id(n.func) for n in ast.walk(compiled.tree) if isinstance(n, ast.Call)}
     leaves = [n for n in leaves if id(n) not in called]
     leaves.sort(key=lambda n: (n.lineno, n.col_offset))
-    return tuple((n.id, None) if isinstance(n, ast.Name) else (None, n.value) for n in leaves)
+    # a constant as the parser gives it (an int, a float, a string): the callers compare it as such
+    return tuple((n.id, None) if isinstance(n, ast.Name) else (None, cast(Any, n).value) for n in leaves)
 
 
 def _check_operands(
