@@ -405,15 +405,10 @@ class Procedure(BaseModel):
         Raises:
             ProcedureError: a declared input is missing, or an undeclared one is given, or a value is not a number.
         """
+        from stepguard.procedure._values import check_input_names, coerce_value
+
         declared = {i.name: i for i in self.inputs}
-        missing = [n for n in declared if n not in inputs]
-        extra = [n for n in inputs if n not in declared]
-        if missing or extra:
-            raise ProcedureError(
-                f"inputs: missing {missing or 'none'}, undeclared {extra or 'none'} (declared: {sorted(declared)})",
-                f"procedure {self.name!r}",
-            )
-        from stepguard.procedure._values import coerce_value
+        check_input_names(declared, inputs, f"procedure {self.name!r}")  # with "did you mean" for a misspelt name
 
         bound = {n: coerce_value(v, declared[n].type, f"inputs.{n}") for n, v in inputs.items()}
         for n, value in bound.items():
