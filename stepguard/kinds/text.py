@@ -21,7 +21,7 @@ from stepguard.errors import EvaluationError
 from stepguard.evaluator import normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
-from stepguard.procedure import Procedure, Step, ValueType, field_error, json_text
+from stepguard.procedure import Procedure, Step, ValueType, field_error, json_text, no_duplicate_keys
 from stepguard.tools import ToolCall
 from stepguard.verify import Deviation
 
@@ -96,15 +96,6 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} is given twice")
-        out[key] = value
-    return out
-
-
 def loads_exact(text: str) -> Any:
     """JSON text as exact values: numbers with a fraction or exponent as ``Decimal`` (as written),
     integers as ``int``.
@@ -112,7 +103,7 @@ def loads_exact(text: str) -> Any:
     Raises:
         ValueError: not JSON, ``NaN``/``Infinity``, a key given twice in one object.
     """
-    return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant, object_pairs_hook=_no_repeats)
+    return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant, object_pairs_hook=no_duplicate_keys)
 
 
 def evaluable(data: Any) -> Any:

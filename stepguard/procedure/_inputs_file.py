@@ -50,7 +50,7 @@ from yaml.scanner import Scanner
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import parse_number
-from stepguard.procedure._io import LoadLimits, check_yaml_events, json_depth
+from stepguard.procedure._io import LoadLimits, check_yaml_events, json_depth, no_duplicate_keys
 
 __all__ = ["load_inputs_file", "parse_inputs_text"]
 
@@ -219,12 +219,10 @@ if getattr(yaml, "__with_libyaml__", False):
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Refused(f"duplicate key {_shown(key)}")
-        out[key] = value
-    return out
+    try:
+        return no_duplicate_keys(pairs)
+    except ValueError:
+        raise _Refused(f"duplicate key {_shown(next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i])))}") from None
 
 
 def _json_constant(name: str) -> None:

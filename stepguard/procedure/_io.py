@@ -77,8 +77,12 @@ def check_yaml_events(text: str, limits: LoadLimits, where: str, what: str = "pr
         raise ProcedureError(f"not valid YAML: {exc}", where) from None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` for ``json.loads``: a dict, refusing duplicate keys."""
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads``: a dict, refusing a key given twice in one object.
+
+    Raises:
+        ValueError: ``duplicate key 'x'`` (the key cut to 64 characters).
+    """
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
@@ -244,7 +248,7 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
         if text.count("[") + text.count("{") > limits.max_depth:  # cheap pre-test; the scan is exact
             json_depth(text, limits, where)
         try:
-            data = json.loads(text, object_pairs_hook=_no_duplicates)
+            data = json.loads(text, object_pairs_hook=no_duplicate_keys)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, duplicate keys, ints over 4,300 digits
             raise ProcedureError(f"not valid JSON: {exc}", where) from None
     else:
