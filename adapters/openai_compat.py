@@ -15,8 +15,8 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import openai
@@ -46,6 +46,7 @@ _NO_KEY = "sk-no-key-required"  # the openai client insists on a key; local serv
 # The client's documented low-level ``post`` keeps its auth, timeouts, retries and error types
 # but skips the typed-params transform and response models: about 1 ms less per call here.
 _PATH = "/chat/completions"
+_T = TypeVar("_T")
 
 
 def _seconds(name: str, value: float) -> float:
@@ -264,6 +265,36 @@ class OpenAICompatibleModel:
     def _attempts(self) -> Attempts:
         return Attempts(self.timeout, self.max_retries, self.call_timeout, self.endpoint, self.spec)
 
+    def _retried(self, attempt: Callable[[], _T]) -> _T:
+        """``attempt()`` under each attempt's deadline, retried as :class:`Attempts` says (a 200 whose
+        body is an error included); the last failure raised as stepguard's error."""
+        plan = self._attempts()
+        while True:
+            try:
+                with attempt_deadline(plan.next_deadline()):
+                    return attempt()
+            except (openai.OpenAIError, ServerSaidError) as exc:
+                wait = plan.wait(exc)
+                if wait is None:
+                    raise plan.error(exc) from exc
+            time.sleep(wait)
+
+    async def _aretried(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Async twin of :meth:`_retried`. The socket-level deadline covers reads and writes; the
+        asyncio timeout also bounds what happens between them (a pooled connection, name resolution)."""
+        plan = self._attempts()
+        while True:
+            try:
+                deadline = plan.next_deadline()
+                with attempt_deadline(deadline):
+                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                        return await attempt()
+            except (openai.OpenAIError, ServerSaidError, TimeoutError) as exc:
+                wait = plan.wait(exc)
+                if wait is None:
+                    raise plan.error(exc) from exc
+            await asyncio.sleep(wait)
+
     def complete(
         self, messages: list[ChatMessage], settings: GenerationSettings | None = None
     ) -> ChatResponse:
@@ -289,17 +320,7 @@ class OpenAICompatibleModel:
         """
         body = self._body(messages, settings)
         started = time.perf_counter()
-        plan = self._attempts()
-        while True:
-            try:
-                with attempt_deadline(plan.next_deadline()):
-                    raw = self._sync_client().post(_PATH, cast_to=str, body=body)
-                return self._response(raw, started)
-            except (openai.OpenAIError, ServerSaidError) as exc:
-                wait = plan.wait(exc)
-                if wait is None:
-                    raise plan.error(exc) from exc
-            time.sleep(wait)
+        return self._retried(lambda: self._response(self._sync_client().post(_PATH, cast_to=str, body=body), started))
 
     async def acomplete(
         self, messages: list[ChatMessage], settings: GenerationSettings | None = None
@@ -307,21 +328,11 @@ class OpenAICompatibleModel:
         """Async twin of :meth:`complete` (same arguments, result and errors)."""
         body = self._body(messages, settings)
         started = time.perf_counter()
-        plan = self._attempts()
-        while True:
-            try:
-                deadline = plan.next_deadline()
-                with attempt_deadline(deadline):
-                    # The socket-level deadline covers reads and writes; this also bounds what
-                    # happens between them (waiting for a pooled connection, name resolution).
-                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                        raw = await self._async_client().post(_PATH, cast_to=str, body=body)
-                return self._response(raw, started)
-            except (openai.OpenAIError, ServerSaidError, TimeoutError) as exc:
-                wait = plan.wait(exc)
-                if wait is None:
-                    raise plan.error(exc) from exc
-            await asyncio.sleep(wait)
+
+        async def attempt() -> ChatResponse:
+            return self._response(await self._async_client().post(_PATH, cast_to=str, body=body), started)
+
+        return await self._aretried(attempt)
 
     # -- streams ---------------------------------------------------------------------------
     def _stream_body(self, messages: list[ChatMessage], settings: GenerationSettings | None) -> tuple[dict[str, Any], int]:
@@ -339,36 +350,20 @@ class OpenAICompatibleModel:
         """
         body, estimate = self._stream_body(messages, settings)
         started = time.perf_counter()
-        plan = self._attempts()
-        while True:
-            try:
-                with attempt_deadline(plan.next_deadline()):
-                    events = self._sync_client().post(_PATH, cast_to=object, body=body, stream=True, stream_cls=openai.Stream[object])
-                return ChunkStream(events, started, self.model_name, estimate, self.spec)
-            except openai.OpenAIError as exc:
-                wait = plan.wait(exc)
-                if wait is None:
-                    raise plan.error(exc) from exc
-            time.sleep(wait)
+        events = self._retried(lambda: self._sync_client().post(
+            _PATH, cast_to=object, body=body, stream=True, stream_cls=openai.Stream[object]))
+        return ChunkStream(events, started, self.model_name, estimate, self.spec)
 
     async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncChunkStream:
         """Async twin of :meth:`stream`."""
         body, estimate = self._stream_body(messages, settings)
         started = time.perf_counter()
-        plan = self._attempts()
-        while True:
-            try:
-                deadline = plan.next_deadline()
-                with attempt_deadline(deadline):
-                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                        events = await self._async_client().post(
-                            _PATH, cast_to=object, body=body, stream=True, stream_cls=openai.AsyncStream[object])
-                return AsyncChunkStream(events, started, self.model_name, estimate, self.spec)
-            except (openai.OpenAIError, TimeoutError) as exc:
-                wait = plan.wait(exc)
-                if wait is None:
-                    raise plan.error(exc) from exc
-            await asyncio.sleep(wait)
+
+        async def attempt() -> Any:
+            return await self._async_client().post(_PATH, cast_to=object, body=body, stream=True, stream_cls=openai.AsyncStream[object])
+
+        events = await self._aretried(attempt)
+        return AsyncChunkStream(events, started, self.model_name, estimate, self.spec)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
