@@ -50,7 +50,7 @@ from yaml.scanner import Scanner
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import parse_number
-from stepguard.procedure._io import LoadLimits, check_yaml_events, json_depth, no_duplicate_keys
+from stepguard.procedure._io import LoadLimits, check_yaml_events, json_depth, no_duplicate_keys, read_file_text
 
 __all__ = ["load_inputs_file", "parse_inputs_text"]
 
@@ -312,14 +312,5 @@ def load_inputs_file(path: str | Path, limits: LoadLimits = LoadLimits()) -> Any
     Raises:
         ProcedureError: unreadable, not UTF-8, or refused by :func:`parse_inputs_text`; names the file.
     """
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > limits.max_bytes:
-            raise ProcedureError(f"larger than {limits.max_bytes} bytes ({size})", str(p))
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProcedureError(f"cannot read: {exc.strerror}", str(p)) from None
-    except UnicodeDecodeError:
-        raise ProcedureError("not UTF-8 text", str(p)) from None
-    return parse_inputs_text(text, str(p), "json" if p.suffix.lower() == ".json" else "yaml", limits)
+    text, where, fmt = read_file_text(path, limits)
+    return parse_inputs_text(text, where, fmt, limits)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from pydantic import ValidationError
@@ -307,6 +307,17 @@ def load_procedure(path: str | Path, limits: LoadLimits = LoadLimits()) -> Proce
     Raises:
         ProcedureError: unreadable, too large, malformed or invalid; the message names the file.
     """
+    text, where, fmt = read_file_text(path, limits)
+    return parse_procedure(text, where, fmt, limits)
+
+
+def read_file_text(path: str | Path, limits: LoadLimits = LoadLimits()) -> tuple[str, str, Literal["yaml", "json"]]:
+    """A procedure or inputs file's text, with its name for errors and its format (``json`` by
+    suffix, else ``yaml``), read within ``limits.max_bytes``.
+
+    Raises:
+        ProcedureError: unreadable, too large or not UTF-8; names the file.
+    """
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -317,7 +328,7 @@ def load_procedure(path: str | Path, limits: LoadLimits = LoadLimits()) -> Proce
         raise ProcedureError(f"cannot read: {exc.strerror}", str(p)) from None
     except UnicodeDecodeError:
         raise ProcedureError("not UTF-8 text", str(p)) from None
-    return parse_procedure(text, str(p), "json" if p.suffix.lower() == ".json" else "yaml", limits)
+    return text, str(p), "json" if p.suffix.lower() == ".json" else "yaml"
 
 
 def save_procedure(procedure: Procedure, path: str | Path) -> None:
