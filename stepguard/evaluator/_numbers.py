@@ -178,18 +178,23 @@ def format_number(value: Number) -> str:
     frac = Fraction(value)
     if frac.denominator == 1:
         return str(frac.numerator)
-    d = frac.denominator
-    twos = fives = 0
+    places = decimal_places(frac)
+    if places is None:
+        return f"{frac.numerator}/{frac.denominator}"
+    scaled = frac * 10**places
+    sign = "-" if scaled < 0 else ""
+    digits = str(abs(scaled.numerator)).rjust(places + 1, "0")
+    return f"{sign}{digits[:-places]}.{digits[-places:]}"
+
+
+def decimal_places(frac: Fraction) -> int | None:
+    """The fewest decimal places that write ``frac`` exactly (``Fraction(7, 4)``: 2); ``None`` when
+    none do (a denominator with a prime factor other than 2 and 5: ``1/3``)."""
+    d, twos, fives = frac.denominator, 0, 0
     while d % 2 == 0:
         d //= 2
         twos += 1
     while d % 5 == 0:
         d //= 5
         fives += 1
-    if d != 1:
-        return f"{frac.numerator}/{frac.denominator}"
-    places = max(twos, fives)
-    scaled = frac * 10**places
-    sign = "-" if scaled < 0 else ""
-    digits = str(abs(scaled.numerator)).rjust(places + 1, "0")
-    return f"{sign}{digits[:-places]}.{digits[-places:]}"
+    return max(twos, fives) if d == 1 else None

@@ -25,7 +25,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from stepguard.evaluator import Number
+from stepguard.evaluator import Number, decimal_places
 
 __all__ = ["Env", "as_decimal", "input_places", "written_places"]
 
@@ -92,7 +92,7 @@ def as_decimal(value: Number, places: int | None = None) -> Decimal | None:
     """
     frac = Fraction(value)
     if places is None:
-        places = _least_places(frac)
+        places = decimal_places(frac)
         if places is None:
             return None
     scaled = frac * 10**places
@@ -102,16 +102,3 @@ def as_decimal(value: Number, places: int | None = None) -> Decimal | None:
     digits = str(abs(n)).rjust(places + 1, "0")
     text = ("-" if n < 0 else "") + (f"{digits[:-places]}.{digits[-places:]}" if places else digits)
     return Decimal(text)
-
-
-def _least_places(frac: Fraction) -> int | None:
-    """The fewest places that write ``frac`` exactly; ``None`` when none do (a denominator with a
-    prime factor other than 2 and 5)."""
-    d, twos, fives = frac.denominator, 0, 0
-    while d % 2 == 0:
-        d //= 2
-        twos += 1
-    while d % 5 == 0:
-        d //= 5
-        fives += 1
-    return max(twos, fives) if d == 1 else None
