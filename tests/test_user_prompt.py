@@ -203,3 +203,32 @@ def test_a_reply_without_step_lines_names_the_first_step_whose_value_it_never_sh
     assert extra["deviated_at"] == {"step": "base_price", "how": "not shown", "wrote": None, "expected": "19.78"}
     score, extra = score_case(bulky, "Final price: 27,64")
     assert score.labels == ["missing_answer"] and "is not one number" in extra["answer_read"]["refused"]
+
+
+def test_a_suites_pairs_are_grouped_by_procedure_in_compare_and_the_report(tmp_path: Path) -> None:
+    """A suite varies procedures, not step counts: its paired table has one line per procedure (two
+    five-step procedures would share one "5 steps" line if grouped by configuration)."""
+    from stepguard.bench.compare import compare_runs
+
+    folder = tmp_path / "suite"
+    shutil.copytree(SHIPPING, folder)
+    for name in ("commission.yaml", "commission.inputs.yaml"):
+        shutil.copy(PRODUCTION / name, folder / name)
+    model = load_model("sim:perfect")
+    run_benchmark(folder, "raw", model, tmp_path / "raw", progress=False)        # shipping's raw: the user's prose, unread
+    run_benchmark(folder, "guarded", model, tmp_path / "guarded", progress=False)
+    commission = sum(1 for i in _rows(tmp_path / "raw") if i.startswith("commission/"))
+    cmp = compare_runs(tmp_path / "raw", tmp_path / "guarded", "verified")
+    by = {p.procedure: p for p in cmp.configs}
+    assert set(by) == {"commission", "shipping"} and {p.n_steps for p in cmp.configs} == {5}
+    assert (by["shipping"].n, by["shipping"].raw_right, by["shipping"].only_guarded) == (3, 0, 3)
+    assert (by["commission"].n, by["commission"].both_right) == (commission, commission)
+    assert cmp.overall.n == 3 + commission and cmp.overall.procedure is None
+    assert "\nshipping " in cmp.table() and "\ncommission " in cmp.table()
+
+    md = build_report([tmp_path / "raw", tmp_path / "guarded"], tmp_path / "rep").report_md.read_text(encoding="utf-8")
+    paired = md[md.index("Paired:"):]
+    assert "| procedure | steps | pairs |" in paired
+    assert f"| `commission` | 5 | {commission} | {commission}/{commission}" in paired
+    assert "| `shipping` | 5 | 3 | 0/3 0% [0, 56] | 3/3 100% [44, 100] | 0 | 0 | 0 | 3 |" in paired
+    assert f"| **all** | - | {3 + commission} |" in paired

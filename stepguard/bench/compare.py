@@ -6,8 +6,10 @@ against guarded ``verified_correct``, the guard's verified completion that docs/
 reports): both right / only guarded right / only raw right / both wrong. The exact McNemar test
 (McNemar 1947; exact form: a two-sided binomial test of the discordant pairs against p = 1/2,
 ``scipy.stats.binomtest``) asks whether the guard changes the success rate on the same instances.
-It is computed per configuration (steps, look-back) and overall. Which run is raw and which is
-guarded is read from each run's run.json (``mode``), never from the order of the arguments.
+It is computed per group and overall: a generated instance's group is its configuration (steps,
+look-back); a case of a user's suite (a row with no look-back: a procedure file with an input set)
+is grouped by its procedure, since a suite varies procedures, not step counts. Which run is raw and
+which is guarded is read from each run's run.json (``mode``), never from the order of the arguments.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from stepguard.bench.store import read_meta
 
 __all__ = [
     "METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "InstancesDiffer", "NoSharedInstances", "Paired", "compare_runs", "mcnemar_exact",
+    "procedure_of",
 ]
 
 Metric = Literal["correct", "exact", "verified"]
@@ -61,13 +64,17 @@ class Paired:
     """The 2x2 table of one group of shared instances.
 
     Attributes:
-        n_steps, lookback: the configuration (``None`` for the overall table).
+        n_steps, lookback: the configuration (``None`` for the overall table; ``lookback`` is also
+            ``None`` for a procedure's group).
+        procedure: the procedure of a user's suite this group holds (``None`` for a configuration
+            of generated instances and for the overall table).
         both_right, only_guarded, only_raw, both_wrong: instance counts.
         p_value: exact McNemar p-value (two-sided).
     """
 
     n_steps: int | None
     lookback: int | None
+    procedure: str | None = None
     both_right: int = 0
     only_guarded: int = 0
     only_raw: int = 0
@@ -125,7 +132,8 @@ class Comparison:
         metric: the metric compared (``correct``, ``exact`` or ``verified``; :data:`METRIC_FIELDS`).
         raw, guarded: the run folders.
         simulated: either run used the simulated executor.
-        configs: one :class:`Paired` per configuration present in both runs.
+        configs: one :class:`Paired` per group present in both runs: a configuration (steps,
+            look-back) of generated instances, or a procedure of a user's suite (:func:`procedure_of`).
         overall: all shared instances.
         only_in_raw, only_in_guarded: ids finished in one run only (left out of every table).
     """
@@ -155,7 +163,7 @@ class Comparison:
                  f"{'config':<10} {'n':>5} {'both':>6} {'guard+':>7} {'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8}"
                  f" {'McNemar p':>10}"]
         for p in [*self.configs, self.overall]:
-            name = "overall" if p.n_steps is None else f"{p.n_steps}x{p.lookback if p.lookback else '-'}"
+            name = "overall" if p.n_steps is None else p.procedure or f"{p.n_steps}x{p.lookback if p.lookback else '-'}"
             d = p.as_dict()
             rr = "-" if d["raw_rate"] is None else f"{100 * d['raw_rate']:.1f}"
             gr = "-" if d["guarded_rate"] is None else f"{100 * d['guarded_rate']:.1f}"
@@ -202,12 +210,12 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
         found = ", ".join(f"{d} is {m.get('mode')!r}" for d, m in meta.items())
         raise ValueError(f"compare needs one raw and one guarded run ({found})")
     raw_dir, guarded_dir = by_mode["raw"], by_mode["guarded"]
-    raw: dict[str, tuple[int, int | None, bool, str | None, str]] = {}
+    raw: dict[str, tuple[bool, str | None, str]] = {}
     for path, lineno, row in numbered_results(raw_dir):
-        raw[row["id"]] = (row["n_steps"], row.get("lookback"), bool(row.get(raw_field)), row.get("instance_sha256"), f"{path}:{lineno}")
+        raw[row["id"]] = (bool(row.get(raw_field)), row.get("instance_sha256"), f"{path}:{lineno}")
     simulated = any(bool(m.get("simulated")) for m in meta.values())
     cmp = Comparison(metric, str(raw_dir), str(guarded_dir), simulated, warnings=_model_warnings(meta[raw_dir], meta[guarded_dir]))
-    groups: dict[tuple[int, Any], Paired] = {}
+    groups: dict[tuple[str, int, int], Paired] = {}
     seen, guarded_rows, unchecked = 0, 0, 0
     differ: list[str] = []
     for path, lineno, row in numbered_results(guarded_dir):
@@ -217,7 +225,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
             cmp.only_in_guarded += 1
             continue
         seen += 1
-        n_steps, lookback, raw_ok, raw_sha, raw_at = got
+        raw_ok, raw_sha, raw_at = got
         sha = row.get("instance_sha256")
         if raw_sha is None or sha is None:
             unchecked += 1
@@ -225,7 +233,9 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
             differ.append(f"{row['id']!r} ({raw_at} vs {path}:{lineno})")
             continue
         ok = bool(row.get(guarded_field))
-        groups.setdefault((n_steps, lookback), Paired(n_steps, lookback)).add(raw_ok, ok)
+        n_steps, lookback, procedure = row["n_steps"], row.get("lookback"), procedure_of(row)
+        key = (procedure or "", n_steps, lookback or 0)
+        groups.setdefault(key, Paired(n_steps, lookback, procedure)).add(raw_ok, ok)
         cmp.overall.add(raw_ok, ok)
     if differ:
         raise InstancesDiffer(
@@ -241,9 +251,21 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
         cmp.warnings.append(f"the runs' instances files differ and {unchecked} pairs have rows that record no instance "
                             "hash (written before rows did): those pairs are matched by id only, unchecked")
     cmp.only_in_raw = len(raw) - seen
-    cmp.configs = [groups[k].finish() for k in sorted(groups, key=lambda k: (k[0], k[1] or 0))]
+    cmp.configs = [groups[k].finish() for k in sorted(groups)]
     cmp.overall.finish()
     return cmp
+
+
+def procedure_of(row: dict[str, Any]) -> str | None:
+    """The procedure a result row is a case of, or ``None`` for a generated instance.
+
+    A case of a user's suite has no look-back; its procedure is the row's ``procedure`` field where
+    it has one, else its id up to the last ``/`` (``shipping/light-zone-1`` is a case of
+    ``shipping``). A generated instance has a look-back (its configuration groups it instead).
+    """
+    if row.get("lookback"):
+        return None
+    return str(row.get("procedure") or str(row["id"]).rsplit("/", 1)[0])
 
 
 def _model_warnings(raw: dict[str, Any], guarded: dict[str, Any]) -> list[str]:

@@ -137,16 +137,24 @@ def _ci(k: int, n: int, interval: list[float] | None) -> str:
 
 
 def paired_table(cmp: Comparison, raw_label: str, guarded_label: str) -> Table:
-    """The paired table of one comparison: per (steps, look-back) and over all pairs, the pairs, raw
-    right and guarded right (what counts as right is ``cmp.metric``'s, :data:`METRIC_HEADINGS`) with
-    95% Wilson intervals, the 2x2 counts and the exact McNemar p."""
+    """The paired table of one comparison: per group (a configuration, steps and look-back, of generated
+    instances; a procedure of a user's suite) and over all pairs, the pairs, raw right and guarded right
+    (what counts as right is ``cmp.metric``'s, :data:`METRIC_HEADINGS`) with 95% Wilson intervals, the
+    2x2 counts and the exact McNemar p."""
     raw_heading, guarded_heading = METRIC_HEADINGS[cmp.metric]
-    header = ["steps", "look-back", "pairs", f"{raw_heading} [95% CI]", f"{guarded_heading} [95% CI]",
-              "both", "neither", "only raw", "only guarded", "exact McNemar p"]
+    by_procedure = any(p.procedure for p in cmp.configs)
+    header = ["procedure" if by_procedure else "steps", "steps" if by_procedure else "look-back", "pairs",
+              f"{raw_heading} [95% CI]", f"{guarded_heading} [95% CI]", "both", "neither", "only raw", "only guarded",
+              "exact McNemar p"]
     rows = []
     for p in [*cmp.configs, cmp.overall]:
         d = p.as_dict()
-        where = ["all", "all"] if p.n_steps is None else [str(p.n_steps), str(p.lookback) if p.lookback else "-"]
+        if p.n_steps is None:
+            where = ["**all**" if by_procedure else "all", "-" if by_procedure else "all"]
+        elif p.procedure:
+            where = [f"`{p.procedure}`", str(p.n_steps)]
+        else:
+            where = [str(p.n_steps), str(p.lookback) if p.lookback else "-"]
         rows.append([*where, str(p.n), _ci(p.raw_right, p.n, d["raw_interval"]), _ci(p.guarded_right, p.n, d["guarded_interval"]),
                      str(p.both_right), str(p.both_wrong), str(p.only_raw), str(p.only_guarded), f"{p.p_value:.3g}"])
     unpaired = (f"; left out, ran in one mode only: {cmp.only_in_raw} raw, {cmp.only_in_guarded} guarded"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepguard.bench._results import numbered_results
 from stepguard.bench.aggregate import Cell, RunAggregate, rate
+from stepguard.bench.compare import procedure_of
 
 if TYPE_CHECKING:
     from stepguard.bench.report import Table
@@ -58,7 +59,7 @@ class SuiteRun:
 
 
 def _procedure(row: dict[str, Any]) -> str:
-    return str(row.get("procedure") or str(row["id"]).rsplit("/", 1)[0])
+    return procedure_of(row) or str(row["id"])
 
 
 def suite_run(agg: RunAggregate) -> SuiteRun:
