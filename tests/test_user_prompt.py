@@ -224,7 +224,9 @@ def test_a_suites_pairs_are_grouped_by_procedure_in_compare_and_the_report(tmp_p
     assert (by["shipping"].n, by["shipping"].raw_right, by["shipping"].only_guarded) == (3, 0, 3)
     assert (by["commission"].n, by["commission"].both_right) == (commission, commission)
     assert cmp.overall.n == 3 + commission and cmp.overall.procedure is None
-    assert "\nshipping " in cmp.table() and "\ncommission " in cmp.table()
+    table = cmp.table().splitlines()
+    assert table[1].startswith("procedure ") and [line.split()[0] for line in table[2:]] == ["commission", "shipping", "overall"]
+    assert len({len(line) for line in table[1:]}) == 1  # columns aligned past the longest procedure name
 
     md = build_report([tmp_path / "raw", tmp_path / "guarded"], tmp_path / "rep").report_md.read_text(encoding="utf-8")
     paired = md[md.index("Paired:"):]

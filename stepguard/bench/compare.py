@@ -158,16 +158,18 @@ class Comparison:
     def table(self) -> str:
         """A plain-text table for a terminal (SIMULATED in the title when it applies)."""
         sim = " (SIMULATED executor: not a model's accuracy)" if self.simulated else ""
+        names = ["overall" if p.n_steps is None else p.procedure or f"{p.n_steps}x{p.lookback if p.lookback else '-'}"
+                 for p in [*self.configs, self.overall]]
+        width = max(10, *map(len, names))
         lines = [f"warning: {w}" for w in self.warnings]
         lines += [f"paired comparison on '{self.metric}': raw {self.raw} vs guarded {self.guarded}{sim}",
-                 f"{'config':<10} {'n':>5} {'both':>6} {'guard+':>7} {'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8}"
-                 f" {'McNemar p':>10}"]
-        for p in [*self.configs, self.overall]:
-            name = "overall" if p.n_steps is None else p.procedure or f"{p.n_steps}x{p.lookback if p.lookback else '-'}"
+                  f"{'procedure' if any(p.procedure for p in self.configs) else 'config':<{width}} {'n':>5} {'both':>6} {'guard+':>7} "
+                  f"{'raw+':>6} {'neither':>8} {'raw %':>7} {'guard %':>8} {'McNemar p':>10}"]
+        for name, p in zip(names, [*self.configs, self.overall], strict=True):
             d = p.as_dict()
             rr = "-" if d["raw_rate"] is None else f"{100 * d['raw_rate']:.1f}"
             gr = "-" if d["guarded_rate"] is None else f"{100 * d['guarded_rate']:.1f}"
-            lines.append(f"{name:<10} {p.n:>5} {p.both_right:>6} {p.only_guarded:>7} {p.only_raw:>6} {p.both_wrong:>8} "
+            lines.append(f"{name:<{width}} {p.n:>5} {p.both_right:>6} {p.only_guarded:>7} {p.only_raw:>6} {p.both_wrong:>8} "
                          f"{rr:>7} {gr:>8} {p.p_value:>10.4g}")
         if self.only_in_raw or self.only_in_guarded:
             lines.append(f"unpaired (left out): {self.only_in_raw} only in raw, {self.only_in_guarded} only in guarded")
