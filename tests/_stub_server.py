@@ -15,8 +15,11 @@ serves every case at once:
     truncated 200 with a JSON body cut in the middle
     renamed   200, but the reply names another model (``renamed-by-server``)
     scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
-    lines     200, streamed one line an event ``line_s`` apart (the scripted text); ``lines_sent``
-              counts what was written before the client closed the connection
+    lines     200, streamed one line an event ``line_s`` apart (the scripted text), the first after
+              ``first_s``; ``lines_sent`` counts what was written before the client closed the
+              connection. With ``hold_at = k`` the server, having written k lines, waits for
+              ``release`` (a ``threading.Event``, at most ``hold_s`` seconds) before the rest:
+              a test sets it once it has seen what must come while the model is still writing
     sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
               a guard's chunk prompts answered right, as a model that executes them exactly would
 
@@ -187,7 +190,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         base = {"id": "chatcmpl-lines", "object": "chat.completion.chunk", "created": 0, "model": model}
         try:
-            for line in text.splitlines(keepends=True):
+            self.wfile.write(f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'role': 'assistant'}}]})}\n\n".encode())
+            self.wfile.flush()  # the headers and the role now, the first token after first_s
+            time.sleep(srv.first_s)
+            for i, line in enumerate(text.splitlines(keepends=True)):
+                if i == srv.hold_at:
+                    srv.release.wait(srv.hold_s)
                 event = {**base, "choices": [{"index": 0, "delta": {"content": line}, "finish_reason": None}]}
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
@@ -368,6 +376,10 @@ class _Server(ThreadingHTTPServer):
         self.aborted: Counter[str] = Counter()
         self.lines_sent: Counter[str] = Counter()
         self.line_s = 0.05
+        self.first_s = 0.0
+        self.hold_at: int | None = None
+        self.hold_s = 10.0
+        self.release = threading.Event()
 
 
 class StubServer:
@@ -411,6 +423,29 @@ class StubServer:
     @line_s.setter
     def line_s(self, seconds: float) -> None:
         self._server.line_s = seconds
+
+    @property
+    def first_s(self) -> float:
+        """Seconds before the ``lines`` model's first line (its time to first token)."""
+        return self._server.first_s
+
+    @first_s.setter
+    def first_s(self, seconds: float) -> None:
+        self._server.first_s = seconds
+
+    @property
+    def hold_at(self) -> int | None:
+        """Lines the ``lines`` model writes before it waits for :attr:`release`; ``None``: never waits."""
+        return self._server.hold_at
+
+    @hold_at.setter
+    def hold_at(self, lines: int | None) -> None:
+        self._server.hold_at = lines
+
+    @property
+    def release(self) -> threading.Event:
+        """Set it to let a held ``lines`` stream go on (see :attr:`hold_at`)."""
+        return self._server.release
 
     @property
     def lines_sent(self) -> Counter[str]:

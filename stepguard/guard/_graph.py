@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -32,6 +33,7 @@ from langgraph.runtime import Runtime
 from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
+from stepguard.guard._result import StepOutcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
@@ -175,7 +177,7 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
-    watch = _watch(state, ctx)
+    watch = _watch(state, ctx, runtime.stream_writer)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings) if watch is None else read_window(ctx.model, messages, settings, watch)
         record.response(resp)
@@ -194,7 +196,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
-    watch = _watch(state, ctx)
+    watch = _watch(state, ctx, runtime.stream_writer)
     with ctx.observer.model_call(messages, settings) as record:
         if watch is None:
             resp = await ctx.model.acomplete(messages, settings)
@@ -204,12 +206,30 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     return _record_reply(state, resp)
 
 
-def _watch(state: GuardState, ctx: RunContext) -> StreamWatch | None:
+def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> StreamWatch | None:
     """The line-by-line check of a streamed first try of a window of chunked steps; ``None`` for a
-    call asked whole (chunked mode, a re-ask, a step asked alone)."""
+    call asked whole (chunked mode, a re-ask, a step asked alone). Each step it verifies goes to
+    ``write`` (the run's ``custom`` stream) as the :class:`StepOutcome` the window will commit."""
     if not ctx.config.streamed or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
         return None
-    return StreamWatch(ctx.procedure, state.cursor, state.chunk_end, ctx.env(state))
+    proc, prov = ctx.procedure, dict(state.provenance)
+
+    def verified(var: str, text: str, index: int) -> None:
+        step = proc.steps[index]
+        prov[var] = _provenance(ctx, prov, index)
+        write(StepOutcome(var=var, value=text, type=step.type, scale=step.scale, provenance=prov[var],
+                          reprompts=state.attempt if index == state.cursor else 0, chunk=state.chunk_no - 1, index=index))
+
+    return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified)
+
+
+def _provenance(ctx: RunContext, prov: Mapping[str, str], index: int) -> str:
+    """The provenance step ``index`` commits with: its kind's (:meth:`~stepguard.kinds.Kind.provenance`),
+    or ``flagged`` where it read a flagged (unverified) operand (``prov``: the steps committed before it)."""
+    proc = ctx.procedure
+    if any(prov.get(n) == "flagged" for n in proc.reads(index)):
+        return "flagged"  # verified only against a flagged (unverified) operand
+    return kind_of(proc.steps[index]).provenance(proc, index)
 
 
 def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:
@@ -401,10 +421,7 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     chunks = dict(state.step_chunk)
     for i, (var, text) in enumerate(verified):
         values[var] = text
-        index = ctx.procedure.index_of[var]
-        prov[var] = kind_of(ctx.procedure.steps[index]).provenance(ctx.procedure, index)
-        if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.index_of[var])):
-            prov[var] = "flagged"  # verified only against a flagged (unverified) operand
+        prov[var] = _provenance(ctx, prov, ctx.procedure.index_of[var])
         reprompts[var] = state.attempt if i == 0 else 0
         chunks[var] = state.chunk_no - 1
         ctx.observer.step_checked(var, "pass", None, None)

@@ -11,20 +11,30 @@ for steps the model gets right.
 A step is judged only once the line of a later step has started (or the stream has ended): a model
 that writes a step over several lines (``S11 = S10 - S4`` then ``= -159 - (-12) = -147``) is never
 cut after its first line.
+
+Each step the watch judges verified is reported at once (``on_verified``: the ``ask`` node sends it to
+the run's stream, so :meth:`stepguard.guard.Guard.stream` yields it while the model writes the rest)
+and is what the window commits: the ``verify`` node reads the same lines and finds the same values. A
+reported step that the model writes again later with another value is not taken back: the stream is
+cut before that line, so the reply the window commits ends where the reported value stands (as a
+committed step written again in a later reply is noted and stands).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, aopen_stream, open_stream
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, format_value
 from stepguard.trace import parse_trace
 from stepguard.verify import verify_chunk
 
-__all__ = ["StreamWatch", "read_window", "aread_window"]
+__all__ = ["OnVerified", "StreamWatch", "read_window", "aread_window"]
+
+OnVerified = Callable[[str, str, int], None]
+"""Told each step the watch judges verified, in order: ``(variable, value as exact text, 0-based step index)``."""
 
 
 class StreamWatch:
@@ -35,12 +45,17 @@ class StreamWatch:
         start: the window's first step (0-based).
         end: one past its last step.
         env: committed values (inputs and verified variables).
+        on_verified: told each step as it is judged verified (:data:`OnVerified`), once, in order.
     """
 
-    def __init__(self, procedure: Procedure, start: int, end: int, env: Mapping[str, Any]) -> None:
+    def __init__(self, procedure: Procedure, start: int, end: int, env: Mapping[str, Any],
+                 on_verified: OnVerified | None = None) -> None:
         self.procedure, self.start, self.end, self.env = procedure, start, end, env
+        self.on_verified = on_verified
         self.text = ""
         self._checked = 0  # characters of text already judged line by line
+        self.reported: list[str] = []
+        """The steps judged verified so far, in order (each told to ``on_verified`` once)."""
         self.cut_at: str | None = None
         """The step whose line deviated, once the watch has asked for the stream to be cut."""
 
@@ -57,23 +72,49 @@ class StreamWatch:
         if done <= self._checked:
             return False
         self._checked = done
-        return self._deviates(self.text[:done])
+        return self._judge(self.text[:done], final=False)
 
-    def _deviates(self, text: str) -> bool:
+    def finish(self) -> None:
+        """Judge the whole reply once the stream has ended by itself: every step of the window, the
+        last line too, so each verified step is reported before the window commits."""
+        if self.cut_at is None:
+            self._checked = len(self.text)
+            self._judge(self.text, final=True)
+
+    @property
+    def trimmed(self) -> bool:
+        """True when the reply the window commits ends before the text written (a cut, or a
+        reported step written again)."""
+        return self._checked < len(self.text)
+
+    def _judge(self, text: str, final: bool) -> bool:
         index = self.procedure.index_of
         trace = parse_trace(text, var_names=self.procedure.variables)
-        # only the window's own steps decide how far to judge: a line of a step beyond the window is
-        # left to the chunk check of the whole reply, as chunked mode leaves it
-        seen = [index[r.var] for r in trace.records if r.var in index and self.start <= index[r.var] < self.end]
-        if not seen:
-            return False
-        upto = max(seen)  # the furthest step may still be being written: judge the ones before it
-        if upto <= self.start:
-            return False
+        if final:
+            upto = self.end  # nothing more comes: every step of the window is judged
+        else:
+            # only the window's own steps decide how far to judge: a line of a step beyond the window is
+            # left to the chunk check of the whole reply, as chunked mode leaves it
+            seen = [index[r.var] for r in trace.records if r.var in index and self.start <= index[r.var] < self.end]
+            if not seen:
+                return False
+            upto = max(seen)  # the furthest step may still be being written: judge the ones before it
+            if upto <= self.start:
+                return False
         verdict = verify_chunk(self.procedure, self.start, upto, self.env, trace)
-        if verdict.deviation is None:
+        for var, value in verdict.verified[len(self.reported):]:
+            self.reported.append(var)
+            if self.on_verified is not None:
+                self.on_verified(var, format_value(value), index[var])
+        dev = verdict.deviation
+        if dev is None:
             return False
-        self.cut_at = verdict.deviation.step
+        if dev.kind == "extra_steps" and dev.step in self.reported:  # a reported step written again: it stands
+            again = [r for r in trace.records if r.var == dev.step][1:]
+            self._checked = min(self._checked, again[0].offset) if again else self._checked
+        elif final:
+            return False  # a wrong or missing step at the end: the chunk check of the reply finds it
+        self.cut_at = dev.step
         return True
 
 
@@ -91,6 +132,8 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
         for delta in stream:
             if watch.feed(delta):
                 break
+        else:
+            watch.finish()
     finally:
         if stream.response is None:
             stream.close()
@@ -98,9 +141,10 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
 
 
 def _as_cut(response: ChatResponse | None, watch: StreamWatch) -> ChatResponse:
-    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged."""
+    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged, and
+    one whose reported step was written again ends before that line."""
     assert response is not None
-    if response.finish_reason != "cut":
+    if response.finish_reason != "cut" and not watch.trimmed:
         return response
     return dataclasses.replace(response, text=watch.judged)
 
@@ -112,6 +156,8 @@ async def aread_window(model: Any, messages: list[ChatMessage], settings: Genera
         async for delta in stream:
             if watch.feed(delta):
                 break
+        else:
+            watch.finish()
     finally:
         if stream.response is None:
             await stream.aclose()
