@@ -220,7 +220,9 @@ def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> 
         write(StepOutcome(var=var, value=text, type=step.type, scale=step.scale, provenance=prov[var],
                           reprompts=state.attempt if index == state.cursor else 0, chunk=state.chunk_no - 1, index=index))
 
-    return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified)
+    wall = _wall_left(ctx)
+    return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified,
+                       deadline=None if wall is None else time.monotonic() + wall)
 
 
 def _provenance(ctx: RunContext, prov: Mapping[str, str], index: int) -> str:
@@ -273,6 +275,12 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx.procedure, state.cursor, state.chunk_end, ctx.env(state), trace,
         truncated=state.finish_reason == "length",
     )
+    wall = _wall_left(ctx)
+    dev = verdict.deviation
+    if state.finish_reason == "cut" and wall is not None and wall <= 0 and dev is not None and dev.kind == "under_executed":
+        # the stream was cut because the wall-time budget ran out while the model wrote this step
+        verdict.deviation = Deviation(kind="budget_exhausted", step=dev.step,
+                                      detail=f"the wall_time budget ran out while the model was writing step {dev.step}")
     notes = [
         _event(d, state, "note") for d in verdict.others
     ]

@@ -23,10 +23,11 @@ committed step written again in a later reply is noted and stands).
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, aopen_stream, open_stream
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, StreamCut, WrittenReply, aopen_stream, open_stream
 from stepguard.procedure import Procedure, format_value
 from stepguard.trace import parse_trace
 from stepguard.verify import verify_chunk
@@ -46,18 +47,25 @@ class StreamWatch:
         end: one past its last step.
         env: committed values (inputs and verified variables).
         on_verified: told each step as it is judged verified (:data:`OnVerified`), once, in order.
+        deadline: a :func:`time.monotonic` instant (the run's wall-time budget): a delta that comes
+            after it cuts the stream (``cut_kind == "budget_exhausted"``) once its complete lines are
+            judged. A stream that sends nothing at all is the model's read timeout's to end.
     """
 
     def __init__(self, procedure: Procedure, start: int, end: int, env: Mapping[str, Any],
-                 on_verified: OnVerified | None = None) -> None:
+                 on_verified: OnVerified | None = None, deadline: float | None = None) -> None:
         self.procedure, self.start, self.end, self.env = procedure, start, end, env
         self.on_verified = on_verified
+        self.deadline = deadline
         self.text = ""
         self._checked = 0  # characters of text already judged line by line
         self.reported: list[str] = []
         """The steps judged verified so far, in order (each told to ``on_verified`` once)."""
         self.cut_at: str | None = None
-        """The step whose line deviated, once the watch has asked for the stream to be cut."""
+        """The step whose line deviated (or that was being written when the budget ran out), once
+        the watch has asked for the stream to be cut."""
+        self.cut_kind: str | None = None
+        """Why: the deviation's kind, or ``budget_exhausted``."""
 
     @property
     def judged(self) -> str:
@@ -69,10 +77,19 @@ class StreamWatch:
         """Add ``delta``; True when the stream should be cut (a completed step deviates)."""
         self.text += delta
         done = self.text.rfind("\n") + 1
-        if done <= self._checked:
-            return False
-        self._checked = done
-        return self._judge(self.text[:done], final=False)
+        if done > self._checked:
+            self._checked = done
+            if self._judge(self.text[:done], final=False):
+                return True
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            if self._judge(self.judged, final=True):  # every complete line judged, what verified reported
+                return True
+            nxt = self.start + len(self.reported)
+            if nxt >= self.end:
+                return False  # every step of the window is written: the stream is at its end
+            self.cut_at, self.cut_kind = self.procedure.steps[nxt].var, "budget_exhausted"
+            return True
+        return False
 
     def finish(self) -> None:
         """Judge the whole reply once the stream has ended by itself: every step of the window, the
@@ -114,22 +131,31 @@ class StreamWatch:
             self._checked = min(self._checked, again[0].offset) if again else self._checked
         elif final:
             return False  # a wrong or missing step at the end: the chunk check of the reply finds it
-        self.cut_at = dev.step
+        self.cut_at, self.cut_kind = dev.step, dev.kind
         return True
+
+    def cut(self) -> StreamCut | None:
+        """Where and why the stream was cut, or ``None`` if it was not."""
+        if self.cut_at is None or self.cut_kind is None:
+            return None
+        return StreamCut(self.cut_at, self.cut_kind, len(self.reported), self._checked)
 
 
 def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSettings, watch: StreamWatch) -> ChatResponse:
     """Stream the reply to ``messages``, cutting it at the first deviation ``watch`` finds.
 
     Returns:
-        The reply: the whole of it, or (``finish_reason == "cut"``) what was written up to the cut.
+        The reply: the whole of it, or (``finish_reason == "cut"``, with :attr:`ChatResponse.cut`)
+        what was written up to the cut; ``streamed`` and ``first_chunk_s`` set for a model that streams.
 
     Raises:
         ModelError: as the model's call.
     """
+    clock = _Clock()
     stream = open_stream(model, messages, settings)
     try:
         for delta in stream:
+            clock.tick()
             if watch.feed(delta):
                 break
         else:
@@ -137,23 +163,16 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
     finally:
         if stream.response is None:
             stream.close()
-    return _as_cut(stream.response, watch)
-
-
-def _as_cut(response: ChatResponse | None, watch: StreamWatch) -> ChatResponse:
-    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged, and
-    one whose reported step was written again ends before that line."""
-    assert response is not None
-    if response.finish_reason != "cut" and not watch.trimmed:
-        return response
-    return dataclasses.replace(response, text=watch.judged)
+    return _as_read(stream.response, watch, clock, not isinstance(stream, WrittenReply))
 
 
 async def aread_window(model: Any, messages: list[ChatMessage], settings: GenerationSettings, watch: StreamWatch) -> ChatResponse:
     """Async twin of :func:`read_window`."""
+    clock = _Clock()
     stream = await aopen_stream(model, messages, settings)
     try:
         async for delta in stream:
+            clock.tick()
             if watch.feed(delta):
                 break
         else:
@@ -161,4 +180,25 @@ async def aread_window(model: Any, messages: list[ChatMessage], settings: Genera
     finally:
         if stream.response is None:
             await stream.aclose()
-    return _as_cut(stream.response, watch)
+    return _as_read(stream.response, watch, clock, not isinstance(stream, WrittenReply))
+
+
+class _Clock:
+    """When a streamed request was sent, and when its first text delta came."""
+
+    def __init__(self) -> None:
+        self.sent = time.perf_counter()
+        self.first: float | None = None
+
+    def tick(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter() - self.sent
+
+
+def _as_read(response: ChatResponse | None, watch: StreamWatch, clock: _Clock, streamed: bool) -> ChatResponse:
+    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged, and
+    one whose reported step was written again ends before that line; with how it was streamed."""
+    assert response is not None
+    cut = watch.cut() if response.finish_reason == "cut" else None
+    text = watch.judged if response.finish_reason == "cut" or watch.trimmed else response.text
+    return dataclasses.replace(response, text=text, streamed=streamed, first_chunk_s=clock.first if streamed else None, cut=cut)
