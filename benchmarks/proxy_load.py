@@ -73,10 +73,11 @@ def stub_process() -> Iterator[str]:
 
 
 @contextmanager
-def proxy(upstream: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
-    """``stepguard serve`` on a free port: yields ``(base URL, pid)``; stopped on the way out."""
+def proxy(upstream: str, env: dict[str, str] | None = None, procedures: Path = ROOT / "examples") -> Iterator[tuple[str, int]]:
+    """``stepguard serve`` on a free port, serving the procedures in ``procedures``: yields ``(base URL,
+    pid)``; stopped on the way out."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", upstream, "--procedures", str(ROOT / "examples"),
+    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", upstream, "--procedures", str(procedures),
            "--port", str(port), "--max-runs", "32"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
