@@ -11,6 +11,7 @@ server writes nothing more until then), so each test proves the order of events,
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
@@ -208,3 +209,25 @@ def test_a_verified_step_written_again_later_stands_and_is_yielded_once(stub: St
     result = items[-1]
     assert isinstance(result, GuardResult)
     _check([_told(s) for s in steps], result)  # the stream was cut before the line that wrote s1 again
+
+
+def test_a_client_that_disconnects_from_the_proxy_mid_stream_stops_the_upstream_generating(stub: StubServer) -> None:
+    pytest.importorskip("starlette", reason="the serve extra is not installed")
+    import httpx
+
+    from stepguard.serve import BackgroundServer, Upstream, create_app
+
+    stub.hold_at = None
+    stub.line_s = 0.2  # the whole reply would take 2.4 s
+    app = create_app(Upstream(f"{stub.base_url}#lines"), {"sums": PROC})
+    body = {"model": "stepguard/sums", "messages": [], "stream": True, "stepguard": {"inputs": {"x": 2}, "streamed": True}}
+    with BackgroundServer(app) as proxy, httpx.Client(timeout=30) as client:
+        with client.stream("POST", f"{proxy.base_url}/chat/completions", json=body) as resp:
+            for line in resp.iter_lines():
+                if '"event":"step"' in line:
+                    break  # the first verified step: the client goes away, mid-stream
+        for _ in range(200):  # the upstream sees its connection closed at its next write
+            if stub.aborted["lines"]:
+                break
+            time.sleep(0.05)
+    assert stub.aborted["lines"] == 1 and stub.lines_sent["lines"] < N

@@ -222,7 +222,7 @@ def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> 
 
     wall = _wall_left(ctx)
     return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified,
-                       deadline=None if wall is None else time.monotonic() + wall)
+                       deadline=None if wall is None else time.monotonic() + wall, closed=ctx.closed)
 
 
 def _provenance(ctx: RunContext, prov: Mapping[str, str], index: int) -> str:

@@ -286,7 +286,8 @@ class Guard:
 
         Arguments and errors as :meth:`run`; an error is raised from the iteration, after the
         progress that preceded it. Closing the iterator early stops the run (committed chunks
-        stay checkpointed).
+        stay checkpointed); a streamed window in flight is cut at its next delta, so the model's
+        server stops generating.
         """
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
@@ -297,10 +298,14 @@ class Guard:
             if done:
                 yield from progress.take("values", done)
             else:
-                for mode, data in self._graph.stream(start, cfg, context=ctx, durability=self._durability,
-                                                     stream_mode=_modes(graph_updates)):
+                # held by name: an exception here (the reader's GeneratorExit) reaches the handler below,
+                # which cuts a window in flight, before the graph's stream is finalized (that waits
+                # for the node in flight)
+                parts = self._graph.stream(start, cfg, context=ctx, durability=self._durability, stream_mode=_modes(graph_updates))
+                for mode, data in parts:
                     yield from progress.take(mode, data)
         except BaseException as exc:
+            ctx.closed.set()  # a window in flight stops at its next delta (the reader went: GeneratorExit)
             self.observer.run_finished(None, exc)
             _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise
@@ -326,11 +331,12 @@ class Guard:
                 for item in progress.take("values", done):
                     yield item
             else:
-                async for mode, data in self._agraph.astream(start, cfg, context=ctx, durability=self._durability,
-                                                             stream_mode=_modes(graph_updates)):
+                aparts = self._agraph.astream(start, cfg, context=ctx, durability=self._durability, stream_mode=_modes(graph_updates))
+                async for mode, data in aparts:  # held by name, as in stream
                     for item in progress.take(mode, data):
                         yield item
         except BaseException as exc:
+            ctx.closed.set()  # a window in flight stops at its next delta (the reader went: GeneratorExit)
             self.observer.run_finished(None, exc)
             _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise

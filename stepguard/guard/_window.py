@@ -23,6 +23,7 @@ committed step written again in a later reply is noted and stands).
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -50,13 +51,17 @@ class StreamWatch:
         deadline: a :func:`time.monotonic` instant (the run's wall-time budget): a delta that comes
             after it cuts the stream (``cut_kind == "budget_exhausted"``) once its complete lines are
             judged. A stream that sends nothing at all is the model's read timeout's to end.
+        closed: set when the run's reader has gone (the caller closed the run's stream): the next
+            delta cuts the stream (``cut_kind == "closed"``), so the model's server stops generating.
     """
 
     def __init__(self, procedure: Procedure, start: int, end: int, env: Mapping[str, Any],
-                 on_verified: OnVerified | None = None, deadline: float | None = None) -> None:
+                 on_verified: OnVerified | None = None, deadline: float | None = None,
+                 closed: threading.Event | None = None) -> None:
         self.procedure, self.start, self.end, self.env = procedure, start, end, env
         self.on_verified = on_verified
         self.deadline = deadline
+        self.closed = closed
         self.text = ""
         self._checked = 0  # characters of text already judged line by line
         self.reported: list[str] = []
@@ -81,6 +86,9 @@ class StreamWatch:
             self._checked = done
             if self._judge(self.text[:done], final=False):
                 return True
+        if self.closed is not None and self.closed.is_set():
+            self.cut_at, self.cut_kind = self.procedure.steps[min(self.start + len(self.reported), self.end - 1)].var, "closed"
+            return True
         if self.deadline is not None and time.monotonic() >= self.deadline:
             if self._judge(self.judged, final=True):  # every complete line judged, what verified reported
                 return True
