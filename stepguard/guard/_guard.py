@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -271,7 +271,7 @@ class Guard:
         *,
         context: Sequence[ChatMessage] = (),
         graph_updates: bool = False,
-    ) -> Iterator[GuardUpdate]:
+    ) -> Generator[GuardUpdate, None, None]:
         """:meth:`run`, yielding progress as the run goes.
 
         Yields, in order: a :class:`StepOutcome` for each step as it is committed (verified,
@@ -319,7 +319,7 @@ class Guard:
         *,
         context: Sequence[ChatMessage] = (),
         graph_updates: bool = False,
-    ) -> AsyncIterator[GuardUpdate]:
+    ) -> AsyncGenerator[GuardUpdate, None]:
         """Async twin of :meth:`stream`."""
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
