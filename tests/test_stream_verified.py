@@ -231,3 +231,19 @@ def test_a_client_that_disconnects_from_the_proxy_mid_stream_stops_the_upstream_
                 break
             time.sleep(0.05)
     assert stub.aborted["lines"] == 1 and stub.lines_sent["lines"] < N
+
+
+def test_closing_the_drop_in_clients_stream_mid_window_stops_the_model_generating(stub: StubServer) -> None:
+    stub.hold_at = None
+    stub.line_s = 0.2  # the whole reply would take 2.4 s
+    client = GuardedOpenAI(openai.OpenAI(base_url=stub.base_url, api_key="x", max_retries=0), procedures={"sums": PROC})
+    stream = client.chat.completions.create(**_guarded_call())
+    for chunk in stream:
+        if _step_of(chunk) is not None:
+            break
+    stream.close()
+    for _ in range(200):  # the server sees its connection closed at its next write
+        if stub.aborted["lines"]:
+            break
+        time.sleep(0.05)
+    assert stub.aborted["lines"] == 1 and stub.lines_sent["lines"] < N
