@@ -35,7 +35,7 @@ from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
 from stepguard.guard._result import StepOutcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
-from stepguard.guard._window import StreamWatch, aread_window, read_window
+from stepguard.guard._window import StreamWatch, aread_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.kinds import KindVerdict, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
@@ -56,7 +56,8 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if rung is not None and (not rung.whole_chunk or ctx.config.streamed):
         size = 1  # streamed: the ladder runs on the failing step alone, then the stream goes on after it
     elif rung is None and ctx.config.streamed:
-        size = ctx.config.window  # a first try in streamed mode: the whole window, cut at the first deviation
+        # a first try in streamed mode: the whole window (adaptive: as wide as next_window said), cut at the first deviation
+        size = (state.chunk_size or ctx.config.window) if ctx.config.adaptive else ctx.config.window
     steps = ctx.procedure.steps
     if kind_of(steps[cursor]).asked_alone:
         size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
@@ -442,13 +443,14 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     size = state.chunk_size or ctx.config.chunk_size
     if state.deviation is None:
         out.update(attempt=0, rung=None, note=None)
-        if ctx.config.adaptive:
-            out["chunk_size"] = min(2 * ctx.config.chunk_size, size + 1)
-    else:
-        if verified:  # the failing step is a new one: its ladder starts afresh
-            out.update(attempt=0)
-        if ctx.config.adaptive:
-            out["chunk_size"] = max(1, size // 2)
+    elif verified:  # the failing step is a new one: its ladder starts afresh
+        out.update(attempt=0)
+    if ctx.config.adaptive and ctx.config.streamed:
+        if state.rung is None and state.chunk_end - state.chunk_start > 1:  # a window read, not a re-ask or a step asked alone
+            out["chunk_size"] = next_window(state.chunk_end - state.chunk_start, ctx.config.window, len(verified),
+                                            state.deviation is not None)
+    elif ctx.config.adaptive:
+        out["chunk_size"] = min(2 * ctx.config.chunk_size, size + 1) if state.deviation is None else max(1, size // 2)
     return out
 
 

@@ -33,7 +33,28 @@ from stepguard.procedure import Procedure, format_value
 from stepguard.trace import parse_trace
 from stepguard.verify import verify_chunk
 
-__all__ = ["OnVerified", "StreamWatch", "read_window", "aread_window"]
+__all__ = ["MIN_WINDOW", "OnVerified", "StreamWatch", "aread_window", "next_window", "read_window"]
+
+MIN_WINDOW = 4
+"""The narrowest window the adaptive rule asks after a deviation (:func:`next_window`)."""
+
+
+def next_window(width: int, most: int, verified: int, deviated: bool) -> int:
+    """How many steps the next streamed window asks, with ``GuardConfig(streamed=True, adaptive=True)``.
+
+    Args:
+        width: the window just read (its steps asked).
+        most: ``GuardConfig.window``, the widest window.
+        verified: the steps of that window verified before its first deviation.
+        deviated: whether the window ended at a deviation (a cut, or a wrong last step).
+
+    Returns:
+        Half of ``width`` after a deviation (at least :data:`MIN_WINDOW`), twice it after a clean
+        window, never more than ``most``. Measured against a fixed window and against twice the
+        run of right steps before the deviation: docs/policies.md, "The window after a deviation".
+    """
+    return max(1, min(most, max(MIN_WINDOW, width // 2) if deviated else 2 * width))
+
 
 OnVerified = Callable[[str, str, int], None]
 """Told each step the watch judges verified, in order: ``(variable, value as exact text, 0-based step index)``."""
