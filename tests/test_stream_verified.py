@@ -247,3 +247,27 @@ def test_closing_the_drop_in_clients_stream_mid_window_stops_the_model_generatin
             break
         time.sleep(0.05)
     assert stub.aborted["lines"] == 1 and stub.lines_sent["lines"] < N
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_the_langgraph_node_tells_a_deviation_and_the_step_it_fixed_in_the_custom_stream(use_async: bool) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    from tests._fakes import ScriptedModel
+
+    node = guarded_node(ScriptedModel(faults={"s3": ["wrong"]}), PROC, output_key="result",
+                        config=GuardConfig(chunk_size=4, ladder=("restate",)))
+    graph = StateGraph(_State)
+    graph.add_node("sums", node)
+    graph.add_edge(START, "sums")
+    graph.add_edge("sums", END)
+    app = graph.compile()
+
+    async def collect() -> list[Any]:
+        return [item async for item in app.astream({"x": 2}, stream_mode=["custom", "values"])]
+
+    items = asyncio.run(collect()) if use_async else list(app.stream({"x": 2}, stream_mode=["custom", "values"]))
+    told = [data["stepguard"] for mode, data in items if mode == "custom"]
+    assert [("deviation", t["deviation"]["step"], t["deviation"]["kind"]) if "deviation" in t else ("step", t["step"]["var"])
+            for t in told][:4] == [("step", "s1"), ("step", "s2"), ("deviation", "s3", "arithmetic_error"), ("step", "s3")]
+    assert told[3]["step"]["reprompts"] == 1 and items[-1][1]["result"]["status"] == "verified"
