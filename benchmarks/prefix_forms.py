@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ from typing import Any
 from stepguard import Guard, GuardConfig
 from stepguard.adapters import load_model
 from stepguard.bench.generate import generate_instance
-from stepguard.guard import NullObserver
+from stepguard.guard import GuardResult, NullObserver
 from stepguard.guard._prompts import _step_line, render_raw_prompt
 from stepguard.guard.rungs import get_rung
 from stepguard.procedure import Procedure, format_value
@@ -99,12 +100,7 @@ def chatml(messages: list[dict[str, str]], reply: str | None = None) -> str:
 
 def shared(a: list[int], b: list[int]) -> int:
     """Length of the common prefix of two token lists."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+    return len(os.path.commonprefix([a, b]))
 
 
 def tokenizer(path: Path | None) -> tuple[Callable[[str], list[int]], str]:
@@ -188,6 +184,19 @@ def count(calls: list[Call], tok: Callable[[str], list[int]]) -> tuple[int, int,
     return sent, one, many
 
 
+def recorded_runs(model: str, steps: int, lookbacks: str, per_config: int,
+                  config: GuardConfig) -> Iterator[tuple[Procedure, dict[str, Any], GuardResult, Recorder]]:
+    """Run the guard (``config``) on ``per_config`` generated instances of ``steps`` steps a look-back
+    in ``lookbacks`` (comma-separated); yields ``(procedure, inputs, result, its recorded calls)``."""
+    for lb in (int(x) for x in lookbacks.split(",")):
+        for i in range(per_config):
+            inst = generate_instance(steps, lb, seed=0, index=i)
+            proc = inst.to_procedure()
+            rec = Recorder()
+            result = Guard(load_model(model, procedure=proc), config, observer=rec).run(proc, inst.inputs)
+            yield proc, inst.inputs, result, rec
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="sim:paper")
@@ -202,23 +211,18 @@ def main() -> None:
     for n in (int(s) for s in args.steps.split(",")):
         totals: dict[str, list[int]] = {name: [0, 0, 0] for name in ("current", "continue", "conversation", "stable-head")}
         raw = calls_n = runs = 0
-        for lb in (int(x) for x in args.lookback.split(",")):
-            for i in range(args.per_config):
-                inst = generate_instance(n, lb, seed=0, index=i)
-                proc = inst.to_procedure()
-                rec = Recorder()
-                result = Guard(load_model(args.model, procedure=proc), GuardConfig(streamed=True, on_exhausted="flag"),
-                               observer=rec).run(proc, inst.inputs)
-                values = {s.var: s.value for s in result.steps}
-                forms = {"current": rec.calls, "continue": continue_form(rec.calls, proc, values),
-                         "conversation": continue_form(rec.calls, proc, values, reasks=True),
-                         "stable-head": stable_head_form(rec.calls, proc)}
-                for name, calls in forms.items():
-                    for k, v in enumerate(count(calls, tok)):
-                        totals[name][k] += v
-                raw += len(tok(chatml(render_raw_prompt(proc, inst.inputs))))
-                calls_n += len(rec.calls)
-                runs += 1
+        config = GuardConfig(streamed=True, on_exhausted="flag")
+        for proc, inputs, result, rec in recorded_runs(args.model, n, args.lookback, args.per_config, config):
+            values = {s.var: s.value for s in result.steps}
+            forms = {"current": rec.calls, "continue": continue_form(rec.calls, proc, values),
+                     "conversation": continue_form(rec.calls, proc, values, reasks=True),
+                     "stable-head": stable_head_form(rec.calls, proc)}
+            for name, calls in forms.items():
+                for k, v in enumerate(count(calls, tok)):
+                    totals[name][k] += v
+            raw += len(tok(chatml(render_raw_prompt(proc, inputs))))
+            calls_n += len(rec.calls)
+            runs += 1
         for name, (sent, one, many) in totals.items():
             print(f"{n:5}  {name:<12}  {calls_n / runs:10.1f}  {sent / runs:9.0f}  {one / runs:18.0f}  {many / runs:14.0f}"
                   f"  {raw / runs:10.0f}  {one / raw:11.2f}x  {many / raw:7.2f}x")

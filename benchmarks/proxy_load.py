@@ -60,9 +60,11 @@ def rss_mib(pid: int) -> float:
 
 
 @contextmanager
-def stub_process() -> Iterator[str]:
-    """The stub upstream (tests/_stub_server.py) in a process of its own, so it shares no GIL with the client; yields its base URL."""
-    proc = subprocess.Popen([sys.executable, "-c", _STUB, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def stub_process(code: str = _STUB, *args: str) -> Iterator[str]:
+    """The stub upstream (tests/_stub_server.py) in a process of its own, so it shares no GIL with the
+    client; yields its base URL. ``code`` runs it (``sys.argv[1]`` the repository, then ``args``) and
+    prints the base URL."""
+    proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         yield proc.stdout.readline().strip()

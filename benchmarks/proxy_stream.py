@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from statistics import median
 from tempfile import TemporaryDirectory
@@ -43,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.proxy_load import pct, proxy
+from benchmarks.proxy_load import pct, proxy, stub_process
 
 ROOT = Path(__file__).resolve().parent.parent
 PROCEDURE = ROOT / "benchmarks/production/invoice.yaml"
@@ -74,18 +71,9 @@ def reply_text() -> tuple[str, dict[str, Any], str]:
     return text, inputs, format_value(values[procedure.answer_var])
 
 
-@contextmanager
-def lines_stub(text: str, first_s: float, line_s: float) -> Iterator[str]:
+def lines_stub(text: str, first_s: float, line_s: float) -> AbstractContextManager[str]:
     """The stub upstream in its own process, its ``lines`` model writing ``text``; yields its base URL."""
-    proc = subprocess.Popen([sys.executable, "-c", _STUB, str(ROOT), text, str(first_s), str(line_s)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=30)
+    return stub_process(_STUB, text, str(first_s), str(line_s))
 
 
 def timed_stream(client: httpx.Client, url: str, body: dict[str, Any]) -> dict[str, float | str | None]:

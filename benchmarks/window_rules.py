@@ -24,10 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import stepguard.guard._graph as graph
-from benchmarks.prefix_forms import GGUF, Recorder, count, tokenizer
-from stepguard import Guard, GuardConfig
-from stepguard.adapters import load_model
-from stepguard.bench.generate import generate_instance
+from benchmarks.prefix_forms import GGUF, count, recorded_runs, tokenizer
+from stepguard import GuardConfig
 from stepguard.guard._window import MIN_WINDOW, next_window
 
 
@@ -56,17 +54,12 @@ def main() -> None:
         for name, (adaptive, rule) in RULES.items():
             graph.next_window = rule  # the rule commit uses (measurement only)
             ok = calls = sent = one = out = runs = 0
-            for lb in (int(x) for x in args.lookback.split(",")):
-                for i in range(args.per_config):
-                    inst = generate_instance(n, lb, seed=0, index=i)
-                    proc = inst.to_procedure()
-                    rec = Recorder()
-                    cfg = GuardConfig(streamed=True, adaptive=adaptive, on_exhausted="flag")
-                    result = Guard(load_model(args.model, procedure=proc), cfg, observer=rec).run(proc, inst.inputs)
-                    s, o, _ = count(rec.calls, tok)
-                    ok += result.status == "verified"
-                    calls += result.usage.model_calls
-                    sent, one, out, runs = sent + s, one + o, out + result.usage.output_tokens, runs + 1
+            cfg = GuardConfig(streamed=True, adaptive=adaptive, on_exhausted="flag")
+            for _proc, _inputs, result, rec in recorded_runs(args.model, n, args.lookback, args.per_config, cfg):
+                s, o, _ = count(rec.calls, tok)
+                ok += result.status == "verified"
+                calls += result.usage.model_calls
+                sent, one, out, runs = sent + s, one + o, out + result.usage.output_tokens, runs + 1
             print(f"{n:5}  {name:<10}  {ok:3}/{runs:<4}  {calls / runs:10.1f}  {sent / runs:9.0f}  {one / runs:18.0f}  {out / runs:11.0f}")
     graph.next_window = next_window
 

@@ -16,18 +16,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from stepguard import BudgetExhausted, Guard, GuardConfig, ModelError
 from stepguard.adapters import load_model
 from stepguard.guard import GuardResult, StepOutcome
-from stepguard.procedure import parse_procedure
 from stepguard.telemetry import OtelObserver
 from tests._stub_server import StubServer
-
-N = 12
-PROC = parse_procedure("name: sums\ninputs: [x]\nsteps:\n" + "".join(
-    f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, N + 1)))
-RIGHT = {f"s{k}": 2 + sum(range(1, k + 1)) for k in range(1, N + 1)}
-
-
-def _text(values: dict[str, int]) -> str:
-    return "".join(f"{k} = {v}\n" for k, v in values.items())
+from tests.test_stream_verified import PROC, RIGHT, N, _text
 
 
 @pytest.fixture
