@@ -197,15 +197,21 @@ def recorded_runs(model: str, steps: int, lookbacks: str, per_config: int,
             yield proc, inst.inputs, result, rec
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(doc: str, per_config: int) -> tuple[argparse.Namespace, Callable[[str], list[int]], str]:
+    """The command line these measurements share (model, steps, look-backs, instances, tokenizer), read;
+    with the tokenizer and what it is."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--model", default="sim:paper")
     parser.add_argument("--steps", default="23,95")
     parser.add_argument("--lookback", default="2,7")
-    parser.add_argument("--per-config", type=int, default=5)
+    parser.add_argument("--per-config", type=int, default=per_config)
     parser.add_argument("--gguf", type=Path, default=GGUF)
     args = parser.parse_args()
-    tok, how = tokenizer(args.gguf)
+    return args, *tokenizer(args.gguf)
+
+
+def main() -> None:
+    args, tok, how = arguments(__doc__, 5)
     print(f"model {args.model} (SIMULATED: the controller's requests, not a model's accuracy); tokens: {how}")
     print("steps  form          calls/inst  sent/inst  eval one slot/inst  eval many/inst  raw prompt  one slot/raw  many/raw")
     for n in (int(s) for s in args.steps.split(",")):

@@ -19,12 +19,10 @@ Usage: ``python benchmarks/window_rules.py [--steps 23,95] [--per-config 10] [--
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 import stepguard.guard._graph as graph
-from benchmarks.prefix_forms import GGUF, count, recorded_runs, tokenizer
+from benchmarks.prefix_forms import arguments, count, recorded_runs
 from stepguard import GuardConfig
 from stepguard.guard._window import MIN_WINDOW, next_window
 
@@ -40,14 +38,7 @@ RULES: dict[str, tuple[bool, Callable[[int, int, int, bool], int]]] = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="sim:paper")
-    parser.add_argument("--steps", default="23,95")
-    parser.add_argument("--lookback", default="2,7")
-    parser.add_argument("--per-config", type=int, default=10)
-    parser.add_argument("--gguf", type=Path, default=GGUF)
-    args = parser.parse_args()
-    tok, how = tokenizer(args.gguf)
+    args, tok, how = arguments(__doc__, 10)
     print(f"model {args.model} (SIMULATED: the controller's cost, not a model's accuracy); tokens: {how}")
     print("steps  rule        verified  calls/inst  sent/inst  eval one slot/inst  output/inst")
     for n in (int(s) for s in args.steps.split(",")):
