@@ -71,8 +71,9 @@ class StreamCut:
 
     Attributes:
         step: the step whose line deviated (the variable).
-        kind: the deviation's kind (``arithmetic_error``, ``extra_steps``...), or ``budget_exhausted``
-            when a run budget ran out while the model was writing.
+        kind: the deviation's kind (``arithmetic_error``, ``extra_steps``...), ``budget_exhausted``
+            when the run's wall-time budget ran out while the model was writing, or ``closed`` when
+            the run's reader went (the caller closed the run's stream).
         verified: steps of the window verified in the stream before the cut.
         chars: characters of the reply kept (up to the last complete line judged).
     """

@@ -91,7 +91,8 @@ class StreamWatch:
         """The step whose line deviated (or that was being written when the budget ran out), once
         the watch has asked for the stream to be cut."""
         self.cut_kind: str | None = None
-        """Why: the deviation's kind, or ``budget_exhausted``."""
+        """Why: the deviation's kind, ``budget_exhausted`` (the wall-time budget ran out) or ``closed``
+        (the run's reader went)."""
 
     @property
     def judged(self) -> str:

@@ -72,7 +72,8 @@ GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chun
 STREAM_CUT_STEP: Final = "stepguard.stream.cut.step"
 """The step whose line made the guard close the stream (GenAI names no attribute for a client's cut)."""
 STREAM_CUT_KIND: Final = "stepguard.stream.cut.kind"
-"""Why the stream was cut: the step's deviation kind, or ``budget_exhausted`` (the wall-time budget ran out)."""
+"""Why the stream was cut: the step's deviation kind, ``budget_exhausted`` (the wall-time budget ran out)
+or ``closed`` (the caller stopped reading)."""
 STREAM_CUT_VERIFIED: Final = "stepguard.stream.cut.verified_steps"
 """Steps of the window verified in the stream before the cut."""
 STREAM_CUT_CHARS: Final = "stepguard.stream.cut.chars"
