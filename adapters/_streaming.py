@@ -4,19 +4,27 @@ Each event's ``choices[0].delta.content`` is a text delta; ``usage`` (asked for 
 ``stream_options.include_usage``) arrives in the last event where the server sends it. Closing the
 stream closes the HTTP response, so the server sees the client go and stops generating
 (llama.cpp's server does; so do vLLM's and OpenAI's). An event that is not a chunk is skipped, never
-read as text; a stream that ends without a finish reason ends ``"cut"``.
+read as text; a stream that ends without a finish reason ends ``"cut"``. The events are mappings
+(``client.post(..., stream=True)``) or the ``ChatCompletionChunk`` objects ``chat.completions.create(
+..., stream=True)`` gives (read through ``model_dump``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from stepguard.errors import ModelError, ModelTimeout
 from stepguard.model import ChatResponse, Usage
 
-__all__ = ["AsyncChunkStream", "ChunkStream"]
+__all__ = ["AsyncChunkStream", "ChunkStream", "input_estimate"]
+
+
+def input_estimate(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The prompt tokens a cut stream reports (the server counts them only in the last event): the
+    messages' text at 4 characters a token."""
+    return sum(len(str(m.get("content") or "")) for m in messages) // 4
 
 
 class _Reading:
@@ -31,6 +39,9 @@ class _Reading:
 
     def take(self, event: Any) -> str:
         """The text delta of one event (``""`` for none), recording what else it says."""
+        dump = getattr(event, "model_dump", None)
+        if not isinstance(event, Mapping) and callable(dump):  # the client's ChatCompletionChunk
+            event = dump()
         if not isinstance(event, Mapping):
             return ""
         self.id = self.id or str(event.get("id") or "")

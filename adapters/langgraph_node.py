@@ -27,7 +27,10 @@ The guard's own steps show in the user's stream: with ``graph.stream(..., subgra
 ``commit``, ``reprompt``...) is forwarded as it finishes, under the node's namespace
 (``("invoice:<task id>",)``), as LangGraph reports a subgraph's updates. The guard graph keeps its
 own checkpoint thread (above) rather than the parent's namespace, which is what lets a new turn
-with new inputs start afresh; so its updates are forwarded, not inherited.
+with new inputs start afresh; so its updates are forwarded, not inherited. With ``stream_mode``
+holding ``"custom"``, each committed step and each deviation comes as it happens, as
+``{"stepguard": {"node": ..., "procedure": ..., "step": {...}}}`` (or ``"deviation"``): in streamed
+mode a step comes as soon as its line verifies, while the model is still writing the rest.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, get_type_hints
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.config import get_stream_writer
 
 from stepguard.errors import BudgetExhausted, StepDeviation
-from stepguard.guard import Guard, GuardConfig, GuardResult, identity_digest
+from stepguard.guard import DeviationEvent, Guard, GuardConfig, GuardResult, StepOutcome, identity_digest
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure, check_input_names
 
@@ -78,6 +82,34 @@ def _forwarder(config: RunnableConfig | None) -> Callable[[str, Any], None] | No
         stream((namespace, "updates", {node: update}))
 
     return forward
+
+
+class _Teller:
+    """Tells the user's stream what the guard's stream yields: each controller node's update (see
+    :func:`_forwarder`), and each committed step and deviation as a ``custom`` item
+    ``{"stepguard": {"node", "procedure", "step" | "deviation": {...}}}`` (LangGraph's
+    ``get_stream_writer``; nothing when the user's graph does not stream ``custom``). Called with
+    one item of :meth:`Guard.stream`; returns the :class:`GuardResult` when that is the item."""
+
+    def __init__(self, config: RunnableConfig | None, procedure: str) -> None:
+        self.forward = _forwarder(config)
+        try:
+            self.write: Callable[[Any], None] | None = get_stream_writer()
+        except RuntimeError:  # the node called outside a running graph
+            self.write = None
+        node = ((config or {}).get("metadata") or {}).get("langgraph_node")
+        self.where = {"node": node, "procedure": procedure}
+
+    def __call__(self, item: Any) -> GuardResult | None:
+        if isinstance(item, GuardResult):
+            return item
+        if isinstance(item, tuple):
+            if self.forward is not None:
+                self.forward(*item)
+        elif self.write is not None and isinstance(item, (StepOutcome, DeviationEvent)):
+            key = "step" if isinstance(item, StepOutcome) else "deviation"
+            self.write({"stepguard": {**self.where, key: item.model_dump(mode="json")}})
+        return None
 
 
 _READ_KEY = "__pregel_read"
@@ -229,16 +261,11 @@ def guarded_node(
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         inputs = start(state, config)
         thread = _thread(config, guard, procedure, inputs)
-        forward = _forwarder(config)
+        tell = _Teller(config, procedure.name)
+        result = None
         try:
-            if forward is None:
-                return write(guard.run(procedure, inputs, thread_id=thread))
-            result = None
-            for item in guard.stream(procedure, inputs, thread_id=thread, graph_updates=True):
-                if isinstance(item, tuple):
-                    forward(*item)
-                elif isinstance(item, GuardResult):
-                    result = item
+            for item in guard.stream(procedure, inputs, thread_id=thread, graph_updates=tell.forward is not None):
+                result = tell(item) or result
         except (StepDeviation, BudgetExhausted) as exc:
             return failed(exc)
         assert result is not None
@@ -247,16 +274,11 @@ def guarded_node(
     async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         inputs = start(state, config)
         thread = _thread(config, guard, procedure, inputs)
-        forward = _forwarder(config)
+        tell = _Teller(config, procedure.name)
+        result = None
         try:
-            if forward is None:
-                return write(await guard.arun(procedure, inputs, thread_id=thread))
-            result = None
-            async for item in guard.astream(procedure, inputs, thread_id=thread, graph_updates=True):
-                if isinstance(item, tuple):
-                    forward(*item)
-                elif isinstance(item, GuardResult):
-                    result = item
+            async for item in guard.astream(procedure, inputs, thread_id=thread, graph_updates=tell.forward is not None):
+                result = tell(item) or result
         except (StepDeviation, BudgetExhausted) as exc:
             return failed(exc)
         assert result is not None

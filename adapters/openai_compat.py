@@ -27,7 +27,7 @@ from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from ._attempts import Attempts, ServerSaidError
 from ._deadline import attempt_deadline, enforce_deadlines
 from ._reply import ReplyError, quote, read_reply
-from ._streaming import AsyncChunkStream, ChunkStream
+from ._streaming import AsyncChunkStream, ChunkStream, input_estimate
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatibleModel", "provider_for_url"]
 
@@ -337,7 +337,7 @@ class OpenAICompatibleModel:
     # -- streams ---------------------------------------------------------------------------
     def _stream_body(self, messages: list[ChatMessage], settings: GenerationSettings | None) -> tuple[dict[str, Any], int]:
         body = {**self._body(messages, settings), "stream": True, "stream_options": {"include_usage": True}}
-        return body, sum(len(str(m.get("content") or "")) for m in messages) // 4
+        return body, input_estimate(messages)
 
     def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChunkStream:
         """Start a streamed reply to ``messages`` (server-sent events) and return it once it has begun.

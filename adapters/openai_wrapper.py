@@ -44,6 +44,7 @@ from ._client_errors import InvalidGuardedCall, client_error
 from ._completion import AsyncGuardedStream, Chunker, ContentWriter, GuardedStream, achunks, chunks, completion
 from ._guarded_call import NOT_IN_IDENTITY, GuardedCall, guarded_spec, read_call
 from ._reply import ReplyError, content_text, quote
+from ._streaming import AsyncChunkStream, ChunkStream, input_estimate
 
 __all__ = ["ClientChatModel", "GuardedOpenAI"]
 
@@ -160,6 +161,34 @@ class ClientChatModel:
         except _CLIENT_FAILURES as exc:
             raise self._error(exc) from exc
         return self._response(raw, t0)
+
+    def _stream_kwargs(self, messages: list[ChatMessage], settings: GenerationSettings | None) -> dict[str, Any]:
+        return {**self._kwargs(messages, settings), "stream": True, "stream_options": {"include_usage": True}}
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChunkStream:
+        """A streamed reply through the wrapped sync client (``create(..., stream=True)``), for the
+        streamed guard: iterating gives the text deltas; closing it closes the client's response,
+        so the server stops generating.
+
+        Raises:
+            ModelTimeout, ModelUnavailable, ModelError: as :meth:`complete`, before the reply begins;
+                a stream that stalls or breaks, from the iteration (:class:`ChunkStream`).
+        """
+        t0 = time.perf_counter()
+        try:
+            events = self.client.chat.completions.create(**self._stream_kwargs(messages, settings))
+        except _CLIENT_FAILURES as exc:
+            raise self._error(exc) from exc
+        return ChunkStream(events, t0, self.model_name, input_estimate(messages), self.spec)
+
+    async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncChunkStream:
+        """Async twin of :meth:`stream`, through the wrapped async client."""
+        t0 = time.perf_counter()
+        try:
+            events = await self.client.chat.completions.create(**self._stream_kwargs(messages, settings))
+        except _CLIENT_FAILURES as exc:
+            raise self._error(exc) from exc
+        return AsyncChunkStream(events, t0, self.model_name, input_estimate(messages), self.spec)
 
 
 

@@ -60,9 +60,11 @@ def rss_mib(pid: int) -> float:
 
 
 @contextmanager
-def stub_process() -> Iterator[str]:
-    """The stub upstream (tests/_stub_server.py) in a process of its own, so it shares no GIL with the client; yields its base URL."""
-    proc = subprocess.Popen([sys.executable, "-c", _STUB, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def stub_process(code: str = _STUB, *args: str) -> Iterator[str]:
+    """The stub upstream (tests/_stub_server.py) in a process of its own, so it shares no GIL with the
+    client; yields its base URL. ``code`` runs it (``sys.argv[1]`` the repository, then ``args``) and
+    prints the base URL."""
+    proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         yield proc.stdout.readline().strip()
@@ -73,10 +75,11 @@ def stub_process() -> Iterator[str]:
 
 
 @contextmanager
-def proxy(upstream: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
-    """``stepguard serve`` on a free port: yields ``(base URL, pid)``; stopped on the way out."""
+def proxy(upstream: str, env: dict[str, str] | None = None, procedures: Path = ROOT / "examples") -> Iterator[tuple[str, int]]:
+    """``stepguard serve`` on a free port, serving the procedures in ``procedures``: yields ``(base URL,
+    pid)``; stopped on the way out."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", upstream, "--procedures", str(ROOT / "examples"),
+    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", upstream, "--procedures", str(procedures),
            "--port", str(port), "--max-runs", "32"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

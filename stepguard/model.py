@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 __all__ = [
     "AsyncReplyStream", "ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings", "ReplyStream",
-    "StreamingModel", "Usage", "WrittenReply", "aopen_stream", "open_stream",
+    "StreamCut", "StreamingModel", "Usage", "WrittenReply", "aopen_stream", "open_stream",
 ]
 
 
@@ -66,6 +66,25 @@ class GenerationSettings:
 
 
 @dataclass(frozen=True)
+class StreamCut:
+    """Where and why the guard closed a reply's stream before the model had finished it.
+
+    Attributes:
+        step: the step whose line deviated (the variable).
+        kind: the deviation's kind (``arithmetic_error``, ``extra_steps``...), ``budget_exhausted``
+            when the run's wall-time budget ran out while the model was writing, or ``closed`` when
+            the run's reader went (the caller closed the run's stream).
+        verified: steps of the window verified in the stream before the cut.
+        chars: characters of the reply kept (up to the last complete line judged).
+    """
+
+    step: str
+    kind: str
+    verified: int
+    chars: int
+
+
+@dataclass(frozen=True)
 class ChatResponse:
     """What one model call returned.
 
@@ -80,6 +99,10 @@ class ChatResponse:
             (traced as ``gen_ai.response.id``).
         tool_calls: native tool calls, ``({"name": ..., "arguments": "<JSON object text>"}, ...)``;
             empty when the model answered in text.
+        streamed: True when the reply was read as the model's stream (a streamed guard's window
+            from a model that streams), not whole.
+        first_chunk_s: seconds from the request to the first text delta of a streamed reply, or ``None``.
+        cut: where and why the guard closed the stream (``finish_reason == "cut"``), or ``None``.
     """
 
     text: str
@@ -90,6 +113,9 @@ class ChatResponse:
     simulated: bool = False
     response_id: str = ""
     tool_calls: tuple[dict[str, Any], ...] = ()
+    streamed: bool = False
+    first_chunk_s: float | None = None
+    cut: StreamCut | None = None
 
 
 @runtime_checkable

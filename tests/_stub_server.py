@@ -15,8 +15,14 @@ serves every case at once:
     truncated 200 with a JSON body cut in the middle
     renamed   200, but the reply names another model (``renamed-by-server``)
     scripted  200; the reply text is ``StubServer.script(last user message)`` (a callable set by the test)
-    lines     200, streamed one line an event ``line_s`` apart (the scripted text); ``lines_sent``
-              counts what was written before the client closed the connection
+    lines     200, streamed one line an event ``line_s`` apart (the scripted text), the first after
+              ``first_s``; ``lines_sent`` counts what was written before the client closed the
+              connection. With ``hold_at = k`` the server, having written k lines, waits for
+              ``release`` (a ``threading.Event``, at most ``hold_s`` seconds) before the rest:
+              a test sets it once it has seen what must come while the model is still writing.
+              With ``fault_at = k`` the stream goes wrong after k lines, as ``fault`` says: ``reset``
+              (half of the next line, then the connection reset) or ``garbage`` (an event that is
+              not JSON)
     sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
               a guard's chunk prompts answered right, as a model that executes them exactly would
 
@@ -187,7 +193,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         base = {"id": "chatcmpl-lines", "object": "chat.completion.chunk", "created": 0, "model": model}
         try:
-            for line in text.splitlines(keepends=True):
+            self.wfile.write(f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'role': 'assistant'}}]})}\n\n".encode())
+            self.wfile.flush()  # the headers and the role now, the first token after first_s
+            time.sleep(srv.first_s)
+            for i, line in enumerate(text.splitlines(keepends=True)):
+                if i == srv.hold_at:
+                    srv.release.wait(srv.hold_s)
+                if i == srv.fault_at:
+                    self._fault(base, line)
+                    return
                 event = {**base, "choices": [{"index": 0, "delta": {"content": line}, "finish_reason": None}]}
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
@@ -201,6 +215,18 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             with srv.lock:
                 srv.aborted[model] += 1
+
+    def _fault(self, base: dict[str, Any], line: str) -> None:
+        """Break a ``lines`` stream as ``fault`` says, instead of writing ``line``."""
+        if self.server.fault == "garbage":
+            self.wfile.write(b"data: {\"choices\": [{\"delta\": oops\n\n")
+            self.wfile.flush()
+            return
+        half = {**base, "choices": [{"index": 0, "delta": {"content": line[: len(line) // 2]}, "finish_reason": None}]}
+        self.wfile.write(f"data: {json.dumps(half)}\n\n".encode())
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
 
     def _text(self, body: dict[str, Any]) -> str:
         last = body["messages"][-1]["content"] if body.get("messages") else ""
@@ -368,6 +394,12 @@ class _Server(ThreadingHTTPServer):
         self.aborted: Counter[str] = Counter()
         self.lines_sent: Counter[str] = Counter()
         self.line_s = 0.05
+        self.first_s = 0.0
+        self.hold_at: int | None = None
+        self.hold_s = 10.0
+        self.release = threading.Event()
+        self.fault_at: int | None = None
+        self.fault = "reset"
 
 
 class StubServer:
@@ -411,6 +443,56 @@ class StubServer:
     @line_s.setter
     def line_s(self, seconds: float) -> None:
         self._server.line_s = seconds
+
+    @property
+    def first_s(self) -> float:
+        """Seconds before the ``lines`` model's first line (its time to first token)."""
+        return self._server.first_s
+
+    @first_s.setter
+    def first_s(self, seconds: float) -> None:
+        self._server.first_s = seconds
+
+    @property
+    def hold_at(self) -> int | None:
+        """Lines the ``lines`` model writes before it waits for :attr:`release`; ``None``: never waits."""
+        return self._server.hold_at
+
+    @hold_at.setter
+    def hold_at(self, lines: int | None) -> None:
+        self._server.hold_at = lines
+
+    @property
+    def fault_at(self) -> int | None:
+        """Lines the ``lines`` model writes before its stream goes wrong (:attr:`fault`); ``None``: never."""
+        return self._server.fault_at
+
+    @fault_at.setter
+    def fault_at(self, lines: int | None) -> None:
+        self._server.fault_at = lines
+
+    @property
+    def fault(self) -> str:
+        """How a ``lines`` stream goes wrong at :attr:`fault_at`: ``reset`` or ``garbage``."""
+        return self._server.fault
+
+    @fault.setter
+    def fault(self, how: str) -> None:
+        self._server.fault = how
+
+    @property
+    def hold_s(self) -> float:
+        """Most seconds a held ``lines`` stream waits for :attr:`release`."""
+        return self._server.hold_s
+
+    @hold_s.setter
+    def hold_s(self, seconds: float) -> None:
+        self._server.hold_s = seconds
+
+    @property
+    def release(self) -> threading.Event:
+        """Set it to let a held ``lines`` stream go on (see :attr:`hold_at`)."""
+        return self._server.release
 
     @property
     def lines_sent(self) -> Counter[str]:

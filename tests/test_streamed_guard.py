@@ -163,3 +163,28 @@ def test_a_list_value_in_arithmetic_is_a_deviation_not_a_type_error() -> None:
     result = Guard(FixedReplies(['items = ["a"]'] + ["n = 2"] * 5), GuardConfig(on_exhausted="flag")).run(proc, {"x": 1})
     assert result.status != "verified"
     assert any(d.kind == "check_failed" and '["a"]' in d.detail for d in result.deviations), result.deviations
+
+
+def test_the_adaptive_window_halves_after_a_deviation_and_doubles_after_a_clean_window() -> None:
+    from stepguard.guard import NullObserver
+    from tests._fakes import ScriptedModel
+
+    proc = parse_procedure("inputs: [x]\nsteps:\n" + "".join(
+        f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, 31)))
+
+    class Windows(NullObserver):
+        def __init__(self) -> None:
+            self.asked: list[tuple[int, int, str | None]] = []
+
+        def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
+            self.asked.append((start, end, rung))
+
+    def windows(adaptive: bool) -> list[tuple[int, int]]:
+        seen = Windows()
+        cfg = GuardConfig(streamed=True, window=16, adaptive=adaptive, ladder=("restate",))
+        result = Guard(ScriptedModel(faults={"s6": ["wrong"]}), cfg, observer=seen).run(proc, {"x": 2})
+        assert result.status == "verified" and result.usage.model_calls == len(seen.asked)
+        return [(start, end) for start, end, rung in seen.asked if rung is None]
+
+    assert windows(False) == [(0, 16), (6, 22), (22, 30)]  # fixed: 16 steps a window
+    assert windows(True) == [(0, 16), (6, 14), (14, 30)]  # 16, cut at s6: 8, clean: 16

@@ -86,7 +86,9 @@ class GuardConfig:
     chunk_size: int = 5
     """Steps per model call (at least 1); the measured default, see docs/policies.md."""
     adaptive: bool = False
-    """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk."""
+    """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk.
+    In streamed mode the window instead: halved after a deviation (down to 4), doubled after a clean
+    window, at most ``window`` (:func:`stepguard.guard._window.next_window`)."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
     ladder: tuple[str, ...] = ("bridge", "decompose", "commute")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -32,8 +33,9 @@ from langgraph.runtime import Runtime
 from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
+from stepguard.guard._result import StepOutcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
-from stepguard.guard._window import StreamWatch, aread_window, read_window
+from stepguard.guard._window import StreamWatch, aread_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.kinds import KindVerdict, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
@@ -54,7 +56,8 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if rung is not None and (not rung.whole_chunk or ctx.config.streamed):
         size = 1  # streamed: the ladder runs on the failing step alone, then the stream goes on after it
     elif rung is None and ctx.config.streamed:
-        size = ctx.config.window  # a first try in streamed mode: the whole window, cut at the first deviation
+        # a first try in streamed mode: the whole window (adaptive: as wide as next_window said), cut at the first deviation
+        size = (state.chunk_size or ctx.config.window) if ctx.config.adaptive else ctx.config.window
     steps = ctx.procedure.steps
     if kind_of(steps[cursor]).asked_alone:
         size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
@@ -175,7 +178,7 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
-    watch = _watch(state, ctx)
+    watch = _watch(state, ctx, runtime.stream_writer)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings) if watch is None else read_window(ctx.model, messages, settings, watch)
         record.response(resp)
@@ -194,7 +197,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
     messages, settings = _messages_and_settings(state, ctx)
-    watch = _watch(state, ctx)
+    watch = _watch(state, ctx, runtime.stream_writer)
     with ctx.observer.model_call(messages, settings) as record:
         if watch is None:
             resp = await ctx.model.acomplete(messages, settings)
@@ -204,12 +207,32 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     return _record_reply(state, resp)
 
 
-def _watch(state: GuardState, ctx: RunContext) -> StreamWatch | None:
+def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> StreamWatch | None:
     """The line-by-line check of a streamed first try of a window of chunked steps; ``None`` for a
-    call asked whole (chunked mode, a re-ask, a step asked alone)."""
+    call asked whole (chunked mode, a re-ask, a step asked alone). Each step it verifies goes to
+    ``write`` (the run's ``custom`` stream) as the :class:`StepOutcome` the window will commit."""
     if not ctx.config.streamed or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
         return None
-    return StreamWatch(ctx.procedure, state.cursor, state.chunk_end, ctx.env(state))
+    proc, prov = ctx.procedure, dict(state.provenance)
+
+    def verified(var: str, text: str, index: int) -> None:
+        step = proc.steps[index]
+        prov[var] = _provenance(ctx, prov, index)
+        write(StepOutcome(var=var, value=text, type=step.type, scale=step.scale, provenance=prov[var],
+                          reprompts=state.attempt if index == state.cursor else 0, chunk=state.chunk_no - 1, index=index))
+
+    wall = _wall_left(ctx)
+    return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified,
+                       deadline=None if wall is None else time.monotonic() + wall, closed=ctx.closed)
+
+
+def _provenance(ctx: RunContext, prov: Mapping[str, str], index: int) -> str:
+    """The provenance step ``index`` commits with: its kind's (:meth:`~stepguard.kinds.Kind.provenance`),
+    or ``flagged`` where it read a flagged (unverified) operand (``prov``: the steps committed before it)."""
+    proc = ctx.procedure
+    if any(prov.get(n) == "flagged" for n in proc.reads(index)):
+        return "flagged"  # verified only against a flagged (unverified) operand
+    return kind_of(proc.steps[index]).provenance(proc, index)
 
 
 def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:
@@ -253,6 +276,12 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx.procedure, state.cursor, state.chunk_end, ctx.env(state), trace,
         truncated=state.finish_reason == "length",
     )
+    wall = _wall_left(ctx)
+    dev = verdict.deviation
+    if state.finish_reason == "cut" and wall is not None and wall <= 0 and dev is not None and dev.kind == "under_executed":
+        # the stream was cut because the wall-time budget ran out while the model wrote this step
+        verdict.deviation = Deviation(kind="budget_exhausted", step=dev.step,
+                                      detail=f"the wall_time budget ran out while the model was writing step {dev.step}")
     notes = [
         _event(d, state, "note") for d in verdict.others
     ]
@@ -401,10 +430,7 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     chunks = dict(state.step_chunk)
     for i, (var, text) in enumerate(verified):
         values[var] = text
-        index = ctx.procedure.index_of[var]
-        prov[var] = kind_of(ctx.procedure.steps[index]).provenance(ctx.procedure, index)
-        if any(prov.get(n) == "flagged" for n in ctx.procedure.reads(ctx.procedure.index_of[var])):
-            prov[var] = "flagged"  # verified only against a flagged (unverified) operand
+        prov[var] = _provenance(ctx, prov, ctx.procedure.index_of[var])
         reprompts[var] = state.attempt if i == 0 else 0
         chunks[var] = state.chunk_no - 1
         ctx.observer.step_checked(var, "pass", None, None)
@@ -417,13 +443,14 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     size = state.chunk_size or ctx.config.chunk_size
     if state.deviation is None:
         out.update(attempt=0, rung=None, note=None)
-        if ctx.config.adaptive:
-            out["chunk_size"] = min(2 * ctx.config.chunk_size, size + 1)
-    else:
-        if verified:  # the failing step is a new one: its ladder starts afresh
-            out.update(attempt=0)
-        if ctx.config.adaptive:
-            out["chunk_size"] = max(1, size // 2)
+    elif verified:  # the failing step is a new one: its ladder starts afresh
+        out.update(attempt=0)
+    if ctx.config.adaptive and ctx.config.streamed:
+        if state.rung is None and state.chunk_end - state.chunk_start > 1:  # a window read, not a re-ask or a step asked alone
+            out["chunk_size"] = next_window(state.chunk_end - state.chunk_start, ctx.config.window, len(verified),
+                                            state.deviation is not None)
+    elif ctx.config.adaptive:
+        out["chunk_size"] = min(2 * ctx.config.chunk_size, size + 1) if state.deviation is None else max(1, size // 2)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -271,18 +271,23 @@ class Guard:
         *,
         context: Sequence[ChatMessage] = (),
         graph_updates: bool = False,
-    ) -> Iterator[GuardUpdate]:
+    ) -> Generator[GuardUpdate, None, None]:
         """:meth:`run`, yielding progress as the run goes.
 
         Yields, in order: a :class:`StepOutcome` for each step as it is committed (verified,
         repaired or flagged; steps a resumed thread had committed come first), a
         :class:`DeviationEvent` for each deviation as the policy acts on it, and the
-        :class:`GuardResult` last. With ``graph_updates``, also ``(node, update)`` for every node
+        :class:`GuardResult` last. In streamed mode (``GuardConfig(streamed=True)``) a step is
+        yielded as soon as its line is verified, while the model is still writing the rest of the
+        window; the window commits exactly these values (and checkpoints them) at the cut or at
+        the stream's end, so a run that fails mid-window (a model error) or is killed there asks
+        that window again when resumed. Each step is yielded once. With ``graph_updates``, also ``(node, update)`` for every node
         of the controller graph as it finishes (what LangGraph's ``updates`` stream mode gives).
 
         Arguments and errors as :meth:`run`; an error is raised from the iteration, after the
         progress that preceded it. Closing the iterator early stops the run (committed chunks
-        stay checkpointed).
+        stay checkpointed); a streamed window in flight is cut at its next delta, so the model's
+        server stops generating.
         """
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
@@ -293,10 +298,14 @@ class Guard:
             if done:
                 yield from progress.take("values", done)
             else:
-                for mode, data in self._graph.stream(start, cfg, context=ctx, durability=self._durability,
-                                                     stream_mode=_modes(graph_updates)):
+                # held by name: an exception here (the reader's GeneratorExit) reaches the handler below,
+                # which cuts a window in flight, before the graph's stream is finalized (that waits
+                # for the node in flight)
+                parts = self._graph.stream(start, cfg, context=ctx, durability=self._durability, stream_mode=_modes(graph_updates))
+                for mode, data in parts:
                     yield from progress.take(mode, data)
         except BaseException as exc:
+            ctx.closed.set()  # a window in flight stops at its next delta (the reader went: GeneratorExit)
             self.observer.run_finished(None, exc)
             _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise
@@ -310,7 +319,7 @@ class Guard:
         *,
         context: Sequence[ChatMessage] = (),
         graph_updates: bool = False,
-    ) -> AsyncIterator[GuardUpdate]:
+    ) -> AsyncGenerator[GuardUpdate, None]:
         """Async twin of :meth:`stream`."""
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
         t0 = time.perf_counter()
@@ -322,11 +331,12 @@ class Guard:
                 for item in progress.take("values", done):
                     yield item
             else:
-                async for mode, data in self._agraph.astream(start, cfg, context=ctx, durability=self._durability,
-                                                             stream_mode=_modes(graph_updates)):
+                aparts = self._agraph.astream(start, cfg, context=ctx, durability=self._durability, stream_mode=_modes(graph_updates))
+                async for mode, data in aparts:  # held by name, as in stream
                     for item in progress.take(mode, data):
                         yield item
         except BaseException as exc:
+            ctx.closed.set()  # a window in flight stops at its next delta (the reader went: GeneratorExit)
             self.observer.run_finished(None, exc)
             _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
             raise
@@ -347,7 +357,8 @@ class Guard:
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
-        return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": ctx.config.chunk_size, "events": [], "identity": ctx.identity}
+        size = ctx.config.window if ctx.config.streamed else ctx.config.chunk_size  # streamed: the first window's width
+        return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": size, "events": [], "identity": ctx.identity}
 
     def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
         state = GuardState.of(values)
@@ -393,8 +404,9 @@ def _context(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
 
 
 def _modes(graph_updates: bool) -> list[str]:
-    """The LangGraph stream modes a run reads: its state after each step, and each node's update if asked."""
-    return ["updates", "values"] if graph_updates else ["values"]
+    """The LangGraph stream modes a run reads: its state after each step, the steps verified while a
+    streamed window is written (``custom``), and each node's update if asked."""
+    return ["updates", "custom", "values"] if graph_updates else ["custom", "values"]
 
 
 class _Progress:
@@ -408,10 +420,15 @@ class _Progress:
         self.last: dict[str, Any] = {}
 
     def take(self, mode: str, data: Any) -> Iterator[GuardUpdate]:
-        """The items for one streamed part: a state (``values``) or the nodes' updates (``updates``)."""
+        """The items for one streamed part: a state (``values``), a step verified while the model
+        writes its window (``custom``: streamed mode), or the nodes' updates (``updates``)."""
         if mode == "values":
             self.last = data
             yield from self.new(data)
+        elif mode == "custom":
+            if isinstance(data, StepOutcome) and data.var not in self.steps:
+                self.steps.add(data.var)
+                yield data
         else:
             yield from data.items()
 
@@ -424,12 +441,12 @@ class _Progress:
         self.events = max(self.events, len(events))
         committed = values.get("values") or {}
         prov, rep, chunk = values.get("provenance") or {}, values.get("step_reprompts") or {}, values.get("step_chunk") or {}
-        for s in self.ctx.procedure.steps:
+        for i, s in enumerate(self.ctx.procedure.steps):
             if s.var in committed and s.var not in self.steps:
                 self.steps.add(s.var)
                 yield StepOutcome(var=s.var, value=committed[s.var], type=s.type, scale=s.scale,
                                   provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
-                                  chunk=chunk.get(s.var))
+                                  chunk=chunk.get(s.var), index=i)
 
 
 def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float) -> None:
@@ -454,8 +471,8 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     steps = [
         StepOutcome(var=s.var, value=values.get(s.var), type=s.type, scale=s.scale,
                     provenance=prov.get(s.var, "missing"),
-                    reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
-        for s in proc.steps
+                    reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var), index=i)
+        for i, s in enumerate(proc.steps)
     ]
     # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
     # flagged, not verified, so a status or exit code 0 never stands for a value nothing checked

@@ -129,6 +129,7 @@ class StepOutcome(BaseModel):
     provenance: Provenance = "missing"
     reprompts: int = Field(0, description="Re-prompts this step needed before it verified.")
     chunk: int | None = Field(None, description="0-based chunk (model call group) that committed it.")
+    index: int | None = Field(None, description="0-based position of the step in the procedure.")
 
     @model_validator(mode="after")
     def _typed(self) -> StepOutcome:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -377,6 +378,9 @@ class RunContext:
     thread_id: str = ""
     """The run's checkpoint thread (a fresh id without one); part of each action's idempotency key."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
+    closed: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set when the caller stops reading the run (closes :meth:`Guard.stream`): a streamed window in
+    flight is cut at its next delta, so the model's server stops generating."""
     _parsed: dict[str, tuple[str, Any]] = field(default_factory=dict, repr=False)
 
     def env(self, state: GuardState) -> Env:

@@ -11,20 +11,53 @@ for steps the model gets right.
 A step is judged only once the line of a later step has started (or the stream has ended): a model
 that writes a step over several lines (``S11 = S10 - S4`` then ``= -159 - (-12) = -147``) is never
 cut after its first line.
+
+Each step the watch judges verified is reported at once (``on_verified``: the ``ask`` node sends it to
+the run's stream, so :meth:`stepguard.guard.Guard.stream` yields it while the model writes the rest)
+and is what the window commits: the ``verify`` node reads the same lines and finds the same values. A
+reported step that the model writes again later with another value is not taken back: the stream is
+cut before that line, so the reply the window commits ends where the reported value stands (as a
+committed step written again in a later reply is noted and stands).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, aopen_stream, open_stream
-from stepguard.procedure import Procedure
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, StreamCut, WrittenReply, aopen_stream, open_stream
+from stepguard.procedure import Procedure, format_value
 from stepguard.trace import parse_trace
 from stepguard.verify import verify_chunk
 
-__all__ = ["StreamWatch", "read_window", "aread_window"]
+__all__ = ["MIN_WINDOW", "OnVerified", "StreamWatch", "aread_window", "next_window", "read_window"]
+
+MIN_WINDOW = 4
+"""The narrowest window the adaptive rule asks after a deviation (:func:`next_window`)."""
+
+
+def next_window(width: int, most: int, verified: int, deviated: bool) -> int:
+    """How many steps the next streamed window asks, with ``GuardConfig(streamed=True, adaptive=True)``.
+
+    Args:
+        width: the window just read (its steps asked).
+        most: ``GuardConfig.window``, the widest window.
+        verified: the steps of that window verified before its first deviation.
+        deviated: whether the window ended at a deviation (a cut, or a wrong last step).
+
+    Returns:
+        Half of ``width`` after a deviation (at least :data:`MIN_WINDOW`), twice it after a clean
+        window, never more than ``most``. Measured against a fixed window and against twice the
+        run of right steps before the deviation: docs/policies.md, "The window after a deviation".
+    """
+    return max(1, min(most, max(MIN_WINDOW, width // 2) if deviated else 2 * width))
+
+
+OnVerified = Callable[[str, str, int], None]
+"""Told each step the watch judges verified, in order: ``(variable, value as exact text, 0-based step index)``."""
 
 
 class StreamWatch:
@@ -35,14 +68,31 @@ class StreamWatch:
         start: the window's first step (0-based).
         end: one past its last step.
         env: committed values (inputs and verified variables).
+        on_verified: told each step as it is judged verified (:data:`OnVerified`), once, in order.
+        deadline: a :func:`time.monotonic` instant (the run's wall-time budget): a delta that comes
+            after it cuts the stream (``cut_kind == "budget_exhausted"``) once its complete lines are
+            judged. A stream that sends nothing at all is the model's read timeout's to end.
+        closed: set when the run's reader has gone (the caller closed the run's stream): the next
+            delta cuts the stream (``cut_kind == "closed"``), so the model's server stops generating.
     """
 
-    def __init__(self, procedure: Procedure, start: int, end: int, env: Mapping[str, Any]) -> None:
+    def __init__(self, procedure: Procedure, start: int, end: int, env: Mapping[str, Any],
+                 on_verified: OnVerified | None = None, deadline: float | None = None,
+                 closed: threading.Event | None = None) -> None:
         self.procedure, self.start, self.end, self.env = procedure, start, end, env
+        self.on_verified = on_verified
+        self.deadline = deadline
+        self.closed = closed
         self.text = ""
         self._checked = 0  # characters of text already judged line by line
+        self.reported: list[str] = []
+        """The steps judged verified so far, in order (each told to ``on_verified`` once)."""
         self.cut_at: str | None = None
-        """The step whose line deviated, once the watch has asked for the stream to be cut."""
+        """The step whose line deviated (or that was being written when the budget ran out), once
+        the watch has asked for the stream to be cut."""
+        self.cut_kind: str | None = None
+        """Why: the deviation's kind, ``budget_exhausted`` (the wall-time budget ran out) or ``closed``
+        (the run's reader went)."""
 
     @property
     def judged(self) -> str:
@@ -54,65 +104,131 @@ class StreamWatch:
         """Add ``delta``; True when the stream should be cut (a completed step deviates)."""
         self.text += delta
         done = self.text.rfind("\n") + 1
-        if done <= self._checked:
-            return False
-        self._checked = done
-        return self._deviates(self.text[:done])
+        if done > self._checked:
+            self._checked = done
+            if self._judge(self.text[:done], final=False):
+                return True
+        if self.closed is not None and self.closed.is_set():
+            self.cut_at, self.cut_kind = self.procedure.steps[min(self.start + len(self.reported), self.end - 1)].var, "closed"
+            return True
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            if self._judge(self.judged, final=True):  # every complete line judged, what verified reported
+                return True
+            nxt = self.start + len(self.reported)
+            if nxt >= self.end:
+                return False  # every step of the window is written: the stream is at its end
+            self.cut_at, self.cut_kind = self.procedure.steps[nxt].var, "budget_exhausted"
+            return True
+        return False
 
-    def _deviates(self, text: str) -> bool:
+    def finish(self) -> None:
+        """Judge the whole reply once the stream has ended by itself: every step of the window, the
+        last line too, so each verified step is reported before the window commits."""
+        if self.cut_at is None:
+            self._checked = len(self.text)
+            self._judge(self.text, final=True)
+
+    @property
+    def trimmed(self) -> bool:
+        """True when the reply the window commits ends before the text written (a cut, or a
+        reported step written again)."""
+        return self._checked < len(self.text)
+
+    def _judge(self, text: str, final: bool) -> bool:
         index = self.procedure.index_of
         trace = parse_trace(text, var_names=self.procedure.variables)
-        # only the window's own steps decide how far to judge: a line of a step beyond the window is
-        # left to the chunk check of the whole reply, as chunked mode leaves it
-        seen = [index[r.var] for r in trace.records if r.var in index and self.start <= index[r.var] < self.end]
-        if not seen:
-            return False
-        upto = max(seen)  # the furthest step may still be being written: judge the ones before it
-        if upto <= self.start:
-            return False
+        if final:
+            upto = self.end  # nothing more comes: every step of the window is judged
+        else:
+            # only the window's own steps decide how far to judge: a line of a step beyond the window is
+            # left to the chunk check of the whole reply, as chunked mode leaves it
+            seen = [index[r.var] for r in trace.records if r.var in index and self.start <= index[r.var] < self.end]
+            if not seen:
+                return False
+            upto = max(seen)  # the furthest step may still be being written: judge the ones before it
+            if upto <= self.start:
+                return False
         verdict = verify_chunk(self.procedure, self.start, upto, self.env, trace)
-        if verdict.deviation is None:
+        for var, value in verdict.verified[len(self.reported):]:
+            self.reported.append(var)
+            if self.on_verified is not None:
+                self.on_verified(var, format_value(value), index[var])
+        dev = verdict.deviation
+        if dev is None:
             return False
-        self.cut_at = verdict.deviation.step
+        if dev.kind == "extra_steps" and dev.step in self.reported:  # a reported step written again: it stands
+            again = [r for r in trace.records if r.var == dev.step][1:]
+            self._checked = min(self._checked, again[0].offset) if again else self._checked
+        elif final:
+            return False  # a wrong or missing step at the end: the chunk check of the reply finds it
+        self.cut_at, self.cut_kind = dev.step, dev.kind
         return True
+
+    def cut(self) -> StreamCut | None:
+        """Where and why the stream was cut, or ``None`` if it was not."""
+        if self.cut_at is None or self.cut_kind is None:
+            return None
+        return StreamCut(self.cut_at, self.cut_kind, len(self.reported), self._checked)
 
 
 def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSettings, watch: StreamWatch) -> ChatResponse:
     """Stream the reply to ``messages``, cutting it at the first deviation ``watch`` finds.
 
     Returns:
-        The reply: the whole of it, or (``finish_reason == "cut"``) what was written up to the cut.
+        The reply: the whole of it, or (``finish_reason == "cut"``, with :attr:`ChatResponse.cut`)
+        what was written up to the cut; ``streamed`` and ``first_chunk_s`` set for a model that streams.
 
     Raises:
         ModelError: as the model's call.
     """
+    clock = _Clock()
     stream = open_stream(model, messages, settings)
     try:
         for delta in stream:
+            clock.tick()
             if watch.feed(delta):
                 break
+        else:
+            watch.finish()
     finally:
         if stream.response is None:
             stream.close()
-    return _as_cut(stream.response, watch)
-
-
-def _as_cut(response: ChatResponse | None, watch: StreamWatch) -> ChatResponse:
-    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged."""
-    assert response is not None
-    if response.finish_reason != "cut":
-        return response
-    return dataclasses.replace(response, text=watch.judged)
+    return _as_read(stream.response, watch, clock, not isinstance(stream, WrittenReply))
 
 
 async def aread_window(model: Any, messages: list[ChatMessage], settings: GenerationSettings, watch: StreamWatch) -> ChatResponse:
     """Async twin of :func:`read_window`."""
+    clock = _Clock()
     stream = await aopen_stream(model, messages, settings)
     try:
         async for delta in stream:
+            clock.tick()
             if watch.feed(delta):
                 break
+        else:
+            watch.finish()
     finally:
         if stream.response is None:
             await stream.aclose()
-    return _as_cut(stream.response, watch)
+    return _as_read(stream.response, watch, clock, not isinstance(stream, WrittenReply))
+
+
+class _Clock:
+    """When a streamed request was sent, and when its first text delta came."""
+
+    def __init__(self) -> None:
+        self.sent = time.perf_counter()
+        self.first: float | None = None
+
+    def tick(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter() - self.sent
+
+
+def _as_read(response: ChatResponse | None, watch: StreamWatch, clock: _Clock, streamed: bool) -> ChatResponse:
+    """The reply as the guard reads it: a cut one ends at the last complete line the watch judged, and
+    one whose reported step was written again ends before that line; with how it was streamed."""
+    assert response is not None
+    cut = watch.cut() if response.finish_reason == "cut" else None
+    text = watch.judged if response.finish_reason == "cut" or watch.trimmed else response.text
+    return dataclasses.replace(response, text=text, streamed=streamed, first_chunk_s=clock.first if streamed else None, cut=cut)

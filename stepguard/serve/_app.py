@@ -147,7 +147,9 @@ class ProxyState:
     async def stream(self, job: GuardedRequest) -> AsyncIterator[GuardUpdate]:
         """What :meth:`stepguard.guard.Guard.stream` yields for ``job`` (run in a worker thread), as it comes.
 
-        A reader that stops early leaves the run to finish in its thread (and be checkpointed).
+        A reader that stops early (a client that disconnects) stops the run at its next item: the
+        guard's stream is closed, so a streamed window in flight is cut and the upstream stops
+        generating; committed chunks stay checkpointed.
 
         Raises:
             As :meth:`stepguard.guard.Guard.run`, from the iteration, after the items before it.
@@ -156,9 +158,17 @@ class ProxyState:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[GuardUpdate] = asyncio.Queue()
 
+        gone = threading.Event()
+
         def work() -> None:
-            for item in guard.stream(job.procedure, job.inputs, thread_id=job.thread_id, context=job.context):
-                loop.call_soon_threadsafe(queue.put_nowait, item)
+            items = guard.stream(job.procedure, job.inputs, thread_id=job.thread_id, context=job.context)
+            try:
+                for item in items:
+                    if gone.is_set():
+                        return
+                    loop.call_soon_threadsafe(queue.put_nowait, item)
+            finally:
+                items.close()  # the reader went: the guard cuts a window in flight (Guard.stream)
 
         run = asyncio.ensure_future(self._in_thread(work))
         try:
@@ -174,7 +184,8 @@ class ProxyState:
                     yield queue.get_nowait()
             run.result()  # the run's error, if it failed
         finally:
-            if not run.done():  # the reader went away: the run finishes in its thread
+            if not run.done():  # the reader went away: the run stops at its next item
+                gone.set()
                 run.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 

@@ -56,12 +56,13 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     """What a streamed chunk carries under ``stepguard`` for one item of :meth:`stepguard.Guard.stream`.
 
     Returns:
-        A committed step: ``{"event": "step", "var", "value": text with its places, "provenance"}``;
+        A committed step: ``{"event": "step", "var", "value": text with its places, "provenance", "index"}``
+        (``index``: the step's 0-based position in the procedure);
         a deviation: ``{"event": "deviation", "step", "kind", "action", ...}`` (a
         :class:`~stepguard.guard.DeviationEvent`); the result (the last chunk): its JSON.
     """
     if isinstance(item, StepOutcome):
-        return {"event": "step", "var": item.var, "value": item.text, "provenance": item.provenance}
+        return {"event": "step", "var": item.var, "value": item.text, "provenance": item.provenance, "index": item.index}
     if isinstance(item, DeviationEvent):
         return {"event": "deviation", **item.model_dump(mode="json")}
     return item.model_dump(mode="json")

@@ -13,14 +13,23 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from stepguard.model import ChatMessage, ChatModel, ChatResponse, GenerationSettings
+from stepguard.model import (
+    AsyncReplyStream,
+    ChatMessage,
+    ChatModel,
+    ChatResponse,
+    GenerationSettings,
+    ReplyStream,
+    aopen_stream,
+    open_stream,
+)
 from stepguard.serve._errors import RequestError
 
 __all__ = ["CappedModel", "sending_model"]
 
 
 class CappedModel:
-    """``inner`` with every call's ``max_tokens`` at most ``cap`` (other attributes are ``inner``'s)."""
+    """``inner`` with every call's ``max_tokens`` at most ``cap``, streamed calls too (other attributes are ``inner``'s)."""
 
     def __init__(self, inner: ChatModel, cap: int) -> None:
         self.inner, self.cap = inner, cap
@@ -40,6 +49,14 @@ class CappedModel:
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         """``inner.acomplete`` with the cap applied."""
         return await self.inner.acomplete(messages, self._capped(settings))
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ReplyStream:
+        """``inner``'s streamed reply (:func:`~stepguard.model.open_stream`) with the cap applied."""
+        return open_stream(self.inner, messages, self._capped(settings))
+
+    async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncReplyStream:
+        """Async twin of :meth:`stream`."""
+        return await aopen_stream(self.inner, messages, self._capped(settings))
 
 
 def sending_model(model: ChatModel, sent: Mapping[str, Any], cap: int | None, spec: str) -> ChatModel:

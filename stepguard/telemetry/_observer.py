@@ -294,7 +294,13 @@ class OtelObserver:
                 n.GEN_AI_USAGE_INPUT_TOKENS: tokens_in, n.GEN_AI_USAGE_OUTPUT_TOKENS: tokens_out,
                 n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: int(usage.cached_tokens) or None,
                 n.SIMULATED: True if resp.simulated else None,
+                n.GEN_AI_REQUEST_STREAM: True if getattr(resp, "streamed", False) else None,
+                n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: getattr(resp, "first_chunk_s", None),
             }))
+            cut = getattr(resp, "cut", None)
+            if cut is not None:
+                attrs.update({n.STREAM_CUT_STEP: cut.step, n.STREAM_CUT_KIND: cut.kind,
+                              n.STREAM_CUT_VERIFIED: cut.verified, n.STREAM_CUT_CHARS: cut.chars})
             if self.capture_content:
                 attrs[n.GEN_AI_OUTPUT_MESSAGES] = output_messages_json(resp.text, resp.finish_reason)
         span = self._tracer.start_span(call.name, context=parent, kind=SpanKind.CLIENT, attributes=attrs, start_time=call.start_ns)
