@@ -7,7 +7,6 @@ The exit status tells the outcome (:class:`stepguard.cli._exit.ExitCode`): 0 ver
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -259,9 +258,9 @@ def _run_option_defaults() -> Deferred:
 
 
 def _print(result: GuardResult, as_json: bool) -> None:
-    """The result as a table, or as JSON (values keep their places as text: ``"1221.00"``)."""
+    """The result as a table, or as JSON (values keep their places as text: ``"1221.00"``; a list or
+    JSON value is itself, its numbers exact: :meth:`GuardResult.model_dump_json`)."""
     if as_json:
-        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         print_result(result)

@@ -16,7 +16,7 @@ from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, outcome
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, check_against
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
@@ -427,9 +427,8 @@ class _Progress:
         for s in self.ctx.procedure.steps:
             if s.var in committed and s.var not in self.steps:
                 self.steps.add(s.var)
-                yield StepOutcome(var=s.var, value=committed[s.var], type=s.type, scale=s.scale,
-                                  provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
-                                  chunk=chunk.get(s.var))
+                yield outcome(s, committed[s.var], provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
+                              chunk=chunk.get(s.var))
 
 
 def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float) -> None:
@@ -452,9 +451,8 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     proc = ctx.procedure
     values, prov, reprompts, chunks = state.values, state.provenance, state.step_reprompts, state.step_chunk
     steps = [
-        StepOutcome(var=s.var, value=values.get(s.var), type=s.type, scale=s.scale,
-                    provenance=prov.get(s.var, "missing"),
-                    reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var))
+        outcome(s, values.get(s.var), provenance=prov.get(s.var, "missing"), reprompts=reprompts.get(s.var, 0),
+                chunk=chunks.get(s.var))
         for s in proc.steps
     ]
     # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
