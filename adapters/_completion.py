@@ -408,7 +408,9 @@ def usage_body(input_tokens: int, output_tokens: int, cached_tokens: int = 0) ->
 
 
 def _usage(result: GuardResult) -> dict[str, Any]:
-    u = result.usage
+    """The call's ``usage``: what this call spent (:attr:`GuardResult.spent`; a finished thread given
+    back from its checkpoint spent nothing), the thread's totals staying in the result's ``usage``."""
+    u = result.spent
     return usage_body(u.input_tokens, u.output_tokens, u.cached_tokens)
 
 
@@ -428,7 +430,8 @@ def completion_body(
 def completion(result: GuardResult, model: str, content: str, *, id: str | None = None) -> ChatCompletion:
     """A ``ChatCompletion`` whose message content is ``content``; ``.stepguard`` is the result.
 
-    ``usage`` sums every model call the run made (re-prompts and derived sub-steps included).
+    ``usage`` sums every model call this call made (re-prompts and derived sub-steps included; none for a
+    finished thread given back from its checkpoint).
     """
     resp = ChatCompletion.model_validate(completion_body(model, content, _usage(result), id=id))
     setattr(resp, REPORT_ATTRIBUTE, result)

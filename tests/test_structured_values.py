@@ -250,7 +250,7 @@ def test_guarded_openai_gives_the_typed_result_and_json_content() -> None:
         client = GuardedOpenAI(real, {"structured": parse_procedure(PROC)}, config=GuardConfig(chunk_size=1))
         resp = client.chat.completions.create(model="scripted", messages=[], response_format={"type": "json_object"},
                                               extra_body={"stepguard": {"procedure": "structured", "inputs": {}}})
-    result = resp.stepguard  # type: ignore[attr-defined]
+    result = resp.stepguard  # type: ignore[attr-defined]  # the guarded report: an attribute openai's type does not declare
     _same(result.values["doc"], WANT_DOC)
     content = json.loads(resp.choices[0].message.content or "", parse_float=Decimal)
     _same(content["values"]["doc"], WANT_DOC)

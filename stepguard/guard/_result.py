@@ -302,6 +302,10 @@ class GuardResult(_ExactJson):
 
     ``answer`` and :attr:`values` are typed as the procedure declares (:data:`StepValue`);
     ``answer_text`` and :attr:`texts` give the same values as text with their places (``"1221.00"``).
+
+    A run given a checkpoint thread that already held one is ``resumed``: ``usage`` (and ``chunks``,
+    ``reprompts``, ``deviations``) are the thread's, over every call that ran it; ``spent`` is what
+    this call alone cost (nothing, for a finished run given back from its checkpoint).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -319,7 +323,17 @@ class GuardResult(_ExactJson):
     chunks: int = 0
     reprompts: int = 0
     repaired: int = 0
-    usage: UsageTotals = Field(default_factory=UsageTotals)
+    usage: UsageTotals = Field(
+        default_factory=UsageTotals,
+        description="The thread's model calls and tokens over every call that ran it (a resumed run's earlier "
+                    "calls included); wall_s is this call's.")
+    resumed: Literal["finished", "unfinished"] | None = Field(
+        None, description="None: a new run; finished: the thread held a finished run, given back as it was (nothing "
+                          "asked again); unfinished: the thread's run went on from its last commit.")
+    spent: UsageTotals = Field(
+        default_factory=UsageTotals,
+        description="What this call alone spent (a finished thread given back: no calls, no tokens); "
+                    "the same as usage for a new run (and where it is not given).")
     thread_id: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -330,6 +344,14 @@ class GuardResult(_ExactJson):
 
     def _answer_step(self) -> StepOutcome | None:
         return next((s for s in self.steps if s.var == self.answer_var), None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spent_of_a_new_run(cls, data: Any) -> Any:
+        """``spent`` not given (a new run, or a result written before it was recorded): ``usage``."""
+        if isinstance(data, dict) and data.get("spent") is None and data.get("usage") is not None:
+            return {**data, "spent": data["usage"]}
+        return data
 
     @model_validator(mode="after")
     def _typed_answer(self) -> GuardResult:

@@ -39,8 +39,9 @@ def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[st
         ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked),
         ``steps`` with values and provenance, ``deviations``, ``reprompts`` and usage.
     """
+    spent = result.spent  # this call's: a finished thread given back from its checkpoint spent nothing
     body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
-        result.usage.input_tokens, result.usage.output_tokens, result.usage.cached_tokens))
+        spent.input_tokens, spent.output_tokens, spent.cached_tokens))
     body[KEY] = result.model_dump(mode="json")
     return body
 
