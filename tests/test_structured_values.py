@@ -287,7 +287,12 @@ def test_the_langgraph_node_writes_the_typed_values() -> None:
     graph.add_node("guard", node)
     graph.add_edge(START, "guard")
     graph.add_edge("guard", END)
-    out = graph.compile().invoke({})
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    compiled = graph.compile(checkpointer=InMemorySaver())  # the graph's own checkpointer keeps the Decimals
+    cfg: Any = {"configurable": {"thread_id": "g1"}}
+    out = compiled.invoke({}, cfg)
+    _same(compiled.get_state(cfg).values["stepguard_result"]["steps"][-1]["value"], WANT_DOC)
     result = GuardResult.model_validate(out["stepguard_result"])
     _same(result.values["doc"], WANT_DOC)
     _same(out["stepguard_result"]["steps"][0]["value"], ["red", "yellow", "blue"])
