@@ -4,7 +4,7 @@ A last chunk reply that went on with ``S96 = ...`` after ``S95`` of a 95-step pr
 to ``S95`` and the rest went unmentioned in guarded mode (raw mode's taxonomy labels it
 ``extra_steps``). The guard now records one ``extra_steps`` event with action ``note`` naming the
 invented steps; the verified values stand (nothing rests on those lines). Neighbours: several
-invented steps, one after a middle chunk, an input restated (not an invented step), a later step of
+invented steps, one after a middle chunk, streamed mode, an input restated (not an invented step), a later step of
 the procedure written early (asked in its own chunk, as before), an invented step inside the chunk
 (still refused), the ``raise`` policy, and the note in the result's JSON and the CLI's table.
 """
@@ -70,6 +70,13 @@ def test_an_invented_step_inside_the_chunk_is_still_refused() -> None:
     assert result.status == "verified"
     [(step, action, _)] = _extra(result)
     assert step == "S9" and action == "reprompt"
+
+
+def test_streamed_mode_notes_them_too() -> None:
+    """The streamed window's reply is checked whole as a chunk's is, so the note is the same."""
+    result = _run(3, ["\n".join([*_lines(1, 3), "S4 = S3 + 1 = 7"])], 3, streamed=True, window=3)
+    assert result.status == "verified" and result.usage.model_calls == 1
+    assert [(step, action) for step, action, _ in _extra(result)] == [("S4", "note")]
 
 
 def test_the_raise_policy_does_not_stop_at_a_note() -> None:
