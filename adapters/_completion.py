@@ -17,6 +17,7 @@ One rule ties the two together: the content a stream's deltas add up to is the c
 
 A value keeps its places: a decimal step is a JSON string (``"5.01"``) unless the schema asks
 for a number, then a number literal with its places (``5.01``, never a float's ``5.0099999``); a
+list step's value is a JSON array and a JSON step's its JSON value, numbers as the model wrote them; a
 step not committed (a failed run), or a value its property cannot take, is ``null`` (left out where
 the schema does not require the key). Each progress chunk carries what it reports as
 ``chunk.stepguard`` (a :class:`StepOutcome` or :class:`DeviationEvent`); the final chunk, with
@@ -38,7 +39,8 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, value_text
-from stepguard.procedure import Procedure, Step
+from stepguard.kinds import kind_of
+from stepguard.procedure import Procedure, Step, ValueShape, json_text
 
 from ._client_errors import InvalidGuardedCall
 
@@ -68,7 +70,7 @@ _RESULT_KEYS = ("answer", "status", "first_unverified")
 _STATUSES = ("verified", "repaired", "flagged", "failed")
 _INTEGER = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
-_JSON_TYPES = ("string", "number", "integer", "boolean", "null")
+_JSON_TYPES = ("string", "number", "integer", "boolean", "null", "array", "object")
 _NOTES = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
 """Keywords that describe a property and constrain nothing. A property may hold these, ``type``,
 ``anyOf`` of such types, and (where its values are a known few: a boolean or one_of step, ``status``,
@@ -119,6 +121,8 @@ def _json_kind(text: str) -> str:
         return "boolean"
     if text.startswith('"'):
         return "string"
+    if text[:1] in "[{":
+        return "array" if text.startswith("[") else "object"
     return "integer" if _INTEGER.fullmatch(text) else "number"
 
 
@@ -191,6 +195,11 @@ def _slot(prop: Any, required: bool, where: str) -> Slot:
 def _samples(step: Step) -> tuple[list[Any], bool]:
     """Values of ``step``'s type that every run may give it (all of them where they are few: ``True``), for
     checking a property can hold them: one per form its verified value can take."""
+    shape = kind_of(step).result_shape(step)
+    if shape == "list":
+        return [["text"]], False
+    if shape == "json":
+        return [{"key": "text"}, ["text"], "text", -7, Decimal("-1.5"), True], False
     if step.type == "boolean":
         return [True, False], True
     if step.type == "one_of":
@@ -302,10 +311,12 @@ def _one_type(slot: Slot) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-def _forms(value: Any, slot: Slot) -> list[str]:
-    """The JSON texts ``value`` may be written as, in the order tried."""
+def _forms(value: Any, slot: Slot, shape: ValueShape = "scalar") -> list[str]:
+    """The JSON texts ``value`` (of a step held as ``shape``) may be written as, in the order tried."""
     if value is None:
         return ["null"]
+    if shape != "scalar" or isinstance(value, (list, dict)):  # a list or JSON value is itself, numbers exact
+        return [json_text(value)]
     if isinstance(value, bool):
         return ["true" if value else "false", json.dumps(value_text(value))]
     text = value_text(value) or ""
@@ -318,10 +329,10 @@ def _forms(value: Any, slot: Slot) -> list[str]:
     return [quoted]
 
 
-def _json_value(value: Any, slot: Slot = _ANY) -> str | None:
+def _json_value(value: Any, slot: Slot = _ANY, shape: ValueShape = "scalar") -> str | None:
     """A value as one JSON value ``slot`` takes, its places kept (see the module docstring), or None
     where it takes no form of it (a flagged ``3.5`` for an ``integer`` property, ``1/3`` for a ``number``)."""
-    return next((f for f in _forms(value, slot) if slot.takes(f)), None)
+    return next((f for f in _forms(value, slot, shape) if slot.takes(f)), None)
 
 
 class ContentWriter:
@@ -345,9 +356,9 @@ class ContentWriter:
         self._open = True
         return '{"values": {' if self.shape.kind == "json_object" else "{"
 
-    def _pair(self, key: str, value: Any) -> str:
+    def _pair(self, key: str, value: Any, shape: ValueShape = "scalar") -> str:
         slot = self.shape.slots.get(key, _ANY)
-        text = _json_value(value, slot)
+        text = _json_value(value, slot, shape)
         if text is None:
             if not slot.required:
                 return ""
@@ -359,7 +370,7 @@ class ContentWriter:
         if self.shape.kind == "text" or outcome.var not in self._wanted or outcome.var in self._written:
             return ""
         self._written.add(outcome.var)
-        return self._pair(outcome.var, outcome.value)
+        return self._pair(outcome.var, outcome.value, outcome.shape)
 
     def finish(self, result: GuardResult) -> str:
         """The rest of the content once the run has ended."""
@@ -368,11 +379,13 @@ class ContentWriter:
         out = [self.step(s.model_copy(update={"value": None})) for s in result.steps
                if s.var in self._wanted and s.var not in self._written]
         fields = {"answer": result.answer, "status": result.status, "first_unverified": result.first_unverified}
+        answer: ValueShape = next((s.shape for s in result.steps if s.var == result.answer_var), "scalar")
         if self.shape.kind == "json_object":  # the values object closes, the result keys follow
             out.append("}" if self._open else '{"values": {}')
-            out += [f", {json.dumps(k)}: {_json_value(fields[k])}" for k in self.shape.extras]
+            out += [f", {json.dumps(k)}: {_json_value(fields[k], _ANY, answer if k == 'answer' else 'scalar')}"
+                    for k in self.shape.extras]
         else:
-            out += [self._pair(k, fields[k]) for k in self.shape.extras]
+            out += [self._pair(k, fields[k], answer if k == "answer" else "scalar") for k in self.shape.extras]
             if not self._open:
                 out.append(self._start())
         return "".join(out) + "}"
@@ -395,7 +408,9 @@ def usage_body(input_tokens: int, output_tokens: int, cached_tokens: int = 0) ->
 
 
 def _usage(result: GuardResult) -> dict[str, Any]:
-    u = result.usage
+    """The call's ``usage``: what this call spent (:attr:`GuardResult.spent`; a finished thread given
+    back from its checkpoint spent nothing), the thread's totals staying in the result's ``usage``."""
+    u = result.spent
     return usage_body(u.input_tokens, u.output_tokens, u.cached_tokens)
 
 
@@ -415,7 +430,8 @@ def completion_body(
 def completion(result: GuardResult, model: str, content: str, *, id: str | None = None) -> ChatCompletion:
     """A ``ChatCompletion`` whose message content is ``content``; ``.stepguard`` is the result.
 
-    ``usage`` sums every model call the run made (re-prompts and derived sub-steps included).
+    ``usage`` sums every model call this call made (re-prompts and derived sub-steps included; none for a
+    finished thread given back from its checkpoint).
     """
     resp = ChatCompletion.model_validate(completion_body(model, content, _usage(result), id=id))
     setattr(resp, REPORT_ATTRIBUTE, result)

@@ -177,7 +177,9 @@ def guarded_node(
         procedure: the procedure to run.
         inputs: where each procedure input comes from: ``{input name: state key}``, or a list of
             names read from state keys of the same name; default: every declared input by its name.
-        output_key: state key for the result, ``GuardResult.model_dump(mode="json")`` (a dict).
+        output_key: state key for the result, ``GuardResult.model_dump(mode="json")`` (a dict; a list
+            step's value a list, a JSON step's the JSON value with exact ``Decimal`` numbers, so
+            ``GuardResult.model_validate`` reads it back as the same result).
         answer_key: state key for the answer text (``None``: not written).
         values_key: state key for ``{var: value text}`` (``None``: not written).
         config: guard configuration (default :class:`GuardConfig`).

@@ -101,7 +101,7 @@ REFUSED: list[tuple[dict[str, Any], str, str]] = [
     (_obj({"amount": {**_n("number"), "enum": [121.5, None]}}), "properties.amount.enum", "enum cannot be promised"),
     (_obj({"amount": _n("number")}, minProperties=1), "schema.minProperties", "cannot promise"),
     (_obj({"amount": _n("number")}, required=["amount", "total"]), "required[1]", "not a property"),
-    (_obj({"amount": {"type": "object"}}), "properties.amount.type", "cannot hold"),
+    (_obj({"amount": {"type": "object"}}), "properties.amount", "JSON type object cannot hold"),
     (_obj({"amount": False}), "properties.amount", "accepts no value"),
     (_obj({"amount": {"anyOf": [{"type": "number", "minimum": 1}, {"type": "null"}]}}), "properties.amount.anyOf[0]", "only a type"),
     (_obj({"amount": {"$ref": "#/$defs/x"}}), "properties.amount.$ref", "cannot promise"),

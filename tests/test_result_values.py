@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 from fractions import Fraction
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def test_typed_value(text: str | None, type_: str, scale: int | None, want: obje
 
 
 def test_value_text_keeps_places_and_avoids_exponents() -> None:
-    assert StepValue.__args__ == (Decimal, int, bool, str, Fraction)  # type: ignore[attr-defined]  # public, documented
+    assert StepValue.__args__ == (Decimal, int, bool, str, Fraction, list[Any], dict[str, Any])  # type: ignore[attr-defined]  # public, documented
     assert value_text(Decimal("1221.00")) == "1221.00"
     assert value_text(Decimal("0.0000001")) == "0.0000001"  # str() would give 1E-7
     assert value_text(True) == "true" and value_text(Fraction(1, 3)) == "1/3" and value_text(None) is None

@@ -7,7 +7,6 @@ The exit status tells the outcome (:class:`stepguard.cli._exit.ExitCode`): 0 ver
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,7 +86,9 @@ def print_result(result: GuardResult) -> None:
     """Print a per-step table and the outcome line for a person.
 
     Values print with the places their step declares (``1221.00`` for a 2-place decimal);
-    ``reprompts`` is each step's :attr:`~stepguard.guard.StepOutcome.reprompts`.
+    ``reprompts`` is each step's :attr:`~stepguard.guard.StepOutcome.reprompts`. Calls and tokens are
+    what this run spent (:attr:`GuardResult.spent`); a resumed thread's line says so and gives the
+    thread's totals (:attr:`GuardResult.usage`).
     """
     sim = "  [SIMULATED model: not a model's accuracy]" if result.simulated else ""
     typer.echo(f"procedure {result.procedure}  model {result.model}{sim}")
@@ -97,13 +98,20 @@ def print_result(result: GuardResult) -> None:
         typer.echo(f"{s.var:<12} {text:>14}  {s.provenance:<15} {s.reprompts}")
     for d in result.deviations:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
-    u = result.usage
+    u = result.spent  # this run's: a resumed finished thread made no calls now
     typer.echo(
         f"status {result.status}  answer {result.answer_var} = {result.answer_text if result.answer is not None else '-'}  "
         f"chunks {result.chunks}  "
         f"re-prompts {result.reprompts}  repaired {result.repaired}  calls {u.model_calls}  "
         f"tokens in/out {u.input_tokens}/{u.output_tokens}  wall {u.wall_s:.2f}s"
     )
+    if result.resumed is not None:
+        t = result.usage
+        how = ("it had finished: given back from the checkpoint, nothing asked again" if result.resumed == "finished"
+               else "gone on from its last commit")
+        typer.echo(f"resumed thread {result.thread_id} ({how}); calls and tokens above are this run's. "
+                   f"The thread's in all: calls {t.model_calls}  tokens in/out {t.input_tokens}/{t.output_tokens} "
+                   "(chunks and re-prompts above are the thread's too)")
     if result.first_unverified:
         typer.echo(f"first unverified step: {result.first_unverified}")
 
@@ -259,9 +267,9 @@ def _run_option_defaults() -> Deferred:
 
 
 def _print(result: GuardResult, as_json: bool) -> None:
-    """The result as a table, or as JSON (values keep their places as text: ``"1221.00"``)."""
+    """The result as a table, or as JSON (values keep their places as text: ``"1221.00"``; a list or
+    JSON value is itself, its numbers exact: :meth:`GuardResult.model_dump_json`)."""
     if as_json:
-        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         print_result(result)

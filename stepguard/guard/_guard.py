@@ -16,8 +16,8 @@ from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._prompts import PromptSet, format_value
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
-from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, check_against
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, outcome
+from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
@@ -293,7 +293,7 @@ class Guard:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:
-            stored = self._graph.get_state(cfg).values if self.checkpointer is not None else {}
+            stored = progress.stored = self._graph.get_state(cfg).values if self.checkpointer is not None else {}
             start, done = self._begin(ctx, stored, tid)
             if done:
                 yield from progress.take("values", done)
@@ -307,9 +307,9 @@ class Guard:
         except BaseException as exc:
             ctx.closed.set()  # a window in flight stops at its next delta (the reader went: GeneratorExit)
             self.observer.run_finished(None, exc)
-            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
+            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
             raise
-        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0)
+        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
 
     async def astream(
         self,
@@ -325,7 +325,7 @@ class Guard:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:
-            stored = (await self._agraph.aget_state(cfg)).values if self.checkpointer is not None else {}
+            stored = progress.stored = (await self._agraph.aget_state(cfg)).values if self.checkpointer is not None else {}
             start, done = self._begin(ctx, stored, tid)
             if done:
                 for item in progress.take("values", done):
@@ -338,9 +338,9 @@ class Guard:
         except BaseException as exc:
             ctx.closed.set()  # a window in flight stops at its next delta (the reader went: GeneratorExit)
             self.observer.run_finished(None, exc)
-            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0)
+            _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
             raise
-        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0)
+        yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
 
     def _begin(self, ctx: RunContext, stored: dict[str, Any], tid: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(graph input, finished values)`` for a run whose thread holds ``stored`` (``{}``: nothing):
@@ -360,9 +360,11 @@ class Guard:
         size = ctx.config.window if ctx.config.streamed else ctx.config.chunk_size  # streamed: the first window's width
         return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": size, "events": [], "identity": ctx.identity}
 
-    def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float) -> GuardResult:
+    def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float, stored: Mapping[str, Any]) -> GuardResult:
+        """The run's result from its last state ``values`` (``stored``: the thread's state before this
+        call, ``{}`` for none), raising what its stop reason says."""
         state = GuardState.of(values)
-        result = build_result(ctx, state, tid, wall_s)
+        result = build_result(ctx, state, tid, wall_s, GuardState.of(stored) if stored else None)
         self.observer.run_finished(result, None)
         why, dev = state.stop, state.deviation
         if why is not None and why.reason == "raise" and dev is not None:
@@ -418,6 +420,7 @@ class _Progress:
         self.steps: set[str] = set()
         self.events = 0
         self.last: dict[str, Any] = {}
+        self.stored: dict[str, Any] = {}  # the thread's state before this call (a resumed run's), {} for none
 
     def take(self, mode: str, data: Any) -> Iterator[GuardUpdate]:
         """The items for one streamed part: a state (``values``), a step verified while the model
@@ -444,24 +447,28 @@ class _Progress:
         for i, s in enumerate(self.ctx.procedure.steps):
             if s.var in committed and s.var not in self.steps:
                 self.steps.add(s.var)
-                yield StepOutcome(var=s.var, value=committed[s.var], type=s.type, scale=s.scale,
-                                  provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
-                                  chunk=chunk.get(s.var), index=i)
+                yield outcome(s, committed[s.var], provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
+                              chunk=chunk.get(s.var), index=i)
 
 
-def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float) -> None:
+def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float,
+                    stored: Mapping[str, Any]) -> None:
     """Give a stepguard error raised inside a run (a model's failure) this run's partial result, where
     it has none or has a derived rung's nested run's (a model failure inside a sub-procedure)."""
     held = getattr(exc, "result", None)
     if isinstance(exc, StepguardError) and getattr(held, "procedure", None) != ctx.procedure.name and last:
         try:
-            exc.result = build_result(ctx, GuardState.of(last), tid, wall_s)
+            exc.result = build_result(ctx, GuardState.of(last), tid, wall_s, GuardState.of(stored) if stored else None)
         except Exception:  # noqa: BLE001 - the original error matters more than its partial result
             pass
 
 
-def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall_s: float) -> GuardResult:
+def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall_s: float,
+                 before: GuardState | None = None) -> GuardResult:
     """Turn the controller's final state into a :class:`GuardResult` (every value with its provenance).
+
+    ``before`` is the thread's state when this call began (a resumed run), or None: the result's
+    ``usage`` is the thread's over every call, ``spent`` this call's alone (``wall_s`` its seconds).
 
     Values come out of the state as exact text (``"1221"``) and go into the result typed as each step
     declares, at its ``scale`` (``Decimal('1221.00')``; see :func:`stepguard.guard._result.typed_value`).
@@ -469,9 +476,8 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     proc = ctx.procedure
     values, prov, reprompts, chunks = state.values, state.provenance, state.step_reprompts, state.step_chunk
     steps = [
-        StepOutcome(var=s.var, value=values.get(s.var), type=s.type, scale=s.scale,
-                    provenance=prov.get(s.var, "missing"),
-                    reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var), index=i)
+        outcome(s, values.get(s.var), provenance=prov.get(s.var, "missing"), reprompts=reprompts.get(s.var, 0),
+                chunk=chunks.get(s.var), index=i)
         for i, s in enumerate(proc.steps)
     ]
     # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
@@ -507,8 +513,19 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
             output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
             wall_s=round(wall_s, 6), model_s=round(usage.model_s, 6),
         ),
+        resumed=None if before is None else "finished" if before.finished_at is not None else "unfinished",
+        spent=None if before is None else _spent(usage, before.usage, wall_s),
         thread_id=thread_id,
         labels=dict(ctx.config.extra),
+    )
+
+
+def _spent(total: RunUsage, before: RunUsage, wall_s: float) -> UsageTotals:
+    """What one call added to a thread's usage: ``total`` less what the thread held ``before`` it."""
+    return UsageTotals(
+        model_calls=total.model_calls - before.model_calls, input_tokens=total.input_tokens - before.input_tokens,
+        output_tokens=total.output_tokens - before.output_tokens, cached_tokens=total.cached_tokens - before.cached_tokens,
+        wall_s=round(wall_s, 6), model_s=round(max(0.0, total.model_s - before.model_s), 6),
     )
 
 

@@ -5,30 +5,48 @@ Values keep the type the procedure declares for their step (:data:`StepValue`): 
 ``1221``), ``bool`` for ``boolean``, ``str`` for ``string`` and ``one_of``; a ``number`` step gives
 an ``int`` or an exact ``Decimal``. In JSON a Decimal is text that keeps its places (``"1221.00"``),
 and :meth:`GuardResult.model_validate_json` reads it back as the same Decimal.
+
+A step whose kind commits a list or a JSON value (a text step's ``format: list`` or ``json``, by the
+kind's :meth:`~stepguard.kinds.Kind.result_shape`) holds it as what it is: a ``list`` of strings, or
+the JSON value (an object as a ``dict``, an array as a ``list``, a whole number as ``int``, any
+other number as the exact ``Decimal`` the model wrote, never a ``float``). In the result's JSON it is
+that array or JSON value, a non-integer number written as a JSON number with the model's digits
+(``2.50`` stays ``2.50``, ``1E+2`` stays ``1E+2``): :meth:`GuardResult.model_dump_json` writes it so and
+:meth:`GuardResult.model_validate_json` reads it back as the same ``Decimal`` (pydantic's own JSON
+writer and reader would hold it as text or as a binary float). In ``model_dump(mode="json")`` such a
+number is that ``Decimal``, so the data reads back exactly through ``model_validate``; a writer for
+it must write a ``Decimal`` as a number (:func:`stepguard.procedure.json_text` does).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Self, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import format_number, parse_number
-from stepguard.procedure import ValueType
+from stepguard.kinds import kind_of
+from stepguard.procedure import Step, ValueShape, ValueType, json_text
 from stepguard.verify import DeviationKind
 
-__all__ = ["DeviationEvent", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals", "typed_value", "value_text"]
+__all__ = [
+    "DeviationEvent", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals",
+    "committed_value", "outcome", "typed_value", "value_text",
+]
 
-StepValue: TypeAlias = Decimal | int | bool | str | Fraction
-"""A step's value in Python, by the step's declared ``type``:
+StepValue: TypeAlias = Decimal | int | bool | str | Fraction | list[Any] | dict[str, Any]
+"""A step's value in Python, by the step's declared ``type`` (and its :data:`~stepguard.procedure.ValueShape`):
 
 - ``integer``: ``int``; ``decimal``: ``Decimal`` with exactly ``scale`` places (``Decimal('1221.00')``);
 - ``number``: ``int`` when whole, else an exact ``Decimal`` (``Decimal('12.5')``);
-- ``boolean``: ``bool``; ``string`` and ``one_of``: ``str``.
+- ``boolean``: ``bool``; ``string`` and ``one_of``: ``str``;
+- shape ``list``: a ``list`` of ``str``; shape ``json``: the JSON value (``dict``, ``list``, ``str``,
+  ``int``, an exact ``Decimal`` for any other number, ``bool`` or ``None``).
 
 Values are never rounded here. A value the guard did not verify (``flagged``) that does not fit its
 type keeps its exact form: more places than ``scale`` stay (``Decimal('5.005')``), a non-number stays
@@ -38,6 +56,57 @@ type keeps its exact form: more places than ``scale`` stay (``Decimal('5.005')``
 
 _NUMERIC = ("integer", "decimal", "number")
 _FRACTION = re.compile(r"(-?[0-9]{1,400})/([0-9]{1,400})")
+
+
+def committed_value(text: str | None, shape: ValueShape = "scalar") -> Any:
+    """A committed value's text as the result holds it before typing: the text itself for a
+    ``scalar`` (:func:`typed_value` types it), the JSON it writes for a ``list`` or ``json`` shape,
+    its numbers exact (``2.50`` as ``Decimal('2.50')``). Text that does not read as JSON (a flagged
+    reply) stays the text."""
+    if text is None or shape == "scalar":
+        return text
+    try:
+        return json.loads(text, parse_float=Decimal)
+    except ValueError:
+        return text
+
+
+def _json_exact(value: Any) -> Any:
+    """A JSON value with every number exact: a ``float`` (given by a caller) as the ``Decimal`` of its
+    shortest text, a tuple as a list.
+
+    Raises:
+        ValueError: a number that is not finite, a key that is not a string, a value that is not JSON.
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        value = Decimal(repr(value))
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"{value} is not a JSON number")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_exact(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _json_exact(v) for k, v in value.items()}
+    raise ValueError(f"a {type(value).__name__} is not a JSON value")
+
+
+def shaped_value(value: Any, shape: ValueShape, type_: str = "number", scale: int | None = None) -> StepValue | None:
+    """A step's value as :data:`StepValue`: a ``scalar`` typed by :func:`typed_value`; a ``list`` or
+    ``json`` value (as :func:`committed_value` reads it) with its numbers exact (:func:`_json_exact`).
+    A list-shaped value that is not a list of strings (a flagged reply's text) is kept as its text.
+
+    Raises:
+        ValueError: a ``json`` value that is not JSON (a non-finite number, a key that is not a string).
+    """
+    if shape == "scalar":
+        return typed_value(value, type_, scale)
+    if shape == "list" and not (isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)):
+        return value if value is None or isinstance(value, str) else json_text(value)
+    out: StepValue | None = _json_exact(value)
+    return out
 
 
 def _exact_decimal(value: int | Fraction) -> Decimal | None:
@@ -94,9 +163,12 @@ def typed_value(value: Any, type_: str = "number", scale: int | None = None) -> 
 
 
 def value_text(value: StepValue | None) -> str | None:
-    """A value as the CLI and prompts show it: ``1221.00``, ``-3``, ``true``, ``1/3``, a string as is."""
+    """A value as the CLI and prompts show it: ``1221.00``, ``-3``, ``true``, ``1/3``, a string as is,
+    a list or JSON object as compact JSON (``["red", "blue"]``, numbers as written)."""
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, (list, dict)):
+        return json_text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Decimal):
@@ -117,7 +189,44 @@ Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "m
 """
 
 
-class StepOutcome(BaseModel):
+def _scalar_json(value: StepValue | None) -> Any:
+    """A scalar value in JSON: a Decimal keeps its places as text (``"1221.00"``), a Fraction is ``"1/3"``."""
+    return value_text(value) if isinstance(value, (Decimal, Fraction)) else value
+
+
+class _ExactJson(BaseModel):
+    """A model whose JSON keeps a list or JSON value's numbers exact (see the module's docstring):
+    ``model_dump(mode="json")`` holds them as ``Decimal``, ``model_dump_json`` writes them as the model
+    wrote them, ``model_validate_json`` reads them back as ``Decimal``. Everything else is as pydantic
+    writes it (a scalar's Decimal is already text by its field serializer)."""
+
+    def model_dump(self, *, mode: Literal["json", "python"] | str = "python", **kwargs: Any) -> dict[str, Any]:
+        """Pydantic's ``model_dump``; ``mode="json"`` is the Python dump, which holds JSON types only
+        but for the exact ``Decimal`` numbers of a list or JSON value."""
+        return super().model_dump(mode="python", **kwargs)
+
+    def model_dump_json(self, *, indent: int | None = None, **kwargs: Any) -> str:
+        """The JSON text (:func:`stepguard.procedure.json_text`: numbers exact); ``indent`` as pydantic's;
+        other keyword arguments as :meth:`model_dump`'s."""
+        kwargs.pop("ensure_ascii", None)
+        return json_text(self.model_dump(mode="json", **kwargs), indent)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """Read JSON text as :meth:`model_dump_json` writes it: a non-integer number as its exact
+        ``Decimal``; keyword arguments as ``model_validate``'s.
+
+        Raises:
+            pydantic.ValidationError: not JSON, or not a valid model.
+        """
+        try:
+            data = json.loads(json_data, parse_float=Decimal)
+        except ValueError:  # not JSON: pydantic's own reading names where
+            return super().model_validate_json(json_data, **kwargs)
+        return cls.model_validate(data, **kwargs)
+
+
+class StepOutcome(_ExactJson):
     """One step's final state: its value, typed as the step declares (:data:`StepValue`), and where it came from."""
 
     var: str
@@ -126,6 +235,7 @@ class StepOutcome(BaseModel):
     )
     type: ValueType = Field("number", description="The step's declared value type (procedure `type`).")
     scale: int | None = Field(None, description="The step's declared decimal places, or None.")
+    shape: ValueShape = Field("scalar", description="scalar (typed by `type`), list (of strings) or json (a JSON value).")
     provenance: Provenance = "missing"
     reprompts: int = Field(0, description="Re-prompts this step needed before it verified.")
     chunk: int | None = Field(None, description="0-based chunk (model call group) that committed it.")
@@ -133,18 +243,29 @@ class StepOutcome(BaseModel):
 
     @model_validator(mode="after")
     def _typed(self) -> StepOutcome:
-        self.value = typed_value(self.value, self.type, self.scale)
+        self.value = shaped_value(self.value, self.shape, self.type, self.scale)
         return self
 
     @field_serializer("value")
     def _value_json(self, value: StepValue | None) -> Any:
-        """JSON keeps a Decimal's places as text (``"1221.00"``) and a Fraction as ``"1/3"``."""
-        return value_text(value) if isinstance(value, (Decimal, Fraction)) else value
+        """JSON keeps a Decimal's places as text (``"1221.00"``) and a Fraction as ``"1/3"``; a list or
+        JSON value is itself (its numbers exact: see the module's docstring)."""
+        return _scalar_json(value) if self.shape == "scalar" else value
 
     @property
     def text(self) -> str | None:
-        """The value as text with its places (``"1221.00"``, ``"true"``), or None."""
+        """The value as text with its places (``"1221.00"``, ``"true"``), a list or JSON value as compact
+        JSON text (``["red", "blue"]``, ``"a JSON string"``), or None."""
+        if self.shape == "json" and self.provenance != "missing":
+            return json_text(self.value)
         return value_text(self.value)
+
+
+def outcome(step: Step, text: str | None, **fields: Any) -> StepOutcome:
+    """``step``'s :class:`StepOutcome` from its committed value ``text`` (``None``: no value), held as
+    its kind says (:meth:`stepguard.kinds.Kind.result_shape`); ``fields``: its provenance, reprompts, chunk."""
+    shape = kind_of(step).result_shape(step)
+    return StepOutcome(var=step.var, value=committed_value(text, shape), type=step.type, scale=step.scale, shape=shape, **fields)
 
 
 class DeviationEvent(BaseModel):
@@ -171,7 +292,7 @@ class UsageTotals(BaseModel):
     model_s: float = Field(0.0, description="Seconds spent waiting on the model.")
 
 
-class GuardResult(BaseModel):
+class GuardResult(_ExactJson):
     """The result of :meth:`stepguard.guard.Guard.run`.
 
     ``status`` is ``verified`` only when every step is ``model_verified`` (or ``tool``);
@@ -182,6 +303,10 @@ class GuardResult(BaseModel):
 
     ``answer`` and :attr:`values` are typed as the procedure declares (:data:`StepValue`);
     ``answer_text`` and :attr:`texts` give the same values as text with their places (``"1221.00"``).
+
+    A run given a checkpoint thread that already held one is ``resumed``: ``usage`` (and ``chunks``,
+    ``reprompts``, ``deviations``) are the thread's, over every call that ran it; ``spent`` is what
+    this call alone cost (nothing, for a finished run given back from its checkpoint).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -199,7 +324,17 @@ class GuardResult(BaseModel):
     chunks: int = 0
     reprompts: int = 0
     repaired: int = 0
-    usage: UsageTotals = Field(default_factory=UsageTotals)
+    usage: UsageTotals = Field(
+        default_factory=UsageTotals,
+        description="The thread's model calls and tokens over every call that ran it (a resumed run's earlier "
+                    "calls included); wall_s is this call's.")
+    resumed: Literal["finished", "unfinished"] | None = Field(
+        None, description="None: a new run; finished: the thread held a finished run, given back as it was (nothing "
+                          "asked again); unfinished: the thread's run went on from its last commit.")
+    spent: UsageTotals = Field(
+        default_factory=UsageTotals,
+        description="What this call alone spent (a finished thread given back: no calls, no tokens); "
+                    "the same as usage for a new run (and where it is not given).")
     thread_id: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -208,22 +343,37 @@ class GuardResult(BaseModel):
         """True when every step has a value."""
         return all(s.provenance != "missing" for s in self.steps)
 
+    def _answer_step(self) -> StepOutcome | None:
+        return next((s for s in self.steps if s.var == self.answer_var), None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spent_of_a_new_run(cls, data: Any) -> Any:
+        """``spent`` not given (a new run, or a result written before it was recorded): ``usage``."""
+        if isinstance(data, dict) and data.get("spent") is None and data.get("usage") is not None:
+            return {**data, "spent": data["usage"]}
+        return data
+
     @model_validator(mode="after")
     def _typed_answer(self) -> GuardResult:
-        step = next((s for s in self.steps if s.var == self.answer_var), None)
-        if step is not None:
+        step = self._answer_step()
+        if step is not None and step.shape != "scalar":
+            self.answer = step.value  # a list or JSON value: the step's own (its text would be ambiguous)
+        elif step is not None:
             self.answer = typed_value(self.answer, step.type, step.scale)
         return self
 
     @field_serializer("answer")
     def _answer_json(self, value: StepValue | None) -> Any:
-        """Like :attr:`StepOutcome.value`: a Decimal keeps its places as text in JSON."""
-        return value_text(value) if isinstance(value, (Decimal, Fraction)) else value
+        """Like :attr:`StepOutcome.value`: a Decimal keeps its places as text in JSON, a list or JSON value is itself."""
+        step = self._answer_step()
+        return value if step is not None and step.shape != "scalar" else _scalar_json(value)
 
     @property
     def answer_text(self) -> str | None:
-        """The answer as text with its places (``"1221.00"``), or None."""
-        return value_text(self.answer)
+        """The answer as text with its places (``"1221.00"``; a list or JSON value as compact JSON), or None."""
+        step = self._answer_step()
+        return step.text if step is not None and step.shape != "scalar" else value_text(self.answer)
 
     @property
     def values(self) -> dict[str, StepValue | None]:

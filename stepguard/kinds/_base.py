@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, parse_number
-from stepguard.procedure import Procedure, Step, use_step_models
+from stepguard.procedure import Procedure, Step, ValueShape, use_step_models
 
 if TYPE_CHECKING:
     from stepguard.kinds._reading import KindVerdict
@@ -109,6 +109,11 @@ class Kind:
             ValueError: the text is not a value of the step's type (a checkpoint that does not fit).
         """
         return parse_committed(text, step.type)
+
+    def result_shape(self, step: Step) -> ValueShape:
+        """How a run's result holds ``step``'s committed value (:data:`stepguard.procedure.ValueShape`):
+        ``scalar`` (typed by the step's ``type``) unless the kind commits a list or a JSON value."""
+        return "scalar"
 
     # --- acting ----------------------------------------------------------------------------
     def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:

@@ -21,7 +21,7 @@ from stepguard.errors import EvaluationError
 from stepguard.evaluator import normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
-from stepguard.procedure import Procedure, Step, ValueType, field_error, json_text, no_duplicate_keys
+from stepguard.procedure import Procedure, Step, ValueShape, ValueType, field_error, json_text, no_duplicate_keys
 from stepguard.tools import ToolCall
 from stepguard.verify import Deviation
 
@@ -233,6 +233,7 @@ def _text_step(procedure: Procedure, index: int) -> TextStep:
     return step
 
 
+_RESULT_SHAPES: dict[TextFormat, ValueShape] = {"text": "scalar", "list": "list", "json": "json"}
 _SHAPES = {"text": "text on one line", "list": "a JSON list of strings on one line", "json": "JSON on one line"}
 _FROM = re.compile(r"\bfrom ([A-Za-z]\w*)")
 _MOST = re.compile(r"at most (\d+) (characters|items)")
@@ -295,6 +296,12 @@ class Text(Kind):
         if step.format == "list" and not isinstance(data, list):
             raise ValueError(f"a committed list reads {text[:80]!r}")
         return evaluable(data)
+
+    def result_shape(self, step: Step) -> ValueShape:
+        """``list`` for ``format: list`` (a list of strings), ``json`` for ``format: json`` (the JSON
+        value), else ``scalar`` (the text)."""
+        assert isinstance(step, TextStep)
+        return _RESULT_SHAPES[step.format]
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Its shape, length, pattern, membership and schema rules."""

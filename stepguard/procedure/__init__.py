@@ -4,7 +4,7 @@ input values read strictly from a file (:func:`load_inputs_file`)."""
 from stepguard.procedure._format import format_value, json_text
 from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, no_duplicate_keys, parse_procedure, procedure_json_schema, save_procedure
-from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueType, field_error, use_step_models
+from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueShape, ValueType, field_error, use_step_models
 from stepguard.procedure._values import apply_scale, as_written, check_input_names, coerce_value, did_you_mean, round_to_scale
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "Procedure",
     "Step",
     "StepKind",
+    "ValueShape",
     "ValueType",
     "apply_scale",
     "as_written",

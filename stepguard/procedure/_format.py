@@ -27,19 +27,28 @@ def format_value(value: Any) -> str:
     return value if isinstance(value, str) else format_number(value)
 
 
-def json_text(data: Any) -> str:
-    """``data`` as compact one-line JSON (``", "`` and ``": "`` between items), every number exact:
-    a ``Decimal`` as written (``2.50``), a ``Fraction`` in its shortest exact form.
+def json_text(data: Any, indent: int | None = None) -> str:
+    """``data`` as JSON, every number exact: a ``Decimal`` as written (``2.50``), a ``Fraction`` in
+    its shortest exact form, a ``float`` as ``json`` writes it. Compact on one line (``", "`` and
+    ``": "`` between items) unless ``indent`` (spaces a level) asks for one item a line.
 
     Raises:
         EvaluationError: a number with no finite decimal form (``1/3``), via :func:`format_number`.
     """
-    if isinstance(data, Mapping):
-        return "{" + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)}: {json_text(v)}" for k, v in data.items()) + "}"
-    if isinstance(data, (list, tuple)):
-        return "[" + ", ".join(json_text(v) for v in data) + "]"
+    return _json_text(data, indent, 0)
+
+
+def _json_text(data: Any, indent: int | None, depth: int) -> str:
+    if isinstance(data, (Mapping, list, tuple)):
+        items = ([f"{json.dumps(str(k), ensure_ascii=False)}: {_json_text(v, indent, depth + 1)}" for k, v in data.items()]
+                 if isinstance(data, Mapping) else [_json_text(v, indent, depth + 1) for v in data])
+        ends = "{}" if isinstance(data, Mapping) else "[]"
+        if indent is None or not items:
+            return ends[0] + ", ".join(items) + ends[1]
+        inner, outer = "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth)
+        return ends[0] + inner + ("," + inner).join(items) + outer + ends[1]
     if isinstance(data, Decimal):
         return str(data)
-    if isinstance(data, (bool, str)) or data is None:
+    if isinstance(data, (bool, str, float)) or data is None:
         return json.dumps(data, ensure_ascii=False)
     return format_number(data)

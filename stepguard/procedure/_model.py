@@ -24,6 +24,14 @@ ValueType = Literal["integer", "decimal", "boolean", "string", "one_of", "number
 """What a step's value is: ``number`` (int or exact decimal, the default), ``integer``, ``decimal``
 (with ``scale`` places), ``boolean``, ``string``, or ``one_of`` a fixed set of ``choices``."""
 
+ValueShape = Literal["scalar", "list", "json"]
+"""How a step's value is held, as its kind says (:meth:`stepguard.kinds.Kind.result_shape`):
+
+- ``scalar``: one value, typed by the step's ``type`` and ``scale``;
+- ``list``: a list of strings (committed as a JSON array);
+- ``json``: a JSON value, its numbers exact (committed as JSON text).
+"""
+
 Rounding = Literal["ROUND_HALF_EVEN", "ROUND_HALF_UP"]
 
 StepKind = str

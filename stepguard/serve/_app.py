@@ -52,8 +52,16 @@ __all__ = ["ProxyState", "create_app"]
 log = logging.getLogger("stepguard.serve")
 
 
+class _ExactJSONResponse(JSONResponse):
+    """A JSON response whose numbers are exact (a result's list or JSON value holds ``Decimal``: see
+    :mod:`stepguard.guard`'s result), written by :func:`stepguard.serve._responses.json_body`."""
+
+    def render(self, content: Any) -> bytes:
+        return out.json_body(content).encode("utf-8")
+
+
 def _json(status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+    return _ExactJSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
 def _error(exc: BaseException) -> tuple[int, dict[str, Any]]:

@@ -9,16 +9,16 @@ event) in the JSON, the OpenAI error shape, and server-sent event framing.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from stepguard.adapters._completion import ContentWriter, ResponseShape, completion_body, usage_body
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
+from stepguard.procedure import json_text
 
 if TYPE_CHECKING:
     from stepguard.model import ChatResponse
 
-__all__ = ["KEY", "completion", "error_body", "event", "model_completion", "sse"]
+__all__ = ["KEY", "completion", "error_body", "event", "json_body", "model_completion", "sse"]
 
 KEY = "stepguard"
 """The key under which a guarded response carries the guard's result."""
@@ -39,8 +39,9 @@ def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[st
         ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked),
         ``steps`` with values and provenance, ``deviations``, ``reprompts`` and usage.
     """
+    spent = result.spent  # this call's: a finished thread given back from its checkpoint spent nothing
     body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
-        result.usage.input_tokens, result.usage.output_tokens, result.usage.cached_tokens))
+        spent.input_tokens, spent.output_tokens, spent.cached_tokens))
     body[KEY] = result.model_dump(mode="json")
     return body
 
@@ -56,13 +57,15 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     """What a streamed chunk carries under ``stepguard`` for one item of :meth:`stepguard.Guard.stream`.
 
     Returns:
-        A committed step: ``{"event": "step", "var", "value": text with its places, "provenance", "index"}``
-        (``index``: the step's 0-based position in the procedure);
+        A committed step: ``{"event": "step", "var", "value", "provenance", "index"}``, the value as
+        text with its places, or a list or JSON value as itself (its numbers exact, :func:`json_body`);
+        ``index``: the step's 0-based position in the procedure;
         a deviation: ``{"event": "deviation", "step", "kind", "action", ...}`` (a
         :class:`~stepguard.guard.DeviationEvent`); the result (the last chunk): its JSON.
     """
     if isinstance(item, StepOutcome):
-        return {"event": "step", "var": item.var, "value": item.text, "provenance": item.provenance, "index": item.index}
+        value = item.text if item.shape == "scalar" else item.model_dump(mode="json")["value"]
+        return {"event": "step", "var": item.var, "value": value, "provenance": item.provenance, "index": item.index}
     if isinstance(item, DeviationEvent):
         return {"event": "deviation", **item.model_dump(mode="json")}
     return item.model_dump(mode="json")
@@ -74,7 +77,13 @@ def error_body(message: str, type: str = "invalid_request_error", param: str | N
     return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
 
 
+def json_body(data: Any) -> str:
+    """A body's JSON text on one line, every number exact (:func:`stepguard.procedure.json_text`: a
+    result's list or JSON value holds ``Decimal`` numbers, written with the model's digits)."""
+    return json_text(data)
+
+
 def sse(data: dict[str, Any] | str) -> bytes:
     """One server-sent event: ``data: <json>\\n\\n`` (or ``data: [DONE]\\n\\n`` for the string ``"[DONE]"``)."""
-    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), default=str)
+    text = data if isinstance(data, str) else json_body(data)
     return f"data: {text}\n\n".encode()

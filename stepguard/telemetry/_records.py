@@ -118,7 +118,7 @@ def mark_error(span: Span, error: BaseException, record: bool = True) -> None:
 def finish_run_span(span: Span, result: Any, error: BaseException | None, capture_content: bool) -> None:
     """Set the result's status and totals (or the error) on the run span, and end it."""
     if result is not None:
-        u = result.usage
+        u = result.spent  # this call's: a resumed thread's earlier calls had their own span
         span.set_attributes(clean({
             n.RESULT_STATUS: result.status, n.REPROMPTS: result.reprompts, n.REPAIRED: result.repaired,
             n.CHUNKS: result.chunks, n.FIRST_UNVERIFIED: result.first_unverified,

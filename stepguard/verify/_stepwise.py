@@ -186,8 +186,10 @@ def verify_chunk(
         (``arithmetic_error``, ``type_error``, ``check_failed``), premature final answer. A step of
         this chunk written again with another value after the chunk is refused (neither value is
         taken); before the chunk's end any verified step written again with another value is. Noted
-        in ``others``, not refused: a premature final answer, and an earlier chunk's step written again
-        with another value after this chunk (its committed value stands; nothing here rests on the line).
+        in ``others``, not refused: a premature final answer, an earlier chunk's step written again
+        with another value after this chunk (its committed value stands; nothing here rests on the line),
+        and steps the procedure does not have written after the chunk's steps (``S96 = ...`` past a
+        95-step procedure's end: one ``extra_steps`` naming them; an input restated is not one).
     """
     steps = procedure.steps
     chunk_vars = [s.var for s in steps[start:end]]
@@ -279,7 +281,11 @@ def verify_chunk(
             return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
         tail = trace.records[-1].text if trace.records else ""
         return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
+    invented: list[Record] = []
     for rec in trace.records[last_record_of_chunk + 1:]:  # a verified step written again, after the chunk, with another value
+        if rec.var not in all_vars and rec.var not in local:  # neither a step nor an input: a step the model made up
+            invented.append(rec)
+            continue
         if rec.var not in all_vars or rec.var not in local:
             continue
         again = _restated(rec, steps[all_vars[rec.var]])
@@ -296,6 +302,12 @@ def verify_chunk(
         verdict.others.append(Deviation(kind="extra_steps", step=rec.var, got=rec.text,
                                         detail=f"{rec.var} was written again with a different value after this chunk's steps; "
                                                f"its committed value stands"))
+    if invented:  # after every step of the chunk was verified: nothing here rests on them; noted, not taken
+        names = list(dict.fromkeys(r.var for r in invented))
+        past = "past the procedure's last step" if end == len(steps) else "after this chunk's steps"
+        verdict.others.append(Deviation(kind="extra_steps", step=invented[0].var, got=invented[0].text,
+                                        detail=f"{', '.join(names)} {'is not a step' if len(names) == 1 else 'are not steps'} "
+                                               f"of this procedure, written {past}; not taken"))
     final_step_in_chunk = end == len(steps)
     for ans in trace.answers:
         if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
