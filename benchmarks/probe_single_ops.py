@@ -32,6 +32,15 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            the columns 39 of 39 right; the putting back 10 of 14 (``69 * 10 + 6 = 756``,
            ``143559 * 10 + 7 = 1435607``), so no rung was built on it.
 
+--digits   the sub-steps the digit rungs ask (``stepguard/guard/rungs/digits.py``), each form over operands
+           from the sums, products and quotients that stopped runs (the 95-step store and the production
+           suite): single-digit products (``7 * 4``), a product plus its carry (``56 + 3``), a column's two
+           digits and carry (``5 + 8 + 1``), a column with a borrowed ten (``14 - 8 - 1``), the choices
+           (``max(472, 226)``, ``min(-472, 0)``) and quotient digits (``57 // 12``). Each form is one
+           procedure of about 40 literal sub-steps run through the guard as a digit rung runs them
+           (4 a call, a wrong one re-asked alone at the resample temperature up to 3 times): right at
+           the first try, and right with resampling. Figures: docs/production.md, "Digit rungs".
+
 Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
 
@@ -264,16 +273,93 @@ def resample(model) -> None:
         print(f"{expr}: {right}/8 right at temperature {temperature}; wrote {[g.split('=')[-1].strip() for g in got]}", flush=True)
 
 
+# Operands of the steps that stopped runs: the 95-step store's six unverified sums and the sums,
+# products and quotients of the production suite's stops (docs/production.md, docs/fidelity.md).
+STOPPED_SUMS = [(468, 228), (280, 14), (365, 633), (472, 226), (454, 144), (288, 8), (754, 25), (14355000, 900), (27000, 225),
+                (14355900, 72), (1350, 81), (690, 6), (13500000, 810000), (204, 192), (168, 171)]
+STOPPED_DIFFERENCES = [(715, 20), (504, 6), (219, 21), (633, 365), (472, 226), (454, 144), (1000, 999), (80000, 12845),
+                       (17676, 1350), (3831, 235)]
+STOPPED_PRODUCTS = [(677795, 5), (1767676, 72), (3831, 235), (3806, 75), (45359237, 1672), (1595108, 9), (993657, 5), (86830, 7)]
+STOPPED_QUOTIENTS = [(128455, 8), (993657, 8), (1350432, 12), (677795, 4), (3265, 4), (130245, 5), (1234341, 12), (2752, 38)]
+DIGIT_CASES = 40
+
+
+def _digit_forms() -> dict[str, list[str]]:
+    """Each sub-step form the digit rungs ask, as literal expressions over the stopped operands."""
+    import random
+
+    def digits(n: int) -> list[int]:
+        return [int(c) for c in reversed(str(n))]
+
+    columns, borrows, products, carries, choices, quotients = [], [], [], [], [], []
+    for a, b in STOPPED_SUMS:
+        da, db, carry = digits(a), digits(b), 0
+        for i in range(max(len(da), len(db))):
+            x, y = (da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)
+            columns.append(f"{x} + {y}" + (f" + {carry}" if carry else ""))
+            carry = (x + y + carry) // 10
+        choices += [f"max({a}, {b})", f"min({-a}, 0)", f"min({b}, 0)"]
+    for a, b in STOPPED_DIFFERENCES:
+        da, db, borrow = digits(a), digits(b), 0
+        for i in range(len(da)):
+            x, y = da[i], (db[i] if i < len(db) else 0)
+            top = x if i == len(da) - 1 else 10 + x
+            borrows.append(f"{top} - {y}" + (f" - {borrow}" if borrow else ""))
+            borrow = 0 if i == len(da) - 1 or top - y - borrow >= 10 else 1
+    for a, b in STOPPED_PRODUCTS:
+        for d in digits(b):
+            if d == 0:
+                continue
+            carry = 0
+            for x in digits(a):
+                products.append(f"{x} * {d}")
+                if carry:
+                    carries.append(f"{x * d} + {carry}")
+                carry = (x * d + carry) // 10
+    for a, d in STOPPED_QUOTIENTS:
+        r = 0
+        for x in [int(c) for c in str(a)] + [0, 0, 0]:
+            r = 10 * r + x
+            if r >= d or quotients:
+                quotients.append(f"{r} // {d}")
+            r %= d
+    rng = random.Random(0)
+    forms = {"product": products, "carry": carries, "column": columns, "borrow": borrows, "choice": choices, "quotient": quotients}
+    out = {}
+    for name, cases in forms.items():  # a column with its carry or borrow first: the form the probe is about
+        cases = sorted(dict.fromkeys(cases), key=lambda e: -e.count(" ")) if name in ("column", "borrow") else cases
+        out[name] = cases[:DIGIT_CASES] if name in ("column", "borrow") else rng.sample(cases, min(DIGIT_CASES, len(cases)))
+    return out
+
+
+def digit_steps(model) -> None:
+    """Each form as one procedure of literal sub-steps, guarded as a digit rung runs its sub-procedure."""
+    from stepguard.guard import Guard, GuardConfig
+    from stepguard.procedure import Procedure
+
+    config = GuardConfig(chunk_size=4, ladder=("resample",), max_reprompts_per_step=3, on_exhausted="flag")
+    for name, exprs in _digit_forms().items():
+        proc = Procedure.model_validate({"name": f"probe-{name}", "steps": [{"var": f"d{i}", "expr": e} for i, e in enumerate(exprs, 1)]})
+        t0 = time.perf_counter()
+        result = Guard(model, config).run(proc, {})
+        first = sum(s.provenance == "model_verified" and s.reprompts == 0 for s in result.steps)
+        right = sum(s.provenance == "model_verified" for s in result.steps)
+        print(f"{name:<9} first try {first}/{len(exprs)}, with resampling {right}/{len(exprs)}; {result.usage.model_calls} calls, "
+              f"{result.usage.input_tokens + result.usage.output_tokens} tokens, {time.perf_counter() - t0:.0f} s; "
+              f"first-try misses: {[d.got for d in result.deviations if d.attempt == 0][:6]}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns", "--digits"):
         ap.add_argument(flag, action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
-        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide),
-                         ("carry", carry), ("resample", resample), ("columns", columns)):
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point),
+                         ("divide", divide),
+                         ("carry", carry), ("resample", resample), ("columns", columns), ("digits", digit_steps)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
