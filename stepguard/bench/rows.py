@@ -39,7 +39,7 @@ __all__ = ["ACTIONS", "ENDINGS", "MAX_TEXT_CHARS", "CaughtDeviation", "caught_de
 MAX_TEXT_CHARS = 100_000
 """Raw-mode generations are stored up to this many characters (``text_truncated`` marks a cut)."""
 
-ACTIONS: tuple[str, ...] = ("reprompt", "repair", "flag", "raise", "note")
+ACTIONS: tuple[str, ...] = ("reprompt", "repair", "flag", "raise", "note", "read")
 """What the policy did about a deviation (:attr:`stepguard.guard.DeviationEvent.action`), in report order."""
 
 Ending = Literal["verified", "repaired", "flagged", "stopped"]
