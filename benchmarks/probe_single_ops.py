@@ -332,13 +332,18 @@ def _digit_forms() -> dict[str, list[str]]:
     return out
 
 
-def digit_steps(model) -> None:
+DIGIT_FORMS = ("product", "borrow", "quotient", "choice", "column", "carry")
+
+
+def digit_steps(model, forms: tuple[str, ...] = DIGIT_FORMS) -> None:
     """Each form as one procedure of literal sub-steps, guarded as a digit rung runs its sub-procedure."""
     from stepguard.guard import Guard, GuardConfig
     from stepguard.procedure import Procedure
 
     config = GuardConfig(chunk_size=4, ladder=("resample",), max_reprompts_per_step=3, on_exhausted="flag")
-    for name, exprs in _digit_forms().items():
+    every = _digit_forms()
+    for name in forms:
+        exprs = every[name]
         proc = Procedure.model_validate({"name": f"probe-{name}", "steps": [{"var": f"d{i}", "expr": e} for i, e in enumerate(exprs, 1)]})
         t0 = time.perf_counter()
         result = Guard(model, config).run(proc, {})
@@ -349,17 +354,61 @@ def digit_steps(model) -> None:
               f"first-try misses: {[d.got for d in result.deviations if d.attempt == 0][:6]}", flush=True)
 
 
+# The steps that stopped runs, with their committed operands: the 95-step store's six unverified
+# sums and the production stops (docs/production.md, "Fourth figures").
+STOPPED_STEPS = [("468", "+", "228", None), ("-280", "-", "14", None), ("365", "-", "-633", None), ("-472", "+", "-226", None),
+                 ("-454", "+", "-144", None), ("-288", "+", "-8", None), ("75.4", "+", "2.5", 1), ("23.5", "*", "38.31", 2),
+                 ("38.06", "*", "0.075", 2), ("12845.5", "/", "80000", 4)]
+
+
+def digit_rungs(model) -> None:
+    """Each stopped step through the ``digits`` rung alone, on the real model: its sub-procedure run
+    as the guard runs it (the rung's nested configuration), then the value read by position."""
+    from fractions import Fraction
+
+    from stepguard.errors import BudgetExhausted
+    from stepguard.guard import Guard, GuardConfig
+    from stepguard.guard.rungs import get_rung
+    from stepguard.procedure import Procedure, round_to_scale
+
+    rung = get_rung("digits")
+    for a, op, b, scale in STOPPED_STEPS:
+        step = {"var": "r", "expr": f"a {op} b", **({"type": "decimal", "scale": scale} if scale is not None else {})}
+        proc = Procedure.model_validate({"name": "stopped", "inputs": ["a", "b"], "steps": [step]})
+        env = {"a": F(a), "b": F(b)}
+        sub = rung.derive(proc, 0, env)
+        if sub is None:
+            print(f"{a} {op} {b}: the rung does not apply", flush=True)
+            continue
+        t0 = time.perf_counter()
+        try:
+            result = Guard(model, rung.nested_config(GuardConfig(), 0, None, None)).run(sub, {})
+        except BudgetExhausted as exc:  # the nested run stops at a sub-step no try verified (on_exhausted=raise)
+            result = exc.result
+        read = None if result.status != "verified" else rung.read(proc, 0, env, result.texts)
+        exact = {"+": env["a"] + env["b"], "-": env["a"] - env["b"], "*": env["a"] * env["b"], "/": env["a"] / env["b"]}[op]
+        rounded = lambda v: round_to_scale(v, scale or 0, "ROUND_HALF_EVEN")  # noqa: E731 - the step's check, for both sides
+        ok = read is not None and rounded(Fraction(read.value)) == rounded(exact)
+        u = result.usage
+        first = sum(s.reprompts == 0 and s.provenance == "model_verified" for s in result.steps)
+        told = f"read {read.value} ({'right' if ok else 'WRONG'})" if read else f"not verified: stopped at {result.first_unverified}"
+        print(f"{a} {op} {b}: {len(sub.steps)} sub-steps, {first} right first try, {told}; {u.model_calls} calls, "
+              f"{u.input_tokens + u.output_tokens} tokens, {time.perf_counter() - t0:.0f} s", flush=True)
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns", "--digits"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns", "--digits",
+                 "--digit-rungs"):
         ap.add_argument(flag, action="store_true")
+    ap.add_argument("--forms", default=",".join(DIGIT_FORMS), help="--digits: the forms to probe, in order")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
         for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point),
                          ("divide", divide),
-                         ("carry", carry), ("resample", resample), ("columns", columns), ("digits", digit_steps)):
+                         ("carry", carry), ("resample", resample), ("columns", columns),
+                         ("digits", lambda m: digit_steps(m, tuple(args.forms.split(",")))), ("digit_rungs", digit_rungs)):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)

@@ -40,6 +40,21 @@ def _rung(op: str) -> DigitRung:
     return rung
 
 
+def _derived(op: str, a: Fraction, b: Fraction) -> tuple[Procedure, dict[str, Fraction], DigitRung, Procedure | None]:
+    """The one-step procedure ``r = a op b``, its values, the digit rung for ``op`` and what it derives."""
+    proc, env = _step(op), {"a": a, "b": b}
+    rung = _rung(op)
+    return proc, env, rung, rung.derive(proc, 0, env)
+
+
+def _on_sim(rung: DigitRung, sub: Procedure) -> dict[str, str | None]:
+    """The sub-procedure run on ``sim:perfect`` as the rung runs it; its values, verified."""
+    with load_model("sim:perfect") as model:
+        result = Guard(model, rung.nested_config(GuardConfig(), 0, None, None)).run(sub, {})
+    assert result.status == "verified"
+    return result.texts
+
+
 def _read(rung: DigitRung, proc: Procedure, env: dict[str, Fraction], texts: dict[str, str | None]) -> Fraction | None:
     read = rung.read(proc, 0, env, texts)
     return None if read is None else Fraction(read.value)
@@ -55,9 +70,7 @@ _operand = st.one_of(_number, _short, st.sampled_from([Fraction(0), Fraction(1),
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(_operand, _operand, st.sampled_from(["+", "-", "*"]))
 def test_a_sum_difference_or_product_read_from_right_digits_is_the_steps_value(a, b, op):
-    proc, env = _step(op), {"a": a, "b": b}
-    rung = _rung(op)
-    sub = rung.derive(proc, 0, env)
+    proc, env, rung, sub = _derived(op, a, b)
     if sub is None:
         assert op == "*" and 0 in (a, b)  # a product with a zero factor has no row to write
         return
@@ -82,9 +95,7 @@ def test_a_quotient_is_read_from_right_digits_then_rounded_to_the_steps_scale(a,
 @given(_operand, _operand, st.sampled_from(["+", "-", "*"]), st.data())
 def test_a_single_wrong_digit_anywhere_reads_a_wrong_value(a, b, op, data):
     """Every place the value is read from is a digit of the model's: one digit changed, the number changes."""
-    proc, env = _step(op), {"a": a, "b": b}
-    rung = _rung(op)
-    sub = rung.derive(proc, 0, env)
+    proc, env, rung, sub = _derived(op, a, b)
     if sub is None:
         return
     texts = _texts(sub)
@@ -146,26 +157,17 @@ def test_a_quotient_is_verified_on_the_simulator_through_its_rounding_sub_step(a
     rung = get_rung("digits")
     assert isinstance(rung, DigitRung)
     sub = rung.derive(proc, 0, env)
-    assert sub is not None and "//" in sub.steps[0].expression  # each quotient digit a checked choice
-    with load_model("sim:perfect") as model:
-        result = Guard(model, rung.nested_config(GuardConfig(), 0, None, None)).run(sub, {})
-    assert result.status == "verified"
-    read = rung.read(proc, 0, env, result.texts)
+    assert sub is not None and "//" in (sub.steps[0].expression or "")  # each quotient digit a checked choice
+    read = rung.read(proc, 0, env, _on_sim(rung, sub))
     assert read is not None and Fraction(read.value) == round_to_scale(Fraction(a) / Fraction(b), scale, "ROUND_HALF_EVEN")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_operand, _operand, st.sampled_from(["+", "-", "*"]))
 def test_every_digit_rungs_sub_procedure_reads_back_the_steps_value_on_sim_perfect(a, b, op):
-    proc, env = _step(op), {"a": a, "b": b}
-    rung = _rung(op)
-    sub = rung.derive(proc, 0, env)
-    if sub is None:
-        return
-    with load_model("sim:perfect") as model:
-        result = Guard(model, rung.nested_config(GuardConfig(), 0, None, None)).run(sub, {})
-    assert result.status == "verified"
-    assert _read(rung, proc, env, result.texts) == _want(proc, a, b)
+    proc, env, rung, sub = _derived(op, a, b)
+    if sub is not None:
+        assert _read(rung, proc, env, _on_sim(rung, sub)) == _want(proc, a, b)
 
 
 @pytest.mark.parametrize("a,b", [(999999, 1), (99999999, 99999999), (5, 5)])

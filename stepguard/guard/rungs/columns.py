@@ -62,7 +62,4 @@ class Columns(DigitRung):
     """``columns``: a sum or difference by written columns, read by position (:func:`column_steps`)."""
 
     name = "columns"
-
-    def sheet(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Sheet | None:
-        """See :func:`column_steps`."""
-        return column_steps(procedure, index, env)
+    sheet = staticmethod(column_steps)

@@ -86,7 +86,4 @@ class LongDivide(DigitRung):
     """``long_divide``: a quotient digit by digit, each a checked choice, read by position (:func:`long_division`)."""
 
     name = "long_divide"
-
-    def sheet(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Sheet | None:
-        """See :func:`long_division`."""
-        return long_division(procedure, index, env)
+    sheet = staticmethod(long_division)

@@ -60,7 +60,4 @@ class LongMultiply(DigitRung):
     """``long_multiply``: a product by rows of single-digit products, read by position (:func:`long_multiplication`)."""
 
     name = "long_multiply"
-
-    def sheet(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Sheet | None:
-        """See :func:`long_multiplication`."""
-        return long_multiplication(procedure, index, env)
+    sheet = staticmethod(long_multiplication)
