@@ -387,8 +387,9 @@ def digit_rungs(model) -> None:
             result = exc.result
         read = None if result.status != "verified" else rung.read(proc, 0, env, result.texts)
         exact = {"+": env["a"] + env["b"], "-": env["a"] - env["b"], "*": env["a"] * env["b"], "/": env["a"] / env["b"]}[op]
-        rounded = lambda v: round_to_scale(v, scale or 0, "ROUND_HALF_EVEN")  # noqa: E731 - the step's check, for both sides
-        ok = read is not None and rounded(Fraction(read.value)) == rounded(exact)
+        places = scale or 0
+        ok = read is not None and round_to_scale(Fraction(read.value), places, "ROUND_HALF_EVEN") == round_to_scale(
+            exact, places, "ROUND_HALF_EVEN")
         u = result.usage
         first = sum(s.reprompts == 0 and s.provenance == "model_verified" for s in result.steps)
         told = f"read {read.value} ({'right' if ok else 'WRONG'})" if read else f"not verified: stopped at {result.first_unverified}"
