@@ -216,3 +216,20 @@ def test_a_digit_rung_does_not_apply_beyond_one_operation_of_finite_decimals(nam
     assert rung.derive(two, 0, {"a": Fraction(3), "b": Fraction(4)}) is None
     third = _step("+")
     assert rung.derive(third, 0, {"a": Fraction(1, 3), "b": Fraction(1)}) is None
+
+
+def test_a_read_event_is_a_record_not_a_deviation_the_benchmark_counts():
+    from stepguard.bench.instances import Instance
+    from stepguard.bench.rows import caught_deviations, guarded_row
+
+    proc = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
+        {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x + y"}]})
+    config = GuardConfig(ladder=("digits",), max_reprompts_per_step=1)
+    result = Guard(ScriptedModel(always_wrong={"r"}), config).run(proc, {"a": 468, "b": 228})
+    assert [e.action for e in result.deviations] == ["reprompt", "read"]
+    assert result.rung_fixes() == {"digits": 1}
+    inst = Instance(id="d", n_steps=3, inputs={"a": 468, "b": 228}, steps=[{"var": s.var, "expr": s.expr} for s in proc.steps],
+                    expected={"x": 468, "y": 228, "r": 696}, answer=696)
+    row = guarded_row(inst, result)
+    assert row["deviation_counts"] == {"arithmetic_error": 1}
+    assert [d.action for d in caught_deviations(row)] == ["reprompt"]
