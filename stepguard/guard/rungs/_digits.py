@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
+from stepguard.errors import StepguardError
 from stepguard.evaluator import Number, format_number
 from stepguard.guard.rungs._arith import _NAME, decimal_places, leaf_values
 from stepguard.guard.rungs._base import Read, Rung
@@ -30,7 +31,7 @@ from stepguard.procedure import Procedure
 if TYPE_CHECKING:
     from stepguard.guard._config import GuardConfig
 
-__all__ = ["DIGIT_CHUNK", "DIGIT_LADDER", "DigitRung", "Place", "Reading", "Sheet", "binary_operands", "column_difference", "column_sum",
+__all__ = ["DIGIT_CHUNK", "DIGIT_LADDER", "MAX_SUB_STEPS", "DigitRung", "Place", "Reading", "Sheet", "binary_operands", "column_difference", "column_sum",
            "digits_of", "finite", "multiply_row", "scaled"]
 
 
@@ -143,14 +144,15 @@ class Sheet:
         self.reading.sign = self.ask(f"{_literal(sa)} * {_literal(sb)}")
 
     def procedure(self, parent: Procedure, index: int, rung: str) -> Procedure | None:
-        """The sheet as a procedure with no inputs, or ``None`` where it has no sub-step or our own limits refuse it."""
-        if not self.steps:
+        """The sheet as a procedure with no inputs, or ``None`` where it has no sub-step, more than
+        :data:`MAX_SUB_STEPS`, or our own limits refuse it."""
+        if not self.steps or len(self.steps) > MAX_SUB_STEPS:
             return None
         name = f"{parent.name[:_NAME]}:{parent.steps[index].var}:{rung}"
         try:
             sub = Procedure.model_validate({"name": name, "steps": self.steps})
             sub.expected_values({})
-        except Exception:  # noqa: BLE001 - any refusal of our own limits: the rung does not apply
+        except (ValueError, StepguardError):  # our own limits refuse it (too many sub-steps): the rung does not apply
             return None
         return sub
 
@@ -216,6 +218,10 @@ def multiply_row(sheet: Sheet, a: int, d: int) -> tuple[list[Place], int]:
         carry = v // 10
     return places[::-1], a * d
 
+
+MAX_SUB_STEPS = 160
+"""Most sub-steps a digit rung writes (40 calls at :data:`DIGIT_CHUNK` a call); a longer sheet (a product
+of two ten-digit numbers) is not asked: the rung does not apply, and the ladder says so."""
 
 DIGIT_CHUNK = 4
 """Sub-steps a call in a digit rung's nested run: the probe asked its forms 4 a call

@@ -77,7 +77,7 @@ def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | s
         read = -read if exact < 0 else read
         if round_to_scale(read, step.scale, step.rounding) != round_to_scale(exact, step.scale, step.rounding):
             return None  # the digits read would round otherwise than the exact quotient
-        sheet.reading.then = sheet.ask(text(read), scale=step.scale, rounding=step.rounding)
+        sheet.reading.then = sheet.ask(text(read), type=step.type, scale=step.scale, rounding=step.rounding)
     return sheet
 
 
