@@ -31,8 +31,8 @@ from stepguard.procedure import Procedure
 if TYPE_CHECKING:
     from stepguard.guard._config import GuardConfig
 
-__all__ = ["DIGIT_CHUNK", "DIGIT_LADDER", "MAX_SUB_STEPS", "DigitRung", "Place", "Reading", "Sheet", "binary_operands", "column_difference", "column_sum",
-           "digits_of", "finite", "multiply_row", "scaled"]
+__all__ = ["DIGIT_CHUNK", "DIGIT_LADDER", "MAX_SUB_STEPS", "DigitRung", "Place", "Reading", "Sheet", "binary_operands", "column_difference",
+           "column_sum", "digits_of", "finite", "multiply_row", "scaled"]
 
 
 def digits_of(n: int) -> list[int]:
