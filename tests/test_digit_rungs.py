@@ -234,3 +234,14 @@ def test_a_read_event_is_a_record_not_a_deviation_the_benchmark_counts():
     row = guarded_row(inst, result)
     assert row["deviation_counts"] == {"arithmetic_error": 1}
     assert [d.action for d in caught_deviations(row)] == ["reprompt"]
+
+
+def test_the_default_ladder_reaches_digits_where_every_cheaper_rung_fails():
+    """The 95-step store's S78 = S77 - S71 (-280 - 14): bridge, decompose and commute all failed on the model."""
+    proc = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
+        {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x - y"}]})
+    model = ScriptedModel(always_wrong={"r", *(f"t{i}" for i in range(1, 20))})  # the cheaper rungs' sub-steps: t1 .. tn, then r
+    result = Guard(model, GuardConfig(on_exhausted="flag")).run(proc, {"a": -280, "b": 14})
+    assert result.status == "verified" and result.answer == -294
+    assert [e.rung for e in result.deviations if e.action == "reprompt"] == ["bridge", "decompose", "commute", "digits"]
+    assert result.rung_fixes() == {"digits": 1}
