@@ -36,7 +36,7 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            from the sums, products and quotients that stopped runs (the 95-step store and the production
            suite): single-digit products (``7 * 4``), a product plus its carry (``56 + 3``), a column's two
            digits and carry (``5 + 8 + 1``), a column with a borrowed ten (``14 - 8 - 1``), the choices
-           (``max(472, 226)``, ``min(-472, 0)``) and quotient digits (``57 // 12``). Each form is one
+           (``max(472, 226)``, ``max(-472, 0)``) and quotient digits (``57 // 12``). Each form is one
            procedure of about 40 literal sub-steps run through the guard as a digit rung runs them
            (4 a call, a wrong one re-asked alone at the resample temperature up to 3 times): right at
            the first try, and right with resampling. Figures: docs/production.md, "Digit rungs".
@@ -298,7 +298,7 @@ def _digit_forms() -> dict[str, list[str]]:
             x, y = (da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)
             columns.append(f"{x} + {y}" + (f" + {carry}" if carry else ""))
             carry = (x + y + carry) // 10
-        choices += [f"max({a}, {b})", f"min({-a}, 0)", f"min({b}, 0)"]
+        choices += [f"max({a}, {b})", f"max({-a}, 0)", f"max({b}, 0)"]
     for a, b in STOPPED_DIFFERENCES:
         da, db, borrow = digits(a), digits(b), 0
         for i in range(len(da)):
@@ -356,9 +356,9 @@ def digit_steps(model, forms: tuple[str, ...] = DIGIT_FORMS) -> None:
 
 # The steps that stopped runs, with their committed operands: the 95-step store's six unverified
 # sums and the production stops (docs/production.md, "Fourth figures").
-STOPPED_STEPS = [("468", "+", "228", None), ("-280", "-", "14", None), ("365", "-", "-633", None), ("-472", "+", "-226", None),
-                 ("-454", "+", "-144", None), ("-288", "+", "-8", None), ("75.4", "+", "2.5", 1), ("23.5", "*", "38.31", 2),
-                 ("38.06", "*", "0.075", 2), ("12845.5", "/", "80000", 4)]
+STOPPED_STEPS = [("-280", "-", "14", None), ("-472", "+", "-226", None), ("-454", "+", "-144", None), ("-288", "+", "-8", None),
+                 ("75.4", "+", "2.5", 1), ("23.5", "*", "38.31", 2), ("38.06", "*", "0.075", 2), ("12845.5", "/", "80000", 4),
+                 ("468", "+", "228", None), ("365", "-", "-633", None)]
 
 
 def digit_rungs(model) -> None:

@@ -185,11 +185,11 @@ def test_a_difference_of_mixed_signs_chooses_the_larger_and_asks_the_sign_alone(
     proc, env = _step("-"), {"a": Fraction(-280), "b": Fraction(14)}
     sub = _rung("-").derive(proc, 0, env)
     assert sub is not None
-    assert [s.expression for s in sub.steps] == ["0 + 4", "8 + 1", "2 + 0", "min((-280), 0)"]  # 280 + 14 by columns, then the sign
+    assert [s.expression for s in sub.steps] == ["0 + 4", "8 + 1", "2 + 0", "max((-280), 0)"]  # 280 + 14 by columns, then the sign
     proc2, env2 = _step("+"), {"a": Fraction(20), "b": Fraction(-715)}
     sub2 = _rung("+").derive(proc2, 0, env2)
     assert sub2 is not None
-    assert [s.expression for s in sub2.steps] == ["max(20, 715)", "15 - 0", "11 - 2", "7 - 0 - 1", "min((-715), 0)"]
+    assert [s.expression for s in sub2.steps] == ["max(20, 715)", "15 - 0", "11 - 2", "7 - 0 - 1", "max((-715), 0)"]
 
 
 def test_the_digit_rungs_come_last_in_the_default_ladders():

@@ -71,8 +71,9 @@ class Reading:
     Attributes:
         places: where each digit (group) comes from, most significant first.
         point: digits after the point (``77.9``: 1); negative appends zeros.
-        sign: the sub-step whose value carries the sign: the result is negative where that value is
-            written with a minus (``min(-472, 0) = -472``, ``(-1) * 1 = -1``); ``None``: not negative.
+        sign: the sub-step whose value carries the sign (``None``: not negative).
+        negative_if: how its value is read: ``minus``, negative where it is written with a minus
+            (``(-1) * 1 = -1``); ``zero``, negative where it is ``0`` (``max(-472, 0) = 0``).
         then: a sub-step after the reading (the rounding of a quotient to the step's scale) whose value
             is the step's value; ``None``: the number read is the value.
     """
@@ -80,6 +81,7 @@ class Reading:
     places: list[Place] = field(default_factory=list)
     point: int = 0
     sign: str | None = None
+    negative_if: Literal["minus", "zero"] = "minus"
     then: str | None = None
 
     def read(self, steps: list[dict[str, object]], texts: Mapping[str, str | None]) -> Read | None:
@@ -103,7 +105,8 @@ class Reading:
         whole = whole.lstrip("0") or "0"
         frac = frac.rstrip("0")
         number = f"{whole}.{frac}" if frac else whole
-        negative = self.sign is not None and (texts.get(self.sign) or "").startswith("-") and number != "0"
+        signed = (texts.get(self.sign) or "") if self.sign is not None else None
+        negative = signed is not None and number != "0" and (signed == "0" if self.negative_if == "zero" else signed.startswith("-"))
         value = f"-{number}" if negative else number
         lines = "; ".join(f"{s['var']} = {s['expr']} = {texts.get(str(s['var']))}" for s in steps)
         where = " ".join("0" if p.part == "zero" else f"{p.var}{'' if p.part == 'all' else '[last]'}" for p in self.places)
@@ -134,9 +137,15 @@ class Sheet:
         return self.reading.read(self.steps, texts)
 
     def sign_of_sum(self, larger: Fraction) -> None:
-        """The sign as a choice sub-step: ``min(L, 0)`` of the operand ``L`` of larger magnitude
-        (the result is negative where the model's value is written with a minus)."""
-        self.reading.sign = self.ask(f"min({_literal(larger)}, 0)")
+        """The sign as a choice sub-step: ``max(L, 0)``, the larger of ``0`` and the operand ``L`` of
+        larger magnitude; the result is negative where the model's value is ``0``.
+
+        After the column sub-steps the embedded model answered ``min(-280, 0)`` with 0 on every
+        try (4 of 4, and in 3 of 3 stopped sums; docs/production.md, "Digit rungs"), the value the
+        ``max`` form asks for.
+        """
+        self.reading.sign = self.ask(f"max({_literal(larger)}, 0)")
+        self.reading.negative_if = "zero"
 
     def sign_of_product(self, a: Fraction, b: Fraction) -> None:
         """The sign of a product or quotient as a single-digit product of the operands' signs: ``(-1) * 1``."""
