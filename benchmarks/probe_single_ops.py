@@ -35,7 +35,9 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
 --digits   the sub-steps the digit rungs ask (``stepguard/guard/rungs/digits.py``), each form over operands
            from the sums, products and quotients that stopped runs (the 95-step store and the production
            suite): single-digit products (``7 * 4``), a product plus its carry (``56 + 3``), a column's two
-           digits and carry (``5 + 8 + 1``), a column with a borrowed ten (``14 - 8 - 1``), the choices
+           digits and carry (``5 + 8 + 1``), a column with a borrowed ten and its borrow in one
+           sub-step (``14 - 8 - 1``, ``borrow3``: the form first built) and one subtraction a sub-step (``14 - 8``, then ``6 - 1``:
+           ``borrow``, the form built), the choices
            (``max(472, 226)``, ``max(-472, 0)``) and quotient digits (``57 // 12``). Each form is one
            procedure of about 40 literal sub-steps run through the guard as a digit rung runs them
            (4 a call, a wrong one re-asked alone at the resample temperature up to 3 times): right at
@@ -291,7 +293,7 @@ def _digit_forms() -> dict[str, list[str]]:
     def digits(n: int) -> list[int]:
         return [int(c) for c in reversed(str(n))]
 
-    columns, borrows, products, carries, choices, quotients = [], [], [], [], [], []
+    columns, borrows, borrows3, products, carries, choices, quotients = [], [], [], [], [], [], []
     for a, b in STOPPED_SUMS:
         da, db, carry = digits(a), digits(b), 0
         for i in range(max(len(da), len(db))):
@@ -304,7 +306,10 @@ def _digit_forms() -> dict[str, list[str]]:
         for i in range(len(da)):
             x, y = da[i], (db[i] if i < len(db) else 0)
             top = x if i == len(da) - 1 else 10 + x
-            borrows.append(f"{top} - {y}" + (f" - {borrow}" if borrow else ""))
+            borrows3.append(f"{top} - {y}" + (f" - {borrow}" if borrow else ""))
+            borrows.append(f"{top} - {y}")
+            if borrow:
+                borrows.append(f"{top - y} - {borrow}")
             borrow = 0 if i == len(da) - 1 or top - y - borrow >= 10 else 1
     for a, b in STOPPED_PRODUCTS:
         for d in digits(b):
@@ -324,15 +329,17 @@ def _digit_forms() -> dict[str, list[str]]:
                 quotients.append(f"{r} // {d}")
             r %= d
     rng = random.Random(0)
-    forms = {"product": products, "carry": carries, "column": columns, "borrow": borrows, "choice": choices, "quotient": quotients}
+    forms = {"product": products, "carry": carries, "column": columns, "borrow": borrows, "borrow3": borrows3, "choice": choices,
+             "quotient": quotients}
     out = {}
     for name, cases in forms.items():  # a column with its carry or borrow first: the form the probe is about
-        cases = sorted(dict.fromkeys(cases), key=lambda e: -e.count(" ")) if name in ("column", "borrow") else cases
-        out[name] = cases[:DIGIT_CASES] if name in ("column", "borrow") else rng.sample(cases, min(DIGIT_CASES, len(cases)))
+        ordered = name in ("column", "borrow", "borrow3")
+        cases = sorted(dict.fromkeys(cases), key=lambda e: -e.count(" ")) if ordered else cases
+        out[name] = cases[:DIGIT_CASES] if ordered else rng.sample(cases, min(DIGIT_CASES, len(cases)))
     return out
 
 
-DIGIT_FORMS = ("product", "borrow", "quotient", "choice", "column", "carry")
+DIGIT_FORMS = ("product", "borrow", "borrow3", "quotient", "choice", "column", "carry")
 
 
 def digit_steps(model, forms: tuple[str, ...] = DIGIT_FORMS) -> None:

@@ -10,7 +10,7 @@ column's two digits and the carry from the column before written in::
 and the guard reads 696 from the model's verified values: the last digit of each column, the
 most significant column whole (:mod:`~stepguard.guard.rungs._digits`). A difference of magnitudes
 (mixed signs) first asks which magnitude is larger (``d1 = max(472, 226)``), then columns with a
-borrowed ten (``14 - 8 - 1``); an operand below zero adds the sign as its own choice sub-step,
+borrowed ten (``14 - 8``, then the borrow as its own sub-step, ``6 - 1``); an operand below zero adds the sign as its own choice sub-step,
 ``max(L, 0)`` of the operand of larger magnitude (``-280 - 14``: ``max(-280, 0)``), read as negative
 where the model's value is 0. Decimals are aligned at the point and the point placed when reading
 (``75.4 + 2.5`` as the columns of 754 and 25, read at one place). Every sub-step is checked.
