@@ -368,7 +368,7 @@ STOPPED_STEPS = [("-280", "-", "14", None), ("-472", "+", "-226", None), ("-454"
                  ("468", "+", "228", None), ("365", "-", "-633", None)]
 
 
-def digit_rungs(model) -> None:
+def digit_rungs(model, which: str = "") -> None:
     """Each stopped step through the ``digits`` rung alone, on the real model: its sub-procedure run
     as the guard runs it (the rung's nested configuration), then the value read by position."""
     from fractions import Fraction
@@ -379,7 +379,8 @@ def digit_rungs(model) -> None:
     from stepguard.procedure import Procedure, round_to_scale
 
     rung = get_rung("digits")
-    for a, op, b, scale in STOPPED_STEPS:
+    chosen = [STOPPED_STEPS[int(i)] for i in which.split(",")] if which else STOPPED_STEPS
+    for a, op, b, scale in chosen:
         step = {"var": "r", "expr": f"a {op} b", **({"type": "decimal", "scale": scale} if scale is not None else {})}
         proc = Procedure.model_validate({"name": "stopped", "inputs": ["a", "b"], "steps": [step]})
         env = {"a": F(a), "b": F(b)}
@@ -410,13 +411,15 @@ def main() -> None:
                  "--digit-rungs"):
         ap.add_argument(flag, action="store_true")
     ap.add_argument("--forms", default=",".join(DIGIT_FORMS), help="--digits: the forms to probe, in order")
+    ap.add_argument("--stopped", default="", help="--digit-rungs: indices into STOPPED_STEPS to run (default: all)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
         for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point),
                          ("divide", divide),
                          ("carry", carry), ("resample", resample), ("columns", columns),
-                         ("digits", lambda m: digit_steps(m, tuple(args.forms.split(",")))), ("digit_rungs", digit_rungs)):
+                         ("digits", lambda m: digit_steps(m, tuple(args.forms.split(",")))),
+                         ("digit_rungs", lambda m: digit_rungs(m, args.stopped))):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
