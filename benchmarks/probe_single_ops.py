@@ -32,6 +32,17 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            the columns 39 of 39 right; the putting back 10 of 14 (``69 * 10 + 6 = 756``,
            ``143559 * 10 + 7 = 1435607``), so no rung was built on it.
 
+--digits   the sub-steps the digit rungs ask (``stepguard/guard/rungs/digits.py``), each form over operands
+           from the sums, products and quotients that stopped runs (the 95-step store and the production
+           suite): single-digit products (``7 * 4``), a product plus its carry (``56 + 3``), a column's two
+           digits and carry (``5 + 8 + 1``), a column with a borrowed ten and its borrow in one
+           sub-step (``14 - 8 - 1``, ``borrow3``: the form first built) and one subtraction a sub-step (``14 - 8``, then ``6 - 1``:
+           ``borrow``, the form built), the choices
+           (``max(472, 226)``, ``max(-472, 0)``) and quotient digits (``57 // 12``). Each form is one
+           procedure of about 40 literal sub-steps run through the guard as a digit rung runs them
+           (4 a call, a wrong one re-asked alone at the resample temperature up to 3 times): right at
+           the first try, and right with resampling. Figures: docs/production.md, "Digit rungs".
+
 Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
 
@@ -264,16 +275,151 @@ def resample(model) -> None:
         print(f"{expr}: {right}/8 right at temperature {temperature}; wrote {[g.split('=')[-1].strip() for g in got]}", flush=True)
 
 
+# Operands of the steps that stopped runs: the 95-step store's six unverified sums and the sums,
+# products and quotients of the production suite's stops (docs/production.md, docs/fidelity.md).
+STOPPED_SUMS = [(468, 228), (280, 14), (365, 633), (472, 226), (454, 144), (288, 8), (754, 25), (14355000, 900), (27000, 225),
+                (14355900, 72), (1350, 81), (690, 6), (13500000, 810000), (204, 192), (168, 171)]
+STOPPED_DIFFERENCES = [(715, 20), (504, 6), (219, 21), (633, 365), (472, 226), (454, 144), (1000, 999), (80000, 12845),
+                       (17676, 1350), (3831, 235)]
+STOPPED_PRODUCTS = [(677795, 5), (1767676, 72), (3831, 235), (3806, 75), (45359237, 1672), (1595108, 9), (993657, 5), (86830, 7)]
+STOPPED_QUOTIENTS = [(128455, 8), (993657, 8), (1350432, 12), (677795, 4), (3265, 4), (130245, 5), (1234341, 12), (2752, 38)]
+DIGIT_CASES = 40
+
+
+def _digit_forms() -> dict[str, list[str]]:
+    """Each sub-step form the digit rungs ask, as literal expressions over the stopped operands."""
+    import random
+
+    def digits(n: int) -> list[int]:
+        return [int(c) for c in reversed(str(n))]
+
+    columns, borrows, borrows3, products, carries, choices, quotients = [], [], [], [], [], [], []
+    for a, b in STOPPED_SUMS:
+        da, db, carry = digits(a), digits(b), 0
+        for i in range(max(len(da), len(db))):
+            x, y = (da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)
+            columns.append(f"{x} + {y}" + (f" + {carry}" if carry else ""))
+            carry = (x + y + carry) // 10
+        choices += [f"max({a}, {b})", f"max({-a}, 0)", f"max({b}, 0)"]
+    for a, b in STOPPED_DIFFERENCES:
+        da, db, borrow = digits(a), digits(b), 0
+        for i in range(len(da)):
+            x, y = da[i], (db[i] if i < len(db) else 0)
+            top = x if i == len(da) - 1 else 10 + x
+            borrows3.append(f"{top} - {y}" + (f" - {borrow}" if borrow else ""))
+            borrows.append(f"{top} - {y}")
+            if borrow:
+                borrows.append(f"{top - y} - {borrow}")
+            borrow = 0 if i == len(da) - 1 or top - y - borrow >= 10 else 1
+    for a, b in STOPPED_PRODUCTS:
+        for d in digits(b):
+            if d == 0:
+                continue
+            carry = 0
+            for x in digits(a):
+                products.append(f"{x} * {d}")
+                if carry:
+                    carries.append(f"{x * d} + {carry}")
+                carry = (x * d + carry) // 10
+    for a, d in STOPPED_QUOTIENTS:
+        r = 0
+        for x in [int(c) for c in str(a)] + [0, 0, 0]:
+            r = 10 * r + x
+            if r >= d or quotients:
+                quotients.append(f"{r} // {d}")
+            r %= d
+    rng = random.Random(0)
+    forms = {"product": products, "carry": carries, "column": columns, "borrow": borrows, "borrow3": borrows3, "choice": choices,
+             "quotient": quotients}
+    out = {}
+    for name, cases in forms.items():  # a column with its carry or borrow first: the form the probe is about
+        ordered = name in ("column", "borrow", "borrow3")
+        cases = sorted(dict.fromkeys(cases), key=lambda e: -e.count(" ")) if ordered else cases
+        out[name] = cases[:DIGIT_CASES] if ordered else rng.sample(cases, min(DIGIT_CASES, len(cases)))
+    return out
+
+
+DIGIT_FORMS = ("product", "borrow", "borrow3", "quotient", "choice", "column", "carry")
+
+
+def digit_steps(model, forms: tuple[str, ...] = DIGIT_FORMS) -> None:
+    """Each form as one procedure of literal sub-steps, guarded as a digit rung runs its sub-procedure."""
+    from stepguard.guard import Guard, GuardConfig
+    from stepguard.procedure import Procedure
+
+    config = GuardConfig(chunk_size=4, ladder=("resample",), max_reprompts_per_step=3, on_exhausted="flag")
+    every = _digit_forms()
+    for name in forms:
+        exprs = every[name]
+        proc = Procedure.model_validate({"name": f"probe-{name}", "steps": [{"var": f"d{i}", "expr": e} for i, e in enumerate(exprs, 1)]})
+        t0 = time.perf_counter()
+        result = Guard(model, config).run(proc, {})
+        first = sum(s.provenance == "model_verified" and s.reprompts == 0 for s in result.steps)
+        right = sum(s.provenance == "model_verified" for s in result.steps)
+        print(f"{name:<9} first try {first}/{len(exprs)}, with resampling {right}/{len(exprs)}; {result.usage.model_calls} calls, "
+              f"{result.usage.input_tokens + result.usage.output_tokens} tokens, {time.perf_counter() - t0:.0f} s; "
+              f"first-try misses: {[d.got for d in result.deviations if d.attempt == 0][:6]}", flush=True)
+
+
+# The steps that stopped runs, with their committed operands: the 95-step store's six unverified
+# sums and the production stops (docs/production.md, "Fourth figures").
+STOPPED_STEPS = [("-280", "-", "14", None), ("-472", "+", "-226", None), ("-454", "+", "-144", None), ("-288", "+", "-8", None),
+                 ("75.4", "+", "2.5", 1), ("23.5", "*", "38.31", 2), ("38.06", "*", "0.075", 2), ("12845.5", "/", "80000", 4),
+                 ("468", "+", "228", None), ("365", "-", "-633", None)]
+
+
+def digit_rungs(model, which: str = "") -> None:
+    """Each stopped step through the ``digits`` rung alone, on the real model: its sub-procedure run
+    as the guard runs it (the rung's nested configuration), then the value read by position."""
+    from fractions import Fraction
+
+    from stepguard.errors import BudgetExhausted
+    from stepguard.guard import Guard, GuardConfig
+    from stepguard.guard.rungs import get_rung
+    from stepguard.procedure import Procedure, round_to_scale
+
+    rung = get_rung("digits")
+    chosen = [STOPPED_STEPS[int(i)] for i in which.split(",")] if which else STOPPED_STEPS
+    for a, op, b, scale in chosen:
+        step = {"var": "r", "expr": f"a {op} b", **({"type": "decimal", "scale": scale} if scale is not None else {})}
+        proc = Procedure.model_validate({"name": "stopped", "inputs": ["a", "b"], "steps": [step]})
+        env = {"a": F(a), "b": F(b)}
+        sub = rung.derive(proc, 0, env)
+        if sub is None:
+            print(f"{a} {op} {b}: the rung does not apply", flush=True)
+            continue
+        t0 = time.perf_counter()
+        try:
+            result = Guard(model, rung.nested_config(GuardConfig(), 0, None, None)).run(sub, {})
+        except BudgetExhausted as exc:  # the nested run stops at a sub-step no try verified (on_exhausted=raise)
+            result = exc.result
+        read = None if result.status != "verified" else rung.read(proc, 0, env, result.texts)
+        exact = {"+": env["a"] + env["b"], "-": env["a"] - env["b"], "*": env["a"] * env["b"], "/": env["a"] / env["b"]}[op]
+        places = scale or 0
+        ok = read is not None and round_to_scale(Fraction(read.value), places, "ROUND_HALF_EVEN") == round_to_scale(
+            exact, places, "ROUND_HALF_EVEN")
+        u = result.usage
+        first = sum(s.reprompts == 0 and s.provenance == "model_verified" for s in result.steps)
+        told = f"read {read.value} ({'right' if ok else 'WRONG'})" if read else f"not verified: stopped at {result.first_unverified}"
+        print(f"{a} {op} {b}: {len(sub.steps)} sub-steps, {first} right first try, {told}; {u.model_calls} calls, "
+              f"{u.input_tokens + u.output_tokens} tokens, {time.perf_counter() - t0:.0f} s", flush=True)
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
-    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns"):
+    for flag in ("--compare", "--branch", "--product", "--ties", "--point", "--divide", "--carry", "--resample", "--columns", "--digits",
+                 "--digit-rungs"):
         ap.add_argument(flag, action="store_true")
+    ap.add_argument("--forms", default=",".join(DIGIT_FORMS), help="--digits: the forms to probe, in order")
+    ap.add_argument("--stopped", default="", help="--digit-rungs: indices into STOPPED_STEPS to run (default: all)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     with load_model(args.model) as model:
-        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point), ("divide", divide),
-                         ("carry", carry), ("resample", resample), ("columns", columns)):
+        for name, fn in (("compare", compare), ("branch", branch), ("product", product), ("ties", ties), ("point", point),
+                         ("divide", divide),
+                         ("carry", carry), ("resample", resample), ("columns", columns),
+                         ("digits", lambda m: digit_steps(m, tuple(args.forms.split(",")))),
+                         ("digit_rungs", lambda m: digit_rungs(m, args.stopped))):
             if getattr(args, name):
                 fn(model)
     print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)

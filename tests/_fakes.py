@@ -13,6 +13,11 @@ _ROUND = re.compile(r"round (half up|half to even) to (\d+) decimal places")
 _BLOCK = re.compile(r"^(Known values|Steps):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
 
 
+DIGIT_SUB_STEPS = frozenset(f"d{i}" for i in range(1, 200))
+"""The digit rungs' sub-steps (``d1 .. dn``): put them in ``always_wrong`` for a model wrong on every try,
+since ``digits``, the last rung of the default ladders, asks a step as these."""
+
+
 def _fmt(v) -> str:
     s = format_number(v)
     return f"({s})" if s.startswith("-") else s

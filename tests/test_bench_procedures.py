@@ -206,7 +206,7 @@ def test_guarded_procedure_files_get_the_production_defaults_and_generated_insta
     res = cli.invoke(app, [*base, "--instances", str(_suite(tmp_path)), "--out", str(tmp_path / "p")])
     assert res.exit_code == 0, res.output
     cfg = read_meta(tmp_path / "p")["guard_config"]
-    assert (cfg["chunk_size"], cfg["ladder"], cfg["inline_known"]) == (1, ["split", "resample", "resample"], True)
+    assert (cfg["chunk_size"], cfg["ladder"], cfg["inline_known"]) == (1, ["split", "resample", "resample", "digits"], True)
     assert cfg["on_exhausted"] == "flag"  # the benchmark's own default stays
     res = cli.invoke(app, [*base, "--instances", str(_suite(tmp_path)), "--out", str(tmp_path / "q"), "--chunk-size", "3"])
     assert res.exit_code == 0, res.output

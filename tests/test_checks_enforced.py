@@ -8,7 +8,7 @@ import pytest
 
 from stepguard import Guard, GuardConfig, ProcedureError, parse_procedure
 from stepguard.adapters import load_model
-from tests._fakes import ScriptedModel
+from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
 
 
 def _proc(step: dict, inputs=("a", "b")) -> object:
@@ -37,7 +37,7 @@ def test_an_expected_check_is_enforced_on_the_models_value() -> None:
     proc = _proc({"var": "s", "expr": "a + b", "check": "b + a"})
     result = Guard(ScriptedModel()).run(proc, {"a": 3, "b": 4})
     assert result.status == "verified" and result.answer == 7
-    wrong = Guard(ScriptedModel(always_wrong={"s"}), GuardConfig(on_exhausted="flag")).run(proc, {"a": 3, "b": 4})
+    wrong = Guard(ScriptedModel(always_wrong={"s", *DIGIT_SUB_STEPS}), GuardConfig(on_exhausted="flag")).run(proc, {"a": 3, "b": 4})
     assert wrong.status == "flagged"
 
 

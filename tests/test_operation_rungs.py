@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from stepguard import Guard, GuardConfig, Procedure, load_procedure
 from stepguard.evaluator import parse_number
 from stepguard.guard import get_rung
-from tests._fakes import ScriptedModel
+from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
 
 
 def _step(expr: str, names: tuple[str, ...] = ("a", "b"), **kw: object) -> Procedure:
@@ -166,7 +166,7 @@ def test_derived_rungs_nest_a_bounded_depth_when_the_model_never_gets_a_sub_step
 def test_a_derived_rung_that_fails_names_the_sub_step_it_ended_on() -> None:
     """The result says which sub-step the model never got right, not only the step's last value."""
     proc = _step("a * b / 4", type="decimal", scale=3)
-    model = ScriptedModel(always_wrong={"s"})  # the chain's last sub-step takes the step's name
+    model = ScriptedModel(always_wrong={"s", *DIGIT_SUB_STEPS})  # the chain's last sub-step takes the step's name
     config = GuardConfig(chunk_size=1, inline_known=True, ladder=("chain", "resample"), max_reprompts_per_step=2, on_exhausted="flag")
     result = Guard(model, config).run(proc, {"a": "6530", "b": "0.05"})
     assert result.status == "flagged"
@@ -180,7 +180,7 @@ def test_a_derived_run_stops_at_its_first_sub_step_no_try_verified() -> None:
     """Every later sub-step reads the failed one's value and the parent takes only a verified result,
     so asking them is waste: 7 of 26 calls on ``15951.08 * 0.09`` with the embedded model."""
     proc = _step("a * b", type="decimal", scale=2)
-    model = ScriptedModel(always_wrong={"s", "t1"})  # scale's t1 = 43 * 1875 is never right
+    model = ScriptedModel(always_wrong={"s", "t1", *DIGIT_SUB_STEPS})  # scale's t1 = 43 * 1875 is never right
     config = GuardConfig(chunk_size=1, inline_known=True, ladder=("scale", "resample"), max_reprompts_per_step=2, on_exhausted="flag")
     result = Guard(model, config).run(proc, {"a": "43", "b": "18.75"})
     assert result.status == "flagged" and result.first_unverified == "s"
@@ -210,7 +210,7 @@ def test_a_flag_after_a_derived_try_that_gave_no_value_keeps_the_models_earlier_
     """The last rung is derived and stops at a wrong sub-step: the run is flagged with the value the
     model wrote on an earlier try, not failed for want of one."""
     proc = _step("a * b / 4", type="decimal", scale=3)
-    model = ScriptedModel(always_wrong={"s", "t1"})
+    model = ScriptedModel(always_wrong={"s", "t1", *DIGIT_SUB_STEPS})
     config = GuardConfig(chunk_size=1, inline_known=True, ladder=("chain",), max_reprompts_per_step=1, on_exhausted="flag")
     result = Guard(model, config).run(proc, {"a": "6530", "b": "0.05"})
     s = next(x for x in result.steps if x.var == "s")

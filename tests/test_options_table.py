@@ -228,7 +228,7 @@ def test_a_python_caller_of_run_benchmark_gets_the_defaults_by_procedure(suite: 
     with load_model("sim:perfect") as model:
         run_benchmark(suite, "guarded", model, tmp_path / "py", progress=False)
     recorded = json.loads((tmp_path / "py" / "run.json").read_text())["guard_config"]
-    assert (recorded["chunk_size"], tuple(recorded["ladder"]), recorded["inline_known"]) == (1, ("split", "resample", "resample"), True)
+    assert (recorded["chunk_size"], tuple(recorded["ladder"]), recorded["inline_known"]) == (1, ("split", "resample", "resample", "digits"), True)
     res = CliRunner().invoke(app, ["bench", "run", "--instances", str(suite), "--mode", "guarded", "--model", "sim:perfect",
                                    "--out", str(tmp_path / "cli"), "--no-progress"])
     assert res.exit_code == 0, res.output

@@ -28,7 +28,7 @@ from stepguard.bench.user_prompt import load_user_prompt
 from stepguard.cli._app import app
 from stepguard.errors import ProcedureError, RunStoreError
 from stepguard.procedure import load_procedure
-from tests._fakes import ScriptedModel
+from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
 from tests._stub_server import StubServer
 
 SHIPPING = Path(__file__).resolve().parent / "data" / "shipping_user"
@@ -142,7 +142,7 @@ def test_shipping_raw_through_the_users_messages_guarded_on_sim_and_a_scripted_s
     assert list(meta["raw_prompt"]) == ["shipping.prompt.yaml"]
 
     run_benchmark(SHIPPING, "guarded", load_model("sim:paper"), tmp_path / "guarded", progress=False)
-    run_benchmark(SHIPPING, "guarded", ScriptedModel(always_wrong={"zone_price"}), tmp_path / "stub", progress=False)
+    run_benchmark(SHIPPING, "guarded", ScriptedModel(always_wrong={"zone_price", *DIGIT_SUB_STEPS}), tmp_path / "stub", progress=False)
     assert all(r["status"] == "verified" for r in _rows(tmp_path / "guarded").values())
     stub_rows = _rows(tmp_path / "stub")
     assert {r["deviated_at"]["step"] for r in stub_rows.values()} == {"zone_price"}

@@ -71,9 +71,9 @@ def caught_deviations(row: dict[str, Any]) -> list[CaughtDeviation]:
         row: a run-store result row (``[]`` for a raw-mode row).
 
     Returns:
-        One :class:`CaughtDeviation` per event of ``row["guard"]["deviations"]``; a row without the
-        guard result (written by a foreign tool) gives one per ``deviation_counts`` entry, action
-        ``reprompt``, ended ``None``.
+        One :class:`CaughtDeviation` per event of ``row["guard"]["deviations"]`` (a digit rung's
+        ``read`` record is not one); a row without the guard result (written by a foreign tool) gives
+        one per ``deviation_counts`` entry, action ``reprompt``, ended ``None``.
     """
     guard = row.get("guard")
     if not isinstance(guard, dict):
@@ -83,6 +83,8 @@ def caught_deviations(row: dict[str, Any]) -> list[CaughtDeviation]:
     status = guard.get("status")
     out = []
     for d in guard.get("deviations") or ():
+        if d.get("action") == "read":  # a value read by a digit rung: a record, not a deviation caught
+            continue
         end = provenance.get(d.get("step")) if d.get("step") in provenance else status
         out.append(CaughtDeviation(str(d.get("kind")), str(d.get("action", "reprompt")), _ENDING_OF.get(str(end))))
     return out
@@ -182,7 +184,7 @@ def guarded_row(inst: Instance | ProcedureCase, result: GuardResult, stopped: st
     right = [s.provenance == "model_verified" and _same(s.text, expected.get(s.var)) for s in result.steps]
     answer_right = _same(result.answer_text, inst.answer)
     verified_correct = result.status == "verified" and result.repaired == 0 and all(right)
-    kinds: Counter[str] = Counter(d.kind for d in result.deviations)
+    kinds: Counter[str] = Counter(d.kind for d in result.deviations if d.action != "read")  # a read event is a record
     first_bad = next((i for i, ok in enumerate(right) if not ok), None)
     return {
         **_base(inst, "guarded"),
@@ -216,7 +218,7 @@ def _guarded_deviation(result: GuardResult, first_bad: int | None, expected: dic
     if first_bad is None:
         return None
     step = result.steps[first_bad]
-    kinds = sorted({d.kind for d in result.deviations if d.step == step.var})
+    kinds = sorted({d.kind for d in result.deviations if d.step == step.var and d.action != "read"})
     want = expected.get(step.var)
     return {"step": step.var, "how": step.provenance, "wrote": step.text, "expected": None if want is None else _plain(want),
             "kinds": kinds}

@@ -34,14 +34,17 @@ RUNGS: tuple[str, ...] = rung_names()
 - ``bridge``: a carry or borrow asked through the round number, each sub-step checked.
 - ``decompose``: the failing step as place-value sub-steps, each checked.
 - ``commute``: the failing step over its operand values, swapped, signs folded.
+- ``digits`` (and ``columns``, ``long_multiply``, ``long_divide``): the failing step digit by digit,
+  every digit the model's, its value read by position (:mod:`stepguard.guard.rungs.digits`).
 
 A rung registered later (:func:`stepguard.guard.rungs.register`) is accepted in a ladder too.
 """
 
 
-PRODUCTION_SETTINGS: dict[str, Any] = {"ladder": ("split", "resample", "resample"), "chunk_size": 1, "inline_known": True}
+PRODUCTION_SETTINGS: dict[str, Any] = {"ladder": ("split", "resample", "resample", "digits"), "chunk_size": 1, "inline_known": True}
 """The settings :meth:`GuardConfig.for_procedure` gives a procedure beyond integer sums: one step a
-call with its operands written into the line, re-asked by its operations (``split``), then resampled.
+call with its operands written into the line, re-asked by its operations (``split``), then resampled,
+then, last, digit by digit with its value read by position (``digits``, docs/production.md, "Digit rungs").
 Measured on the production suite (docs/production.md); the benchmark's integer sums keep the
 :class:`GuardConfig` defaults, measured on them (docs/fidelity.md)."""
 
@@ -91,12 +94,13 @@ class GuardConfig:
     window, at most ``window`` (:func:`stepguard.guard._window.next_window`)."""
     policy: Policy = "reprompt"
     """What to do at a deviation."""
-    ladder: tuple[str, ...] = ("bridge", "decompose", "commute")
+    ladder: tuple[str, ...] = ("bridge", "decompose", "commute", "digits")
     """Re-prompt rungs by registered name (:data:`RUNGS`, :mod:`stepguard.guard.rungs`), in order, one
     attempt each (the last repeats while the budget lasts); the ladder restarts for every new failing
-    step. The measured default, see docs/policies.md."""
-    max_reprompts_per_step: int = 3
-    """Re-prompts for one step before ``on_exhausted``; the measured default, see docs/policies.md."""
+    step. The measured default, see docs/policies.md; ``digits`` last, so it costs nothing where the
+    cheaper rungs succeed (docs/production.md, "Digit rungs")."""
+    max_reprompts_per_step: int = 4
+    """Re-prompts for one step before ``on_exhausted``: one for each rung of the default ladder (docs/policies.md)."""
     max_reprompts_per_run: int = 200
     """Re-prompts for the whole run before ``on_exhausted``."""
     max_total_tokens: int | None = None

@@ -133,15 +133,23 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
 
     ``spent``: the budget that stopped the nested run (``BudgetExhausted.budget``), if one did."""
     var = ctx.procedure.steps[state.cursor].var
+    rung = _rung(state)
+    read = None if rung is None or result.status != "verified" else rung.read(ctx.procedure, state.cursor, ctx.env(state), result.texts)
     # not verified: pass on the value the model gave, if any, so the parent records a wrong value
     # (arithmetic_error, with a model value to flag) rather than a missing step; it is checked again
-    value = result.answer_text if result.status == "verified" else result.texts.get(var)
+    value = read.value if read is not None else result.answer_text if result.status == "verified" else result.texts.get(var)
     text = f"{var} = {value}" if value is not None else ""
     u = result.usage
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
     out = _record_reply(state, usage, calls=u.model_calls)
     out["derived_note"] = None if result.status == "verified" else _unverified_sub_step(sub, result)
     out["derived_spent"] = spent if spent in ("tokens", "wall_time") and result.status != "verified" else None
+    if read is not None:  # the value is the model's digits placed by the guard: the event says which, from where
+        dev = state.deviation or Deviation(kind="arithmetic_error", step=var)
+        event = Deviation(kind=dev.kind, step=var, got=f"{var} = {read.value}",
+                          detail=f"{var} read by position by the {state.rung} rung: {read.record}")
+        out["events"] = [{**event.model_dump(), "attempt": state.attempt, "chunk": state.chunk_no - 1, "action": "read",
+                          "rung": state.rung}]
     return out
 
 

@@ -277,7 +277,9 @@ class DeviationEvent(BaseModel):
     got: str | None = None
     attempt: int = Field(0, description="0 = first try of the chunk; n = n-th re-prompt for this step.")
     chunk: int = 0
-    action: Literal["reprompt", "repair", "raise", "flag", "note", "stop"] = "reprompt"
+    action: Literal["reprompt", "repair", "raise", "flag", "note", "stop", "read"] = "reprompt"
+    """What the policy did; ``read``: the step's value was read by position from the model's verified
+    sub-steps by a digit rung (``detail`` lists every sub-step and digit; docs/concepts.md)."""
     rung: str | None = Field(None, description="The ladder rung used for the re-prompt, if one was sent.")
 
 

@@ -14,5 +14,6 @@ from stepguard.guard.rungs._base import Rung, get_rung, register, rung_names
 # The order of registration is the order `--help` and docs/cli.md list the rungs in: not sorted.
 from stepguard.guard.rungs import restate, narrow, resample, bridge, decompose, commute, chain  # noqa: F401
 from stepguard.guard.rungs import partial, scale, choice, divide, tie, single, split  # noqa: F401
+from stepguard.guard.rungs import columns, multiply, longdiv, digits  # noqa: F401
 
 __all__ = ["Rung", "get_rung", "register", "rung_names"]

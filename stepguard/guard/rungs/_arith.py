@@ -13,7 +13,8 @@ from stepguard.evaluator import Number, format_number
 from stepguard.procedure import Procedure
 
 __all__ = [
-    "decimal_places", "derived", "leaf_value", "leaf_values", "magnitudes", "operands", "places", "point_steps", "sub_procedure", "text",
+    "decimal_places", "derived", "leaf_value", "leaf_values", "magnitudes", "operands", "places", "point_steps", "split_power_of_ten",
+    "sub_procedure", "text",
 ]
 
 _NAME = 100
@@ -129,6 +130,15 @@ def decimal_places(value: Number) -> int | None:
         if (10**places_) % d == 0:
             return places_
     return None
+
+
+def split_power_of_ten(b: Fraction) -> tuple[int, int]:
+    """``b`` as ``m * 10**e`` with ``m`` a whole number with no trailing zero: ``80000`` -> ``(8, 4)``, ``0.25`` -> ``(25, -2)``."""
+    places_ = decimal_places(b) or 0
+    m, e = int(abs(b) * 10**places_), -places_
+    while m % 10 == 0 and m:
+        m, e = m // 10, e + 1
+    return m, e
 
 
 def text(value: Number) -> str:

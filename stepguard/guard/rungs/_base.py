@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from stepguard.evaluator import Number
@@ -12,14 +12,29 @@ from stepguard.procedure import Procedure
 if TYPE_CHECKING:
     from stepguard.guard._config import GuardConfig
 
-SUB_STEP_LADDER: tuple[str, ...] = ("single", "resample", "resample", "resample")
+SUB_STEP_LADDER: tuple[str, ...] = ("single", "resample", "resample", "resample", "digits")
 """The nested ladder of the rungs over production expressions: a failing sub-step through the rung for
 its operation (``single``), then sampled anew three times, because sampling at the resample
 temperature reaches values that temperature 0 repeats wrongly (the probe's figures: docs/production.md,
-"What stops the rungs"). A derived run stops at its first sub-step no try verified, so the extra
-tries cost calls only where a sub-step keeps failing."""
+"What stops the rungs"), then, last, digit by digit (``digits``; docs/production.md, "Digit rungs").
+A derived run stops at its first sub-step no try verified, so the extra tries cost calls only where
+a sub-step keeps failing."""
 
-__all__ = ["SUB_STEP_LADDER", "Rung", "get_rung", "register", "rung_names"]
+__all__ = ["SUB_STEP_LADDER", "Read", "Rung", "get_rung", "register", "rung_names"]
+
+
+@dataclass(frozen=True)
+class Read:
+    """A derived step's value read by position from the model's verified sub-step values (:meth:`Rung.read`).
+
+    Attributes:
+        value: the value text read (``696``, ``-77.9``), which the parent step then checks like any reply.
+        record: every sub-step line the model wrote and verified, and the digits read from each in
+            place order (the result's ``read`` event holds it).
+    """
+
+    value: str
+    record: str
 
 
 class Rung:
@@ -62,6 +77,14 @@ class Rung:
             sub-step is checked by the evaluator; names and values are the guard's own, derived
             from the expression, so no expected value is shown), or ``None`` where the rung does
             not apply; then the ladder asks the step alone (``narrow``, later ``resample``).
+        """
+        return None
+
+    def read(self, procedure: Procedure, index: int, env: Mapping[str, Number | str], texts: Mapping[str, str | None]) -> Read | None:
+        """The step's value read by position from the verified sub-step values ``texts`` (``{var: value text}``)
+        of :meth:`derive`'s sub-procedure, for a rung whose sub-procedure does not end in the step's
+        variable (the digit rungs: :mod:`stepguard.guard.rungs.digits`); ``None`` (the default): the
+        sub-procedure's last step is the step's value, as the model wrote it.
         """
         return None
 

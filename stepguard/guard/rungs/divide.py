@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, text
+from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, split_power_of_ten, text
 from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure, round_to_scale
 
@@ -36,15 +36,6 @@ __all__ = ["Divide", "divide_steps"]
 
 _EXTRA = 3
 """Places beyond the step's scale at which a non-terminating quotient is carried."""
-
-
-def _split_power_of_ten(b: Fraction) -> tuple[int, int]:
-    """``b`` as ``m * 10**e`` with ``m`` a whole number with no trailing zero: ``80000`` -> ``(8, 4)``, ``0.25`` -> ``(25, -2)``."""
-    places_ = decimal_places(b) or 0
-    m, e = int(abs(b) * 10**places_), -places_
-    while m % 10 == 0 and m:
-        m, e = m // 10, e + 1
-    return m, e
 
 
 _MAX_MOVES = 4
@@ -83,7 +74,7 @@ def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     if b == 0 or decimal_places(a) is None or decimal_places(b) is None:
         return None
     step = procedure.steps[index]
-    m, e = _split_power_of_ten(b)
+    m, e = split_power_of_ten(b)
     sign = "-" if b < 0 else ""
     first = a / (-m if b < 0 else m)
     finite = decimal_places(first) is not None
