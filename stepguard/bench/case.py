@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from stepguard.guard import Guard, GuardConfig, GuardObserver
     from stepguard.procedure import Procedure
 
-__all__ = ["OUTCOMES", "arun_case", "bound_model", "raw_max_tokens", "raw_request", "row_outcomes", "step_verdicts"]
+__all__ = ["OUTCOMES", "arun_case", "bound_model", "raw_case_row", "raw_max_tokens", "raw_request", "row_outcomes", "step_verdicts"]
 
 OUTCOMES: tuple[str, ...] = ("correct", "first_answer", "exact", "verified", *FAILURE_LABELS)
 """The measures :func:`row_outcomes` gives, in order: the three of ``bench compare``
@@ -93,15 +93,12 @@ async def arun_case(
     procedure = inst.to_procedure()
     used = bound_model(model, procedure)
     if mode == "raw":
-        from stepguard.bench._raw import score_case
-
         messages, settings = raw_request(inst, raw_tokens_per_step)
         try:
             resp = await used.acomplete(messages, settings)
         except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
             resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=model.simulated)
-        score, extra = score_case(inst, resp.text)
-        return {**raw_row(inst, resp, score, time.perf_counter() - t0), **extra}
+        return raw_case_row(inst, resp, time.perf_counter() - t0)
     from stepguard.guard import Guard
 
     if guard is None or used is not model:
@@ -113,6 +110,21 @@ async def arun_case(
     except BudgetExhausted as exc:
         return guarded_row(inst, exc.result, f"budget:{exc.budget}")
     return guarded_row(inst, result)
+
+
+def raw_case_row(inst: Instance | ProcedureCase, resp: ChatResponse, wall_s: float = 0.0) -> dict[str, Any]:
+    """The raw-mode row of a reply to :func:`raw_request`: scored as ``bench run --mode raw`` scores it
+    (:func:`stepguard.verify.score_generation`; a suite's prompt file read as it declares).
+
+    Args:
+        inst: the case.
+        resp: the reply (a harness that keeps only the text: ``ChatResponse(text)``).
+        wall_s: seconds from the request to the score.
+    """
+    from stepguard.bench._raw import score_case
+
+    score, extra = score_case(inst, resp.text)
+    return {**raw_row(inst, resp, score, wall_s), **extra}
 
 
 def row_outcomes(row: dict[str, Any]) -> dict[str, int]:
