@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from stepguard.adapters.lm_eval import process_results, write_task  # noqa: E402
-from stepguard.bench.case import OUTCOMES, row_outcomes  # noqa: E402
-from stepguard.bench.generate import generate_instance  # noqa: E402
-from tests._stub_server import StubServer  # noqa: E402
+from stepguard.adapters.lm_eval import process_results, write_task
+from stepguard.bench.case import OUTCOMES, row_outcomes
+from stepguard.bench.generate import generate_instance
+from tests._stub_server import StubServer
 
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow

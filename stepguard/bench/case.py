@@ -61,7 +61,7 @@ def bound_model(model: ChatModel, procedure: Procedure) -> ChatModel:
 
 async def arun_case(
     inst: Instance | ProcedureCase,
-    mode: Literal["raw", "guarded"],
+    mode: Literal["raw", "guarded", "reask"],
     model: ChatModel,
     *,
     guard_config: GuardConfig | None = None,
@@ -75,7 +75,8 @@ async def arun_case(
         inst: a generated instance or a suite's case.
         mode: ``"raw"`` (one request, :func:`raw_request`, scored by
             :func:`stepguard.verify.score_generation`) or ``"guarded"`` (:class:`~stepguard.guard.Guard`;
-            a deviation or a spent budget that raises ends the row with ``stopped`` set).
+            a deviation or a spent budget that raises ends the row with ``stopped`` set) or
+            ``"reask"`` (Instructor's re-ask loop, :mod:`stepguard.bench.reask`).
         model: the model; a simulated one is bound to the case's procedure.
         guard_config: guarded mode's configuration (``None``: the guard's defaults for the procedure).
         guard: a guard to reuse across cases (guarded mode; ignored for a simulated model, which is
@@ -92,6 +93,10 @@ async def arun_case(
     t0 = time.perf_counter()
     procedure = inst.to_procedure()
     used = bound_model(model, procedure)
+    if mode == "reask":
+        from stepguard.bench.reask import arun_reask
+
+        return await arun_reask(inst, used)
     if mode == "raw":
         messages, settings = raw_request(inst, raw_tokens_per_step)
         try:
@@ -139,11 +144,11 @@ def row_outcomes(row: dict[str, Any]) -> dict[str, int]:
         ValueError: the row's ``mode`` is neither ``raw`` nor ``guarded``.
     """
     mode = row.get("mode")
-    if mode not in ("raw", "guarded"):
-        raise ValueError(f"a row's mode must be 'raw' or 'guarded', not {mode!r}")
-    side = 0 if mode == "raw" else 1
+    if mode not in ("raw", "guarded", "reask"):
+        raise ValueError(f"a row's mode must be 'raw', 'guarded' or 'reask', not {mode!r}")
+    side = 1 if mode == "guarded" else 0  # a reask row is read as a raw one: the answer delivered
     out = {metric: int(bool(row.get(fields[side]))) for metric, fields in METRIC_FIELDS.items()}
-    out["first_answer"] = int(bool(row.get("correct" if mode == "raw" else "first_answer_correct")))
+    out["first_answer"] = int(bool(row.get("first_answer_correct" if mode == "guarded" else "correct")))
     labels = set(row.get("labels") or ())
     out.update({label: int(label in labels) for label in FAILURE_LABELS})
     return {name: out[name] for name in OUTCOMES}

@@ -35,10 +35,12 @@ PAPER_RAW_MEANS: tuple[tuple[int, float], ...] = ((5, 0.61), (95, 0.20))
 v3: 63% at 5 steps); docs/benchmark.md. Their benchmark, not this reconstruction of it."""
 
 PAPER_LABEL = "paper's reported raw mean, 14 models (arXiv 2605.00817; its data, not ours)"
-METRIC_NAMES = {"raw": "first-answer accuracy", "guarded": "verified completion"}
-"""What each mode's curve measures (raw: ``correct``; guarded: ``verified_correct``)."""
+METRIC_NAMES = {"raw": "first-answer accuracy", "guarded": "verified completion", "reask": "answer right after re-asks"}
+"""What each mode's curve measures (raw: ``correct``; guarded: ``verified_correct``; reask, Instructor's
+re-ask loop: ``correct``, the answer it delivered right)."""
 
-_MODE_COLOURS = {"raw": ("#c0392b", "#e67e22", "#8e44ad"), "guarded": ("#1f5fa8", "#16a085", "#2c3e50")}
+_MODE_COLOURS = {"raw": ("#c0392b", "#e67e22", "#8e44ad"), "guarded": ("#1f5fa8", "#16a085", "#2c3e50"),
+                 "reask": ("#7f8c8d", "#b7950b", "#6d4c41")}
 _LOOKBACK_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
 _MARKERS = ("s", "^", "v", "D", "P")
 
@@ -245,6 +247,10 @@ MODELS_CAPTION = ("Per model, all look-backs pooled: raw first-answer accuracy (
                   "model's accuracy.")
 
 
+_MODE_LINES = {"raw": "-", "guarded": "--", "reask": ":"}
+"""Line style of each mode on the many-model figure (reask: Instructor's re-ask loop)."""
+
+
 def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True) -> Path:
     """The decline curve of each model on one pair of axes (the shape of the paper's 14-model figure).
 
@@ -279,7 +285,8 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
         shift = (i - (len(models) - 1) / 2) * min(0.6, 3 / len(models))  # models side by side: equal curves stay visible
         xs, ys = [s + shift for s, _, _ in pts], [k / n for _, k, n in pts]
         lows, highs = zip(*(wilson_interval(k, n) for _, k, n in pts), strict=True)
-        ax.plot(xs, ys, linestyle="--" if guarded else "-", marker="s" if guarded else "o", color=colour, linewidth=2.2,
+        ax.plot(xs, ys, linestyle=_MODE_LINES.get(r.mode, "-"), marker="s" if guarded else "^" if r.mode == "reask" else "o",
+                color=colour, linewidth=2.2,
                 label=f"{r.model_label}: {METRIC_NAMES[r.mode]}" + (f" ({r.rundir.name})" if r.rundir.name != r.mode else ""),
                 zorder=3)
         if len(xs) > 1:
@@ -303,8 +310,9 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
     title = (f"Decline by procedure length, {len(models)} model{'s' if len(models) != 1 else ''}: raw first-answer accuracy (solid) "
-             "and guarded verified completion (dashed)\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
+             f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
     if any(r.simulated for r in runs):
         title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
     fig.suptitle(title, fontsize=10)

@@ -165,7 +165,7 @@ def _paired(runs: Sequence[RunAggregate]) -> list[tuple[Comparison, Table]]:
     instances both ran; with one raw and one guarded run only, those two whatever their models (the
     table then carries :func:`compare_runs`' warning that the models differ)."""
     out = []
-    raws, guardeds = [r for r in runs if r.mode == "raw"], [r for r in runs if r.mode == "guarded"]
+    raws, guardeds = [r for r in runs if r.mode in ("raw", "reask")], [r for r in runs if r.mode == "guarded"]
     one_each = len(raws) == 1 and len(guardeds) == 1
     for raw in raws:
         for guarded in guardeds:

@@ -50,7 +50,7 @@ __all__ = [
     "run_benchmark",
 ]
 
-Mode = Literal["raw", "guarded"]
+Mode = Literal["raw", "guarded", "reask"]
 
 GUARDED_DEFAULTS: dict[str, Any] = {"on_exhausted": "flag"}
 """GuardConfig fields a guarded run sets unlike GuardConfig's defaults, here and in ``stepguard bench``.
@@ -154,8 +154,8 @@ async def arun_benchmark(
     """Async form of :func:`run_benchmark` (same arguments, same errors)."""
     from tqdm.auto import tqdm
 
-    if mode not in ("raw", "guarded"):
-        raise ValueError(f"mode must be 'raw' or 'guarded', not {mode!r}")
+    if mode not in ("raw", "guarded", "reask"):
+        raise ValueError(f"mode must be 'raw', 'guarded' or 'reask', not {mode!r}")
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     wanted = parse_configs(configs)
@@ -316,7 +316,8 @@ def run_benchmark(
         mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``; a
             suite's procedure with a prompt file, ``NAME.prompt.yaml``, is sent its user's messages instead
             and its answer read as that file declares: :mod:`stepguard.bench.user_prompt`) or
-            ``"guarded"`` (:class:`~stepguard.guard.Guard`).
+            ``"guarded"`` (:class:`~stepguard.guard.Guard`) or ``"reask"`` (Instructor's re-ask loop, the
+            peer a user would pick instead: :mod:`stepguard.bench.reask`; generated instances only).
         model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
         rundir: the run store folder; an existing one is resumed (finished ids skipped, error
             rows retried) if its run.json matches.
