@@ -164,6 +164,22 @@ def _title(curves: Sequence[Curve], same_instances: bool) -> str:
     return "Guarded verified completion by procedure length"
 
 
+def _share_axes(ax: Any, steps: list[int]) -> None:
+    """The axes of a figure of shares vs procedure length (the overlay's and the models figure's): ticks at
+    the step counts drawn, the share in 10% steps, labels, grid, and the legend below the plot."""
+    if len(steps) <= 15:
+        ax.set_xticks(steps)
+    if len(steps) == 1:  # one step count: a point in a readable axis, not ticks from 4.8 to 5.2
+        ax.set_xlim(steps[0] - 5, steps[0] + 5)
+    ax.set_ylim(-0.05, 1.08)
+    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
+    ax.set_xlabel("procedure length (steps)")
+    ax.set_ylabel("share of instances (95% Wilson band)")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+
+
 def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtitle: str = "", paper: bool = True,
                  same_instances: bool = True) -> Path:
     """Draw the overlay figure into ``path`` (PNG).
@@ -217,17 +233,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         for x, y in PAPER_RAW_MEANS:
             ax.annotate(f"paper {100 * y:.0f}%", (x, y), textcoords="offset points", xytext=(9, -3), fontsize=8)
     steps = sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))
-    if len(steps) <= 15:
-        ax.set_xticks(steps)
-    if len(steps) == 1:  # one step count: a point in a readable axis, not ticks from 4.8 to 5.2
-        ax.set_xlim(steps[0] - 5, steps[0] + 5)
-    ax.set_ylim(-0.05, 1.08)
-    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
-    ax.set_xlabel("procedure length (steps)")
-    ax.set_ylabel("share of instances (95% Wilson band)")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    _share_axes(ax, steps)
     title = _title(curves, same_instances) + \
         "\nstepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
     if subtitle:
@@ -299,17 +305,7 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
         ax.plot(paper_xs, paper_ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
         drawn.update(paper_xs)
     steps = sorted(drawn)
-    if len(steps) <= 15:
-        ax.set_xticks(steps)
-    if len(steps) == 1:
-        ax.set_xlim(steps[0] - 5, steps[0] + 5)
-    ax.set_ylim(-0.05, 1.08)
-    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
-    ax.set_xlabel("procedure length (steps)")
-    ax.set_ylabel("share of instances (95% Wilson band)")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    _share_axes(ax, steps)
     reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
     title = (f"Decline by procedure length, {len(models)} model{'s' if len(models) != 1 else ''}: raw first-answer accuracy (solid) "
              f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
