@@ -42,8 +42,9 @@ def _inspect(stub: StubServer, tmp: Path, task: str, solver: str, *args: str) ->
     cmd = [str(BIN / "inspect"), "eval", task, *args, "--solver", solver, "--model", "openai-api/stub/simpaper",
            "--model-base-url", stub.base_url, "--log-dir", str(logs), "--display", "none"]
     env = {**os.environ, "STUB_API_KEY": "unused", "INSPECT_LOG_FORMAT": "eval"}
-    done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout + done.stderr + "".join(
+        f"\n{f.name}: {read_eval_log(str(f)).error}" for f in logs.glob("*.eval"))
     (log_file,) = logs.glob("*.eval")
     log = read_eval_log(str(log_file))
     assert log.status == "success", log.error
