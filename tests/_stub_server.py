@@ -25,6 +25,9 @@ serves every case at once:
               not JSON)
     sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
               a guard's chunk prompts answered right, as a model that executes them exactly would
+    simpaper  200; the reply is ``sim:paper``'s (seed 0) to the whole request, the request's ``seed`` and
+              ``temperature`` read as the simulator's settings: a model that errs as the paper's
+              models do, the same reply to the same request from any client (Inspect, lm-eval, ours)
 
 Any model that answers 200 with a text (ok, length, scripted, sim) answers ``"stream": true`` with
 server-sent events: the role, the text in two content deltas, the finish reason, ``[DONE]``.
@@ -141,6 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(body, model, srv.script(last) if srv.script else "", "stop")
         elif model == "sim":
             self._reply(body, model, _SIM.complete(body.get("messages") or []).text, "stop")
+        elif model == "simpaper":
+            self._reply(body, model, _SIM_PAPER.complete(body.get("messages") or [], _settings(body)).text, "stop")
         elif model == "lines" and body.get("stream"):
             self._lines(model, self._text(body))
         elif model == "lines":
@@ -354,6 +359,24 @@ def _sim() -> Any:
 
 
 _SIM = _sim()
+
+
+def _sim_paper() -> Any:
+    from stepguard.adapters.sim import SimulatedExecutor
+
+    return SimulatedExecutor(preset="paper", seed=0)
+
+
+_SIM_PAPER = _sim_paper()
+
+
+def _settings(body: dict[str, Any]) -> Any:
+    """A request's seed and temperature as the simulator's settings (``0`` and ``0.0`` alike: clients
+    write a float either way)."""
+    from stepguard.model import GenerationSettings
+
+    temperature, seed = body.get("temperature"), body.get("seed")
+    return GenerationSettings(temperature=None if temperature is None else float(temperature), seed=None if seed is None else int(seed))
 
 
 def _completion(model: str, text: str, finish: str) -> dict[str, Any]:

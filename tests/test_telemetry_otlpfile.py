@@ -106,7 +106,7 @@ def test_configure_telemetry_trace_file_holds_one_request_per_batch_with_the_res
     requests = read_trace_file(path)
     assert len(requests) == len(path.read_text().splitlines()) >= 1
     names = {s.name for s in _spans(requests)}
-    assert names == {"invoke_workflow telemetry_demo", "stepguard.chunk", "chat scripted"}
+    assert names == {"invoke_workflow telemetry_demo", "stepguard.chunk", "chat scripted", "run_guardrail stepguard"}
     resource = {kv.key: _value(kv.value) for kv in requests[0].resource_spans[0].resource.attributes}
     assert resource["service.name"] == "svc-from-env"
 

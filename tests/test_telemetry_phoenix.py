@@ -89,7 +89,7 @@ def test_guarded_run_with_a_deviation_lands_in_phoenix(phoenix_url, monkeypatch)
         result = Guard(model, GuardConfig(chunk_size=5, ladder=("restate",)), observer=OtelObserver(tp, mp)).run(_procedure(), {"x": 7, "y": 3})
         assert shutdown(timeout_s=15), "spans were not flushed to Phoenix in time"
     assert result.status == "verified" and result.reprompts == 1
-    spans = _spans(phoenix_url, project, want=1 + 2 * result.chunks)
+    spans = _spans(phoenix_url, project, want=1 + 3 * result.chunks)  # the run, and per chunk: itself, its call, its check
 
     assert len({s["context"]["trace_id"] for s in spans}) == 1
     roots = [s for s in spans if s["parent_id"] is None]
@@ -120,3 +120,22 @@ def test_guarded_run_with_a_deviation_lands_in_phoenix(phoenix_url, monkeypatch)
         "stepguard.policy.action": "reprompt", "stepguard.rung": "restate",
     }]
     assert len(events) == 13  # 12 passes (one per step) and the deviation
+
+    # the guard's decisions by the GenAI guardrail conventions (docs/tracing.md), beside the evaluation events
+    guards = [s for s in spans if s["name"] == "run_guardrail stepguard"]
+    assert len(guards) == result.chunks and all(g["parent_id"] in chunk_ids for g in guards)
+    assert all(g["span_kind"] == "GUARDRAIL" for g in guards)
+    denied = [g for g in guards if g["attributes"]["gen_ai.guardrail.verdict.type"] == "deny"]
+    assert len(denied) == 1
+    d = denied[0]["attributes"]
+    assert d["gen_ai.operation.name"] == "run_guardrail" and d["gen_ai.guardrail.component.name"] == "stepguard"
+    assert d["gen_ai.guardrail.target.type"] == "output" and d["gen_ai.guardrail.action.type"] == "block"
+    assert d["gen_ai.guardrail.security.policy.id"] == "stepguard.procedure/phoenix_demo"
+    assert d["gen_ai.guardrail.security.policy.rule.id"] == "phoenix_demo/S7"
+    assert d["gen_ai.guardrail.verdict.reason"] == "arithmetic_error"
+    findings = [e for e in denied[0]["events"] if e["name"] == "gen_ai.guardrail.security.finding"]
+    assert len(findings) == 1
+    f = findings[0]["attributes"]
+    assert f["gen_ai.guardrail.security.risk.category"] == "custom:arithmetic_error"
+    assert f["gen_ai.guardrail.security.policy.id"] == "stepguard.procedure/phoenix_demo" and f["gen_ai.guardrail.target.type"] == "output"
+    assert {g["attributes"]["gen_ai.guardrail.verdict.type"] for g in guards} == {"allow", "deny"}

@@ -118,7 +118,7 @@ def test_demo_installs_the_model_runtime_only_for_local_models(args: list[str], 
 def test_setup_installs_the_bench_extra_by_default() -> None:
     env = {**os.environ, "STEPGUARD_DRY_RUN": "1"}
     env.pop("STEPGUARD_EXTRAS", None)
-    assert _run(["bash", "scripts/setup.sh"], ROOT, env).stdout.strip() == "would install: -e .[local,bench,dev]"
+    assert _run(["bash", "scripts/setup.sh"], ROOT, env).stdout.strip() == "would install: -e .[local,bench,dev,lmeval]"
 
 
 @pytest.mark.parametrize("module", ["stepguard.bench.stats", "stepguard.bench.compare", "stepguard.bench.plots"])

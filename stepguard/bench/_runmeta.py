@@ -124,7 +124,7 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
     :data:`stepguard.bench.store.IDENTITY_KEYS`).
 
     Args:
-        mode: ``"raw"`` or ``"guarded"``.
+        mode: ``"raw"``, ``"guarded"`` or ``"reask"``.
         model: the model; described by :func:`describe_model`.
         guard_config: guarded mode's config (``None`` in raw mode).
         inst_meta: ``{file, sha256, answer_not_last}`` from :func:`instance_source` (raw mode: where
@@ -143,6 +143,11 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64"}
         if inst_meta.get("answer_not_last"):  # the prompt names the answer variable (stepguard.bench._raw): another run
             generation["final_answer"] = "the answer variable's value, after the last step"
+    elif mode == "reask":
+        from stepguard.bench.reask import MAX_RETRIES
+
+        generation = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64",
+                      "instructor": {"mode": "md_json", "max_retries": MAX_RETRIES}}
     else:
         assert guard_config is not None
         seed = guard_config.seed

@@ -206,6 +206,13 @@ class RunAggregate:
         runtime = f" · {self.runtime} runtime" if self.runtime else ""
         return f"{self.mode}{folder} · {self.model}{runtime}" + (" · SIMULATED" if self.simulated else "")
 
+    @property
+    def model_label(self) -> str:
+        """The model as the many-model report groups runs by it: the model, its runtime where it is not
+        the default, and ``SIMULATED`` where it applies (a raw and a guarded run of one model share it)."""
+        runtime = f" · {self.runtime} runtime" if self.runtime else ""
+        return f"{self.model}{runtime}" + (" · SIMULATED" if self.simulated else "")
+
     def summary(self) -> dict[str, Any]:
         """The run's entry in summary.json."""
         def rows(cells: dict[Any, Cell]) -> list[dict[str, Any]]:

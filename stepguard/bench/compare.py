@@ -207,10 +207,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
         raise ValueError(f"metric must be one of {', '.join(map(repr, METRIC_FIELDS))}, not {metric!r}")
     raw_field, guarded_field = METRIC_FIELDS[metric]
     meta = {Path(run_a): read_meta(run_a), Path(run_b): read_meta(run_b)}
-    by_mode = {m.get("mode"): d for d, m in meta.items()}
+    # a reask run (Instructor's re-ask loop) stands on the raw side: its rows have raw mode's fields
+    by_mode = {"raw" if m.get("mode") == "reask" else m.get("mode"): d for d, m in meta.items()}
     if set(by_mode) != {"raw", "guarded"}:
         found = ", ".join(f"{d} is {m.get('mode')!r}" for d, m in meta.items())
-        raise ValueError(f"compare needs one raw and one guarded run ({found})")
+        raise ValueError(f"compare needs one raw and one guarded run ({found}; a reask run counts as the raw one)")
     raw_dir, guarded_dir = by_mode["raw"], by_mode["guarded"]
     raw: dict[str, tuple[bool, str | None, str]] = {}
     for path, lineno, row in numbered_results(raw_dir):

@@ -27,17 +27,20 @@ from stepguard.bench.aggregate import RunAggregate
 from stepguard.bench.plots import SIM_NOTE, Figure
 from stepguard.bench.stats import wilson_interval
 
-__all__ = ["PAPER_RAW_MEANS", "Curve", "curves_from_cells", "curves_from_runs", "paired_from_cells", "plot_overlay"]
+__all__ = ["MODELS_CAPTION", "PAPER_RAW_MEANS", "Curve", "curves_from_cells", "curves_from_runs", "paired_from_cells", "plot_models",
+           "plot_overlay"]
 
 PAPER_RAW_MEANS: tuple[tuple[int, float], ...] = ((5, 0.61), (95, 0.20))
 """(steps, mean first-answer accuracy) reported by Panda et al., arXiv 2605.00817 v1 (14 models;
 v3: 63% at 5 steps); docs/benchmark.md. Their benchmark, not this reconstruction of it."""
 
 PAPER_LABEL = "paper's reported raw mean, 14 models (arXiv 2605.00817; its data, not ours)"
-METRIC_NAMES = {"raw": "first-answer accuracy", "guarded": "verified completion"}
-"""What each mode's curve measures (raw: ``correct``; guarded: ``verified_correct``)."""
+METRIC_NAMES = {"raw": "first-answer accuracy", "guarded": "verified completion", "reask": "answer right after re-asks"}
+"""What each mode's curve measures (raw: ``correct``; guarded: ``verified_correct``; reask, Instructor's
+re-ask loop: ``correct``, the answer it delivered right)."""
 
-_MODE_COLOURS = {"raw": ("#c0392b", "#e67e22", "#8e44ad"), "guarded": ("#1f5fa8", "#16a085", "#2c3e50")}
+_MODE_COLOURS = {"raw": ("#c0392b", "#e67e22", "#8e44ad"), "guarded": ("#1f5fa8", "#16a085", "#2c3e50"),
+                 "reask": ("#7f8c8d", "#b7950b", "#6d4c41")}
 _LOOKBACK_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
 _MARKERS = ("s", "^", "v", "D", "P")
 
@@ -161,6 +164,22 @@ def _title(curves: Sequence[Curve], same_instances: bool) -> str:
     return "Guarded verified completion by procedure length"
 
 
+def _share_axes(ax: Any, steps: list[int]) -> None:
+    """The axes of a figure of shares vs procedure length (the overlay's and the models figure's): ticks at
+    the step counts drawn, the share in 10% steps, labels, grid, and the legend below the plot."""
+    if len(steps) <= 15:
+        ax.set_xticks(steps)
+    if len(steps) == 1:  # one step count: a point in a readable axis, not ticks from 4.8 to 5.2
+        ax.set_xlim(steps[0] - 5, steps[0] + 5)
+    ax.set_ylim(-0.05, 1.08)
+    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
+    ax.set_xlabel("procedure length (steps)")
+    ax.set_ylabel("share of instances (95% Wilson band)")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+
+
 def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtitle: str = "", paper: bool = True,
                  same_instances: bool = True) -> Path:
     """Draw the overlay figure into ``path`` (PNG).
@@ -214,17 +233,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         for x, y in PAPER_RAW_MEANS:
             ax.annotate(f"paper {100 * y:.0f}%", (x, y), textcoords="offset points", xytext=(9, -3), fontsize=8)
     steps = sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))
-    if len(steps) <= 15:
-        ax.set_xticks(steps)
-    if len(steps) == 1:  # one step count: a point in a readable axis, not ticks from 4.8 to 5.2
-        ax.set_xlim(steps[0] - 5, steps[0] + 5)
-    ax.set_ylim(-0.05, 1.08)
-    ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
-    ax.set_xlabel("procedure length (steps)")
-    ax.set_ylabel("share of instances (95% Wilson band)")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    _share_axes(ax, steps)
     title = _title(curves, same_instances) + \
         "\nstepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
     if subtitle:
@@ -233,5 +242,74 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         title += f"\n{SIM_NOTE}"
         ax.text(0.5, 0.5, "SIMULATED", transform=ax.transAxes, fontsize=64, color="#d39e00", alpha=0.25,
                 ha="center", va="center", rotation=25, zorder=0)
+    fig.suptitle(title, fontsize=10)
+    return plots._save(fig, path)
+
+
+MODELS_CAPTION = ("Per model, all look-backs pooled: raw first-answer accuracy (solid, circles) and guarded verified "
+                  "completion (dashed, squares) vs procedure length, one colour per model, 95% Wilson interval shaded; "
+                  "stars: the paper's reported raw means over its 14 models (arXiv 2605.00817, on its data, not this "
+                  "reconstruction). A model marked SIMULATED is stepguard's simulated executor: a simulation, never a "
+                  "model's accuracy.")
+
+
+_MODE_LINES = {"raw": "-", "guarded": "--", "reask": ":"}
+"""Line style of each mode on the many-model figure (reask: Instructor's re-ask loop)."""
+
+
+def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True) -> Path:
+    """The decline curve of each model on one pair of axes (the shape of the paper's 14-model figure).
+
+    Args:
+        runs: aggregated runs of one or more models (:attr:`RunAggregate.model_label` groups them):
+            a raw run is drawn solid (``correct``), a guarded one dashed (``verified_correct``), both
+            pooled over look-backs, in the model's colour, with the 95% Wilson band.
+        path: the PNG to write.
+        paper: draw the paper's reported raw means (:data:`PAPER_RAW_MEANS`).
+
+    Returns:
+        ``path``. A simulated model's legend entry says ``SIMULATED``, and so does the title when
+        any run is simulated.
+    """
+    fig = Figure(figsize=(10, 6.8), layout="constrained")
+    ax = fig.subplots()
+    models = list(dict.fromkeys(r.model_label for r in runs))
+    palette = plots.colormaps["tab10"]
+    drawn: set[int] = set()
+    for r in runs:
+        guarded = r.mode == "guarded"
+        cells: dict[int, list[int]] = {}
+        for (n_steps, _), c in r.configs.items():
+            acc = cells.setdefault(n_steps, [0, 0])
+            acc[0] += c.verified_correct if guarded else c.correct
+            acc[1] += c.n
+        pts = [(s, k, n) for s, (k, n) in sorted(cells.items()) if n]
+        if not pts:
+            continue
+        i = models.index(r.model_label)
+        colour = palette(i % 10)
+        shift = (i - (len(models) - 1) / 2) * min(0.6, 3 / len(models))  # models side by side: equal curves stay visible
+        xs, ys = [s + shift for s, _, _ in pts], [k / n for _, k, n in pts]
+        lows, highs = zip(*(wilson_interval(k, n) for _, k, n in pts), strict=True)
+        ax.plot(xs, ys, linestyle=_MODE_LINES.get(r.mode, "-"), marker="s" if guarded else "^" if r.mode == "reask" else "o",
+                color=colour, linewidth=2.2,
+                label=f"{r.model_label}: {METRIC_NAMES[r.mode]}" + (f" ({r.rundir.name})" if r.rundir.name != r.mode else ""),
+                zorder=3)
+        if len(xs) > 1:
+            ax.fill_between(xs, lows, highs, color=colour, alpha=0.12, linewidth=0, zorder=1)
+        drawn.update(s for s, _, _ in pts)
+    if not drawn:
+        ax.text(0.5, 0.6, "no finished instances yet", transform=ax.transAxes, ha="center", va="center", fontsize=14)
+    if paper:
+        paper_xs, paper_ys = zip(*PAPER_RAW_MEANS, strict=True)
+        ax.plot(paper_xs, paper_ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
+        drawn.update(paper_xs)
+    steps = sorted(drawn)
+    _share_axes(ax, steps)
+    reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
+    title = (f"Decline by procedure length, {len(models)} model{'s' if len(models) != 1 else ''}: raw first-answer accuracy (solid) "
+             f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
+    if any(r.simulated for r in runs):
+        title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
     fig.suptitle(title, fontsize=10)
     return plots._save(fig, path)

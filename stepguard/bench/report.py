@@ -11,7 +11,9 @@ plots (:mod:`stepguard.bench.plots`) and writes::
                          deviations caught, by kind and how each ended), links to the other PNGs
     out/report.html      the same, one file: PNGs embedded as base64, no outside resource
     out/overlay.png      raw first-answer accuracy and guarded verified completion vs steps on one
-                         pair of axes (:mod:`stepguard.bench.overlay`)
+                         pair of axes (:mod:`stepguard.bench.overlay`); runs of several models get
+                         out/models.png instead: the decline curve of each model on one figure
+                         (:func:`~stepguard.bench.overlay.plot_models`), and a paired table per model
     out/accuracy.png, out/labels.png, out/guard_cost.png (when a guarded run is present)
 
 Every table and plot title says SIMULATED when its run's model is the simulated executor.
@@ -38,7 +40,7 @@ from typing import Any
 
 from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run
 from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
-from stepguard.bench.overlay import curves_from_runs, plot_overlay
+from stepguard.bench.overlay import MODELS_CAPTION, curves_from_runs, plot_models, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
 from stepguard.bench.suite_report import SUITE_NOTE, case_table, is_suite_run, plot_procedures, procedure_table, suite_run
@@ -167,9 +169,16 @@ def paired_table(cmp: Comparison, raw_label: str, guarded_label: str) -> Table:
 
 
 def _paired(runs: Sequence[RunAggregate]) -> list[tuple[Comparison, Table]]:
+    """Each raw run against each guarded run of the same model (:attr:`RunAggregate.model_label`) on the
+    instances both ran; with one raw and one guarded run only, those two whatever their models (the
+    table then carries :func:`compare_runs`' warning that the models differ)."""
     out = []
-    for raw in (r for r in runs if r.mode == "raw"):
-        for guarded in (r for r in runs if r.mode == "guarded"):
+    raws, guardeds = [r for r in runs if r.mode in ("raw", "reask")], [r for r in runs if r.mode == "guarded"]
+    one_each = len(raws) == 1 and len(guardeds) == 1
+    for raw in raws:
+        for guarded in guardeds:
+            if not one_each and raw.model_label != guarded.model_label:
+                continue  # several models: the guard's effect is measured on one model at a time
             try:
                 cmp = compare_runs(raw.rundir, guarded.rundir, "verified")
             except NoSharedInstances:
@@ -312,15 +321,22 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     for r in runs:
         tables += [_run_table(r), _deviation_table(r)] if r.mode == "guarded" else [_run_table(r)]
     simulated = any(r.simulated for r in runs)
-    overlay = plot_overlay(curves_from_runs(runs), out / "overlay.png", simulated=simulated,
-                           subtitle=", ".join(sorted({r.model for r in runs})), paper=any(lb for r in runs for _, lb in r.configs),
-                           same_instances=len({r.meta.get("instances_sha256") for r in runs}) == 1)
-    plots = [overlay, plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
+    models = list(dict.fromkeys(r.model_label for r in runs))
+    paper = any(lb for r in runs for _, lb in r.configs)
+    if len(models) > 1:  # several models: the decline curve of each on one figure leads
+        lead, caption = plot_models(runs, out / "models.png", paper=paper), MODELS_CAPTION
+    else:
+        lead = plot_overlay(curves_from_runs(runs), out / "overlay.png", simulated=simulated,
+                            subtitle=", ".join(sorted({r.model for r in runs})), paper=paper,
+                            same_instances=len({r.meta.get("instances_sha256") for r in runs}) == 1)
+        caption = OVERLAY_CAPTION
+    plots = [lead, plot_accuracy(runs, out / "accuracy.png"), plot_labels(runs, out / "labels.png")]
     cost = plot_guard_cost(runs, out / "guard_cost.png")
     plots += [cost] if cost else []
     summary = {
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "note": NOTE,
         "simulated": simulated,
+        "models": models,
         "headline": {"n_steps": n_head, "runs": head_data},
         "paired": [c.as_dict() for c, _ in paired],
         "runs": [r.summary() for r in runs],
@@ -328,8 +344,8 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     summary_path = out / "summary.json"
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     md, page = out / "report.md", out / "report.html"
-    _write_md(md, runs, tables, plots)
-    _write_html(page, runs, tables, plots)
+    _write_md(md, runs, tables, plots, caption=caption)
+    _write_html(page, runs, tables, plots, caption=caption)
     return Report(out, summary_path, md, page, plots, head_table, [c for c, _ in paired])
 
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from stepguard.verify import Score
 
 __all__ = ["ACTIONS", "ENDINGS", "MAX_TEXT_CHARS", "CaughtDeviation", "caught_deviations", "error_row", "guarded_row", "instance_sha256",
-           "raw_row"]
+           "raw_row", "same_value"]
 
 MAX_TEXT_CHARS = 100_000
 """Raw-mode generations are stored up to this many characters (``text_truncated`` marks a cut)."""
@@ -90,7 +90,7 @@ def caught_deviations(row: dict[str, Any]) -> list[CaughtDeviation]:
     return out
 
 
-def _same(text: str | None, expected: Any) -> bool:
+def same_value(text: str | None, expected: Any) -> bool:
     """Does the value text equal ``expected`` exactly, compared as what ``expected`` is: a boolean
     as ``true``/``false`` (the guard's text of one), a string as the text, a number as a number."""
     if text is None:
@@ -181,8 +181,8 @@ def guarded_row(inst: Instance | ProcedureCase, result: GuardResult, stopped: st
         not model-verified), and ``guard``: the whole :class:`~stepguard.guard.GuardResult`.
     """
     expected = inst.expected
-    right = [s.provenance == "model_verified" and _same(s.text, expected.get(s.var)) for s in result.steps]
-    answer_right = _same(result.answer_text, inst.answer)
+    right = [s.provenance == "model_verified" and same_value(s.text, expected.get(s.var)) for s in result.steps]
+    answer_right = same_value(result.answer_text, inst.answer)
     verified_correct = result.status == "verified" and result.repaired == 0 and all(right)
     kinds: Counter[str] = Counter(d.kind for d in result.deviations if d.action != "read")  # a read event is a record
     first_bad = next((i for i, ok in enumerate(right) if not ok), None)

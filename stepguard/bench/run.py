@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
+from stepguard.bench._runmeta import RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
 from stepguard.bench._select import count_lines, light, parse_configs, select
-from stepguard.bench.rows import error_row, guarded_row, raw_row
+from stepguard.bench.case import arun_case, raw_max_tokens
+from stepguard.bench.rows import error_row
 from stepguard.bench.store import RunStore, TornLine
 from stepguard.bench.suites import is_suite
-from stepguard.errors import BudgetExhausted, ModelError, ModelOutputTruncated, StepDeviation
-from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
+from stepguard.errors import ModelError
+from stepguard.model import ChatModel
 
 if TYPE_CHECKING:
     from stepguard.bench.instances import Instance
@@ -49,7 +50,7 @@ __all__ = [
     "run_benchmark",
 ]
 
-Mode = Literal["raw", "guarded"]
+Mode = Literal["raw", "guarded", "reask"]
 
 GUARDED_DEFAULTS: dict[str, Any] = {"on_exhausted": "flag"}
 """GuardConfig fields a guarded run sets unlike GuardConfig's defaults, here and in ``stepguard bench``.
@@ -61,12 +62,6 @@ row has a first answer to score as in raw mode, instead of ending as a failed ro
 SYNC_INTERVAL_S: float | None = 0.05
 """The run store's group-commit interval, seconds: rows are fsynced by a background thread at most
 this often (``None``: an fsync per row, inline; see :mod:`stepguard.bench.store`)."""
-
-
-def raw_max_tokens(n_steps: int, per_step: int = RAW_TOKENS_PER_STEP) -> int:
-    """Raw-mode cap on generated tokens: ``per_step`` per step plus 64. A reply cut there is
-    recorded with ``finish_reason == "length"`` and counted in the report's truncation rate."""
-    return per_step * n_steps + 64
 
 
 @dataclass
@@ -115,17 +110,12 @@ class _Runner:
 
             self.guard = Guard(model, guard_config, observer=observer)
 
-    def _model_for(self, procedure: Procedure) -> ChatModel | None:
-        """The simulated executor given ``procedure`` (so it follows instruction steps, as
-        ``stepguard run`` gives it), or ``None`` for any other model: one serves every case."""
-        bind = getattr(self.model, "for_procedure", None)
-        return bind(procedure) if self.model.simulated and callable(bind) else None
-
     async def one(self, inst: Instance | ProcedureCase) -> None:
         """Execute one instance and write its row (or an error row); never writes a row twice."""
         t0 = time.perf_counter()
         try:
-            row = await (self._raw(inst, t0) if self.mode == "raw" else self._guarded(inst))
+            row = await arun_case(inst, self.mode, self.model, guard_config=self.guard_config, guard=self.guard,
+                                  raw_tokens_per_step=self.raw_tokens_per_step, observer=self.observer)
         except ModelError as exc:
             self.store.add_error(error_row(inst, self.mode, exc, time.perf_counter() - t0))
             self.summary.errors += 1
@@ -144,37 +134,6 @@ class _Runner:
         s = self.summary
         self.bar.set_postfix_str(f"correct {s.correct}/{s.written} errors {s.errors}", refresh=False)
         self.bar.update(1)
-
-    async def _raw(self, inst: Instance | ProcedureCase, t0: float) -> dict[str, Any]:
-        from stepguard.bench._raw import case_messages, score_case
-
-        messages, max_tokens, _ = case_messages(inst)  # a prompt file's messages where the procedure has one
-        settings = GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED,
-                                      max_tokens=max_tokens or raw_max_tokens(inst.n_steps, self.raw_tokens_per_step))
-        try:
-            resp = await (self._model_for(inst.to_procedure()) or self.model).acomplete(messages, settings)
-        except ModelOutputTruncated as exc:  # an adapter told to raise on truncation: score what came
-            resp = ChatResponse(exc.text, Usage(), "length", time.perf_counter() - t0, simulated=self.model.simulated)
-        score, extra = score_case(inst, resp.text)
-        return {**raw_row(inst, resp, score, time.perf_counter() - t0), **extra}
-
-    async def _guarded(self, inst: Instance | ProcedureCase) -> dict[str, Any]:
-        assert self.guard is not None
-        procedure = inst.to_procedure()
-        bound = self._model_for(procedure)
-        if bound is None:
-            guard = self.guard
-        else:
-            from stepguard.guard import Guard
-
-            guard = Guard(bound, self.guard_config, observer=self.observer)
-        try:
-            result = await guard.arun(procedure, inst.inputs, thread_id=inst.id)
-        except StepDeviation as exc:
-            return guarded_row(inst, exc.result, "deviation")
-        except BudgetExhausted as exc:
-            return guarded_row(inst, exc.result, f"budget:{exc.budget}")
-        return guarded_row(inst, result)
 
 
 async def arun_benchmark(
@@ -195,8 +154,8 @@ async def arun_benchmark(
     """Async form of :func:`run_benchmark` (same arguments, same errors)."""
     from tqdm.auto import tqdm
 
-    if mode not in ("raw", "guarded"):
-        raise ValueError(f"mode must be 'raw' or 'guarded', not {mode!r}")
+    if mode not in ("raw", "guarded", "reask"):
+        raise ValueError(f"mode must be 'raw', 'guarded' or 'reask', not {mode!r}")
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     wanted = parse_configs(configs)
@@ -357,7 +316,8 @@ def run_benchmark(
         mode: ``"raw"`` (one prompt, temperature 0, seed 0, ``max_tokens = raw_tokens_per_step x N + 64``; a
             suite's procedure with a prompt file, ``NAME.prompt.yaml``, is sent its user's messages instead
             and its answer read as that file declares: :mod:`stepguard.bench.user_prompt`) or
-            ``"guarded"`` (:class:`~stepguard.guard.Guard`).
+            ``"guarded"`` (:class:`~stepguard.guard.Guard`) or ``"reask"`` (Instructor's re-ask loop, the
+            peer a user would pick instead: :mod:`stepguard.bench.reask`; generated instances only).
         model: any :class:`~stepguard.model.ChatModel`; the caller closes it.
         rundir: the run store folder; an existing one is resumed (finished ids skipped, error
             rows retried) if its run.json matches.

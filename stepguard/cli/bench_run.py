@@ -106,7 +106,7 @@ def _mixed_suite_note(instances: Path) -> None:
 def run_command(
     instances: Annotated[Path, typer.Option("--instances", metavar="PATH", help="Instances JSONL file (stepguard bench generate), or a procedure file with its NAME.inputs.yaml, or a folder of them.")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run directory (created; an existing one with the same settings is resumed).")],
-    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="raw (one prompt, the paper's setting) | guarded")] = "raw",
+    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="raw (one prompt, the paper's setting) | guarded | reask (Instructor's re-ask loop, generated instances; pip install stepguard[instructor])")] = "raw",
     model: ModelSpec = "local",
     limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most N instances per configuration.")] = None,
     configs: Annotated[Optional[str], typer.Option("--configs", metavar="STEPSxLOOKBACK,...", help="Only these configurations, e.g. 95x7,23x2.")] = None,
@@ -128,15 +128,15 @@ def run_command(
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
 ) -> None:
-    """Execute instances in raw or guarded mode into a resumable run directory (one row per instance).
+    """Execute instances in raw, guarded or reask mode into a resumable run directory (one row per instance).
 
     The guard options (--policy to --max-wall-s) apply to --mode guarded, and so do --otel and
     --trace-file: one trace per instance (raw mode makes no spans).
     """
     from stepguard.bench.run import RAW_TOKENS_PER_STEP, check_selection, run_benchmark
 
-    if mode not in ("raw", "guarded"):
-        raise _fail(f"--mode must be raw or guarded, not {mode!r}")
+    if mode not in ("raw", "guarded", "reask"):
+        raise _fail(f"--mode must be raw, guarded or reask, not {mode!r}")
     if not instances.exists():
         raise _fail(f"instances file or folder not found: {instances}", ExitCode.DATA)
     try:  # before the model is loaded (a local one takes minutes to start)

@@ -7,6 +7,10 @@ Sources:
   ships them as ``opentelemetry.semconv._incubating``). The conventions have since moved to
   the ``semantic-conventions-genai`` repository (v0.1.0), which renames a few of them; where it
   does, both are noted and the compatible one is also emitted (see ``docs/tracing.md``).
+- **GenAI guardrails** = the guardrail conventions of ``semantic-conventions-genai``
+  (``docs/gen-ai/gen-ai-security.md``, status Development; the text followed and its version are
+  in ``docs/tracing.md``): the guard's check of a chunk's reply as a ``run_guardrail`` span and each
+  deviation as a ``gen_ai.guardrail.security.finding`` event.
 - **OTel** = stable general conventions (``error.type``, ``server.*``).
 - **OpenInference** = Arize's conventions, so that Phoenix draws the spans natively.
 - **stepguard** = ours, always under the ``stepguard.`` prefix, in the words of
@@ -108,6 +112,40 @@ EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
 """1.0 for pass, 0.0 for fail."""
 EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 """The deviation's detail (it quotes values and expressions: recorded only with content capture)."""
+
+# --- GenAI guardrail span and finding event ------------------------------------------------
+OP_GUARDRAIL: Final = "run_guardrail"
+"""GenAI guardrails ``gen_ai.operation.name`` of the check of one chunk's reply; span name
+``run_guardrail {gen_ai.guardrail.component.name}`` (``run_guardrail stepguard``), kind INTERNAL
+("Run guardrail internal span": the evaluation runs in-process), a child of the chunk span beside
+the ``chat`` span whose output it checks."""
+GUARDRAIL_COMPONENT: Final = "gen_ai.guardrail.component.name"
+"""The guardrail component: ``stepguard``."""
+GUARDRAIL_COMPONENT_VALUE: Final = "stepguard"
+GUARDRAIL_TARGET_TYPE: Final = "gen_ai.guardrail.target.type"
+"""``output``: the guard checks what the model wrote."""
+GUARDRAIL_TARGET_SUBTYPE: Final = "gen_ai.guardrail.target.subtype"
+"""``llm``: the content of an LLM operation's response."""
+GUARDRAIL_VERDICT_TYPE: Final = "gen_ai.guardrail.verdict.type"
+"""``allow`` (every step of the chunk checked) or ``deny`` (a step deviated)."""
+GUARDRAIL_VERDICT_REASON: Final = "gen_ai.guardrail.verdict.reason"
+"""The first deviation's kind (``arithmetic_error``): low in cardinality and free of content, as
+the convention asks; the values and expressions stay in the opt-in evaluation explanation."""
+GUARDRAIL_ACTION_TYPE: Final = "gen_ai.guardrail.action.type"
+"""What the policy did (:data:`GUARDRAIL_ACTIONS`); ``allow`` when nothing deviated."""
+GUARDRAIL_POLICY_ID: Final = "gen_ai.guardrail.security.policy.id"
+"""The policy evaluated: the procedure, ``stepguard.procedure/{name}``."""
+GUARDRAIL_RULE_ID: Final = "gen_ai.guardrail.security.policy.rule.id"
+"""The rule that produced the verdict: the step's check, ``{procedure}/{step}`` (``invoice/total``)."""
+GUARDRAIL_RISK_CATEGORY: Final = "gen_ai.guardrail.security.risk.category"
+"""On a finding (Required there): ``custom:{deviation kind}``, the convention's form for categories of its own."""
+GUARDRAIL_FINDING_EVENT: Final = "gen_ai.guardrail.security.finding"
+"""GenAI guardrails event: one per deviation the check found, on the ``run_guardrail`` span."""
+GUARDRAIL_ACTIONS: Final = {"reprompt": "block", "raise": "block", "stop": "block", "repair": "modify", "flag": "audit",
+                            "note": "audit"}
+"""The policy's action as ``gen_ai.guardrail.action.type``: ``reprompt`` blocks the model's value (it is
+not committed; the step is asked again), ``raise`` and ``stop`` block the run, ``repair`` modifies the
+value (the evaluator's replaces it), ``flag`` and ``note`` record it and change nothing (``audit``)."""
 
 # --- stepguard attributes -----------------------------------------------------------------
 PROCEDURE_NAME: Final = "stepguard.procedure.name"

@@ -5,6 +5,8 @@ Span tree of one run (names and attributes in :mod:`stepguard.telemetry._names`)
     invoke_workflow {procedure}          INTERNAL  gen_ai.operation.name=invoke_workflow, stepguard.*
       stepguard.chunk                    INTERNAL  steps, rung, attempt; gen_ai.evaluation.result events
         chat {model}                     CLIENT    gen_ai.operation.name=chat, gen_ai.request.* / response.* / usage.*
+        run_guardrail stepguard          INTERNAL  the check of the reply: gen_ai.guardrail.verdict / action /
+                                                   policy / rule; a gen_ai.guardrail.security.finding event a deviation
         execute_tool {tool}              INTERNAL  a tool step's executed call; one evaluation event per argument
       stepguard.chunk ...
 
@@ -125,7 +127,8 @@ class OtelObserver:
                 attrs[n.OI_SPAN_KIND] = n.OI_CHAIN
             span = self._tracer.start_span(f"{n.OP_WORKFLOW} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
             run = Run(span, trace.set_span_in_context(span), [s.var for s in procedure.steps], model_attrs,
-                       {**{k: v for k, v in model_attrs.items() if k.startswith("gen_ai.")}, n.POLICY: config.policy})
+                       {**{k: v for k, v in model_attrs.items() if k.startswith("gen_ai.")}, n.POLICY: config.policy},
+                      procedure=name)
             run.token = self._current.set(run)
             with self._lock:
                 self._active[id(run)] = run
@@ -216,15 +219,57 @@ class OtelObserver:
             self._emit_call(call, ctx)
         for tool in chunk.tools:
             self._emit_tool(tool, ctx)
+        events = []
         for attrs, ts in chunk.events:
             if rung and n.RUNG not in attrs and attrs.get(n.POLICY_ACTION) == "reprompt":
                 attrs = {**attrs, n.RUNG: rung}
             span.add_event(n.EVALUATION_EVENT, attrs, timestamp=ts)
+            events.append((attrs, ts))
+        self._emit_guardrail(run, chunk, events, ctx)
         if chunk.passed:
             self._inst.steps_verified.add(chunk.passed, run.metric_attrs)
         if error is not None:
             mark_error(span, error, record=False)
         span.end()
+
+    def _emit_guardrail(self, run: Run, chunk: Chunk, events: list[tuple[dict[str, Any], int]], parent: Any) -> None:
+        """The chunk's check as a ``run_guardrail stepguard`` span (GenAI guardrail conventions) with a
+        ``gen_ai.guardrail.security.finding`` event per deviation; nothing when the chunk checked no step.
+
+        The verdict is ``deny`` when a step deviated, else ``allow``; rule, reason and action are the
+        first deviation's (the step's check, its kind, the policy's action). The span runs from the
+        end of the chunk's last model call to its last check.
+        """
+        fails = [(a, ts) for a, ts in events if a.get(n.EVALUATION_SCORE_LABEL) == "fail"]
+        if not events and not chunk.passed:
+            return
+        policy = f"stepguard.procedure/{run.procedure}"
+        base = {n.GUARDRAIL_COMPONENT: n.GUARDRAIL_COMPONENT_VALUE, n.GUARDRAIL_TARGET_TYPE: "output",
+                n.GUARDRAIL_TARGET_SUBTYPE: "llm", n.GUARDRAIL_POLICY_ID: policy}
+        first = fails[0][0] if fails else {}
+        action = n.GUARDRAIL_ACTIONS.get(str(first.get(n.POLICY_ACTION)), "block") if fails else "allow"
+        attrs = clean({
+            n.GEN_AI_OPERATION_NAME: n.OP_GUARDRAIL, **base, n.GUARDRAIL_VERDICT_TYPE: "deny" if fails else "allow",
+            n.GUARDRAIL_ACTION_TYPE: action,
+            n.GUARDRAIL_RULE_ID: f"{run.procedure}/{first[n.STEP]}" if first.get(n.STEP) else None,
+            n.GUARDRAIL_VERDICT_REASON: first.get(n.DEVIATION_KIND), n.STEP: first.get(n.STEP), n.RUNG: first.get(n.RUNG),
+            n.CHUNK_STEPS: chunk.attrs.get(n.CHUNK_STEPS), n.CHUNK_VERIFIED: chunk.outcome.get(n.CHUNK_VERIFIED),
+        })
+        if self.openinference:
+            attrs[n.OI_SPAN_KIND] = n.OI_GUARDRAIL
+        start = max([chunk.start_ns, *(c.end_ns for c in chunk.calls)])
+        end = max([start, *(ts for _, ts in events)])
+        span = self._tracer.start_span(f"{n.OP_GUARDRAIL} {n.GUARDRAIL_COMPONENT_VALUE}", context=parent, kind=SpanKind.INTERNAL,
+                                       attributes=attrs, start_time=start)
+        for a, ts in fails:
+            kind, step = a.get(n.DEVIATION_KIND), a.get(n.STEP)
+            span.add_event(n.GUARDRAIL_FINDING_EVENT, clean({
+                **base, n.GUARDRAIL_RISK_CATEGORY: f"custom:{kind or 'deviation'}", n.GUARDRAIL_VERDICT_TYPE: "deny",
+                n.GUARDRAIL_VERDICT_REASON: kind, n.GUARDRAIL_RULE_ID: f"{run.procedure}/{step}" if step else None,
+                n.GUARDRAIL_ACTION_TYPE: n.GUARDRAIL_ACTIONS.get(str(a.get(n.POLICY_ACTION)), "block"), n.STEP: step,
+                n.RUNG: a.get(n.RUNG),
+            }), timestamp=max(ts, start))
+        span.end(end_time=end)
 
     # --- model calls ----------------------------------------------------------------------
     @contextlib.contextmanager

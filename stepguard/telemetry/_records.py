@@ -72,6 +72,8 @@ class Run:
     metric_attrs: dict[str, Any]  # attributes of the stepguard.* counters
     chunk: Chunk | None = None
     token: contextvars.Token[Any] | None = None
+    procedure: str = ""
+    """The procedure's name (the guardrail spans' policy)."""
 
 
 class NullRecord:
