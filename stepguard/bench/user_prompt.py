@@ -27,7 +27,9 @@ The answer is read exactly or refused, never guessed (the notation of
 :func:`stepguard.evaluator.read_number`, as the trace parser reads step values):
 
 * ``last_number``: the last number in the reply (``... so the price is $40.17.`` -> 40.17). A last
-  number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``) is refused, not cut to a prefix.
+  number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``, ``0x1F``) or is the last part of a
+  date, a time, a range or a fraction (``2024-05-01``, ``12:30``, ``3-5``, ``1/2``) is refused, not
+  cut to a part.
 * ``json_field``: ``field`` (dots for nesting, ``result.price``) of the JSON object the reply is,
   or of the first JSON object in it (a fenced block or inline); a number or a string holding one.
 * ``regex``: the one group of the first match of ``pattern`` (Python syntax, searched in the whole
@@ -78,6 +80,11 @@ INPUTS_JSON = "inputs_json"
 # ``1,176.50`` is read whole and ``12,5`` is refused whole rather than read as 5.
 _RUN = re.compile(r"(?<![\w.])([-+\u2212]?)(\d(?:[\d.,\u2009\u202f]|\{,\}|\\,)*+)")
 _AFTER_REFUSED = re.compile(r"[eE][-+]?\d|\s*%")
+_GLUE = "-/:\u2212\u2013\u2014\u00a0"
+"""Characters that join a number to digits before it into one token (a date, a time, a range, a fraction)."""
+_TOKEN_HEAD = re.compile(r"[\w.,\-/:\u2212\u2013\u2014\u00a0]*$")
+_WORD_TAIL = re.compile(r"\w*")
+_TOKEN_TAIL = re.compile(r"[\w\-/:\u2212\u2013\u2014\u00a0]*")
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
@@ -153,10 +160,9 @@ class UserPrompt:
         runs = list(_RUN.finditer(text))
         if not runs:
             return AnswerRead(None, None, "no number in the reply")
-        last = runs[-1]
-        written = last.group(1) + last.group(2).rstrip(".,")
-        if _AFTER_REFUSED.match(text, last.start(2) + len(last.group(2).rstrip(".,"))):
-            return AnswerRead(None, None, f"{written!r} is followed by an exponent or a percent sign")
+        written, refused = _whole(text, runs[-1])
+        if refused is not None:
+            return AnswerRead(None, None, refused)
         return _read_value(written, "number")
 
 
@@ -165,11 +171,42 @@ def number_texts(text: str) -> list[Number]:
     shows the value" means when the report looks for where a reply without step lines went wrong."""
     out: list[Number] = []
     for m in _RUN.finditer(text):
+        written, refused = _whole(text, m)
+        if refused is not None:
+            continue
         try:
-            out.append(read_number(m.group(1) + m.group(2).rstrip(".,")))
+            out.append(read_number(written))
         except (EvaluationError, ValueError):
             continue
     return out
+
+
+def _whole(text: str, run: re.Match[str]) -> tuple[str, str | None]:
+    """A run of :data:`_RUN` as written, and why it is not one number on its own (``None``: it is).
+
+    It is not when it is the tail of a token joined to digits before it (``2024-05-01``, ``12:30``,
+    ``05/01/2024``, ``40-45``, ``1 176.50`` with a no-break space), when the text runs on from it into
+    more digits (``0x1F``, ``40_17``, ``40½``, ``2²``), or when an exponent or a percent sign follows
+    (``1e3``, ``7.5%``): reading its digits alone would cut a date to its day or a hex number to 0.
+    """
+    body = run.group(2).rstrip(".,")
+    written = run.group(1) + body
+    start, end = run.start(), run.start(2) + len(body)
+    tail = _WORD_TAIL.match(text, end)
+    tail_text = tail.group() if tail else ""
+    joined_before = not run.group(1) and start >= 2 and text[start - 1] in _GLUE and text[start - 2].isdigit()
+    joined_after = text[end:end + 1] in tuple(_GLUE) and text[end + 1:end + 2].isdigit()
+    if joined_before or joined_after:
+        more = _TOKEN_TAIL.match(text, end) if joined_after else None
+        tail_text = more.group() if more else tail_text
+        head = _TOKEN_HEAD.search(text, 0, start)
+        token = (head.group() if head else "") + text[start:end] + tail_text
+        return written, f"{token!r} is not one number (a date, a time, a range or a fraction: its last part is not the answer)"
+    if _AFTER_REFUSED.match(text, end):
+        return written, f"{written!r} is followed by an exponent or a percent sign"
+    if any(c.isnumeric() for c in tail_text):
+        return written, f"{written + tail_text!r} is not one number (it runs on into more digits)"
+    return written, None
 
 
 def _text(value: Any) -> str:

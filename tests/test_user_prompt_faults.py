@@ -1,0 +1,55 @@
+"""A breaker's faults in a user's prompt as the raw baseline (issue 32): what the declared answer
+format reads from a hostile reply, and what the placeholders write into the user's messages.
+
+Each test failed on the code before its fix; the neighbours of each fault are its other rows.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from stepguard.bench.suites import load_suite
+from stepguard.bench.user_prompt import number_texts
+
+SHIPPING = Path(__file__).resolve().parent / "data" / "shipping_user"
+
+
+@pytest.mark.parametrize("reply", [
+    "The price is $40.93 as of 2024-05-01.",       # a date's day was read: 1
+    "The price is $40.93, valid until 05/01/2024",  # the year: 2024
+    "Total $40.93, quoted at 12:30",                # the minutes: 30
+    "Delivery in 3-5 days",                         # a range's end: 5
+    "Total: 1\u00a0176.50",                         # a no-break space as a thousands separator: 176.50
+    "Ref 0x1F",                                     # a hex number's 0
+    "Total 40_93",                                  # 40
+    "About 40\u00bd",                               # 40 of 40 and a half
+    "Area 2\u00b2",                                 # 2 of two squared
+])
+def test_the_last_number_is_never_the_tail_or_the_head_of_a_longer_token(reply: str) -> None:
+    prompt = load_suite(SHIPPING)[0].raw_prompt
+    assert prompt is not None
+    read = prompt.read_answer(reply)
+    assert read.value is None and read.text is None
+    assert "is not one number" in str(read.refused)
+
+
+@pytest.mark.parametrize(("reply", "value"), [
+    ("The price is $40.93.", Fraction(4093, 100)),
+    ("so 40.93 USD", Fraction(4093, 100)),
+    ("Parcel 25kg, price 40.93EUR", Fraction(4093, 100)),
+    ("x = 5 - 3 = 2", 2),                            # a spaced minus is no range
+    ("Total: -40.93", Fraction(-4093, 100)),
+    ("Order A123: 40.93", Fraction(4093, 100)),
+])
+def test_a_number_that_stands_alone_is_still_read(reply: str, value: object) -> None:
+    prompt = load_suite(SHIPPING)[0].raw_prompt
+    assert prompt is not None
+    assert prompt.read_answer(reply).value == value
+
+
+def test_the_report_does_not_find_a_steps_value_inside_a_date() -> None:
+    """number_texts (what "the reply shows the value" means in the per-case table) reads the same way."""
+    assert number_texts("on 2024-05-01 at 12:30 the price was 40.93") == [Fraction(4093, 100)]
