@@ -53,3 +53,39 @@ def test_a_number_that_stands_alone_is_still_read(reply: str, value: object) -> 
 def test_the_report_does_not_find_a_steps_value_inside_a_date() -> None:
     """number_texts (what "the reply shows the value" means in the per-case table) reads the same way."""
     assert number_texts("on 2024-05-01 at 12:30 the price was 40.93") == [Fraction(4093, 100)]
+
+
+def _suite(tmp_path: Path, inputs: str) -> Path:
+    (tmp_path / "post.yaml").write_text(
+        "name: post\ninputs:\n  postcode: {type: string}\n  zone: {type: one_of, choices: ['1', '2', '007']}\n"
+        "  qty: {type: integer}\n  rate: {type: decimal}\n  express: {type: boolean}\n"
+        "steps:\n  - {var: total, expr: 'qty * rate', type: decimal, scale: 2}\n", encoding="utf-8")
+    (tmp_path / "post.inputs.yaml").write_text(inputs, encoding="utf-8")
+    (tmp_path / "post.prompt.yaml").write_text("messages:\n  - {role: user, content: '{inputs_json}'}\nanswer: {format: last_number}\n",
+                                               encoding="utf-8")
+    return tmp_path / "post.yaml"
+
+
+@pytest.mark.parametrize(("inputs", "sent"), [
+    # text inputs that look like numbers stay text: "02139" was written 02139, which is not JSON
+    ('{postcode: "02139", zone: "007", qty: 3, rate: "1.50", express: true}',
+     {"postcode": "02139", "zone": "007", "qty": 3, "rate": "1.50", "express": True}),
+    ('{postcode: "1e3", zone: "2", qty: 3, rate: 1.50, express: false}',
+     {"postcode": "1e3", "zone": "2", "qty": 3, "rate": "1.50", "express": False}),
+    # a number written otherwise than JSON writes one is still a number: "+1.5" was sent as a string
+    ('{postcode: "-5", zone: "1", qty: "3", rate: "+1.5", express: "TRUE"}',
+     {"postcode": "-5", "zone": "1", "qty": 3, "rate": "1.5", "express": True}),
+    ('{postcode: "x", zone: "1", qty: 1000, rate: "1,000.25", express: false}',
+     {"postcode": "x", "zone": "1", "qty": 1000, "rate": "1000.25", "express": False}),
+])
+def test_inputs_json_writes_each_value_as_its_declared_type(tmp_path: Path, inputs: str, sent: dict[str, object]) -> None:
+    import json
+    from decimal import Decimal
+
+    from stepguard.bench._raw import case_messages
+
+    case = load_suite(_suite(tmp_path, f"- {{id: a, inputs: {inputs}}}\n"))[0]
+    content = str(case_messages(case)[0][0]["content"])
+    got = json.loads(content, parse_float=Decimal)
+    assert list(got) == ["postcode", "zone", "qty", "rate", "express"]
+    assert {k: (str(v) if isinstance(v, Decimal) else v) for k, v in got.items()} == sent

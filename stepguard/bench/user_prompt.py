@@ -18,9 +18,10 @@ procedure, and raw mode sends exactly those, reading the answer the way their co
 
 Placeholders in a message's content: ``{name}`` is the input ``name``'s value as the input set
 writes it (``{weight_kg}`` -> ``25.5``), ``{inputs_json}`` every input as one JSON object in the
-procedure's order (``{"weight_kg": 25.5, "zone": 2}``: numbers as JSON numbers, text as JSON
-strings). ``{{name}}`` writes a literal ``{name}``. Nothing else is special, so JSON examples and
-``$`` in a prompt stay as written; a ``{name}`` that is no input is refused when the file loads
+procedure's order (``{"weight_kg": 25.5, "zone": 2}``: each value as its declared type, numbers as
+JSON numbers, text inputs as JSON strings even where they look like numbers, ``"02139"``).
+``{{name}}`` writes a literal ``{name}``. Nothing else is special, so JSON examples and ``$`` in a
+prompt stay as written; a ``{name}`` that is no input is refused when the file loads
 (with the closest input's name), so a typo never reaches the model unreplaced.
 
 The answer is read exactly or refused, never guessed (the notation of
@@ -121,6 +122,9 @@ class UserPrompt:
     """``regex``: the pattern, one group."""
     max_tokens: int | None = None
     """Raw mode's cap on generated tokens for this prompt; ``None``: the per-step default."""
+    input_types: tuple[tuple[str, str], ...] = ()
+    """``(input name, declared type)`` of the procedure's inputs, in its order: what ``{inputs_json}``
+    writes each value as (text inputs as JSON strings, numbers as JSON numbers, booleans as ``true``/``false``)."""
 
     def render(self, inputs: Mapping[str, Any], order: list[str] | None = None) -> list[ChatMessage]:
         """The messages for one input set, placeholders filled in.
@@ -128,10 +132,11 @@ class UserPrompt:
         Args:
             inputs: input name -> value as the input set writes it (``"25.5"``, ``Decimal('25.50')``,
                 ``2``) or as bound (``Fraction(51, 2)``); numbers are written as decimals.
-            order: the inputs' order in ``{inputs_json}`` (default: ``inputs``' own).
+            order: the inputs' order in ``{inputs_json}`` (default: the procedure's, then ``inputs``' own).
         """
-        keys = order or list(inputs)
-        as_json = "{" + ", ".join(f"{json.dumps(k)}: {_json_value(inputs[k])}" for k in keys if k in inputs) + "}"
+        types = dict(self.input_types)
+        keys = order or [*(k for k in types if k in inputs), *(k for k in inputs if k not in types)]
+        as_json = "{" + ", ".join(f"{json.dumps(k)}: {_json_value(inputs[k], types.get(k))}" for k in keys if k in inputs) + "}"
 
         def fill(m: re.Match[str]) -> str:
             if m.group(1) is not None:
@@ -218,18 +223,30 @@ def _text(value: Any) -> str:
     return format_number(value)
 
 
-def _json_value(value: Any) -> str:
-    """An input value as a JSON value: a number (written as the input set writes it) or a string."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        try:
-            read_number(value)
-        except (EvaluationError, ValueError):
-            return json.dumps(value)
-        return value.strip() if re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", value) else json.dumps(value)
-    text = _text(value)
-    return text if re.fullmatch(r"-?\d+(?:\.\d+)?", text) else json.dumps(text)
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+"""A number as JSON writes one (RFC 8259, section 6): ASCII digits, no sign but a minus, no leading zero."""
+
+
+def _json_value(value: Any, type_: str | None) -> str:
+    """An input value as a JSON value of its declared type: a text input (``string``, ``one_of``) a JSON
+    string whatever it looks like (``"02139"``, ``"2"``), a boolean ``true``/``false``, a number a JSON
+    number as the input set writes it where that is one (``25.50``), else its exact decimal (``+1.5`` ->
+    ``1.5``, ``1,000`` -> ``1000``). Without a declared type (a name the procedure does not declare): a
+    JSON string unless the value is a number or a boolean."""
+    if type_ in ("string", "one_of"):
+        return json.dumps(value if isinstance(value, str) else _text(value))
+    if isinstance(value, bool) or type_ == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return "true" if value is True or isinstance(value, str) and value.strip().lower() == "true" else "false"
+    if isinstance(value, str) and type_ is None:
+        return json.dumps(value)
+    written = value.strip() if isinstance(value, str) else _text(value)
+    if _JSON_NUMBER.fullmatch(written):
+        return written
+    try:
+        exact = format_number(read_number(written))
+    except (EvaluationError, ValueError):
+        return json.dumps(written)
+    return exact if _JSON_NUMBER.fullmatch(exact) else json.dumps(written)
 
 
 def _read_value(written: str, kind: str) -> AnswerRead:
@@ -391,4 +408,5 @@ def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits 
     max_tokens = data.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
         raise _refuse(f"max_tokens must be a whole number of at least 1, not {max_tokens!r}", f"{where}: max_tokens")
-    return UserPrompt(p, hashlib.sha256(p.read_bytes()).hexdigest(), tuple(messages), fmt, field_path, pattern, max_tokens)
+    return UserPrompt(p, hashlib.sha256(p.read_bytes()).hexdigest(), tuple(messages), fmt, field_path, pattern, max_tokens,
+                      tuple((i.name, str(i.type)) for i in procedure.inputs))
