@@ -260,12 +260,13 @@ def procedure_of(row: dict[str, Any]) -> str | None:
     """The procedure a result row is a case of, or ``None`` for a generated instance.
 
     A case of a user's suite has no look-back; its procedure is the row's ``procedure`` field where
-    it has one, else its id up to the last ``/`` (``shipping/light-zone-1`` is a case of
-    ``shipping``). A generated instance has a look-back (its configuration groups it instead).
+    it has one, else its id up to the first ``/`` (``shipping/light-zone-1`` is a case of
+    ``shipping``; a file name holds no ``/``, an input set's id may). A generated instance has a
+    look-back (its configuration groups it instead).
     """
     if row.get("lookback"):
         return None
-    return str(row.get("procedure") or str(row["id"]).rsplit("/", 1)[0])
+    return str(row.get("procedure") or str(row["id"]).split("/", 1)[0])
 
 
 def _model_warnings(raw: dict[str, Any], guarded: dict[str, Any]) -> list[str]:

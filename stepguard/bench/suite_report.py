@@ -173,7 +173,9 @@ def case_table(runs: Sequence[SuiteRun]) -> Table:
     for case_id in ids:
         first = next(r.rows[case_id] for r in runs if case_id in r.rows)
         expected = first.get("expected_answer")
-        line = [f"`{_procedure(first)}`", str(case_id).rsplit("/", 1)[-1], _inputs(first), "-" if expected is None else str(expected)]
+        proc = _procedure(first)
+        case = str(case_id).removeprefix(proc + "/")
+        line = [f"`{proc}`", case, _inputs(first), "-" if expected is None else str(expected)]
         for r in runs:
             row = r.rows.get(case_id)
             answer = None if row is None else row.get("first_answer")
