@@ -45,3 +45,17 @@ def test_an_input_sets_id_with_a_slash_is_a_case_of_its_own_procedure(tmp_path: 
     summary = json.loads((tmp_path / "report" / "summary.json").read_text(encoding="utf-8"))
     assert [(c["procedure"], c["case"]) for c in summary["cases"]] == [("`inv`", "eu/a"), ("`inv`", "eu/b")]
     assert list(summary["runs"][0]["procedures"]) == ["inv"]
+
+
+def test_a_cell_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_path: Path) -> None:
+    """A text input 'a|b' split its row into one more column, and 'line1\\nline2' ended the table."""
+    suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: 'a|b'}}\n"
+                                   "- {id: b, inputs: {qty: 4, rate: '1.50', note: \"line1\\nline2\"}}\n")
+    raw, guarded = _run(suite, tmp_path / "raw", "raw"), _run(suite, tmp_path / "guarded", "guarded")
+    report = build_report([raw, guarded], tmp_path / "report")
+    lines = report.report_md.read_text(encoding="utf-8").splitlines()
+    table = lines[lines.index(next(x for x in lines if x.startswith("### Per case"))) + 2:]
+    table = table[:table.index("")]
+    columns = {len(row.replace("\\|", "").split("|")) for row in table}
+    assert len(columns) == 1 and len(table) == 4  # header, rule, two cases: each row as many cells as the header
+    assert "note=a\\|b" in table[2] and "note=line1<br>line2" in table[3]

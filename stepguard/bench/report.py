@@ -51,6 +51,16 @@ NOTE = ("Benchmark: stepguard's reconstruction of the procedural-execution bench
 SIM_BANNER = "SIMULATED: at least one run used the simulated executor; its numbers measure the harness, not a model."
 
 
+def _md_line(text: str) -> str:
+    """``text`` on one Markdown line: line breaks as ``<br>``."""
+    return "<br>".join(text.splitlines()) if "\n" in text or "\r" in text else text
+
+
+def _md_cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table: ``|`` escaped, line breaks as ``<br>``."""
+    return _md_line(text.replace("|", "\\|"))
+
+
 @dataclass
 class Table:
     """A titled table rendered to both Markdown and HTML."""
@@ -60,9 +70,10 @@ class Table:
     rows: list[list[str]]
 
     def markdown(self) -> str:
-        """The table as GitHub-flavoured Markdown under a ``###`` title."""
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        """The table as GitHub-flavoured Markdown under a ``###`` title; a cell's ``|`` escaped and its
+        line breaks written ``<br>``, so a value with either (an input, a model's answer) stays in its cell."""
+        lines = [f"### {_md_line(self.title)}", "", "| " + " | ".join(map(_md_cell, self.header)) + " |", "|" + "---|" * len(self.header)]
+        lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in self.rows]
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
