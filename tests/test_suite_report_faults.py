@@ -59,3 +59,19 @@ def test_a_cell_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_path: Path) -> 
     columns = {len(row.replace("\\|", "").split("|")) for row in table}
     assert len(columns) == 1 and len(table) == 4  # header, rule, two cases: each row as many cells as the header
     assert "note=a\\|b" in table[2] and "note=line1<br>line2" in table[3]
+
+
+def test_two_runs_in_folders_of_one_name_keep_apart_in_every_table(tmp_path: Path) -> None:
+    """Two raw runs in a/raw and b/raw on one model had one label: the per-case table had two columns
+    of one heading and summary.json's cases, keyed by heading, kept only the second run's answers."""
+    suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n")
+    first = _run(suite, tmp_path / "a" / "raw", "raw", "sim:paper")
+    second = _run(suite, tmp_path / "b" / "raw", "raw", "sim:paper")
+    report = build_report([first, second], tmp_path / "report")
+    summary = json.loads(report.summary_json.read_text(encoding="utf-8"))
+    labels = [r["label"] for r in summary["runs"]]
+    assert len(set(labels)) == 2 and "a/raw" in labels[0] and "b/raw" in labels[1]
+    case = summary["cases"][0]
+    assert [k for k in case if k.endswith(": answer")] == [f"{labels[0]}: answer", f"{labels[1]}: answer"]
+    headings = [h for t in [report.headline] for h in t.rows]
+    assert [row[0] for row in headings] == labels

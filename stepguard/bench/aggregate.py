@@ -20,7 +20,7 @@ from stepguard.bench.stats import rate as stats_rate
 from stepguard.bench.store import ERRORS, iter_rows, read_meta
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
-__all__ = ["LABEL_HEADINGS", "Cell", "RunAggregate", "aggregate_run", "rate"]
+__all__ = ["LABEL_HEADINGS", "Cell", "RunAggregate", "aggregate_run", "distinct_labels", "rate"]
 
 LABEL_HEADINGS: dict[str, str] = {
     "missing_answer": "missing", "premature_answer": "premature", "under_executed": "under-exec",
@@ -174,6 +174,9 @@ class RunAggregate:
     by_steps: dict[int, Cell] = field(default_factory=dict)
     overall: Cell = field(default_factory=Cell)
     unresolved_errors: int = 0
+    folder: str | None = None
+    """The run folder as the label names it; ``None``: its name (:func:`distinct_labels` sets a longer
+    path where two runs of one report would otherwise have one label)."""
 
     @property
     def mode(self) -> str:
@@ -202,7 +205,8 @@ class RunAggregate:
         """A short name for tables and plot titles: the mode, the run folder's name where it is not
         the mode (two guarded runs side by side), the model, its runtime where it is not the default,
         and ``SIMULATED`` where it applies."""
-        folder = f" ({self.rundir.name})" if self.rundir.name != self.mode else ""
+        name = self.folder or self.rundir.name
+        folder = f" ({name})" if name != self.mode else ""
         runtime = f" · {self.runtime} runtime" if self.runtime else ""
         return f"{self.mode}{folder} · {self.model}{runtime}" + (" · SIMULATED" if self.simulated else "")
 
@@ -222,6 +226,21 @@ class RunAggregate:
             "instances_sha256": self.meta.get("instances_sha256"),
             "configs": rows(self.configs), "by_steps": rows(self.by_steps), "overall": self.overall.metrics(self.mode),
         }
+
+
+def distinct_labels(runs: list[RunAggregate]) -> None:
+    """Give runs that would share a label (two folders both named ``raw``, one model) labels that tell
+    them apart: each such run's folder is named by as many of its path's last parts as that takes
+    (``a/raw``, ``b/raw``). A report's table headings, summary.json's per-case columns and the plots'
+    legends are keyed by label, so two runs with one label would read as one."""
+    for depth in range(1, max((len(r.rundir.resolve().parts) for r in runs), default=1) + 1):
+        labels = [r.label for r in runs]
+        clashing = {lb for lb in labels if labels.count(lb) > 1}
+        if not clashing:
+            return
+        for r in runs:
+            if r.label in clashing:
+                r.folder = "/".join(r.rundir.resolve().parts[-depth - 1:])
 
 
 def aggregate_run(rundir: str | Path) -> RunAggregate:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run
+from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run, distinct_labels
 from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
 from stepguard.bench.overlay import curves_from_runs, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
@@ -312,6 +312,7 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
         raise ValueError("give at least one run directory")
     _refuse_repeats(rundirs)
     runs = [aggregate_run(d) for d in rundirs]
+    distinct_labels(runs)
     if all(is_suite_run(r) for r in runs):
         return _build_suite_report(runs, Path(outdir))
     n_head = headline_steps(runs)
