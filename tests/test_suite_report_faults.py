@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Literal
 
+import pytest
+
 from stepguard.adapters import load_model
 from stepguard.bench.compare import compare_runs
 from stepguard.bench.report import build_report
@@ -75,3 +77,18 @@ def test_two_runs_in_folders_of_one_name_keep_apart_in_every_table(tmp_path: Pat
     assert [k for k in case if k.endswith(": answer")] == [f"{labels[0]}: answer", f"{labels[1]}: answer"]
     headings = [h for t in [report.headline] for h in t.rows]
     assert [row[0] for row in headings] == labels
+
+
+def test_runs_of_two_suites_that_share_case_ids_are_not_one_per_case_table(tmp_path: Path) -> None:
+    """Two raw runs of suites whose inv/a differ (3 x 1.50 and 5 x 2.00) were one line: the first
+    run's inputs and expected answer beside the second run's answer to another question."""
+    from stepguard.bench.compare import InstancesDiffer
+
+    one = _suite(tmp_path / "one", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n")
+    two = _suite(tmp_path / "two", "- {id: a, inputs: {qty: 5, rate: '2.00', note: x}}\n")
+    first, second = _run(one, tmp_path / "r1", "raw"), _run(two, tmp_path / "r2", "raw")
+    with pytest.raises(InstancesDiffer, match="'inv/a'"):
+        build_report([first, second], tmp_path / "report")
+    assert not (tmp_path / "report").exists()
+    same = _run(one, tmp_path / "r3", "guarded")
+    assert build_report([first, same], tmp_path / "ok").summary_json.is_file()  # one suite, raw and guarded: one table

@@ -41,7 +41,7 @@ from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstanc
 from stepguard.bench.overlay import curves_from_runs, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
-from stepguard.bench.suite_report import SUITE_NOTE, case_table, is_suite_run, plot_procedures, procedure_table, suite_run
+from stepguard.bench.suite_report import SUITE_NOTE, case_table, check_same_cases, is_suite_run, plot_procedures, procedure_table, suite_run
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 __all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
@@ -303,7 +303,8 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     Raises:
         RunStoreError: a folder is not a run store, or holds a corrupt line, a duplicate id or a row
             without a usable field (names file and line).
-        InstancesDiffer: a raw and a guarded run share ids whose instances differ (a ValueError).
+        InstancesDiffer: a raw and a guarded run share ids whose instances differ, or two runs of a
+            user's suite do (their per-case table would show two cases as one; a ValueError).
         ValueError: no run folders given, or one given twice.
 
     Nothing is created in ``outdir`` (nor ``outdir`` itself) before every run folder has been read.
@@ -355,6 +356,7 @@ def _build_suite_report(runs: Sequence[RunAggregate], out: Path) -> Report:
     every case, the paired tables, rates per procedure, the per-case table and the per-procedure figure;
     no paper framing and no figure over step counts."""
     suite_runs = [suite_run(r) for r in runs]
+    check_same_cases(suite_runs)
     head_table, head_data = _headline(runs, None, suite=True)
     paired = _paired(runs)
     out.mkdir(parents=True, exist_ok=True)

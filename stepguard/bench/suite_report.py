@@ -31,7 +31,7 @@ from stepguard.bench.compare import procedure_of
 if TYPE_CHECKING:
     from stepguard.bench.report import Table
 
-__all__ = ["SUITE_NOTE", "SuiteRun", "case_table", "is_suite_run", "plot_procedures", "procedure_table", "suite_run"]
+__all__ = ["SUITE_NOTE", "SuiteRun", "case_table", "check_same_cases", "is_suite_run", "plot_procedures", "procedure_table", "suite_run"]
 
 SUITE_NOTE = ("Your procedures: each case is a procedure file with one of its input sets. Raw mode sends a procedure's "
               "own prompt file (NAME.prompt.yaml: the user's messages, the answer read as declared) where it has one, "
@@ -69,6 +69,30 @@ def suite_run(agg: RunAggregate) -> SuiteRun:
         out.rows[str(row["id"])] = row
         out.by_procedure.setdefault(_procedure(row), Cell()).add(row)
     return out
+
+
+def check_same_cases(runs: Sequence[SuiteRun]) -> None:
+    """Refuse runs whose rows of one case id hold different cases (rows' ``instance_sha256``): the
+    per-case table shows one line per id, its inputs and expected answer from the first run, so
+    runs of two suites that share ids (another input set under ``inv/a``) would be shown side by
+    side as if on one case. Rows that record no hash are not checked.
+
+    Raises:
+        InstancesDiffer: the first such id, with the two run folders (a ValueError).
+    """
+    from stepguard.bench.compare import InstancesDiffer
+
+    seen: dict[str, tuple[str, Path]] = {}
+    for r in runs:
+        for case_id, row in r.rows.items():
+            sha = row.get("instance_sha256")
+            if sha is None:
+                continue
+            first = seen.setdefault(case_id, (str(sha), r.agg.rundir))
+            if first[0] != sha:
+                raise InstancesDiffer(
+                    f"case {case_id!r} is another case in {r.agg.rundir} than in {first[1]} (another input set or procedure "
+                    "under the same id): runs of different suites do not share a per-case table; report each suite's runs apart")
 
 
 def _rate_cell(k: int, n: int) -> str:
