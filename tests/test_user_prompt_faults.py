@@ -89,3 +89,24 @@ def test_inputs_json_writes_each_value_as_its_declared_type(tmp_path: Path, inpu
     got = json.loads(content, parse_float=Decimal)
     assert list(got) == ["postcode", "zone", "qty", "rate", "express"]
     assert {k: (str(v) if isinstance(v, Decimal) else v) for k, v in got.items()} == sent
+
+
+@pytest.mark.parametrize(("reply", "field", "value"), [
+    # a path into an array loaded, then read nothing from any reply: every raw case "no answer"
+    ('{"items": [{"price": 12.50}, {"price": 40.93}]}', "items.1.price", Fraction(4093, 100)),
+    ('{"steps": [{"value": 1}, {"value": 40.93}]}', "steps.-1.value", Fraction(4093, 100)),
+    ('{"prices": [40.93]}', "prices.0", Fraction(4093, 100)),
+    ('{"result": {"0": {"price": 40.93}}}', "result.0.price", Fraction(4093, 100)),  # a key "0" of an object is a key
+    ('{"items": [{"price": 12.50}]}', "items.1.price", None),                        # no such item: refused, never another
+    ('{"items": [{"price": 12.50}]}', "items.01.price", None),
+])
+def test_a_json_field_path_reaches_into_arrays(tmp_path: Path, reply: str, field: str, value: object) -> None:
+    from stepguard.bench.user_prompt import load_user_prompt
+    from stepguard.procedure import load_procedure
+
+    (tmp_path / "p.prompt.yaml").write_text(
+        f"messages:\n  - {{role: user, content: '{{inputs_json}}'}}\nanswer: {{format: json_field, field: '{field}'}}\n", encoding="utf-8")
+    prompt = load_user_prompt(tmp_path / "p.prompt.yaml", load_procedure(SHIPPING / "shipping.yaml"))
+    read = prompt.read_answer(reply)
+    assert read.value == value
+    assert (read.refused is None) == (value is not None)

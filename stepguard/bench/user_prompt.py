@@ -31,7 +31,8 @@ The answer is read exactly or refused, never guessed (the notation of
   number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``, ``0x1F``) or is the last part of a
   date, a time, a range or a fraction (``2024-05-01``, ``12:30``, ``3-5``, ``1/2``) is refused, not
   cut to a part.
-* ``json_field``: ``field`` (dots for nesting, ``result.price``) of the JSON object the reply is,
+* ``json_field``: ``field`` (dots for nesting, ``result.price``; a number picks an array's item,
+  ``items.0.price``, ``steps.-1.value`` the last) of the JSON object the reply is,
   or of the first JSON object in it (a fenced block or inline); a number or a string holding one.
 * ``regex``: the one group of the first match of ``pattern`` (Python syntax, searched in the whole
   reply), read as a number (or as text, for a text or boolean answer step).
@@ -301,12 +302,7 @@ def _read_json(text: str, path: str, kind: str) -> AnswerRead:
     if not objects:
         return AnswerRead(None, None, "no JSON object in the reply")
     for obj in objects:
-        cur: Any = obj
-        for part in path.split("."):
-            if not isinstance(cur, dict) or part not in cur:
-                cur = _MISSING
-                break
-            cur = cur[part]
+        cur = _field(obj, path)
         if cur is _MISSING:
             continue
         if isinstance(cur, bool):
@@ -325,6 +321,21 @@ def _read_json(text: str, path: str, kind: str) -> AnswerRead:
 
 
 _MISSING = object()
+_INDEX = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def _field(obj: Any, path: str) -> Any:
+    """The value at a dotted ``path`` of parsed JSON, else :data:`_MISSING`: a part names an object's
+    key, or, on an array, an item by its position (``items.0.price``; ``-1`` the last, as Python counts)."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and _INDEX.fullmatch(part) and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
 
 
 def _refuse(message: str, where: str) -> ProcedureError:
@@ -394,7 +405,7 @@ def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits 
     if fmt == "json_field":
         field_path = answer["field"]
         if not isinstance(field_path, str) or not re.fullmatch(r"[^.\s]+(?:\.[^.\s]+)*", field_path):
-            raise _refuse(f"field must be a name or a dotted path (result.price), not {field_path!r}", at)
+            raise _refuse(f"field must be a name or a dotted path (result.price, items.0.price), not {field_path!r}", at)
     if fmt == "regex":
         pattern = answer["pattern"]
         if not isinstance(pattern, str):
