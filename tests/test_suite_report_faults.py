@@ -92,3 +92,28 @@ def test_runs_of_two_suites_that_share_case_ids_are_not_one_per_case_table(tmp_p
     assert not (tmp_path / "report").exists()
     same = _run(one, tmp_path / "r3", "guarded")
     assert build_report([first, same], tmp_path / "ok").summary_json.is_file()  # one suite, raw and guarded: one table
+
+
+def test_an_instances_file_without_look_backs_is_not_reported_as_a_suite(tmp_path: Path) -> None:
+    """Instances of a JSONL with a null look-back (allowed: "user procedures without one") were taken
+    for a suite: every instance its own "procedure" with a row of rates and a paired table of one pair."""
+    from stepguard.bench.generate import generate_instance
+    from stepguard.bench.instances import load_instances, write_instances
+
+    instances = [generate_instance(5, 1, index=k).model_copy(update={"lookback": None}) for k in range(3)]
+    path = tmp_path / "mine.jsonl"
+    write_instances(instances, path)
+    assert all(i.lookback is None for i in load_instances(path))
+    raw = tmp_path / "raw"
+    guarded = tmp_path / "guarded"
+    run_benchmark(path, "raw", load_model("sim:paper"), raw, progress=False)
+    run_benchmark(path, "guarded", load_model("sim:paper"), guarded, progress=False)
+    cmp = compare_runs(raw, guarded)
+    assert [(p.procedure, p.n_steps, p.n) for p in cmp.configs] == [(None, 5, 3)]
+    report = build_report([raw, guarded], tmp_path / "report")
+    summary = json.loads(report.summary_json.read_text(encoding="utf-8"))
+    assert not summary.get("suite") and "cases" not in summary
+    # a suite's rows stay cases, by the procedure they record
+    suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n")
+    rep = build_report([_run(suite, tmp_path / "sr", "raw"), _run(suite, tmp_path / "sg", "guarded")], tmp_path / "srep")
+    assert json.loads(rep.summary_json.read_text(encoding="utf-8"))["suite"] is True

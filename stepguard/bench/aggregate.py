@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.bench._results import numbered_results, row_error
+from stepguard.bench.compare import procedure_of
 from stepguard.bench.rows import ACTIONS, ENDINGS, caught_deviations
 from stepguard.bench.stats import rate as stats_rate
 from stepguard.bench.store import ERRORS, iter_rows, read_meta
@@ -174,6 +175,8 @@ class RunAggregate:
     by_steps: dict[int, Cell] = field(default_factory=dict)
     overall: Cell = field(default_factory=Cell)
     unresolved_errors: int = 0
+    suite_rows: int = 0
+    """Rows that are cases of a user's suite (:func:`stepguard.bench.compare.procedure_of`), not instances."""
     folder: str | None = None
     """The run folder as the label names it; ``None``: its name (:func:`distinct_labels` sets a longer
     path where two runs of one report would otherwise have one label)."""
@@ -263,5 +266,6 @@ def aggregate_run(rundir: str | Path) -> RunAggregate:
         agg.configs.setdefault(key, Cell()).add(row)
         agg.by_steps.setdefault(key[0], Cell()).add(row)
         agg.overall.add(row)
+        agg.suite_rows += procedure_of(row) is not None
     agg.unresolved_errors = len({r["id"] for r in iter_rows(rundir / ERRORS)} - done)
     return agg

@@ -257,16 +257,19 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
 
 
 def procedure_of(row: dict[str, Any]) -> str | None:
-    """The procedure a result row is a case of, or ``None`` for a generated instance.
+    """The procedure a result row is a case of, or ``None`` for an instance of an instances file.
 
-    A case of a user's suite has no look-back; its procedure is the row's ``procedure`` field where
-    it has one, else its id up to the first ``/`` (``shipping/light-zone-1`` is a case of
-    ``shipping``; a file name holds no ``/``, an input set's id may). A generated instance has a
-    look-back (its configuration groups it instead).
+    A case of a user's suite records its procedure in the row (``procedure``); a row written before
+    rows did is a case when it has no look-back and its id is ``<file stem>/<set id>`` (up to the first
+    ``/``: a file name holds no ``/``, an input set's id may; ``shipping/light-zone-1`` is a case of
+    ``shipping``). An instance of an instances file, generated or with a null look-back, is none:
+    its configuration groups it.
     """
-    if row.get("lookback"):
+    if row.get("procedure"):
+        return str(row["procedure"])
+    if row.get("lookback") or "/" not in str(row["id"]):
         return None
-    return str(row.get("procedure") or str(row["id"]).split("/", 1)[0])
+    return str(row["id"]).split("/", 1)[0]
 
 
 def _model_warnings(raw: dict[str, Any], guarded: dict[str, Any]) -> list[str]:

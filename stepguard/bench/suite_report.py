@@ -41,8 +41,9 @@ _RATE_NAME = {"raw": "answer right", "guarded": "verified completion"}
 
 
 def is_suite_run(run: RunAggregate) -> bool:
-    """Is ``run`` a run of procedure files (every row without a look-back), not of generated instances?"""
-    return run.overall.n > 0 and all(lb == 0 for _, lb in run.configs)
+    """Is ``run`` a run of a user's suite (every row a case of a procedure file), not of an instances file?
+    An instances file's rows are never cases, even with no look-back (a JSONL of the user's own procedures)."""
+    return run.overall.n > 0 and run.suite_rows == run.overall.n
 
 
 @dataclass
