@@ -117,3 +117,12 @@ def test_an_instances_file_without_look_backs_is_not_reported_as_a_suite(tmp_pat
     suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n")
     rep = build_report([_run(suite, tmp_path / "sr", "raw"), _run(suite, tmp_path / "sg", "guarded")], tmp_path / "srep")
     assert json.loads(rep.summary_json.read_text(encoding="utf-8"))["suite"] is True
+
+
+def test_the_per_case_table_shows_inputs_as_the_input_set_writes_them(tmp_path: Path) -> None:
+    """rate '1.50' was shown 1.5 and 1.50 as a YAML number 1.5: the case's inputs, not as the user wrote them."""
+    suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n"
+                                   "- {id: b, inputs: {qty: 3, rate: 1.50, note: '007'}}\n")
+    report = build_report([_run(suite, tmp_path / "raw", "raw")], tmp_path / "report")
+    cases = json.loads(report.summary_json.read_text(encoding="utf-8"))["cases"]
+    assert [c["inputs"] for c in cases] == ["qty=3, rate=1.50, note=x", "qty=3, rate=1.50, note=007"]

@@ -119,7 +119,7 @@ def _base(inst: Instance | ProcedureCase, mode: str) -> dict[str, Any]:
 
     if isinstance(inst, ProcedureCase):  # a suite's case: what the per-case table shows beside the answers
         out["procedure"] = inst.procedure_name
-        out["inputs"] = {k: _plain(v) for k, v in inst.inputs.items()}
+        out["inputs"] = {k: _plain(inst.written.get(k, v)) for k, v in inst.inputs.items()}  # as the input set writes them: 1.50
         out["expected_answer"] = _plain(inst.answer)
     return out
 
