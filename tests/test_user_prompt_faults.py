@@ -110,3 +110,23 @@ def test_a_json_field_path_reaches_into_arrays(tmp_path: Path, reply: str, field
     read = prompt.read_answer(reply)
     assert read.value == value
     assert (read.refused is None) == (value is not None)
+
+
+@pytest.mark.parametrize("answer_type", ["one_of, choices: [EU, US]", "boolean", "string"])
+def test_last_number_for_an_answer_that_is_no_number_is_refused_at_load(tmp_path: Path, answer_type: str) -> None:
+    """A one_of, boolean or text answer under last_number was read as the reply's whole last line, so
+    'The zone is EU' was a wrong answer EU: every raw case of the suite wrong, by a rule no doc gave."""
+    from stepguard.bench.user_prompt import load_user_prompt
+    from stepguard.errors import ProcedureError
+    from stepguard.procedure import parse_procedure
+
+    value = {"boolean": "n > 1", "string": "'EU' if n > 1 else 'US'"}.get(answer_type.split(",")[0], "'EU' if n > 1 else 'US'")
+    proc = parse_procedure(f"name: p\ninputs: {{n: integer}}\nsteps:\n  - {{var: a, expr: \"{value}\", type: {answer_type}}}\n", "p.yaml")
+    (tmp_path / "p.prompt.yaml").write_text("messages:\n  - {role: user, content: '{inputs_json}'}\nanswer: {format: last_number}\n",
+                                            encoding="utf-8")
+    with pytest.raises(ProcedureError, match="format last_number reads a number, and the answer 'a' is"):
+        load_user_prompt(tmp_path / "p.prompt.yaml", proc)
+    (tmp_path / "p.prompt.yaml").write_text(
+        "messages:\n  - {role: user, content: '{inputs_json}'}\nanswer: {format: regex, pattern: 'is (\\w+)'}\n", encoding="utf-8")
+    read = load_user_prompt(tmp_path / "p.prompt.yaml", proc).read_answer("The answer is true", "boolean")
+    assert read.value is True

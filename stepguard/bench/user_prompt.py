@@ -27,7 +27,8 @@ prompt stay as written; a ``{name}`` that is no input is refused when the file l
 The answer is read exactly or refused, never guessed (the notation of
 :func:`stepguard.evaluator.read_number`, as the trace parser reads step values):
 
-* ``last_number``: the last number in the reply (``... so the price is $40.17.`` -> 40.17). A last
+* ``last_number`` (an answer that is a number; a boolean or text answer is read by one of the
+  other two): the last number in the reply (``... so the price is $40.17.`` -> 40.17). A last
   number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``, ``0x1F``) or is the last part of a
   date, a time, a range or a fraction (``2024-05-01``, ``12:30``, ``3-5``, ``1/2``) is refused, not
   cut to a part.
@@ -59,7 +60,7 @@ from stepguard.evaluator import Number, format_number, read_number
 from stepguard.model import ChatMessage
 from stepguard.procedure import LoadLimits, Procedure, load_inputs_file
 
-__all__ = ["PROMPT_SUFFIXES", "AnswerRead", "UserPrompt", "load_user_prompt", "number_texts"]
+__all__ = ["PROMPT_SUFFIXES", "AnswerRead", "UserPrompt", "answer_kind", "load_user_prompt", "number_texts"]
 
 PROMPT_SUFFIXES: tuple[str, ...] = (".prompt.yaml", ".prompt.yml", ".prompt.json")
 """File endings of prompt files beside ``NAME.yaml``; a procedure may have only one."""
@@ -161,8 +162,8 @@ class UserPrompt:
             if m is None:
                 return AnswerRead(None, None, "the pattern does not match the reply")
             return _read_value(m.group(1) or "", kind)
-        if kind != "number":
-            return _read_value(text.strip().splitlines()[-1] if text.strip() else "", kind)
+        if kind != "number":  # load_user_prompt refuses this format for such an answer
+            return AnswerRead(None, None, f"last_number reads a number, and the answer is {kind}")
         runs = list(_RUN.finditer(text))
         if not runs:
             return AnswerRead(None, None, "no number in the reply")
@@ -170,6 +171,12 @@ class UserPrompt:
         if refused is not None:
             return AnswerRead(None, None, refused)
         return _read_value(written, "number")
+
+
+def answer_kind(procedure: Procedure) -> str:
+    """How an answer of ``procedure`` is read: ``boolean``, ``string`` or ``one_of`` (text), else ``number``."""
+    step = next((s for s in procedure.steps if s.var == procedure.answer_var), None)
+    return step.type if step is not None and step.type in ("boolean", "string", "one_of") else "number"
 
 
 def number_texts(text: str) -> list[Number]:
@@ -399,6 +406,10 @@ def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits 
     allowed = {"last_number": {"format"}, "json_field": {"format", "field"}, "regex": {"format", "pattern"}}
     if fmt not in allowed:
         raise _refuse(f"format must be last_number, json_field or regex, not {fmt!r}", at)
+    kind = answer_kind(procedure)
+    if fmt == "last_number" and kind != "number":
+        raise _refuse(f"format last_number reads a number, and the answer {procedure.answer_var!r} is {kind}: read it with "
+                      "{format: regex, pattern: '...(one group)...'} or {format: json_field, field: NAME}", at)
     if set(answer) != allowed[fmt]:
         raise _refuse(f"format {fmt} takes exactly {sorted(allowed[fmt])}, got {sorted(answer)}", at)
     field_path = pattern = None
