@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -126,3 +126,21 @@ def test_the_per_case_table_shows_inputs_as_the_input_set_writes_them(tmp_path: 
     report = build_report([_run(suite, tmp_path / "raw", "raw")], tmp_path / "report")
     cases = json.loads(report.summary_json.read_text(encoding="utf-8"))["cases"]
     assert [c["inputs"] for c in cases] == ["qty=3, rate=1.50, note=x", "qty=3, rate=1.50, note=007"]
+
+
+def test_rows_written_before_rows_named_their_procedure_are_cases_only_of_a_suites_run(make_run: Any) -> None:
+    """A row without ``procedure`` (a store written before rows recorded it, as benchmarks/stores/prod-streamed)
+    is a case by its id when its run read a suite, and an instance when its run read an instances file."""
+    from stepguard.bench.aggregate import aggregate_run
+
+    rows = [{"id": "p/1", "n_steps": 4, "lookback": None, "correct": True}]
+    for where, suite in [("/x/cases", True), ("/x/inv.yaml", True), ("/x/mine.jsonl", False), (None, False)]:
+        runs = []
+        for mode in ("raw", "guarded"):
+            run = make_run(f"{mode}-{suite}-{str(where).replace('/', '_')}", mode, rows)
+            meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+            meta["instances"] = where
+            (run / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+            runs.append(run)
+        assert (aggregate_run(runs[0]).suite_rows == 1) is suite
+        assert [p.procedure for p in compare_runs(*runs).configs] == (["p"] if suite else [None])

@@ -266,6 +266,6 @@ def aggregate_run(rundir: str | Path) -> RunAggregate:
         agg.configs.setdefault(key, Cell()).add(row)
         agg.by_steps.setdefault(key[0], Cell()).add(row)
         agg.overall.add(row)
-        agg.suite_rows += procedure_of(row) is not None
+        agg.suite_rows += procedure_of(row, agg.meta) is not None
     agg.unresolved_errors = len({r["id"] for r in iter_rows(rundir / ERRORS)} - done)
     return agg
