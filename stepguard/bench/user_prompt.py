@@ -243,8 +243,10 @@ def _json_value(value: Any, type_: str | None) -> str:
     JSON string unless the value is a number or a boolean."""
     if type_ in ("string", "one_of"):
         return json.dumps(value if isinstance(value, str) else _text(value))
-    if isinstance(value, bool) or type_ == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return "true" if value is True or isinstance(value, str) and value.strip().lower() == "true" else "false"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if type_ == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower()
     if isinstance(value, str) and type_ is None:
         return json.dumps(value)
     written = value.strip() if isinstance(value, str) else _text(value)
