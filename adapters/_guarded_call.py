@@ -265,6 +265,8 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
         try:
             found = inputs_from_messages(messages)
         except InvalidGuardedCall as exc:
+            if exc.location != "inputs":  # a message the guard cannot read at all: refused where it is, as the proxy does
+                raise
             raise InvalidGuardedCall(str(exc).split(": ", 1)[1], f"{_WHERE}.inputs") from None
         run, messages = dataclasses.replace(run, inputs=found.inputs), found.context
     return GuardedCall(

@@ -73,11 +73,6 @@ def case_messages(inst: Instance | ProcedureCase) -> tuple[list[ChatMessage], in
     return prompt.render(written, [i.name for i in inst.to_procedure().inputs]), prompt.max_tokens, "user"
 
 
-def _kind(procedure: Procedure) -> str:
-    step = next((s for s in procedure.steps if s.var == procedure.answer_var), None)
-    return step.type if step is not None and step.type in ("boolean", "string", "one_of") else "number"
-
-
 def score_case(inst: Instance | ProcedureCase, text: str) -> tuple[Score, dict[str, Any]]:
     """Score a raw-mode reply of ``inst``: ``(score, extra row fields)``.
 
@@ -100,7 +95,9 @@ def score_case(inst: Instance | ProcedureCase, text: str) -> tuple[Score, dict[s
     if prompt is None:
         return score, {"raw_prompt": "stepguard", "deviated_at": where_raw_went_wrong(inst, text, score)}
     procedure = inst.to_procedure()
-    read = prompt.read_answer(text, _kind(procedure))
+    from stepguard.bench.user_prompt import answer_kind
+
+    read = prompt.read_answer(text, answer_kind(procedure))
     expected = inst.exact_expected.get(procedure.answer_var)
     correct = read.text is not None and _equal(read.value, expected)
     steps_right = score.distinct_steps == score.n_steps == score.step_values_correct

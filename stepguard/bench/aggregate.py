@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.bench._results import numbered_results, row_error
+from stepguard.bench.compare import procedure_of
 from stepguard.bench.rows import ACTIONS, ENDINGS, caught_deviations
 from stepguard.bench.stats import rate as stats_rate
 from stepguard.bench.store import ERRORS, iter_rows, read_meta
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
-__all__ = ["LABEL_HEADINGS", "Cell", "RunAggregate", "aggregate_run", "rate"]
+__all__ = ["LABEL_HEADINGS", "Cell", "RunAggregate", "aggregate_run", "distinct_labels", "rate"]
 
 LABEL_HEADINGS: dict[str, str] = {
     "missing_answer": "missing", "premature_answer": "premature", "under_executed": "under-exec",
@@ -174,6 +175,11 @@ class RunAggregate:
     by_steps: dict[int, Cell] = field(default_factory=dict)
     overall: Cell = field(default_factory=Cell)
     unresolved_errors: int = 0
+    suite_rows: int = 0
+    """Rows that are cases of a user's suite (:func:`stepguard.bench.compare.procedure_of`), not instances."""
+    folder: str | None = None
+    """The run folder as the label names it; ``None``: its name (:func:`distinct_labels` sets a longer
+    path where two runs of one report would otherwise have one label)."""
 
     @property
     def mode(self) -> str:
@@ -202,7 +208,8 @@ class RunAggregate:
         """A short name for tables and plot titles: the mode, the run folder's name where it is not
         the mode (two guarded runs side by side), the model, its runtime where it is not the default,
         and ``SIMULATED`` where it applies."""
-        folder = f" ({self.rundir.name})" if self.rundir.name != self.mode else ""
+        name = self.folder or self.rundir.name
+        folder = f" ({name})" if name != self.mode else ""
         runtime = f" · {self.runtime} runtime" if self.runtime else ""
         return f"{self.mode}{folder} · {self.model}{runtime}" + (" · SIMULATED" if self.simulated else "")
 
@@ -231,6 +238,21 @@ class RunAggregate:
         }
 
 
+def distinct_labels(runs: list[RunAggregate]) -> None:
+    """Give runs that would share a label (two folders both named ``raw``, one model) labels that tell
+    them apart: each such run's folder is named by as many of its path's last parts as that takes
+    (``a/raw``, ``b/raw``). A report's table headings, summary.json's per-case columns and the plots'
+    legends are keyed by label, so two runs with one label would read as one."""
+    for depth in range(1, max((len(r.rundir.resolve().parts) for r in runs), default=1) + 1):
+        labels = [r.label for r in runs]
+        clashing = {lb for lb in labels if labels.count(lb) > 1}
+        if not clashing:
+            return
+        for r in runs:
+            if r.label in clashing:
+                r.folder = "/".join(r.rundir.resolve().parts[-depth - 1:])
+
+
 def aggregate_run(rundir: str | Path) -> RunAggregate:
     """Fold a run folder's results.jsonl (streamed) into a :class:`RunAggregate`.
 
@@ -251,5 +273,6 @@ def aggregate_run(rundir: str | Path) -> RunAggregate:
         agg.configs.setdefault(key, Cell()).add(row)
         agg.by_steps.setdefault(key[0], Cell()).add(row)
         agg.overall.add(row)
+        agg.suite_rows += procedure_of(row, agg.meta) is not None
     agg.unresolved_errors = len({r["id"] for r in iter_rows(rundir / ERRORS)} - done)
     return agg

@@ -25,7 +25,7 @@ from stepguard.bench.store import read_meta
 
 __all__ = [
     "METRIC_FIELDS", "METRIC_HEADINGS", "Comparison", "InstancesDiffer", "NoSharedInstances", "Paired", "compare_runs", "mcnemar_exact",
-    "procedure_of",
+    "names_a_suite", "procedure_of",
 ]
 
 Metric = Literal["correct", "exact", "verified"]
@@ -236,7 +236,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
             differ.append(f"{row['id']!r} ({raw_at} vs {path}:{lineno})")
             continue
         ok = bool(row.get(guarded_field))
-        n_steps, lookback, procedure = row["n_steps"], row.get("lookback"), procedure_of(row)
+        n_steps, lookback, procedure = row["n_steps"], row.get("lookback"), procedure_of(row, meta[guarded_dir])
         key = (procedure or "", n_steps, lookback or 0)
         groups.setdefault(key, Paired(n_steps, lookback, procedure)).add(raw_ok, ok)
         cmp.overall.add(raw_ok, ok)
@@ -259,16 +259,32 @@ def compare_runs(run_a: str | Path, run_b: str | Path, metric: Metric = "correct
     return cmp
 
 
-def procedure_of(row: dict[str, Any]) -> str | None:
-    """The procedure a result row is a case of, or ``None`` for a generated instance.
+def procedure_of(row: dict[str, Any], meta: dict[str, Any] | None = None) -> str | None:
+    """The procedure a result row is a case of, or ``None`` for an instance of an instances file.
 
-    A case of a user's suite has no look-back; its procedure is the row's ``procedure`` field where
-    it has one, else its id up to the last ``/`` (``shipping/light-zone-1`` is a case of
-    ``shipping``). A generated instance has a look-back (its configuration groups it instead).
+    A case of a user's suite records its procedure in the row (``procedure``). A row written before
+    rows did is a case when it has no look-back, its id is ``<file stem>/<set id>`` (up to the first
+    ``/``: a file name holds no ``/``, an input set's id may; ``shipping/light-zone-1`` is a case of
+    ``shipping``) and its run, given ``meta`` (its run.json), ran a suite (:func:`names_a_suite`). An
+    instance of an instances file, generated or with a null look-back, is none: its configuration
+    groups it.
     """
-    if row.get("lookback"):
+    if row.get("procedure"):
+        return str(row["procedure"])
+    if row.get("lookback") or "/" not in str(row["id"]) or meta is not None and not names_a_suite(meta):
         return None
-    return str(row.get("procedure") or str(row["id"]).rsplit("/", 1)[0])
+    return str(row["id"]).split("/", 1)[0]
+
+
+def names_a_suite(meta: dict[str, Any]) -> bool:
+    """Did the run of this run.json read a suite (a folder or a procedure file), not an instances file?"""
+    from stepguard.bench.suites import PROCEDURE_SUFFIXES
+
+    where = meta.get("instances")
+    if not isinstance(where, str):
+        return False
+    path = Path(where)
+    return path.suffix.lower() in PROCEDURE_SUFFIXES or not path.suffix or path.is_dir()
 
 
 def _model_warnings(raw: dict[str, Any], guarded: dict[str, Any]) -> list[str]:

@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run
+from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run, distinct_labels
 from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
 from stepguard.bench.overlay import MODELS_CAPTION, curves_from_runs, plot_models, plot_overlay
 from stepguard.bench.plots import plot_accuracy, plot_guard_cost, plot_labels
 from stepguard.bench.rows import ENDINGS
-from stepguard.bench.suite_report import SUITE_NOTE, case_table, is_suite_run, plot_procedures, procedure_table, suite_run
+from stepguard.bench.suite_report import SUITE_NOTE, case_table, check_same_cases, is_suite_run, plot_procedures, procedure_table, suite_run
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
 
 __all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
@@ -51,6 +51,16 @@ __all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
 NOTE = ("Benchmark: stepguard's reconstruction of the procedural-execution benchmark of Panda et al. "
         "(arXiv 2605.00817); generator, prompt and scoring rules are ours, so these are not the paper's numbers.")
 SIM_BANNER = "SIMULATED: at least one run used the simulated executor; its numbers measure the harness, not a model."
+
+
+def _md_line(text: str) -> str:
+    """``text`` on one Markdown line: line breaks as ``<br>``."""
+    return "<br>".join(text.splitlines()) if "\n" in text or "\r" in text else text
+
+
+def _md_cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table: ``|`` escaped, line breaks as ``<br>``."""
+    return _md_line(text.replace("|", "\\|"))
 
 
 @dataclass
@@ -62,9 +72,10 @@ class Table:
     rows: list[list[str]]
 
     def markdown(self) -> str:
-        """The table as GitHub-flavoured Markdown under a ``###`` title."""
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        """The table as GitHub-flavoured Markdown under a ``###`` title; a cell's ``|`` escaped and its
+        line breaks written ``<br>``, so a value with either (an input, a model's answer) stays in its cell."""
+        lines = [f"### {_md_line(self.title)}", "", "| " + " | ".join(map(_md_cell, self.header)) + " |", "|" + "---|" * len(self.header)]
+        lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in self.rows]
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
@@ -301,7 +312,8 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     Raises:
         RunStoreError: a folder is not a run store, or holds a corrupt line, a duplicate id or a row
             without a usable field (names file and line).
-        InstancesDiffer: a raw and a guarded run share ids whose instances differ (a ValueError).
+        InstancesDiffer: a raw and a guarded run share ids whose instances differ, or two runs of a
+            user's suite do (their per-case table would show two cases as one; a ValueError).
         ValueError: no run folders given, or one given twice.
 
     Nothing is created in ``outdir`` (nor ``outdir`` itself) before every run folder has been read.
@@ -310,6 +322,7 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
         raise ValueError("give at least one run directory")
     _refuse_repeats(rundirs)
     runs = [aggregate_run(d) for d in rundirs]
+    distinct_labels(runs)
     if all(is_suite_run(r) for r in runs):
         return _build_suite_report(runs, Path(outdir))
     n_head = headline_steps(runs)
@@ -359,6 +372,7 @@ def _build_suite_report(runs: Sequence[RunAggregate], out: Path) -> Report:
     every case, the paired tables, rates per procedure, the per-case table and the per-procedure figure;
     no paper framing and no figure over step counts."""
     suite_runs = [suite_run(r) for r in runs]
+    check_same_cases(suite_runs)
     head_table, head_data = _headline(runs, None, suite=True)
     paired = _paired(runs)
     out.mkdir(parents=True, exist_ok=True)

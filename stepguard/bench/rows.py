@@ -117,9 +117,11 @@ def instance_sha256(inst: Instance | ProcedureCase) -> str:
 
 def _base(inst: Instance | ProcedureCase, mode: str) -> dict[str, Any]:
     out = {"id": inst.id, "n_steps": inst.n_steps, "lookback": inst.lookback, "mode": mode, "instance_sha256": instance_sha256(inst)}
-    if hasattr(inst, "procedure"):  # a suite's case: what the per-case table shows beside the answers
-        out["procedure"] = inst.id.rsplit("/", 1)[0]
-        out["inputs"] = {k: _plain(v) for k, v in inst.inputs.items()}
+    from stepguard.bench.suites import ProcedureCase
+
+    if isinstance(inst, ProcedureCase):  # a suite's case: what the per-case table shows beside the answers
+        out["procedure"] = inst.procedure_name
+        out["inputs"] = {k: _plain(inst.written.get(k, v)) for k, v in inst.inputs.items()}  # as the input set writes them: 1.50
         out["expected_answer"] = _plain(inst.answer)
     return out
 

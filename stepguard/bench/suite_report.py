@@ -31,7 +31,7 @@ from stepguard.bench.compare import procedure_of
 if TYPE_CHECKING:
     from stepguard.bench.report import Table
 
-__all__ = ["SUITE_NOTE", "SuiteRun", "case_table", "is_suite_run", "plot_procedures", "procedure_table", "suite_run"]
+__all__ = ["SUITE_NOTE", "SuiteRun", "case_table", "check_same_cases", "is_suite_run", "plot_procedures", "procedure_table", "suite_run"]
 
 SUITE_NOTE = ("Your procedures: each case is a procedure file with one of its input sets. Raw mode sends a procedure's "
               "own prompt file (NAME.prompt.yaml: the user's messages, the answer read as declared) where it has one, "
@@ -41,8 +41,9 @@ _RATE_NAME = {"raw": "answer right", "guarded": "verified completion"}
 
 
 def is_suite_run(run: RunAggregate) -> bool:
-    """Is ``run`` a run of procedure files (every row without a look-back), not of generated instances?"""
-    return run.overall.n > 0 and all(lb == 0 for _, lb in run.configs)
+    """Is ``run`` a run of a user's suite (every row a case of a procedure file), not of an instances file?
+    An instances file's rows are never cases, even with no look-back (a JSONL of the user's own procedures)."""
+    return run.overall.n > 0 and run.suite_rows == run.overall.n
 
 
 @dataclass
@@ -69,6 +70,30 @@ def suite_run(agg: RunAggregate) -> SuiteRun:
         out.rows[str(row["id"])] = row
         out.by_procedure.setdefault(_procedure(row), Cell()).add(row)
     return out
+
+
+def check_same_cases(runs: Sequence[SuiteRun]) -> None:
+    """Refuse runs whose rows of one case id hold different cases (rows' ``instance_sha256``): the
+    per-case table shows one line per id, its inputs and expected answer from the first run, so
+    runs of two suites that share ids (another input set under ``inv/a``) would be shown side by
+    side as if on one case. Rows that record no hash are not checked.
+
+    Raises:
+        InstancesDiffer: the first such id, with the two run folders (a ValueError).
+    """
+    from stepguard.bench.compare import InstancesDiffer
+
+    seen: dict[str, tuple[str, Path]] = {}
+    for r in runs:
+        for case_id, row in r.rows.items():
+            sha = row.get("instance_sha256")
+            if sha is None:
+                continue
+            first = seen.setdefault(case_id, (str(sha), r.agg.rundir))
+            if first[0] != sha:
+                raise InstancesDiffer(
+                    f"case {case_id!r} is another case in {r.agg.rundir} than in {first[1]} (another input set or procedure "
+                    "under the same id): runs of different suites do not share a per-case table; report each suite's runs apart")
 
 
 def _rate_cell(k: int, n: int) -> str:
@@ -173,7 +198,9 @@ def case_table(runs: Sequence[SuiteRun]) -> Table:
     for case_id in ids:
         first = next(r.rows[case_id] for r in runs if case_id in r.rows)
         expected = first.get("expected_answer")
-        line = [f"`{_procedure(first)}`", str(case_id).rsplit("/", 1)[-1], _inputs(first), "-" if expected is None else str(expected)]
+        proc = _procedure(first)
+        case = str(case_id).removeprefix(proc + "/")
+        line = [f"`{proc}`", case, _inputs(first), "-" if expected is None else str(expected)]
         for r in runs:
             row = r.rows.get(case_id)
             answer = None if row is None else row.get("first_answer")

@@ -92,8 +92,9 @@ class ProcedureCase:
 
     @property
     def procedure_name(self) -> str:
-        """The procedure file's stem, the part of :attr:`id` before the ``/`` (``"payroll"``)."""
-        return self.id.rsplit("/", 1)[0]
+        """The procedure file's stem, the part of :attr:`id` before the first ``/`` (``"payroll"``; a
+        file name holds no ``/``, an input set's id may: ``payroll/eu/a`` is set ``eu/a`` of ``payroll``)."""
+        return self.id.split("/", 1)[0]
 
     @property
     def n_steps(self) -> int:

@@ -18,17 +18,22 @@ procedure, and raw mode sends exactly those, reading the answer the way their co
 
 Placeholders in a message's content: ``{name}`` is the input ``name``'s value as the input set
 writes it (``{weight_kg}`` -> ``25.5``), ``{inputs_json}`` every input as one JSON object in the
-procedure's order (``{"weight_kg": 25.5, "zone": 2}``: numbers as JSON numbers, text as JSON
-strings). ``{{name}}`` writes a literal ``{name}``. Nothing else is special, so JSON examples and
-``$`` in a prompt stay as written; a ``{name}`` that is no input is refused when the file loads
+procedure's order (``{"weight_kg": 25.5, "zone": 2}``: each value as its declared type, numbers as
+JSON numbers, text inputs as JSON strings even where they look like numbers, ``"02139"``).
+``{{name}}`` writes a literal ``{name}``. Nothing else is special, so JSON examples and ``$`` in a
+prompt stay as written; a ``{name}`` that is no input is refused when the file loads
 (with the closest input's name), so a typo never reaches the model unreplaced.
 
 The answer is read exactly or refused, never guessed (the notation of
 :func:`stepguard.evaluator.read_number`, as the trace parser reads step values):
 
-* ``last_number``: the last number in the reply (``... so the price is $40.17.`` -> 40.17). A last
-  number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``) is refused, not cut to a prefix.
-* ``json_field``: ``field`` (dots for nesting, ``result.price``) of the JSON object the reply is,
+* ``last_number`` (an answer that is a number; a boolean or text answer is read by one of the
+  other two): the last number in the reply (``... so the price is $40.17.`` -> 40.17). A last
+  number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``, ``0x1F``) or is the last part of a
+  date, a time, a range or a fraction (``2024-05-01``, ``12:30``, ``3-5``, ``1/2``) is refused, not
+  cut to a part.
+* ``json_field``: ``field`` (dots for nesting, ``result.price``; a number picks an array's item,
+  ``items.0.price``, ``steps.-1.value`` the last) of the JSON object the reply is,
   or of the first JSON object in it (a fenced block or inline); a number or a string holding one.
 * ``regex``: the one group of the first match of ``pattern`` (Python syntax, searched in the whole
   reply), read as a number (or as text, for a text or boolean answer step).
@@ -55,7 +60,7 @@ from stepguard.evaluator import Number, format_number, read_number
 from stepguard.model import ChatMessage
 from stepguard.procedure import LoadLimits, Procedure, load_inputs_file
 
-__all__ = ["PROMPT_SUFFIXES", "AnswerRead", "UserPrompt", "load_user_prompt", "number_texts"]
+__all__ = ["PROMPT_SUFFIXES", "AnswerRead", "UserPrompt", "answer_kind", "load_user_prompt", "number_texts"]
 
 PROMPT_SUFFIXES: tuple[str, ...] = (".prompt.yaml", ".prompt.yml", ".prompt.json")
 """File endings of prompt files beside ``NAME.yaml``; a procedure may have only one."""
@@ -78,6 +83,11 @@ INPUTS_JSON = "inputs_json"
 # ``1,176.50`` is read whole and ``12,5`` is refused whole rather than read as 5.
 _RUN = re.compile(r"(?<![\w.])([-+\u2212]?)(\d(?:[\d.,\u2009\u202f]|\{,\}|\\,)*+)")
 _AFTER_REFUSED = re.compile(r"[eE][-+]?\d|\s*%")
+_GLUE = "-/:\u2212\u2013\u2014\u00a0"
+"""Characters that join a number to digits before it into one token (a date, a time, a range, a fraction)."""
+_TOKEN_HEAD = re.compile(r"[\w.,\-/:\u2212\u2013\u2014\u00a0]*$")
+_WORD_TAIL = re.compile(r"\w*")
+_TOKEN_TAIL = re.compile(r"[\w\-/:\u2212\u2013\u2014\u00a0]*")
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
@@ -114,6 +124,9 @@ class UserPrompt:
     """``regex``: the pattern, one group."""
     max_tokens: int | None = None
     """Raw mode's cap on generated tokens for this prompt; ``None``: the per-step default."""
+    input_types: tuple[tuple[str, str], ...] = ()
+    """``(input name, declared type)`` of the procedure's inputs, in its order: what ``{inputs_json}``
+    writes each value as (text inputs as JSON strings, numbers as JSON numbers, booleans as ``true``/``false``)."""
 
     def render(self, inputs: Mapping[str, Any], order: list[str] | None = None) -> list[ChatMessage]:
         """The messages for one input set, placeholders filled in.
@@ -121,10 +134,11 @@ class UserPrompt:
         Args:
             inputs: input name -> value as the input set writes it (``"25.5"``, ``Decimal('25.50')``,
                 ``2``) or as bound (``Fraction(51, 2)``); numbers are written as decimals.
-            order: the inputs' order in ``{inputs_json}`` (default: ``inputs``' own).
+            order: the inputs' order in ``{inputs_json}`` (default: the procedure's, then ``inputs``' own).
         """
-        keys = order or list(inputs)
-        as_json = "{" + ", ".join(f"{json.dumps(k)}: {_json_value(inputs[k])}" for k in keys if k in inputs) + "}"
+        types = dict(self.input_types)
+        keys = order or [*(k for k in types if k in inputs), *(k for k in inputs if k not in types)]
+        as_json = "{" + ", ".join(f"{json.dumps(k)}: {_json_value(inputs[k], types.get(k))}" for k in keys if k in inputs) + "}"
 
         def fill(m: re.Match[str]) -> str:
             if m.group(1) is not None:
@@ -148,16 +162,21 @@ class UserPrompt:
             if m is None:
                 return AnswerRead(None, None, "the pattern does not match the reply")
             return _read_value(m.group(1) or "", kind)
-        if kind != "number":
-            return _read_value(text.strip().splitlines()[-1] if text.strip() else "", kind)
+        if kind != "number":  # load_user_prompt refuses this format for such an answer
+            return AnswerRead(None, None, f"last_number reads a number, and the answer is {kind}")
         runs = list(_RUN.finditer(text))
         if not runs:
             return AnswerRead(None, None, "no number in the reply")
-        last = runs[-1]
-        written = last.group(1) + last.group(2).rstrip(".,")
-        if _AFTER_REFUSED.match(text, last.start(2) + len(last.group(2).rstrip(".,"))):
-            return AnswerRead(None, None, f"{written!r} is followed by an exponent or a percent sign")
+        written, refused = _whole(text, runs[-1])
+        if refused is not None:
+            return AnswerRead(None, None, refused)
         return _read_value(written, "number")
+
+
+def answer_kind(procedure: Procedure) -> str:
+    """How an answer of ``procedure`` is read: ``boolean``, ``string`` or ``one_of`` (text), else ``number``."""
+    step = next((s for s in procedure.steps if s.var == procedure.answer_var), None)
+    return step.type if step is not None and step.type in ("boolean", "string", "one_of") else "number"
 
 
 def number_texts(text: str) -> list[Number]:
@@ -165,11 +184,42 @@ def number_texts(text: str) -> list[Number]:
     shows the value" means when the report looks for where a reply without step lines went wrong."""
     out: list[Number] = []
     for m in _RUN.finditer(text):
+        written, refused = _whole(text, m)
+        if refused is not None:
+            continue
         try:
-            out.append(read_number(m.group(1) + m.group(2).rstrip(".,")))
+            out.append(read_number(written))
         except (EvaluationError, ValueError):
             continue
     return out
+
+
+def _whole(text: str, run: re.Match[str]) -> tuple[str, str | None]:
+    """A run of :data:`_RUN` as written, and why it is not one number on its own (``None``: it is).
+
+    It is not when it is the tail of a token joined to digits before it (``2024-05-01``, ``12:30``,
+    ``05/01/2024``, ``40-45``, ``1 176.50`` with a no-break space), when the text runs on from it into
+    more digits (``0x1F``, ``40_17``, ``40½``, ``2²``), or when an exponent or a percent sign follows
+    (``1e3``, ``7.5%``): reading its digits alone would cut a date to its day or a hex number to 0.
+    """
+    body = run.group(2).rstrip(".,")
+    written = run.group(1) + body
+    start, end = run.start(), run.start(2) + len(body)
+    tail = _WORD_TAIL.match(text, end)
+    tail_text = tail.group() if tail else ""
+    joined_before = not run.group(1) and start >= 2 and text[start - 1] in _GLUE and text[start - 2].isdigit()
+    joined_after = text[end:end + 1] in tuple(_GLUE) and text[end + 1:end + 2].isdigit()
+    if joined_before or joined_after:
+        more = _TOKEN_TAIL.match(text, end) if joined_after else None
+        tail_text = more.group() if more else tail_text
+        head = _TOKEN_HEAD.search(text, 0, start)
+        token = (head.group() if head else "") + text[start:end] + tail_text
+        return written, f"{token!r} is not one number (a date, a time, a range or a fraction: its last part is not the answer)"
+    if _AFTER_REFUSED.match(text, end):
+        return written, f"{written!r} is followed by an exponent or a percent sign"
+    if any(c.isnumeric() for c in tail_text):
+        return written, f"{written + tail_text!r} is not one number (it runs on into more digits)"
+    return written, None
 
 
 def _text(value: Any) -> str:
@@ -181,18 +231,32 @@ def _text(value: Any) -> str:
     return format_number(value)
 
 
-def _json_value(value: Any) -> str:
-    """An input value as a JSON value: a number (written as the input set writes it) or a string."""
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+"""A number as JSON writes one (RFC 8259, section 6): ASCII digits, no sign but a minus, no leading zero."""
+
+
+def _json_value(value: Any, type_: str | None) -> str:
+    """An input value as a JSON value of its declared type: a text input (``string``, ``one_of``) a JSON
+    string whatever it looks like (``"02139"``, ``"2"``), a boolean ``true``/``false``, a number a JSON
+    number as the input set writes it where that is one (``25.50``), else its exact decimal (``+1.5`` ->
+    ``1.5``, ``1,000`` -> ``1000``). Without a declared type (a name the procedure does not declare): a
+    JSON string unless the value is a number or a boolean."""
+    if type_ in ("string", "one_of"):
+        return json.dumps(value if isinstance(value, str) else _text(value))
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        try:
-            read_number(value)
-        except (EvaluationError, ValueError):
-            return json.dumps(value)
-        return value.strip() if re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", value) else json.dumps(value)
-    text = _text(value)
-    return text if re.fullmatch(r"-?\d+(?:\.\d+)?", text) else json.dumps(text)
+    if type_ == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower()
+    if isinstance(value, str) and type_ is None:
+        return json.dumps(value)
+    written = value.strip() if isinstance(value, str) else _text(value)
+    if _JSON_NUMBER.fullmatch(written):
+        return written
+    try:
+        exact = format_number(read_number(written))
+    except (EvaluationError, ValueError):
+        return json.dumps(written)
+    return exact if _JSON_NUMBER.fullmatch(exact) else json.dumps(written)
 
 
 def _read_value(written: str, kind: str) -> AnswerRead:
@@ -247,12 +311,7 @@ def _read_json(text: str, path: str, kind: str) -> AnswerRead:
     if not objects:
         return AnswerRead(None, None, "no JSON object in the reply")
     for obj in objects:
-        cur: Any = obj
-        for part in path.split("."):
-            if not isinstance(cur, dict) or part not in cur:
-                cur = _MISSING
-                break
-            cur = cur[part]
+        cur = _field(obj, path)
         if cur is _MISSING:
             continue
         if isinstance(cur, bool):
@@ -271,6 +330,21 @@ def _read_json(text: str, path: str, kind: str) -> AnswerRead:
 
 
 _MISSING = object()
+_INDEX = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def _field(obj: Any, path: str) -> Any:
+    """The value at a dotted ``path`` of parsed JSON, else :data:`_MISSING`: a part names an object's
+    key, or, on an array, an item by its position (``items.0.price``; ``-1`` the last, as Python counts)."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and _INDEX.fullmatch(part) and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
 
 
 def _refuse(message: str, where: str) -> ProcedureError:
@@ -334,13 +408,17 @@ def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits 
     allowed = {"last_number": {"format"}, "json_field": {"format", "field"}, "regex": {"format", "pattern"}}
     if fmt not in allowed:
         raise _refuse(f"format must be last_number, json_field or regex, not {fmt!r}", at)
+    kind = answer_kind(procedure)
+    if fmt == "last_number" and kind != "number":
+        raise _refuse(f"format last_number reads a number, and the answer {procedure.answer_var!r} is {kind}: read it with "
+                      "{format: regex, pattern: '...(one group)...'} or {format: json_field, field: NAME}", at)
     if set(answer) != allowed[fmt]:
         raise _refuse(f"format {fmt} takes exactly {sorted(allowed[fmt])}, got {sorted(answer)}", at)
     field_path = pattern = None
     if fmt == "json_field":
         field_path = answer["field"]
         if not isinstance(field_path, str) or not re.fullmatch(r"[^.\s]+(?:\.[^.\s]+)*", field_path):
-            raise _refuse(f"field must be a name or a dotted path (result.price), not {field_path!r}", at)
+            raise _refuse(f"field must be a name or a dotted path (result.price, items.0.price), not {field_path!r}", at)
     if fmt == "regex":
         pattern = answer["pattern"]
         if not isinstance(pattern, str):
@@ -354,4 +432,5 @@ def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits 
     max_tokens = data.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
         raise _refuse(f"max_tokens must be a whole number of at least 1, not {max_tokens!r}", f"{where}: max_tokens")
-    return UserPrompt(p, hashlib.sha256(p.read_bytes()).hexdigest(), tuple(messages), fmt, field_path, pattern, max_tokens)
+    return UserPrompt(p, hashlib.sha256(p.read_bytes()).hexdigest(), tuple(messages), fmt, field_path, pattern, max_tokens,
+                      tuple((i.name, str(i.type)) for i in procedure.inputs))

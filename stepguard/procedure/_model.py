@@ -290,6 +290,37 @@ def _is_expected_check(check: str) -> bool:
         return False
 
 
+def _choice_problems(tree: ast.AST, choices_of: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Comparisons of a ``one_of`` name with text that is none of its choices (``zone == 'eu'`` where
+    the choices are ``EU, US``): such a comparison is never true, so its branch is dead and every run
+    takes the other one, verified. ``==``, ``!=``, ``in`` and ``not in`` (a tuple, list or set of texts)."""
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True):
+            for name, other in ((a, b), (b, a)):
+                if not isinstance(name, ast.Name) or name.id not in choices_of:
+                    continue
+                if isinstance(op, (ast.Eq, ast.NotEq)):
+                    texts = [other]
+                elif isinstance(op, (ast.In, ast.NotIn)) and other is b and isinstance(other, (ast.Tuple, ast.List, ast.Set)):
+                    texts = list(other.elts)
+                else:
+                    continue
+                choices = choices_of[name.id]
+                for t in texts:
+                    if isinstance(t, ast.Constant) and isinstance(t.value, str) and t.value not in choices:
+                        from stepguard.procedure._values import did_you_mean
+
+                        hint = did_you_mean(t.value, choices) or next(
+                            (f" (did you mean {c!r}?)" for c in choices if c.lower() == t.value.lower()), "")
+                        out.append(f"compares {name.id!r} with {t.value!r}, which is none of its choices ({', '.join(choices)}): "
+                                   f"that comparison is never true{hint}")
+    return out
+
+
 class Procedure(BaseModel):
     """A multi-step procedure: a name, declared inputs, ordered steps.
 
@@ -324,10 +355,13 @@ class Procedure(BaseModel):
             raise field_error("steps", "a procedure needs at least one step")
         problems: list[tuple[str, str]] = []  # (location, message): every problem, not only the first
         known: set[str] = set()
+        choices_of: dict[str, tuple[str, ...]] = {}  # one_of names so far -> their choices
         for i, inp in enumerate(self.inputs):
             if inp.name in known:
                 problems.append((f"inputs[{i}].name", f"duplicate input {inp.name!r}"))
             known.add(inp.name)
+            if inp.choices is not None:
+                choices_of[inp.name] = inp.choices
         inputs = frozenset(known)
         for i, step in enumerate(self.steps):
             if step.var in known:
@@ -344,14 +378,22 @@ class Procedure(BaseModel):
                     problems.append((f"steps[{i}].{field} ({step.var})", str(exc)))
                     continue
                 allowed = known | {"value"} if field == "check" or field.endswith(".check") else known
+                is_check = field == "check" or field.endswith(".check")
+                own = {"value": step.choices} if is_check and step.choices is not None and step.type == "one_of" else {}
+                problems.extend((f"steps[{i}].{field} ({step.var})", m) for m in _choice_problems(compiled.tree, {**choices_of, **own}))
                 for name in compiled.names:
                     if name not in allowed:
                         later = any(s.var == name for s in self.steps[i:])
                         why = "is defined by a later step" if later else "is not an input or an earlier variable"
                         problems.append((f"steps[{i}].{field} ({step.var})", f"reads {name!r}, which {why}"))
             known.add(step.var)
+            if step.type == "one_of" and step.choices is not None:
+                choices_of[step.var] = step.choices
         if self.answer is not None and self.answer not in known - inputs:
-            problems.append(("answer", f"answer {self.answer!r} is not a step variable"))
+            from stepguard.procedure._values import did_you_mean
+
+            hint = did_you_mean(self.answer, [s.var for s in self.steps])
+            problems.append(("answer", f"answer {self.answer!r} is not a step variable{hint}"))
         if problems:
             raise procedure_error(problems)
         return self
