@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from stepguard.evaluator import format_number
@@ -27,28 +28,31 @@ def format_value(value: Any) -> str:
     return value if isinstance(value, str) else format_number(value)
 
 
-def json_text(data: Any, indent: int | None = None) -> str:
+def json_text(data: Any, indent: int | None = None, *, separators: tuple[str, str] = (", ", ": ")) -> str:
     """``data`` as JSON, every number exact: a ``Decimal`` as written (``2.50``), a ``Fraction`` in
-    its shortest exact form, a ``float`` as ``json`` writes it. Compact on one line (``", "`` and
-    ``": "`` between items) unless ``indent`` (spaces a level) asks for one item a line.
+    its shortest exact form, a ``float`` as ``json`` writes it. On one line, ``separators`` (between
+    items, after a key; ``(",", ":")`` for a wire format) between items, unless ``indent`` (spaces a
+    level) asks for one item a line.
 
     Raises:
         EvaluationError: a number with no finite decimal form (``1/3``), via :func:`format_number`.
     """
-    return _json_text(data, indent, 0)
+    return _json_text(data, indent, 0, separators)
 
 
-def _json_text(data: Any, indent: int | None, depth: int) -> str:
+def _json_text(data: Any, indent: int | None, depth: int, seps: tuple[str, str]) -> str:
     if isinstance(data, (Mapping, list, tuple)):
-        items = ([f"{json.dumps(str(k), ensure_ascii=False)}: {_json_text(v, indent, depth + 1)}" for k, v in data.items()]
-                 if isinstance(data, Mapping) else [_json_text(v, indent, depth + 1) for v in data])
+        items = ([f"{json.dumps(str(k), ensure_ascii=False)}{seps[1]}{_json_text(v, indent, depth + 1, seps)}" for k, v in data.items()]
+                 if isinstance(data, Mapping) else [_json_text(v, indent, depth + 1, seps) for v in data])
         ends = "{}" if isinstance(data, Mapping) else "[]"
         if indent is None or not items:
-            return ends[0] + ", ".join(items) + ends[1]
+            return ends[0] + seps[0].join(items) + ends[1]
         inner, outer = "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth)
         return ends[0] + inner + ("," + inner).join(items) + outer + ends[1]
     if isinstance(data, Decimal):
         return str(data)
     if isinstance(data, (bool, str, float)) or data is None:
         return json.dumps(data, ensure_ascii=False)
-    return format_number(data)
+    if isinstance(data, (int, Fraction)):
+        return format_number(data)
+    return json.dumps(str(data), ensure_ascii=False)  # anything else as its text, as json.dumps(default=str) wrote it

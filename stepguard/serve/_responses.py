@@ -78,9 +78,10 @@ def error_body(message: str, type: str = "invalid_request_error", param: str | N
 
 
 def json_body(data: Any) -> str:
-    """A body's JSON text on one line, every number exact (:func:`stepguard.procedure.json_text`: a
+    """A body's JSON text on one line, compact (``,`` and ``:`` between items, as the proxy has always
+    written its bodies and events), every number exact (:func:`stepguard.procedure.json_text`: a
     result's list or JSON value holds ``Decimal`` numbers, written with the model's digits)."""
-    return json_text(data)
+    return json_text(data, separators=(",", ":"))
 
 
 def sse(data: dict[str, Any] | str) -> bytes:
