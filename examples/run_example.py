@@ -11,8 +11,9 @@ offline tools of ``examples/agent_tools.py`` given to the guard; raw mode has no
 
 Raw mode: the whole procedure in one prompt (``render_raw_prompt``), the reply parsed with
 ``parse_trace`` and compared, step by step, with the evaluator's expected values. Guarded mode:
-``Guard.run``. Values of steps with a ``scale`` are compared after the step's rounding rule, as the
-guard does.
+``Guard(model).run``, with the settings ``stepguard run`` uses (the defaults by procedure); a
+run a budget stops prints its partial result, as the CLI does. Values of steps with a ``scale``
+are compared after the step's rounding rule, as the guard does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from stepguard import Guard, GuardConfig, load_procedure, parse_trace, render_raw_prompt
+from stepguard import BudgetExhausted, Guard, GuardResult, StepDeviation, load_procedure, parse_trace, render_raw_prompt
 from stepguard.adapters import load_model
 from stepguard.evaluator import format_number
 from stepguard.procedure import Procedure, apply_scale
@@ -89,6 +90,17 @@ def _read(procedure: Procedure, var: str, value: Any, record: Any) -> Any:
     return apply_scale(value, step) if step.scale is not None and value is not None else value
 
 
+def guarded(guard: Guard, procedure: Procedure, inputs: dict[str, Any]) -> GuardResult:
+    """``guard.run``, or the partial result a stopped run carries (``stepguard run`` prints it too)."""
+    try:
+        return guard.run(procedure, inputs)
+    except (BudgetExhausted, StepDeviation) as exc:
+        if exc.result is None:
+            raise
+        print(f"stopped: {exc}")
+        return exc.result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry: ``run_example.py NAME [--model SPEC]``; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     model = load_model(args.model, procedure=procedure)
     try:
         right, total, first = raw_outcome(procedure, inputs, model)
-        result = Guard(model, GuardConfig(on_exhausted="flag")).run(procedure, inputs)
+        result = guarded(Guard(model), procedure, inputs)
     finally:
         close = getattr(model, "close", None)
         if close:
@@ -128,7 +140,7 @@ def run_agent(name: str, procedure: Procedure, spec: str) -> int:
     inputs = AGENT_EXAMPLES[name]
     model = load_model(spec, procedure=procedure)
     try:
-        result = Guard(model, GuardConfig(on_exhausted="flag"), tools=TOOLS).run(procedure, inputs)
+        result = guarded(Guard(model, tools=TOOLS), procedure, inputs)
     finally:
         close = getattr(model, "close", None)
         if close:

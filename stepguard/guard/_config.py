@@ -11,7 +11,8 @@ from stepguard.guard.rungs import rung_names
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "Policy", "beyond_integer_sums"]
+__all__ = ["INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "LadderWarning", "Policy",
+           "beyond_integer_sums", "ladder_mismatch"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -62,6 +63,28 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
         if any(type(node).__name__ not in _SUM_NODES for node in ast.walk(compiled.tree)):
             return True
     return False
+
+
+INTEGER_SUM_RUNGS: frozenset[str] = frozenset({"bridge", "decompose", "commute"})
+"""The rungs that re-ask integer sums and differences only (the :class:`GuardConfig` default ladder)."""
+
+
+class LadderWarning(UserWarning):
+    """A configuration given to a guard whose ladder cannot re-ask the procedure's steps (:func:`ladder_mismatch`)."""
+
+
+def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
+    """Why ``config``'s ladder cannot re-ask ``procedure``'s steps, or ``None`` when it can.
+
+    A ladder of :data:`INTEGER_SUM_RUNGS` only, on a procedure :func:`beyond_integer_sums`, re-asks a
+    product or a decimal step by none of its rungs (docs/policies.md, "Defaults by procedure").
+    """
+    if not beyond_integer_sums(procedure) or not set(config.ladder) <= INTEGER_SUM_RUNGS:
+        return None
+    return (f"procedure {procedure.name!r} has decimal or non-sum steps, and the configuration's ladder "
+            f"({', '.join(config.ladder)}) re-asks integer sums only: a GuardConfig given whole replaces the "
+            f"procedure's defaults; keep them with GuardConfig.for_procedure(procedure, **changes) "
+            f"(docs/python-api.md)")
 
 
 _WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),
