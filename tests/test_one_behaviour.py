@@ -171,3 +171,26 @@ def test_run_says_did_you_mean_and_shows_a_value_as_written(tmp_path: Path) -> N
     (tmp_path / "parcel.yaml").write_text(PARCEL_TEXT)
     out = CliRunner().invoke(app, ["run", str(tmp_path / "parcel.yaml"), "-i", "weight_kg=1", "-i", "items=2.5", "--model", "sim:perfect"])
     assert out.exit_code == 5 and "inputs.items: expected an integer, got 2.5" in out.output  # the proxy's words too
+
+
+def test_a_failed_run_with_no_answer_has_content_null_both_ways(client: GuardedOpenAI, proxy: TestClient) -> None:
+    """A failed run under on_exhausted=flag answers content null (not ""), finish_reason stop and status
+    failed, through the client and the proxy, streamed or not; a verified run's content is unchanged."""
+    run = {"inputs": {"subtotal": "100.10", "rate": "0.1"}, "on_exhausted": "flag", "max_total_tokens": 1}
+    messages = [{"role": "user", "content": "go"}]
+    reply = client.chat.completions.create(model="sim", messages=messages, extra_body={"stepguard": {"procedure": "invoice", **run}})
+    assert (reply.stepguard.status, reply.choices[0].message.content, reply.choices[0].finish_reason) == ("failed", None, "stop")
+    body = {"model": "stepguard/invoice", "messages": messages, "stepguard": run}
+    data = proxy.post("/v1/chat/completions", json=body).json()
+    assert (data["stepguard"]["status"], data["choices"][0]["message"]["content"], data["choices"][0]["finish_reason"]) == (
+        "failed", None, "stop")
+    stream = client.chat.completions.create(model="sim", messages=messages, stream=True,
+                                            extra_body={"stepguard": {"procedure": "invoice", **run}})
+    last = list(stream)[-1]
+    assert (last.choices[0].delta.content, last.choices[0].finish_reason, last.stepguard.status) == (None, "stop", "failed")
+    json_reply = client.chat.completions.create(model="sim", messages=messages, response_format={"type": "json_object"},
+                                                extra_body={"stepguard": {"procedure": "invoice", **run}})
+    assert json.loads(json_reply.choices[0].message.content or "")["answer"] is None  # JSON content: its answer is null
+    ok = client.chat.completions.create(model="sim", messages=messages,
+                                        extra_body={"stepguard": {"procedure": "invoice", "inputs": run["inputs"]}})
+    assert ok.choices[0].message.content == "104.60"
