@@ -36,7 +36,17 @@ steps:
   - {var: base, expr: weight_kg * 2, type: decimal, scale: 2}
   - {var: total, expr: base + items, type: decimal, scale: 2}
 """
-PROCEDURES = {"invoice": load_procedure(ROOT / "examples" / "invoice.yaml"), "parcel": parse_procedure(PARCEL_TEXT, "parcel.yaml")}
+COVER_TEXT = """
+name: cover
+inputs:
+  insured: {type: boolean}
+  insured_value: {type: decimal}
+  price: {type: decimal}
+steps:
+  - {var: fee, expr: "insured_value * 2 if insured else price", type: decimal, scale: 2}
+"""
+PROCEDURES = {"invoice": load_procedure(ROOT / "examples" / "invoice.yaml"), "parcel": parse_procedure(PARCEL_TEXT, "parcel.yaml"),
+              "cover": parse_procedure(COVER_TEXT, "cover.yaml")}
 SYSTEM = {"role": "system", "content": "You price parcels. Reply with the final price."}
 
 # (name, procedure, the call's messages, its stepguard object's inputs or None, other fields, the outcome both ways)
@@ -194,3 +204,26 @@ def test_a_failed_run_with_no_answer_has_content_null_both_ways(client: GuardedO
     ok = client.chat.completions.create(model="sim", messages=messages,
                                         extra_body={"stepguard": {"procedure": "invoice", "inputs": run["inputs"]}})
     assert ok.choices[0].message.content == "104.60"
+
+
+def test_inputs_are_echoed_as_written_through_the_cli_the_client_and_the_proxy(tmp_path: Path, client: GuardedOpenAI,
+                                                                               proxy: TestClient) -> None:
+    """A boolean input is JSON true (not the text "True"), a decimal keeps the places it was written with."""
+    want = {"insured": True, "insured_value": "50.00", "price": "1249.50"}
+    (tmp_path / "cover.yaml").write_text(COVER_TEXT)
+    out = CliRunner().invoke(app, ["run", str(tmp_path / "cover.yaml"), "-i", "insured=true", "-i", "insured_value=50.00",
+                                   "-i", "price=1249.50", "--model", "sim:perfect", "--json", "-q"])
+    assert json.loads(out.stdout)["inputs"] == want, out.output
+    (tmp_path / "in.yaml").write_text("insured: true\ninsured_value: 50.00\nprice: 1249.50\n")
+    out = CliRunner().invoke(app, ["run", str(tmp_path / "cover.yaml"), "--inputs-file", str(tmp_path / "in.yaml"),
+                                   "--model", "sim:perfect", "--json", "-q"])
+    assert json.loads(out.stdout)["inputs"] == want, out.output
+    message = [{"role": "user", "content": '{"insured": true, "insured_value": 50.00, "price": 1249.50}'}]
+    reply = client.chat.completions.create(model="sim", messages=message, extra_body={"stepguard": {"procedure": "cover"}})
+    assert reply.stepguard.inputs == want
+    data = proxy.post("/v1/chat/completions", json={"model": "stepguard/cover", "messages": message}).json()
+    assert data["stepguard"]["inputs"] == want
+    data = proxy.post("/v1/chat/completions", json={"model": "stepguard/cover", "messages": [{"role": "user", "content": "go"}],
+                                                    "stepguard": {"inputs": {"insured": False, "insured_value": "7",
+                                                                             "price": "3.10"}}}).json()
+    assert data["stepguard"]["inputs"] == {"insured": False, "insured_value": "7", "price": "3.10"}

@@ -117,7 +117,8 @@ def _base(inst: Instance | ProcedureCase, mode: str) -> dict[str, Any]:
     out = {"id": inst.id, "n_steps": inst.n_steps, "lookback": inst.lookback, "mode": mode, "instance_sha256": instance_sha256(inst)}
     if hasattr(inst, "procedure"):  # a suite's case: what the per-case table shows beside the answers
         out["procedure"] = inst.id.rsplit("/", 1)[0]
-        out["inputs"] = {k: _plain(v) for k, v in inst.inputs.items()}
+        written = getattr(inst, "written", None) or {}  # as the input set wrote them: 50.00, not 50
+        out["inputs"] = {k: _plain(written.get(k, v)) for k, v in inst.inputs.items()}
         out["expected_answer"] = _plain(inst.answer)
     return out
 

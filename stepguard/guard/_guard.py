@@ -16,8 +16,8 @@ from stepguard.guard._config import GuardConfig, LadderWarning, ladder_mismatch
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
-from stepguard.guard._prompts import PromptSet, format_value
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals
+from stepguard.guard._prompts import PromptSet
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, input_text
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, check_against
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
@@ -480,7 +480,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         procedure=proc.name,
         model=ctx.model.spec,
         simulated=bool(getattr(ctx.model, "simulated", False)),
-        inputs={k: format_value(v) for k, v in ctx.inputs.items()},
+        inputs={k: input_text(v, ctx.places.get(k)) for k, v in ctx.inputs.items()},
         status=status,
         answer=values.get(proc.answer_var),
         answer_var=proc.answer_var,
