@@ -227,3 +227,19 @@ def test_inputs_are_echoed_as_written_through_the_cli_the_client_and_the_proxy(t
                                                     "stepguard": {"inputs": {"insured": False, "insured_value": "7",
                                                                              "price": "3.10"}}}).json()
     assert data["stepguard"]["inputs"] == {"insured": False, "insured_value": "7", "price": "3.10"}
+
+
+def test_a_misspelt_procedure_gets_did_you_mean_through_the_client_and_the_proxy(client: GuardedOpenAI, proxy: TestClient) -> None:
+    messages = [{"role": "user", "content": '{"subtotal": 100.10, "rate": 0.1}'}]
+    with pytest.raises(InvalidGuardedCall) as exc:
+        client.chat.completions.create(model="sim", messages=messages, extra_body={"stepguard": {"procedure": "invoic"}})
+    assert "unknown procedure 'invoic' (did you mean 'invoice'?); known: cover, invoice, parcel" in str(exc.value)
+    by_object = proxy.post("/v1/chat/completions", json={"model": "anything", "messages": messages,
+                                                         "stepguard": {"procedure": "invoic"}})
+    assert by_object.status_code == 404
+    assert by_object.json()["error"]["message"] == "unknown procedure 'invoic' (did you mean 'invoice'?); known: cover, invoice, parcel"
+    by_model = proxy.post("/v1/chat/completions", json={"model": "stepguard/invoic", "messages": messages}).json()["error"]
+    assert by_model["message"] == "unknown procedure 'invoic' (did you mean 'stepguard/invoice'?); known: cover, invoice, parcel"
+    assert by_model["param"] == "model" and by_model["known"] == ["cover", "invoice", "parcel"]
+    far = proxy.post("/v1/chat/completions", json={"model": "stepguard/zzz", "messages": messages}).json()["error"]["message"]
+    assert far == "unknown procedure 'zzz'; known: cover, invoice, parcel"  # nothing close: no guess
