@@ -26,6 +26,7 @@ from stepguard import BudgetExhausted, Guard, GuardResult, StepDeviation, load_p
 from stepguard.adapters import load_model
 from stepguard.evaluator import format_number
 from stepguard.procedure import Procedure, apply_scale
+from stepguard.tools import as_decimal
 from stepguard.verify import read_raw_value
 
 HERE = Path(__file__).parent
@@ -62,8 +63,14 @@ AGENT_EXAMPLES: dict[str, dict[str, Any]] = {
 """Agent-workflow examples (``examples/NAME.yaml``, tools from ``examples/agent_tools.py``) and their inputs."""
 
 
-def _text(value: Any) -> str:
-    return "-" if value is None else value if isinstance(value, str) else format_number(value)
+def _text(value: Any, places: int | None = None) -> str:
+    """A value as the guard shows it: a decimal step's value with its ``places`` (``104.60``)."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    fixed = as_decimal(value, places) if places is not None and not isinstance(value, bool) else None
+    return format(fixed, "f") if fixed is not None else format_number(value)
 
 
 def raw_outcome(procedure: Procedure, inputs: dict[str, Any], model: Any) -> tuple[int, int, str]:
@@ -79,7 +86,8 @@ def raw_outcome(procedure: Procedure, inputs: dict[str, Any], model: Any) -> tup
     first = trace.first_answer
     if first is None:
         return right, len(expected), "(none)"
-    return right, len(expected), _text(_read(procedure, procedure.answer_var, first.value, None))
+    places = procedure.steps[procedure.index_of[procedure.answer_var]].scale
+    return right, len(expected), _text(_read(procedure, procedure.answer_var, first.value, None), places)
 
 
 def _read(procedure: Procedure, var: str, value: Any, record: Any) -> Any:
@@ -112,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_agent(args.name, procedure, args.model)
     inputs = EXAMPLES[args.name]
     want = procedure.expected_values(inputs).get(procedure.answer_var)
+    want_text = _text(want, procedure.steps[procedure.index_of[procedure.answer_var]].scale)
     model = load_model(args.model, procedure=procedure)
     try:
         right, total, first = raw_outcome(procedure, inputs, model)
@@ -121,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         if close:
             close()
     sim = "  [SIMULATED: not a model's accuracy]" if getattr(model, "simulated", False) else ""
-    print(f"{procedure.name} on {args.model}{sim}; inputs {inputs}; expected {procedure.answer_var} = {_text(want)}")
-    print(f"raw:     {right}/{total} steps right; first answer {first} ({'right' if first == _text(want) else 'wrong'})")
+    print(f"{procedure.name} on {args.model}{sim}; inputs {inputs}; expected {procedure.answer_var} = {want_text}")
+    print(f"raw:     {right}/{total} steps right; first answer {first} ({'right' if first == want_text else 'wrong'})")
     print(f"guarded: status {result.status}; answer {result.answer_text} ({'right' if result.answer is not None and result.answer == want else 'wrong'}); "
           f"re-prompts {result.reprompts}; model calls {result.usage.model_calls}")
     for d in result.deviations:

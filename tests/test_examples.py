@@ -60,3 +60,9 @@ def test_runner_runs_guarded_with_the_settings_of_stepguard_run(name: str, capsy
     assert calls is not None, printed
     assert int(calls.group(1)) == cli["usage"]["model_calls"]
     assert f"re-prompts {cli['reprompts']};" in printed
+
+
+def test_runner_shows_values_with_their_places_and_judges_raw_by_them(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_example(["invoice", "--model", "sim:perfect"]) == 0
+    out = capsys.readouterr().out
+    assert "expected total = 104.60" in out and "first answer 104.60 (right)" in out
