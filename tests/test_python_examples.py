@@ -93,3 +93,15 @@ def test_no_warning_where_the_ladder_can_re_ask_the_steps() -> None:
         Guard(load_model("sim:perfect"), config).run(proc, inputs)
         Guard(load_model("sim:perfect"), GuardConfig(ladder=("bridge", "resample"))).run(proc, inputs)
         Guard(load_model("sim:perfect"), GuardConfig(chunk_size=5)).run(sums, {"x": 7, "y": 3})
+
+
+def test_the_benchmarks_integer_instances_with_their_measured_ladder_do_not_warn() -> None:
+    import warnings
+
+    from stepguard import GuardConfig, load_procedure
+    from stepguard.guard import LadderWarning
+
+    n23 = load_procedure(ROOT / "examples/benchmark_n23.yaml")  # integer sums and products
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LadderWarning)
+        Guard(load_model("sim:perfect"), GuardConfig()).run(n23, {"x": 6, "y": 10})
