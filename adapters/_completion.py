@@ -7,7 +7,9 @@ with the result under a ``stepguard`` key.
 One rule ties the two together: the content a stream's deltas add up to is the content the
 ``ChatCompletion`` holds, byte for byte (both are written by one :class:`ContentWriter`):
 
-- text (no ``response_format``): the answer's text, ``"104.60"``, in the final chunk;
+- text (no ``response_format``): the answer's text, ``"104.60"``, in the final chunk; a run with no
+  answer (failed, under ``on_exhausted="flag"``) has content ``null`` (the final delta's too), with
+  ``finish_reason`` ``"stop"`` and ``status`` ``"failed"`` in the result;
 - ``{"type": "json_object"}``: ``{"values": {step: value, ...}, "answer": ..., "status": ...,
   "first_unverified": ...}``, each step's ``"name": value`` as a delta when the step is committed;
 - ``{"type": "json_schema"}``: an object with the schema's properties (step names, and any of
@@ -390,8 +392,12 @@ class ContentWriter:
                 out.append(self._start())
         return "".join(out) + "}"
 
-    def whole(self, result: GuardResult) -> str:
-        """The whole content of a finished run (what a stream of it adds up to)."""
+    def whole(self, result: GuardResult) -> str | None:
+        """The whole content of a finished run (what a stream of it adds up to), or ``None`` for a text
+        answer to a run that has none (a failed run under ``on_exhausted="flag"``): the message's
+        ``content`` is then ``null``, never a ``""`` a caller could store or parse as the answer."""
+        if self.shape.kind == "text" and result.answer_text is None:
+            return None
         return "".join(self.step(s) for s in result.steps if s.provenance != "missing") + self.finish(result)
 
 
@@ -415,7 +421,7 @@ def _usage(result: GuardResult) -> dict[str, Any]:
 
 
 def completion_body(
-    model: str, content: str, usage: dict[str, Any], *, id: str | None = None, finish: str = "stop"
+    model: str, content: str | None, usage: dict[str, Any], *, id: str | None = None, finish: str = "stop"
 ) -> dict[str, Any]:
     """The JSON of a ``chat.completion`` with one assistant message (what the proxy sends, what
     :func:`completion` validates): ``{"id", "object", "created", "model", "choices", "usage"}``."""
@@ -427,8 +433,9 @@ def completion_body(
     }
 
 
-def completion(result: GuardResult, model: str, content: str, *, id: str | None = None) -> ChatCompletion:
-    """A ``ChatCompletion`` whose message content is ``content``; ``.stepguard`` is the result.
+def completion(result: GuardResult, model: str, content: str | None, *, id: str | None = None) -> ChatCompletion:
+    """A ``ChatCompletion`` whose message content is ``content`` (``None``: ``null``, a run with no answer);
+    ``.stepguard`` is the result.
 
     ``usage`` sums every model call this call made (re-prompts and derived sub-steps included; none for a
     finished thread given back from its checkpoint).
@@ -496,9 +503,9 @@ class Chunker:
             return chunk_body(self.id, self.model, self.created, {"content": self.writer.step(item)})
         if isinstance(item, DeviationEvent):
             return chunk_body(self.id, self.model, self.created, {"content": ""})
-        if isinstance(item, GuardResult):
-            return chunk_body(self.id, self.model, self.created, {"content": self.writer.finish(item)},
-                              finish="stop", result=item)
+        if isinstance(item, GuardResult):  # no answer to a text call: the last delta has content null
+            last = None if self.writer.shape.kind == "text" and item.answer_text is None else self.writer.finish(item)
+            return chunk_body(self.id, self.model, self.created, {"content": last}, finish="stop", result=item)
         return None
 
     def first(self) -> ChatCompletionChunk:

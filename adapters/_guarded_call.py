@@ -101,8 +101,9 @@ def _options(raw: Any, procedures: Mapping[str, Procedure]) -> RunObject:
     if options.procedure is None:
         raise InvalidGuardedCall("name the procedure to run", f"{_WHERE}.procedure")
     if options.procedure not in procedures:
-        raise InvalidGuardedCall(f"unknown procedure {options.procedure!r}; known: {', '.join(sorted(procedures)) or '(none)'}",
-                                 f"{_WHERE}.procedure")
+        from stepguard.procedure import unknown_procedure
+
+        raise InvalidGuardedCall(unknown_procedure(options.procedure, procedures), f"{_WHERE}.procedure")
     return options
 
 

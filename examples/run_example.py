@@ -11,8 +11,9 @@ offline tools of ``examples/agent_tools.py`` given to the guard; raw mode has no
 
 Raw mode: the whole procedure in one prompt (``render_raw_prompt``), the reply parsed with
 ``parse_trace`` and compared, step by step, with the evaluator's expected values. Guarded mode:
-``Guard.run``. Values of steps with a ``scale`` are compared after the step's rounding rule, as the
-guard does.
+``Guard(model).run``, with the settings ``stepguard run`` uses (the defaults by procedure); a
+run a budget stops prints its partial result, as the CLI does. Values of steps with a ``scale``
+are compared after the step's rounding rule, as the guard does.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from stepguard import Guard, GuardConfig, load_procedure, parse_trace, render_raw_prompt
+from stepguard import BudgetExhausted, Guard, GuardResult, StepDeviation, load_procedure, parse_trace, render_raw_prompt
 from stepguard.adapters import load_model
 from stepguard.evaluator import format_number
 from stepguard.procedure import Procedure, apply_scale
+from stepguard.tools import as_decimal
 from stepguard.verify import read_raw_value
 
 HERE = Path(__file__).parent
@@ -61,8 +63,14 @@ AGENT_EXAMPLES: dict[str, dict[str, Any]] = {
 """Agent-workflow examples (``examples/NAME.yaml``, tools from ``examples/agent_tools.py``) and their inputs."""
 
 
-def _text(value: Any) -> str:
-    return "-" if value is None else value if isinstance(value, str) else format_number(value)
+def _text(value: Any, places: int | None = None) -> str:
+    """A value as the guard shows it: a decimal step's value with its ``places`` (``104.60``)."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    fixed = as_decimal(value, places) if places is not None and not isinstance(value, bool) else None
+    return format(fixed, "f") if fixed is not None else format_number(value)
 
 
 def raw_outcome(procedure: Procedure, inputs: dict[str, Any], model: Any) -> tuple[int, int, str]:
@@ -78,7 +86,8 @@ def raw_outcome(procedure: Procedure, inputs: dict[str, Any], model: Any) -> tup
     first = trace.first_answer
     if first is None:
         return right, len(expected), "(none)"
-    return right, len(expected), _text(_read(procedure, procedure.answer_var, first.value, None))
+    places = procedure.steps[procedure.index_of[procedure.answer_var]].scale
+    return right, len(expected), _text(_read(procedure, procedure.answer_var, first.value, None), places)
 
 
 def _read(procedure: Procedure, var: str, value: Any, record: Any) -> Any:
@@ -87,6 +96,17 @@ def _read(procedure: Procedure, var: str, value: Any, record: Any) -> Any:
     if step.type in ("boolean", "string", "one_of") and record is not None:
         return read_raw_value(record, step.type, step.choices)
     return apply_scale(value, step) if step.scale is not None and value is not None else value
+
+
+def guarded(guard: Guard, procedure: Procedure, inputs: dict[str, Any]) -> GuardResult:
+    """``guard.run``, or the partial result a stopped run carries (``stepguard run`` prints it too)."""
+    try:
+        return guard.run(procedure, inputs)
+    except (BudgetExhausted, StepDeviation) as exc:
+        if exc.result is None:
+            raise
+        print(f"stopped: {exc}")
+        return exc.result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,17 +120,18 @@ def main(argv: list[str] | None = None) -> int:
         return run_agent(args.name, procedure, args.model)
     inputs = EXAMPLES[args.name]
     want = procedure.expected_values(inputs).get(procedure.answer_var)
+    want_text = _text(want, procedure.steps[procedure.index_of[procedure.answer_var]].scale)
     model = load_model(args.model, procedure=procedure)
     try:
         right, total, first = raw_outcome(procedure, inputs, model)
-        result = Guard(model, GuardConfig(on_exhausted="flag")).run(procedure, inputs)
+        result = guarded(Guard(model), procedure, inputs)
     finally:
         close = getattr(model, "close", None)
         if close:
             close()
     sim = "  [SIMULATED: not a model's accuracy]" if getattr(model, "simulated", False) else ""
-    print(f"{procedure.name} on {args.model}{sim}; inputs {inputs}; expected {procedure.answer_var} = {_text(want)}")
-    print(f"raw:     {right}/{total} steps right; first answer {first} ({'right' if first == _text(want) else 'wrong'})")
+    print(f"{procedure.name} on {args.model}{sim}; inputs {inputs}; expected {procedure.answer_var} = {want_text}")
+    print(f"raw:     {right}/{total} steps right; first answer {first} ({'right' if first == want_text else 'wrong'})")
     print(f"guarded: status {result.status}; answer {result.answer_text} ({'right' if result.answer is not None and result.answer == want else 'wrong'}); "
           f"re-prompts {result.reprompts}; model calls {result.usage.model_calls}")
     for d in result.deviations:
@@ -128,7 +149,7 @@ def run_agent(name: str, procedure: Procedure, spec: str) -> int:
     inputs = AGENT_EXAMPLES[name]
     model = load_model(spec, procedure=procedure)
     try:
-        result = Guard(model, GuardConfig(on_exhausted="flag"), tools=TOOLS).run(procedure, inputs)
+        result = guarded(Guard(model, tools=TOOLS), procedure, inputs)
     finally:
         close = getattr(model, "close", None)
         if close:

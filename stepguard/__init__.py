@@ -4,7 +4,8 @@ The public API, importable from ``stepguard`` alone::
 
     from stepguard import Guard, GuardConfig, load_model, load_procedure
 
-    result = Guard(load_model("sim:paper"), GuardConfig(chunk_size=5)).run(procedure, {"x": 7, "y": 3})
+    result = Guard(load_model("sim:paper")).run(procedure, {"x": 7, "y": 3})
+    config = GuardConfig.for_procedure(procedure, on_exhausted="flag")   # one option changed, the rest by procedure
 
 Rooms (see ``docs/concepts.md``): ``procedure`` (the model of a procedure), ``evaluator`` (the
 safe evaluator), ``trace`` (model text -> records), ``verify`` (deviations), ``guard`` (the

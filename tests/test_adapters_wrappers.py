@@ -109,7 +109,7 @@ def test_langgraph_node_new_turn_with_new_inputs_runs_afresh() -> None:
     want = INVOICE.expected_values({"subtotal": "200.00", "rate": "0.1"})[INVOICE.answer_var]
     assert Decimal(second["total"]) == want and second["total"] == "209.00"
     assert second["invoice"]["status"] == "verified"
-    assert second["invoice"]["inputs"]["subtotal"] == "200"
+    assert second["invoice"]["inputs"]["subtotal"] == "200.00"  # as written
     assert second["total"] != first["total"]
     assert second["invoice"]["usage"]["model_calls"] > 0  # a new run, not the stored answer
     assert second["invoice"]["thread_id"] != first["invoice"]["thread_id"]

@@ -236,3 +236,26 @@ def test_an_instruction_step_with_a_hidden_check_is_followed_by_the_simulator_in
     (folder / "hidden.yaml").write_text(HIDDEN, encoding="utf-8")
     summary = run_benchmark(folder, mode, load_model("sim:perfect"), tmp_path / mode, progress=False)
     assert (summary.written, summary.correct) == (1, 1)
+
+
+def test_bench_rows_and_the_report_show_inputs_as_the_input_sets_wrote_them(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from stepguard.adapters import load_model
+    from stepguard.bench.report import build_report
+    from stepguard.bench.run import run_benchmark
+    from stepguard.bench.store import RESULTS, iter_rows
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "cover.yaml").write_text("name: cover\ninputs:\n  insured: {type: boolean}\n  insured_value: {type: decimal}\n"
+                                      "  price: {type: decimal}\nsteps:\n"
+                                      '  - {var: fee, expr: "insured_value * 2 if insured else price", type: decimal, scale: 2}\n')
+    (suite / "cover.inputs.yaml").write_text("- {id: a, inputs: {insured: true, insured_value: 50.00, price: 1249.50}}\n")
+    for mode in ("raw", "guarded"):
+        run_benchmark(suite, mode, load_model("sim:perfect"), tmp_path / mode, progress=False)
+        row = next(iter(iter_rows(tmp_path / mode / RESULTS)))
+        assert row["inputs"] == {"insured": True, "insured_value": "50.00", "price": "1249.50"}, row["inputs"]
+    md = build_report([tmp_path / "raw", tmp_path / "guarded"], tmp_path / "rep").report_md.read_text(encoding="utf-8")
+    assert "insured=true, insured_value=50.00, price=1249.50" in md
+    assert json.loads(json.dumps(row["inputs"]))["insured"] is True

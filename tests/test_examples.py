@@ -44,3 +44,25 @@ def test_runner_prints_raw_and_guarded(capsys: pytest.CaptureFixture[str]) -> No
     assert run_example(["invoice", "--model", "sim:paper"]) == 0
     out = capsys.readouterr().out
     assert "raw:" in out and "guarded: status verified; answer 104.60 (right)" in out
+
+
+@pytest.mark.parametrize("name", ["invoice", "tax_brackets", "benchmark_n23"])
+def test_runner_runs_guarded_with_the_settings_of_stepguard_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import re
+
+    out = CliRunner().invoke(app, ["run", str(EXAMPLES / f"{name}.yaml"), "--model", "sim:paper", "--json",
+                                   *[f"-i{k}={v}" for k, v in INPUTS[name].items()]])
+    cli = json.loads(out.stdout)
+    assert run_example([name, "--model", "sim:paper"]) == 0
+    printed = capsys.readouterr().out
+    calls = re.search(r"model calls (\d+)", printed)
+    assert calls is not None, printed
+    assert int(calls.group(1)) == cli["usage"]["model_calls"]
+    assert f"re-prompts {cli['reprompts']};" in printed
+
+
+def test_runner_shows_values_with_their_places_and_judges_raw_by_them(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_example(["invoice", "--model", "sim:perfect"]) == 0
+    out = capsys.readouterr().out
+    assert "expected total = 104.60" in out and "first answer 104.60 (right)" in out

@@ -36,7 +36,17 @@ steps:
   - {var: base, expr: weight_kg * 2, type: decimal, scale: 2}
   - {var: total, expr: base + items, type: decimal, scale: 2}
 """
-PROCEDURES = {"invoice": load_procedure(ROOT / "examples" / "invoice.yaml"), "parcel": parse_procedure(PARCEL_TEXT, "parcel.yaml")}
+COVER_TEXT = """
+name: cover
+inputs:
+  insured: {type: boolean}
+  insured_value: {type: decimal}
+  price: {type: decimal}
+steps:
+  - {var: fee, expr: "insured_value * 2 if insured else price", type: decimal, scale: 2}
+"""
+PROCEDURES = {"invoice": load_procedure(ROOT / "examples" / "invoice.yaml"), "parcel": parse_procedure(PARCEL_TEXT, "parcel.yaml"),
+              "cover": parse_procedure(COVER_TEXT, "cover.yaml")}
 SYSTEM = {"role": "system", "content": "You price parcels. Reply with the final price."}
 
 # (name, procedure, the call's messages, its stepguard object's inputs or None, other fields, the outcome both ways)
@@ -171,3 +181,65 @@ def test_run_says_did_you_mean_and_shows_a_value_as_written(tmp_path: Path) -> N
     (tmp_path / "parcel.yaml").write_text(PARCEL_TEXT)
     out = CliRunner().invoke(app, ["run", str(tmp_path / "parcel.yaml"), "-i", "weight_kg=1", "-i", "items=2.5", "--model", "sim:perfect"])
     assert out.exit_code == 5 and "inputs.items: expected an integer, got 2.5" in out.output  # the proxy's words too
+
+
+def test_a_failed_run_with_no_answer_has_content_null_both_ways(client: GuardedOpenAI, proxy: TestClient) -> None:
+    """A failed run under on_exhausted=flag answers content null (not ""), finish_reason stop and status
+    failed, through the client and the proxy, streamed or not; a verified run's content is unchanged."""
+    run = {"inputs": {"subtotal": "100.10", "rate": "0.1"}, "on_exhausted": "flag", "max_total_tokens": 1}
+    messages = [{"role": "user", "content": "go"}]
+    reply = client.chat.completions.create(model="sim", messages=messages, extra_body={"stepguard": {"procedure": "invoice", **run}})
+    assert (reply.stepguard.status, reply.choices[0].message.content, reply.choices[0].finish_reason) == ("failed", None, "stop")
+    body = {"model": "stepguard/invoice", "messages": messages, "stepguard": run}
+    data = proxy.post("/v1/chat/completions", json=body).json()
+    assert (data["stepguard"]["status"], data["choices"][0]["message"]["content"], data["choices"][0]["finish_reason"]) == (
+        "failed", None, "stop")
+    stream = client.chat.completions.create(model="sim", messages=messages, stream=True,
+                                            extra_body={"stepguard": {"procedure": "invoice", **run}})
+    last = list(stream)[-1]
+    assert (last.choices[0].delta.content, last.choices[0].finish_reason, last.stepguard.status) == (None, "stop", "failed")
+    json_reply = client.chat.completions.create(model="sim", messages=messages, response_format={"type": "json_object"},
+                                                extra_body={"stepguard": {"procedure": "invoice", **run}})
+    assert json.loads(json_reply.choices[0].message.content or "")["answer"] is None  # JSON content: its answer is null
+    ok = client.chat.completions.create(model="sim", messages=messages,
+                                        extra_body={"stepguard": {"procedure": "invoice", "inputs": run["inputs"]}})
+    assert ok.choices[0].message.content == "104.60"
+
+
+def test_inputs_are_echoed_as_written_through_the_cli_the_client_and_the_proxy(tmp_path: Path, client: GuardedOpenAI,
+                                                                               proxy: TestClient) -> None:
+    """A boolean input is JSON true (not the text "True"), a decimal keeps the places it was written with."""
+    want = {"insured": True, "insured_value": "50.00", "price": "1249.50"}
+    (tmp_path / "cover.yaml").write_text(COVER_TEXT)
+    out = CliRunner().invoke(app, ["run", str(tmp_path / "cover.yaml"), "-i", "insured=true", "-i", "insured_value=50.00",
+                                   "-i", "price=1249.50", "--model", "sim:perfect", "--json", "-q"])
+    assert json.loads(out.stdout)["inputs"] == want, out.output
+    (tmp_path / "in.yaml").write_text("insured: true\ninsured_value: 50.00\nprice: 1249.50\n")
+    out = CliRunner().invoke(app, ["run", str(tmp_path / "cover.yaml"), "--inputs-file", str(tmp_path / "in.yaml"),
+                                   "--model", "sim:perfect", "--json", "-q"])
+    assert json.loads(out.stdout)["inputs"] == want, out.output
+    message = [{"role": "user", "content": '{"insured": true, "insured_value": 50.00, "price": 1249.50}'}]
+    reply = client.chat.completions.create(model="sim", messages=message, extra_body={"stepguard": {"procedure": "cover"}})
+    assert reply.stepguard.inputs == want
+    data = proxy.post("/v1/chat/completions", json={"model": "stepguard/cover", "messages": message}).json()
+    assert data["stepguard"]["inputs"] == want
+    data = proxy.post("/v1/chat/completions", json={"model": "stepguard/cover", "messages": [{"role": "user", "content": "go"}],
+                                                    "stepguard": {"inputs": {"insured": False, "insured_value": "7",
+                                                                             "price": "3.10"}}}).json()
+    assert data["stepguard"]["inputs"] == {"insured": False, "insured_value": "7", "price": "3.10"}
+
+
+def test_a_misspelt_procedure_gets_did_you_mean_through_the_client_and_the_proxy(client: GuardedOpenAI, proxy: TestClient) -> None:
+    messages = [{"role": "user", "content": '{"subtotal": 100.10, "rate": 0.1}'}]
+    with pytest.raises(InvalidGuardedCall) as exc:
+        client.chat.completions.create(model="sim", messages=messages, extra_body={"stepguard": {"procedure": "invoic"}})
+    assert "unknown procedure 'invoic' (did you mean 'invoice'?); known: cover, invoice, parcel" in str(exc.value)
+    by_object = proxy.post("/v1/chat/completions", json={"model": "anything", "messages": messages,
+                                                         "stepguard": {"procedure": "invoic"}})
+    assert by_object.status_code == 404
+    assert by_object.json()["error"]["message"] == "unknown procedure 'invoic' (did you mean 'invoice'?); known: cover, invoice, parcel"
+    by_model = proxy.post("/v1/chat/completions", json={"model": "stepguard/invoic", "messages": messages}).json()["error"]
+    assert by_model["message"] == "unknown procedure 'invoic' (did you mean 'stepguard/invoice'?); known: cover, invoice, parcel"
+    assert by_model["param"] == "model" and by_model["known"] == ["cover", "invoice", "parcel"]
+    far = proxy.post("/v1/chat/completions", json={"model": "stepguard/zzz", "messages": messages}).json()["error"]["message"]
+    assert far == "unknown procedure 'zzz'; known: cover, invoice, parcel"  # nothing close: no guess

@@ -133,4 +133,4 @@ def test_init_starter_runs_verified_on_sim_perfect(tmp_path) -> None:  # noqa: A
     out = runner.invoke(app, ["run", str(path), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:perfect"])
     assert out.exit_code == 0, out.output
     assert "status verified" in out.output and "answer total = 104.6" in out.output
-    assert out.output.count("model_verified") == 6
+    assert out.stdout.count("model_verified") == 6

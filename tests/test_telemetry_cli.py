@@ -106,7 +106,7 @@ def test_run_otel_to_a_dead_endpoint_says_one_line(tmp_path, monkeypatch):
     proc.write_text("name: cli_demo\ninputs: [x, y]\nsteps:\n  - {var: S1, expr: x}\n  - {var: S2, expr: S1 + y}\n")
     with ResettingEndpoint() as dead:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", dead.url)
-        res = CliRunner().invoke(app, ["run", str(proc), "-i", "x=7", "-i", "y=3", "--model", "sim:perfect", "--otel"])
+        res = CliRunner().invoke(app, ["run", str(proc), "-i", "x=7", "-i", "y=3", "--model", "sim:perfect", "--otel", "-q"])  # -q: no progress lines
     assert res.exit_code == 0, res.output
     assert [line for line in res.stderr.splitlines() if line.strip()] == [
         line for line in res.stderr.splitlines() if line.startswith("stepguard: could not export spans to ")]

@@ -234,3 +234,27 @@ def test_a_suites_pairs_are_grouped_by_procedure_in_compare_and_the_report(tmp_p
     assert f"| `commission` | 5 | {commission} | {commission}/{commission}" in paired
     assert "| `shipping` | 5 | 3 | 0/3 0% [0, 56] | 3/3 100% [44, 100] | 0 | 0 | 0 | 3 |" in paired
     assert f"| **all** | - | {3 + commission} |" in paired
+
+
+def test_run_json_records_the_max_tokens_a_prompt_file_sent(tmp_path: Path) -> None:
+    folder = tmp_path / "suite"
+    shutil.copytree(SHIPPING, folder)
+    (folder / "shipping.prompt.yaml").write_text((folder / "shipping.prompt.yaml").read_text() + "max_tokens: 300\n", encoding="utf-8")
+    with StubServer() as stub:
+        stub.script = _user_model
+        model = OpenAICompatibleModel("scripted", base_url=stub.base_url, api_key_env=None, timeout=20.0, max_retries=0)
+        run_benchmark(folder, "raw", model, tmp_path / "raw", progress=False, concurrency=1)
+        sent = {r.get("max_tokens") for r in stub.requests}
+    assert sent == {300}
+    meta = json.loads((tmp_path / "raw" / "run.json").read_text(encoding="utf-8"))
+    assert meta["generation"]["max_tokens"] == 300 and "max_tokens_by_prompt" not in meta["generation"]
+    # the suite beside procedures without a prompt file: the allowance for them, the file's own for its cases
+    mixed = tmp_path / "mixed"
+    shutil.copytree(PRODUCTION, mixed)
+    (mixed / "shipping.prompt.yaml").write_text((folder / "shipping.prompt.yaml").read_text(), encoding="utf-8")
+    run_benchmark(mixed, "raw", load_model("sim:perfect"), tmp_path / "mixed_raw", progress=False)
+    generation = json.loads((tmp_path / "mixed_raw" / "run.json").read_text(encoding="utf-8"))["generation"]
+    assert generation["max_tokens"] == "40*n_steps+64" and generation["max_tokens_by_prompt"] == {"shipping.prompt.yaml": 300}
+    run_benchmark(SHIPPING, "raw", load_model("sim:perfect"), tmp_path / "plain", progress=False)  # no max_tokens in the file
+    plain = json.loads((tmp_path / "plain" / "run.json").read_text(encoding="utf-8"))["generation"]
+    assert plain["max_tokens"] == "40*n_steps+64" and "max_tokens_by_prompt" not in plain

@@ -90,7 +90,8 @@ def instance_source(instances: str | Path | Iterable[Instance | ProcedureCase]) 
         if is_suite(path):  # procedure files with input sets: a few hundred cases at most, held in memory
             cases = load_suite(path)
             return (lambda: iter(cases)), {"file": str(path.resolve()), "sha256": suite_sha256(path),
-                                           "answer_not_last": _answer_not_last(cases), "raw_prompt": _raw_prompts(cases)}
+                                           "answer_not_last": _answer_not_last(cases), "raw_prompt": _raw_prompts(cases),
+                                           "raw_max_tokens": raw_max_tokens_sent(cases)}
         return (lambda: iter_instances(path)), {"file": str(path.resolve()), "sha256": _sha256(path), "answer_not_last": False}
     if isinstance(instances, Sequence):  # not a str here: a str is a path, above
         h = hashlib.sha256()
@@ -98,7 +99,7 @@ def instance_source(instances: str | Path | Iterable[Instance | ProcedureCase]) 
         for inst in models:
             h.update(inst.model_dump_json().encode("utf-8") + b"\n")
         return (lambda: iter(instances)), {"file": None, "sha256": h.hexdigest(), "answer_not_last": _answer_not_last(instances),
-                                           "raw_prompt": _raw_prompts(instances)}
+                                           "raw_prompt": _raw_prompts(instances), "raw_max_tokens": raw_max_tokens_sent(instances)}
     once = iter(instances)
     return (lambda: once), {"file": None, "sha256": None, "answer_not_last": False}
 
@@ -108,6 +109,24 @@ def _raw_prompts(items: Iterable[Any]) -> dict[str, str] | None:
     from stepguard.bench.suites import ProcedureCase, raw_prompt_digests
 
     return raw_prompt_digests([i for i in items if isinstance(i, ProcedureCase)])
+
+
+def raw_max_tokens_sent(items: Iterable[Any]) -> dict[str, Any] | None:
+    """What raw mode sends as ``max_tokens`` where prompt files set it, or ``None`` (none does).
+
+    Returns:
+        ``{"every": True, "value": N}`` where every case's prompt file sets the same ``N``; else
+        ``{"every": False, "by_prompt": {prompt file name: N}}`` (the other cases get the per-step allowance).
+    """
+    cases = list(items)
+    caps = {c.raw_prompt.path.name: c.raw_prompt.max_tokens for c in cases
+            if getattr(c, "raw_prompt", None) is not None and c.raw_prompt.max_tokens is not None}
+    if not caps:
+        return None
+    every = all(getattr(c, "raw_prompt", None) is not None and c.raw_prompt.max_tokens is not None for c in cases)
+    if every and len(set(caps.values())) == 1:
+        return {"every": True, "value": next(iter(caps.values()))}
+    return {"every": False, "by_prompt": dict(sorted(caps.items()))}
 
 
 def _answer_not_last(items: Iterable[Any]) -> bool:
@@ -130,7 +149,10 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         inst_meta: ``{file, sha256, answer_not_last}`` from :func:`instance_source` (raw mode: where
             ``answer_not_last``, ``generation`` records ``final_answer``, as that prompt is worded
             otherwise than before and a run made with the old wording is another run).
-        raw_tokens_per_step: raw mode's ``max_tokens`` allowance per step.
+        raw_tokens_per_step: raw mode's ``max_tokens`` allowance per step. Where prompt files set
+            their own ``max_tokens`` (``inst_meta["raw_max_tokens"]``), ``generation`` records what was
+            sent: the number where every case's prompt file sets the same one, else the allowance and
+            ``max_tokens_by_prompt``.
 
     In raw mode ``raw_prompt`` is ``inst_meta``'s (the prompt files sent instead of stepguard's
     prompt, by sha256; ``None``: stepguard's prompt throughout), an identity key: a raw run is not
@@ -141,6 +163,11 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
     seed = RAW_SEED
     if mode == "raw":
         generation: dict[str, Any] = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64"}
+        sent = inst_meta.get("raw_max_tokens")  # prompt files' own max_tokens: what was sent for their cases
+        if sent is not None and sent["every"]:
+            generation["max_tokens"] = sent["value"]
+        elif sent is not None:
+            generation["max_tokens_by_prompt"] = sent["by_prompt"]
         if inst_meta.get("answer_not_last"):  # the prompt names the answer variable (stepguard.bench._raw): another run
             generation["final_answer"] = "the answer variable's value, after the last step"
     elif mode == "reask":

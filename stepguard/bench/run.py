@@ -76,6 +76,7 @@ class RunSummary:
         written: rows written by this call.
         errors: error rows written by this call (ids retried next time).
         correct: of the rows written, how many have ``correct`` true.
+        skipped_correct: of the rows already done (``skipped``), how many have ``correct`` true.
         torn: torn last lines cut when the store was opened.
         wall_s: seconds this call took.
         resumed: the store existed before.
@@ -88,6 +89,7 @@ class RunSummary:
     written: int = 0
     errors: int = 0
     correct: int = 0
+    skipped_correct: int = 0
     torn: list[TornLine] = field(default_factory=list)
     wall_s: float = 0.0
     resumed: bool = False
@@ -193,11 +195,13 @@ async def arun_benchmark(
                 sem.release()
 
         ticker = asyncio.create_task(_tick(bar)) if progress else None
+        done: set[str] = set()  # the selected ids already finished, to count their correct rows
         try:
             async with asyncio.TaskGroup() as tg:
                 for inst in select(make(), wanted, limit):
                     if inst.id in store.finished:
                         summary.skipped += 1
+                        done.add(inst.id)
                         continue
                     await sem.acquire()
                     tg.create_task(bounded(inst))
@@ -212,6 +216,10 @@ async def arun_benchmark(
         store.close()
         summary.wall_s = time.perf_counter() - t0
     summary.selected = summary.skipped + summary.written + summary.errors
+    if done:
+        from stepguard.bench.store import RESULTS, iter_rows
+
+        summary.skipped_correct = sum(1 for r in iter_rows(store.rundir / RESULTS) if r.get("id") in done and r.get("correct") is True)
     return summary
 
 

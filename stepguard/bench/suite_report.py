@@ -19,6 +19,7 @@ None of it carries the paper's framing: the cases are the user's, not generated 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,7 +144,7 @@ def _inputs(row: dict[str, Any] | None) -> str:
     inputs = (row or {}).get("inputs")
     if not isinstance(inputs, dict):
         return "-"
-    return ", ".join(f"{k}={v}" for k, v in inputs.items())
+    return ", ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in inputs.items())  # true, as written
 
 
 def _verdict(row: dict[str, Any] | None, mode: str) -> str:

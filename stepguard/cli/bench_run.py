@@ -50,7 +50,7 @@ def _fail(error: BaseException | str, code: int | None = None) -> typer.Exit:
 
 def _describe(summary: Any) -> str:
     s = summary
-    return (f"{s.mode}: {s.written} new rows ({s.correct} correct), {s.skipped} already done, "
+    return (f"{s.mode}: {s.written} new rows ({s.correct} correct), {s.skipped} already done ({s.skipped_correct} correct), "
             f"{s.errors} errors, {s.wall_s:.1f} s -> {s.rundir}")
 
 
@@ -75,7 +75,9 @@ def _bench_guard_defaults() -> Deferred:
 
     deferred = guard_option_defaults(GUARDED_DEFAULTS)
     why = (f"The benchmark's default is {GUARDED_DEFAULTS['on_exhausted']}, not GuardConfig's {GuardConfig.on_exhausted}: "
-           "the run goes on with the model's values, so every row has an answer to score.")
+           "a step whose re-prompts are spent keeps the model's value and the run goes on, so its row has an answer "
+           "to score; a spent --max-total-tokens or --max-wall-s budget stops the run where it is, and its row has "
+           "no answer (status failed, scored not correct).")
     return Deferred(deferred.defaults, {**deferred.notes, "on_exhausted": f"{deferred.notes['on_exhausted']} {why}"})
 
 

@@ -34,6 +34,7 @@ from stepguard.cli._guard_options import (
     guard_option_defaults,
 )
 from stepguard.cli._open_model import ModelSpec, Timeout, open_model
+from stepguard.cli._progress import Progress
 from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
 from stepguard.errors import BudgetExhausted, StepDeviation, StepguardError
 
@@ -201,6 +202,8 @@ def run_command(
     thread_id: Annotated[Optional[str], typer.Option(
         "--thread-id", metavar="ID", help="Checkpoint thread id (with --checkpoint): the same id resumes the same work.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the GuardResult as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=(
+        "Print no progress on stderr (by default each step as it commits and each deviation, as the run goes)."))] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
     show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
@@ -214,9 +217,10 @@ def run_command(
     """Execute PROCEDURE stepwise under the guard and print the verified result.
 
     Values print with the places their step declares (1221.00), in the table and with --json.
-    Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired (see `stepguard --help`).
+    Progress goes to stderr as the run goes (each step as it commits, each deviation); --quiet
+    turns it off. Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired (see `stepguard --help`).
     """
-    from stepguard.guard import Guard, sqlite_checkpointer
+    from stepguard.guard import Guard, GuardResult, sqlite_checkpointer
     from stepguard.procedure import load_procedure
 
     if thread_id is not None and checkpoint is None:  # nothing would be kept: the thread could never resume
@@ -241,7 +245,12 @@ def run_command(
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 guard = Guard(chat, config, saver, observer=observer, tools=toolset)
-                result = guard.run(proc, inputs, thread_id=thread_id)
+                progress = Progress(quiet)
+                progress.header(proc, model, chat, config.chunk_size, config.ladder)
+                for update in guard.stream(proc, inputs, thread_id=thread_id):
+                    progress.show(update)
+                assert isinstance(update, GuardResult)  # stream yields the result last
+                result = update
     except (StepDeviation, BudgetExhausted) as exc:
         typer.echo(f"stopped: {exc}", err=True)
         if exc.result is not None:

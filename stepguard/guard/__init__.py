@@ -10,6 +10,7 @@ from stepguard.guard._config import (
     RUNGS,
     ExhaustedAction,
     GuardConfig,
+    LadderWarning,
     Policy,
     beyond_integer_sums as beyond_integer_sums,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "GuardOptions",
     "GuardResult",
     "GuardUpdate",
+    "LadderWarning",
     "ModelCallRecord",
     "NullObserver",
     "OptionError",

@@ -11,7 +11,8 @@ from stepguard.guard.rungs import rung_names
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "Policy", "beyond_integer_sums"]
+__all__ = ["INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "LadderWarning", "Policy",
+           "beyond_integer_sums", "ladder_mismatch"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -55,6 +56,11 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
     """Whether a computed step of ``procedure`` has decimal places or an operation other than ``+`` and
     ``-`` (a product, a quotient, ``min``/``max``, a comparison, a conditional): the steps the
     default ladder (``bridge``, ``decompose``, ``commute``, integer sums only) cannot re-ask."""
+    return _beyond(procedure, _SUM_NODES)
+
+
+def _beyond(procedure: Procedure, allowed: tuple[str, ...]) -> bool:
+    """Whether a computed step of ``procedure`` has decimal places or a syntax node outside ``allowed``."""
     import ast
 
     for step, compiled in zip(procedure.steps, procedure.compiled, strict=True):
@@ -62,9 +68,33 @@ def beyond_integer_sums(procedure: Procedure) -> bool:
             continue
         if step.scale is not None or step.type == "decimal":
             return True
-        if any(type(node).__name__ not in _SUM_NODES for node in ast.walk(compiled.tree)):
+        if any(type(node).__name__ not in allowed for node in ast.walk(compiled.tree)):
             return True
     return False
+
+
+INTEGER_SUM_RUNGS: frozenset[str] = frozenset({"bridge", "decompose", "commute"})
+"""The rungs that re-ask integer sums and differences only (the :class:`GuardConfig` default ladder)."""
+
+
+class LadderWarning(UserWarning):
+    """A configuration given to a guard whose ladder cannot re-ask the procedure's steps (:func:`ladder_mismatch`)."""
+
+
+def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
+    """Why ``config``'s ladder cannot re-ask ``procedure``'s steps, or ``None`` when it can.
+
+    A ladder of :data:`INTEGER_SUM_RUNGS` only re-asks none of the steps of a procedure with decimal
+    steps or an operation beyond ``+``, ``-`` and an integer ``*`` (quotients, ``min``/``max``,
+    comparisons, conditionals; docs/policies.md, "Defaults by procedure"). The benchmark's generated
+    integer instances, whose ladder was measured on them, pass.
+    """
+    if not set(config.ladder) <= INTEGER_SUM_RUNGS or not _beyond(procedure, _SUM_NODES + ("Mult",)):
+        return None
+    return (f"procedure {procedure.name!r} has decimal or non-sum steps, and the configuration's ladder "
+            f"({', '.join(config.ladder)}) re-asks integer sums only: a GuardConfig given whole replaces the "
+            f"procedure's defaults; keep them with GuardConfig.for_procedure(procedure, **changes) "
+            f"(docs/python-api.md)")
 
 
 _WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),

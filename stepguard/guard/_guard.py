@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import warnings
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -11,12 +12,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from stepguard.errors import BudgetExhausted, CheckpointError, ProcedureError, StepDeviation, StepguardError
 from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
-from stepguard.guard._config import GuardConfig
+from stepguard.guard._config import GuardConfig, LadderWarning, ladder_mismatch
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
-from stepguard.guard._prompts import PromptSet, format_value
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, outcome
+from stepguard.guard._prompts import PromptSet
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, input_text, outcome
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
@@ -115,7 +116,11 @@ class Guard:
         """The configuration a run of ``procedure`` uses: the one this guard was given, else the measured
         defaults for the procedure's kind of steps (:meth:`GuardConfig.for_procedure`: one step a call
         and the ``split`` ladder beyond integer sums)."""
-        return self.config if self._config_given else GuardConfig.for_procedure(procedure)
+        if not self._config_given:
+            return GuardConfig.for_procedure(procedure)
+        if self._depth == 0 and (why := ladder_mismatch(procedure, self.config)) is not None:
+            warnings.warn(why, LadderWarning, stacklevel=3)
+        return self.config
 
     def _setup(
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
@@ -498,7 +503,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         procedure=proc.name,
         model=ctx.model.spec,
         simulated=bool(getattr(ctx.model, "simulated", False)),
-        inputs={k: format_value(v) for k, v in ctx.inputs.items()},
+        inputs={k: input_text(v, ctx.places.get(k)) for k, v in ctx.inputs.items()},
         status=status,
         answer=values.get(proc.answer_var),
         answer_var=proc.answer_var,

@@ -176,6 +176,23 @@ def value_text(value: StepValue | None) -> str | None:
     return format_number(value)
 
 
+def input_text(value: Any, places: int | None = None) -> str | bool:
+    """An input as the caller wrote it, for results: a boolean stays a boolean (JSON ``true``), a
+    number keeps the places it was written with (``places``, from
+    :func:`stepguard.tools.input_places`: ``50.00``, not ``50``), a string is as given."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if places is not None and not isinstance(value, (list, tuple, dict)):
+        from stepguard.tools import as_decimal
+
+        fixed = as_decimal(value, places)
+        if fixed is not None:
+            return format(fixed, "f")
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return format_number(value) if isinstance(value, (int, Fraction)) else str(value)
+
+
 Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool"]
 """Where a step's value came from.
 
@@ -316,7 +333,7 @@ class GuardResult(_ExactJson):
     procedure: str
     model: str
     simulated: bool = False
-    inputs: dict[str, str]
+    inputs: dict[str, str | bool] = Field(description="The inputs as written: numbers as text with their places, booleans as booleans.")
     status: Literal["verified", "repaired", "flagged", "failed"]
     answer: StepValue | None = Field(None, description="The answer step's value, typed like its StepOutcome.value.")
     answer_var: str

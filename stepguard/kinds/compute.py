@@ -24,7 +24,9 @@ _MAX_GOT = 120
 class ComputeStep(Step):
     """A computed step: ``expr`` is the expected-value expression over inputs and earlier variables
     (``S3 - S1``, ``subtotal * rate``); the guard computes it with the safe evaluator and shows it to
-    the model. A step with neither ``expr`` nor ``check`` is verified for presence, order and type only."""
+    the model. A step with neither ``expr`` nor ``check`` is **unverifiable**: the guard checks only
+    that the model wrote it, in order, with its type, and marks its value ``unverifiable``; a run with
+    such a step is ``flagged``, never ``verified`` (``stepguard check`` names each one)."""
 
     computes: ClassVar[bool] = True
 

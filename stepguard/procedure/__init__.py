@@ -5,7 +5,15 @@ from stepguard.procedure._format import format_value, json_text
 from stepguard.procedure._inputs_file import load_inputs_file, parse_inputs_text
 from stepguard.procedure._io import LoadLimits, load_procedure, no_duplicate_keys, parse_procedure, procedure_json_schema, save_procedure
 from stepguard.procedure._model import InputSpec, Procedure, Step, StepKind, ValueShape, ValueType, field_error, use_step_models
-from stepguard.procedure._values import apply_scale, as_written, check_input_names, coerce_value, did_you_mean, round_to_scale
+from stepguard.procedure._values import (
+    apply_scale,
+    as_written,
+    check_input_names,
+    coerce_value,
+    did_you_mean,
+    round_to_scale,
+    unknown_procedure,
+)
 
 __all__ = [
     "InputSpec",
@@ -20,6 +28,7 @@ __all__ = [
     "check_input_names",
     "coerce_value",
     "did_you_mean",
+    "unknown_procedure",
     "field_error",
     "format_value",
     "json_text",

@@ -12,7 +12,7 @@ from stepguard.evaluator import Number, normalize, parse_number
 if TYPE_CHECKING:
     from stepguard.procedure._model import Step
 
-__all__ = ["apply_scale", "as_written", "check_input_names", "coerce_value", "did_you_mean", "round_to_scale"]
+__all__ = ["apply_scale", "as_written", "check_input_names", "coerce_value", "did_you_mean", "round_to_scale", "unknown_procedure"]
 
 _ROUNDING = {"ROUND_HALF_EVEN": ROUND_HALF_EVEN, "ROUND_HALF_UP": ROUND_HALF_UP}
 
@@ -43,17 +43,33 @@ def as_written(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def did_you_mean(name: str, known: Any) -> str:
+def did_you_mean(name: str, known: Any, *, prefix: str = "") -> str:
     """`` (did you mean 'subtotal'?)`` for a misspelt ``name`` among ``known`` names, else ``""``.
 
-    The closest names by :func:`difflib.get_close_matches` (ratio at least 0.6, at most 3).
+    The closest names by :func:`difflib.get_close_matches` (ratio at least 0.6, at most 3), each
+    written after ``prefix`` (``'stepguard/invoice'``: what the caller sends; matched without it).
     """
     import difflib
 
     close = difflib.get_close_matches(name, [str(k) for k in known], n=3, cutoff=0.6)
     if not close:
         return ""
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+    return f" (did you mean {' or '.join(repr(prefix + c) for c in close)}?)"
+
+
+def unknown_procedure(name: str, known: Any, *, prefix: str = "") -> str:
+    """The message for a procedure ``name`` not among ``known``: ``unknown procedure 'invoic' (did you
+    mean 'invoice'?); known: invoice, payroll``, the same from every way in.
+
+    Args:
+        name: the name asked for.
+        known: the names served.
+        prefix: what the caller writes before a name (``"stepguard/"`` in the proxy's model name), so
+            the suggestion is what to send.
+    """
+    names = sorted(str(k) for k in known)
+    hint = did_you_mean(name, names, prefix=prefix)
+    return f"unknown procedure {name!r}{hint}; known: {', '.join(names) or '(none)'}"
 
 
 def check_input_names(declared: Any, given: Any, where: str) -> None:

@@ -136,7 +136,10 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
         raise _bad("stepguard.procedure: name the procedure to run", "stepguard.procedure", "missing_procedure")
     if name not in procedures:
         known = sorted(procedures)
-        raise RequestError(404, f"unknown procedure {name!r}; known: {', '.join(known) or 'none'}",
+        from stepguard.procedure import unknown_procedure
+
+        prefix = "" if run.procedure else MODEL_PREFIX  # named by the model: suggest the model name to send
+        raise RequestError(404, unknown_procedure(name, known, prefix=prefix),
                            "stepguard.procedure" if run.procedure else "model", "procedure_not_found", known=known)
     if run.thread_id is not None and not checkpoints:
         raise _bad(str(thread_needs_checkpointer("start the proxy with --checkpoint")), "stepguard.thread_id")
