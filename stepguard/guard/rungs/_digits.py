@@ -141,8 +141,7 @@ class Sheet:
         larger magnitude; the result is negative where the model's value is ``0``.
 
         After the column sub-steps the embedded model answered ``min(-280, 0)`` with 0 on every
-        try (4 of 4, and in 3 of 3 stopped sums; docs/production.md, "Digit rungs"), the value the
-        ``max`` form asks for.
+        try, the value the ``max`` form asks for (figures: docs/production.md, "Digit rungs").
         """
         self.reading.sign = self.ask(f"max({_literal(larger)}, 0)")
         self.reading.negative_if = "zero"
@@ -196,9 +195,9 @@ def column_difference(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
     needed and no borrow is passed on, else it is. Returns the places (most significant first) and
     the difference.
 
-    The embedded model wrote the column with its borrow in one sub-step (``13 - 6 - 1``) right 30 of
-    34 times, and resampling fixed none of the 4 (docs/production.md, "Digit rungs"); one
-    subtraction a sub-step is the form it writes reliably (issue 30's probes).
+    The embedded model wrote a column with its borrow in one sub-step (``13 - 6 - 1``) wrong where
+    resampling fixed nothing, and one subtraction a sub-step right (figures: docs/production.md,
+    "Digit rungs").
     """
     da, db = digits_of(a), digits_of(b)
     n = len(da)
