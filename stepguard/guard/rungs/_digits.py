@@ -237,12 +237,16 @@ def multiply_row(sheet: Sheet, a: int, d: int) -> tuple[list[Place], int]:
 
 
 MAX_SUB_STEPS = 160
-"""Most sub-steps a digit rung writes (40 calls at :data:`DIGIT_CHUNK` a call); a longer sheet (a product
-of two ten-digit numbers) is not asked: the rung does not apply, and the ladder says so."""
+"""Most sub-steps a digit rung writes (a call each, :data:`DIGIT_CHUNK`); a longer sheet (a product of two
+ten-digit numbers) is not asked: the rung does not apply, and the ladder says so."""
 
-DIGIT_CHUNK = 4
-"""Sub-steps a call in a digit rung's nested run: the probe asked its forms 4 a call
-(``benchmarks/probe_single_ops.py --digits``; figures: docs/production.md, "Digit rungs")."""
+DIGIT_CHUNK = 1
+"""Sub-steps a call in a digit rung's nested run: one. A sheet is derived before it runs, so a later
+sub-step's literals (a carry, a partial product, a remainder: ``d3 = 48 + 5`` after ``d1 = 9 * 6`` and
+``d2 = 8 * 6``) are the evaluator's values of earlier sub-steps; asked in one call with those, they
+would show the model the values it is about to write. Asked one a call, each later line is shown only
+after the sub-steps it reads verified, so its literals are the model's own digits (docs/concepts.md,
+"Values read by position")."""
 
 DIGIT_LADDER: tuple[str, ...] = ("resample", "resample", "resample")
 """A digit sub-step that fails is asked alone, sampled anew, up to three times: it is one operation
@@ -275,7 +279,7 @@ class DigitRung(Rung):
         return None if sheet is None else sheet.read(texts)
 
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None) -> GuardConfig:
-        """As :meth:`Rung.nested_config`, :data:`DIGIT_CHUNK` sub-steps a call."""
+        """As :meth:`Rung.nested_config`, :data:`DIGIT_CHUNK` sub-step a call."""
         return replace(super().nested_config(parent, attempt, tokens_left, wall_left), chunk_size=DIGIT_CHUNK, inline_known=False)
 
 
