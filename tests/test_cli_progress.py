@@ -28,7 +28,7 @@ def test_each_step_prints_on_stderr_as_it_commits_and_stdout_is_unchanged() -> N
     assert wall.sub("", loud.stdout) == wall.sub("", quiet.stdout)  # the final table alone, with or without progress
     assert "s] " not in loud.stdout and "step 1/4" not in loud.stdout
     lines = loud.stderr.splitlines()
-    assert re.fullmatch(r"\[\d+\.\ds\] procedure invoice \(4 steps\)  model sim:paper  chunk 1  ladder split, resample, resample",
+    assert re.fullmatch(r"\[\d+\.\ds\] procedure invoice \(4 steps\)  model sim:paper  chunk 1  ladder split, resample, resample, digits",
                         lines[0]), lines[0]
     steps = [re.sub(r"^\[\d+\.\ds\] ", "", line) for line in lines[1:]]
     assert steps == ["step 1/4 discount = 5.01  model_verified", "step 2/4 net = 95.09  model_verified",

@@ -89,7 +89,7 @@ def test_no_warning_where_the_ladder_can_re_ask_the_steps() -> None:
         assert Guard(load_model("sim:perfect")).run(proc, inputs).status == "verified"
         config = GuardConfig.for_procedure(proc, on_exhausted="flag")
         assert (config.ladder, config.chunk_size, config.inline_known, config.on_exhausted) == (
-            ("split", "resample", "resample"), 1, True, "flag")
+            ("split", "resample", "resample", "digits"), 1, True, "flag")
         Guard(load_model("sim:perfect"), config).run(proc, inputs)
         Guard(load_model("sim:perfect"), GuardConfig(ladder=("bridge", "resample"))).run(proc, inputs)
         Guard(load_model("sim:perfect"), GuardConfig(chunk_size=5)).run(sums, {"x": 7, "y": 3})

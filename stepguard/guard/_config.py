@@ -11,7 +11,7 @@ from stepguard.guard.rungs import rung_names
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "LadderWarning", "Policy",
+__all__ = ["DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "LadderWarning", "Policy",
            "beyond_integer_sums", "ladder_mismatch"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
@@ -74,7 +74,12 @@ def _beyond(procedure: Procedure, allowed: tuple[str, ...]) -> bool:
 
 
 INTEGER_SUM_RUNGS: frozenset[str] = frozenset({"bridge", "decompose", "commute"})
-"""The rungs that re-ask integer sums and differences only (the :class:`GuardConfig` default ladder)."""
+"""The rungs that re-ask integer sums and differences only (the :class:`GuardConfig` default ladder's
+first rungs)."""
+
+DIGIT_RUNGS: frozenset[str] = frozenset({"digits", "columns", "long_multiply", "long_divide"})
+"""The digit rungs (the default ladders' last): they re-ask a step of one arithmetic operation, never a
+``min``/``max``, a comparison, a conditional or a step of several operations on decimals."""
 
 
 class LadderWarning(UserWarning):
@@ -84,15 +89,16 @@ class LadderWarning(UserWarning):
 def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
     """Why ``config``'s ladder cannot re-ask ``procedure``'s steps, or ``None`` when it can.
 
-    A ladder of :data:`INTEGER_SUM_RUNGS` only re-asks none of the steps of a procedure with decimal
-    steps or an operation beyond ``+``, ``-`` and an integer ``*`` (quotients, ``min``/``max``,
-    comparisons, conditionals; docs/policies.md, "Defaults by procedure"). The benchmark's generated
-    integer instances, whose ladder was measured on them, pass.
+    A ladder of :data:`INTEGER_SUM_RUNGS` and :data:`DIGIT_RUNGS` only (the :class:`GuardConfig` default)
+    re-asks, of a procedure with decimal steps or an operation beyond ``+``, ``-`` and an integer ``*``,
+    at most its steps of one operation: not its ``min``/``max``, comparisons, conditionals or steps of
+    several operations on decimals (docs/policies.md, "Defaults by procedure"). The benchmark's
+    generated integer instances, whose ladder was measured on them, pass.
     """
-    if not set(config.ladder) <= INTEGER_SUM_RUNGS or not _beyond(procedure, _SUM_NODES + ("Mult",)):
+    if not set(config.ladder) <= INTEGER_SUM_RUNGS | DIGIT_RUNGS or not _beyond(procedure, _SUM_NODES + ("Mult",)):
         return None
     return (f"procedure {procedure.name!r} has decimal or non-sum steps, and the configuration's ladder "
-            f"({', '.join(config.ladder)}) re-asks integer sums only: a GuardConfig given whole replaces the "
+            f"({', '.join(config.ladder)}) re-asks integer sums and single operations only: a GuardConfig given whole replaces the "
             f"procedure's defaults; keep them with GuardConfig.for_procedure(procedure, **changes) "
             f"(docs/python-api.md)")
 
