@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from stepguard.bench.suites import load_suite
-from stepguard.bench.user_prompt import number_texts
+from stepguard.bench.user_prompt import load_user_prompt, number_texts
+from stepguard.procedure import load_procedure
 
 SHIPPING = Path(__file__).resolve().parent / "data" / "shipping_user"
 
@@ -130,3 +131,24 @@ def test_last_number_for_an_answer_that_is_no_number_is_refused_at_load(tmp_path
         "messages:\n  - {role: user, content: '{inputs_json}'}\nanswer: {format: regex, pattern: 'is (\\w+)'}\n", encoding="utf-8")
     read = load_user_prompt(tmp_path / "p.prompt.yaml", proc).read_answer("The answer is true", "boolean")
     assert read.value is True
+
+
+def test_a_pattern_that_backtracks_without_bound_reads_no_answer_instead_of_hanging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``((?:\\d+,?)+)\\.`` on "Total: " and 40 digits never returns under ``re`` (each digit doubles the
+    work): the regex format reads it with the ``regex`` package, which answers at once (no match), and
+    bounds every search by REGEX_TIMEOUT_S: past it the reply reads no answer, named as such (shown
+    here with the bound made tiny against a long reply). A reply the pattern matches still reads."""
+    import stepguard.bench.user_prompt as up
+
+    proc = load_procedure(SHIPPING / "shipping.yaml")
+    path = tmp_path / "shipping.prompt.yaml"
+    path.write_text("messages:\n  - {role: user, content: '{inputs_json}'}\n"
+                    "answer: {format: regex, pattern: 'Total: ((?:\\d+,?)+)\\.'}\n", encoding="utf-8")
+    prompt = load_user_prompt(path, proc)
+    read = prompt.read_answer("Total: " + "1" * 40 + " USD")
+    assert read.value is None and read.refused == "the pattern does not match the reply"
+    assert prompt.read_answer("Total: 40. USD").value == 40
+    monkeypatch.setattr(up, "REGEX_TIMEOUT_S", 1e-6)
+    read = prompt.read_answer("Total: " + "1," * 200_000 + " USD")
+    assert read.value is None and "did not finish on the reply within 1e-06 s" in str(read.refused)

@@ -36,7 +36,8 @@ The answer is read exactly or refused, never guessed (the notation of
   ``items.0.price``, ``steps.-1.value`` the last) of the JSON object the reply is,
   or of the first JSON object in it (a fenced block or inline); a number or a string holding one.
 * ``regex``: the one group of the first match of ``pattern`` (Python syntax, searched in the whole
-  reply), read as a number (or as text, for a text or boolean answer step).
+  reply for at most :data:`REGEX_TIMEOUT_S`, with the ``regex`` package), read as a number (or as
+  text, for a text or boolean answer step).
 
 A file that does not fit is a :class:`~stepguard.errors.ProcedureError` naming the file and the key.
 The run store records each prompt file's sha256 (``raw_prompt`` in run.json), so a raw run is
@@ -55,6 +56,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from stepguard.bench._extra import import_extra
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import Number, format_number, read_number
 from stepguard.model import ChatMessage
@@ -75,6 +77,10 @@ AnswerFormat = Literal["last_number", "json_field", "regex"]
 
 _ROLES = frozenset({"system", "user", "assistant"})
 _KEYS = frozenset({"messages", "answer", "max_tokens"})
+REGEX_TIMEOUT_S = 1.0
+"""Seconds a ``regex`` answer format's pattern may search one reply (the ``regex`` package's timeout;
+the standard ``re`` has none): past it the reply has no answer, as where the pattern does not match."""
+
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_]\w*)\}\}|\{([A-Za-z_]\w*)\}")
 INPUTS_JSON = "inputs_json"
 """The placeholder for every input as one JSON object."""
@@ -158,7 +164,12 @@ class UserPrompt:
         if self.answer_format == "json_field":
             return _read_json(text, str(self.field), kind)
         if self.answer_format == "regex":
-            m = re.search(str(self.pattern), text)
+            regex = import_extra("regex", what="a prompt file's regex answer format")
+            try:  # the user's pattern, bounded: a backtracking pattern on a long reply never returns under re
+                m = regex.search(str(self.pattern), text, timeout=REGEX_TIMEOUT_S)
+            except TimeoutError:
+                return AnswerRead(None, None, f"the pattern did not finish on the reply within {REGEX_TIMEOUT_S:g} s "
+                                              "(it backtracks without bound on such text): no answer read")
             if m is None:
                 return AnswerRead(None, None, "the pattern does not match the reply")
             return _read_value(m.group(1) or "", kind)
