@@ -14,6 +14,7 @@ which is guarded is read from each run's run.json (``mode``), never from the ord
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -281,10 +282,14 @@ def names_a_suite(meta: dict[str, Any]) -> bool:
     from stepguard.bench.suites import PROCEDURE_SUFFIXES
 
     where = meta.get("instances")
-    if not isinstance(where, str):
-        return False
+    return isinstance(where, str) and _names_a_suite(where, PROCEDURE_SUFFIXES)
+
+
+@functools.lru_cache(maxsize=64)
+def _names_a_suite(where: str, suffixes: tuple[str, ...]) -> bool:
+    """:func:`names_a_suite` for one path, asked once a report (a row of a legacy run asks it per row)."""
     path = Path(where)
-    return path.suffix.lower() in PROCEDURE_SUFFIXES or not path.suffix or path.is_dir()
+    return path.suffix.lower() in suffixes or not path.suffix or path.is_dir()
 
 
 def _model_warnings(raw: dict[str, Any], guarded: dict[str, Any]) -> list[str]:

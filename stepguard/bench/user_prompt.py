@@ -164,7 +164,7 @@ class UserPrompt:
         if self.answer_format == "json_field":
             return _read_json(text, str(self.field), kind)
         if self.answer_format == "regex":
-            regex = import_extra("regex", what="a prompt file's regex answer format")
+            regex = import_extra("regex", what="prompt files with a regex answer format")
             try:  # the user's pattern, bounded: a backtracking pattern on a long reply never returns under re
                 m = regex.search(str(self.pattern), text, timeout=REGEX_TIMEOUT_S)
             except TimeoutError:
