@@ -60,3 +60,17 @@ def test_the_header_says_which_model_local_resolved_to() -> None:
     assert model_label("local", Local()) == "local (local:qwen2.5-coder-1.5b)"
     assert model_label("local:qwen2.5-coder-1.5b", Local()) == "local:qwen2.5-coder-1.5b"
     assert model_label("sim:paper", object()) == "sim:paper"
+
+
+def test_a_ladder_that_cannot_re_ask_the_steps_warns_in_one_line_naming_the_flag() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "stepguard", "run", *INVOICE, "--ladder", "bridge,decompose", "-q"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warning = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(warning) == 1, done.stderr  # no file name, line number or source line of Python's format
+    assert warning[0].startswith("warning: procedure 'invoice' has decimal or non-sum steps")
+    assert "(bridge, decompose)" in warning[0] and "--ladder replaces" in warning[0]
+    assert "GuardConfig" not in warning[0]

@@ -11,7 +11,8 @@ command that needs them; defaults that live in those modules are read when the c
 from __future__ import annotations
 
 import os
-from typing import Annotated
+import warnings
+from typing import Annotated, TextIO
 
 # The command line loads no pydantic plugins (their discovery scans every installed package's
 # metadata: about a third of `stepguard check`'s start-up). A user who wants them sets the variable.
@@ -59,12 +60,22 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(model.app, name="model")
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """A warning on the command line: one ``warning:`` line on stderr, never Python's file and line.
+    A :class:`~stepguard.guard.LadderWarning` names the flag that chose the ladder, not the Python API."""
+    reason = getattr(message, "reason", None)
+    text = f"{reason}; --ladder replaces the procedure's default ladder (docs/policies.md, \"Defaults by procedure\")" if reason else str(message)
+    typer.echo(f"warning: {text}", err=True)
+
+
 def main() -> None:
     """Entry point of the ``stepguard`` console script. A command that needs an extra that is not
     installed (``stepguard bench report`` without matplotlib) exits with status 2 and one line
     naming the ``pip install`` that fixes it, not a traceback."""
     from stepguard.errors import MissingExtraError
 
+    warnings.showwarning = _show_warning
     try:
         app(prog_name="stepguard")
     except MissingExtraError as exc:

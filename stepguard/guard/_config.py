@@ -83,7 +83,15 @@ DIGIT_RUNGS: frozenset[str] = frozenset({"digits", "columns", "long_multiply", "
 
 
 class LadderWarning(UserWarning):
-    """A configuration given to a guard whose ladder cannot re-ask the procedure's steps (:func:`ladder_mismatch`)."""
+    """A configuration given to a guard whose ladder cannot re-ask the procedure's steps (:func:`ladder_mismatch`).
+
+    ``reason`` is the mismatch alone; the warning's text adds how to keep the procedure's defaults
+    from Python (:meth:`GuardConfig.for_procedure`), which a command line replaces with its own flag."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}: a GuardConfig given whole replaces the procedure's defaults; keep them with "
+                         "GuardConfig.for_procedure(procedure, **changes) (docs/python-api.md)")
+        self.reason = reason
 
 
 def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
@@ -98,9 +106,7 @@ def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
     if not set(config.ladder) <= INTEGER_SUM_RUNGS | DIGIT_RUNGS or not _beyond(procedure, _SUM_NODES + ("Mult",)):
         return None
     return (f"procedure {procedure.name!r} has decimal or non-sum steps, and the configuration's ladder "
-            f"({', '.join(config.ladder)}) re-asks integer sums and single operations only: a GuardConfig given whole replaces the "
-            f"procedure's defaults; keep them with GuardConfig.for_procedure(procedure, **changes) "
-            f"(docs/python-api.md)")
+            f"({', '.join(config.ladder)}) re-asks integer sums and single operations only")
 
 
 _WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),

@@ -119,7 +119,7 @@ class Guard:
         if not self._config_given:
             return GuardConfig.for_procedure(procedure)
         if self._depth == 0 and (why := ladder_mismatch(procedure, self.config)) is not None:
-            warnings.warn(why, LadderWarning, stacklevel=3)
+            warnings.warn(LadderWarning(why), stacklevel=3)
         return self.config
 
     def _setup(
