@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,16 @@ IDENTITY_KEYS: tuple[str, ...] = ("model", "mode", "guard_config", "generation",
 """run.json keys that must match to resume a run (a different value is a different experiment).
 ``raw_prompt`` (the prompt files a raw run sends, by sha256) is absent from runs made before prompt
 files existed, which read as ``None``: stepguard's own prompt, as then."""
+
+
+def _replaced(path: Path, fh: Any) -> bool:
+    """Whether the file open as ``fh`` is no longer the one at ``path`` (replaced or removed)."""
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return True
+    held = os.fstat(fh.fileno())
+    return (now.st_ino, now.st_dev) != (held.st_ino, held.st_dev)
 
 
 def read_meta(rundir: str | Path) -> dict[str, Any]:
@@ -165,12 +176,12 @@ class RunStore:
             OSError: the write failed; the file is cut back to its previous end first.
         """
         fh = self._fh.get(name)
+        if fh is not None and _replaced(self.rundir / name, fh):
+            fh = self._rejoin(name, fh)
         if fh is None:
-            fh = self._fh[name] = (self.rundir / name).open("ab", buffering=0)
-            if self.sync_interval_s is not None:
-                self._syncers[name] = Syncer(fh, self.sync_interval_s)
+            fh = self._open_file(name)
         data = memoryview((json.dumps(row, separators=(",", ":"), default=str) + "\n").encode("utf-8"))
-        start = fh.tell()
+        start = fh.seek(0, os.SEEK_END)
         try:
             while data:
                 data = data[fh.write(data):]
@@ -178,6 +189,41 @@ class RunStore:
         except OSError:
             os.ftruncate(fh.fileno(), start)
             raise
+        return fh
+
+    def _open_file(self, name: str) -> Any:
+        """Open ``name`` to append (and read back: :meth:`_rejoin`), unbuffered; its syncer where one is used."""
+        fh = self._fh[name] = (self.rundir / name).open("a+b", buffering=0)
+        if self.sync_interval_s is not None:
+            self._syncers[name] = Syncer(fh, self.sync_interval_s)
+        return fh
+
+    def _rejoin(self, name: str, old: Any) -> Any:
+        """The file at ``name`` was replaced or removed while this store wrote it (a ``git stash``,
+        ``checkout`` or ``pull`` of a committed store during a run): the rows this store wrote are
+        in the file it still holds open, which no path reaches. Every line of that file that the
+        file now at the path lacks is appended to it, so nothing written is lost, and writing
+        continues there. Warns (:class:`RuntimeWarning`) naming the file and the lines restored."""
+        old.seek(0)
+        lines = [line for line in old.read().splitlines(keepends=True) if line.endswith(b"\n")]
+        if (syncer := self._syncers.pop(name, None)) is not None:
+            syncer.close()
+        old.close()
+        del self._fh[name]
+        fh = self._open_file(name)
+        fh.seek(0)
+        present = set(fh.read().splitlines(keepends=True))
+        missing = b"".join(line for line in lines if line not in present)
+        if missing:
+            fh.seek(0, os.SEEK_END)
+            view = memoryview(missing)
+            while view:
+                view = view[fh.write(view):]
+            fsync(fh)
+        count = len(missing.splitlines())
+        warnings.warn(f"{self.rundir / name} was replaced while this run wrote it (a git stash, checkout or pull?): "
+                      f"{count} of its rows were missing from the file now there and are written to it again",
+                      RuntimeWarning, stacklevel=4)
         return fh
 
     def add_result(self, row: Mapping[str, Any]) -> None:
