@@ -95,6 +95,11 @@ class Rung:
         verified, since every later sub-step reads that value and the parent takes only a verified
         result: flagging and going on spends calls for nothing (figures: docs/production.md).
 
+        It is never streamed: a streamed parent's re-asks use the chunking of chunked mode
+        (docs/policies.md, "Streamed mode"), and the sub-steps go by the rung's own chunk size, so a
+        rung that asks one sub-step a call (a digit rung, ``one_at_a_time``) never shows the model
+        in one window a later sub-step's literals, which are the values of the earlier ones.
+
         Args:
             parent: the run's configuration.
             attempt: the parent step's re-prompt number (moves the seed: no request is resent).
@@ -104,7 +109,7 @@ class Rung:
         return replace(
             parent, chunk_size=1 if self.one_at_a_time else 64, inline_known=self.one_at_a_time,
             adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
-            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt,
+            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt, streamed=False,
             max_total_tokens=None if tokens_left is None else max(1, tokens_left),
             max_wall_s=None if wall_left is None else max(1e-3, wall_left),
         )

@@ -1,0 +1,54 @@
+"""Faults found by the breaker in the streamed guard and the digit rungs used together."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from stepguard import Guard, GuardConfig, Procedure
+from stepguard.guard.rungs import get_rung, rung_names
+from tests._fakes import ScriptedModel
+
+PRODUCT = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
+    {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x * y"}]})
+
+
+def _asked_steps(messages: list[dict[str, str]]) -> list[str]:
+    """The variables a prompt asks for (its ``Steps:`` block)."""
+    block = str(messages[-1]["content"]).split("Steps:\n", 1)[-1].split("\n\n", 1)[0]
+    return [line.split(" = ", 1)[0] for line in block.splitlines() if " = " in line]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_streamed_runs_digit_rung_asks_one_sub_step_a_call(use_async: bool) -> None:
+    """In streamed mode the digit rung's nested run asked the whole sheet (34 sub-steps) in one
+    streamed window, showing the model every carry and partial product it was about to write:
+    the step was then marked model_verified from digits the guard wrote into the prompt."""
+    model = ScriptedModel(always_wrong={"r"})
+    guard = Guard(model, GuardConfig(ladder=("digits",), max_reprompts_per_step=1, streamed=True))
+    run = guard.arun(PRODUCT, {"a": 4789, "b": 356}) if use_async else None
+    result = asyncio.run(run) if run is not None else guard.run(PRODUCT, {"a": 4789, "b": 356})
+    assert result.status == "verified" and result.values["r"] == 4789 * 356
+    nested = [a for a in map(_asked_steps, model.calls) if any(v.startswith("d") for v in a)]
+    assert len(nested) == 34 and all(len(asked) == 1 for asked in nested), [len(a) for a in nested]
+
+
+def test_a_streamed_runs_one_at_a_time_rung_asks_one_sub_step_a_call() -> None:
+    """The neighbour: ``chain`` (one sub-step a call, operands written into the line) under a streamed run."""
+    proc = Procedure.model_validate({"name": "c", "inputs": ["a", "b"], "steps": [
+        {"var": "x", "expr": "a"}, {"var": "r", "expr": "max(0, min(x, 50000) - b) * 3"}]})
+    model = ScriptedModel(always_wrong={"r"})
+    result = Guard(model, GuardConfig(ladder=("chain",), max_reprompts_per_step=1, streamed=True)).run(proc, {"a": 61000, "b": 12000})
+    assert result.status == "verified"
+    nested = [a for a in map(_asked_steps, model.calls) if any(v.startswith("t") for v in a)]
+    assert len(nested) >= 3 and all(len(asked) == 1 for asked in nested), nested
+
+
+@pytest.mark.parametrize("name", rung_names())
+def test_no_rungs_nested_run_is_streamed(name: str) -> None:
+    """A derived run's sub-steps are asked by its rung's own chunking (docs/policies.md, "Streamed
+    mode": re-asks use the chunking and ladder of chunked mode), never as a streamed window."""
+    rung = get_rung(name)
+    cfg = rung.nested_config(GuardConfig(streamed=True, window=100), 1, None, None)
+    assert cfg.streamed is False
