@@ -52,3 +52,49 @@ def test_no_rungs_nested_run_is_streamed(name: str) -> None:
     rung = get_rung(name)
     cfg = rung.nested_config(GuardConfig(streamed=True, window=100), 1, None, None)
     assert cfg.streamed is False
+
+
+class _FailsOnce(ScriptedModel):
+    """A scripted model whose call number ``fail_at`` (0-based) raises a model error, once."""
+
+    def __init__(self, fail_at: int, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.fail_at, self.failed = fail_at, False
+
+    def complete(self, messages, settings=None):
+        if len(self.calls) == self.fail_at and not self.failed:
+            from stepguard.errors import ModelError
+
+            self.failed = True
+            raise ModelError("the server went away", "scripted")
+        return super().complete(messages, settings)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_run_that_fails_inside_a_digit_rung_resumes_without_asking_a_verified_sub_step_again(tmp_path, streamed, use_async):
+    """A model error (or a kill) at the 10th sub-step of the digit rung: the 9 sub-steps verified
+    before it were asked again on resume (every carry re-asked, 9 calls lost), and the partial
+    result said the thread had made 1 call where it had made 10."""
+    from stepguard import sqlite_checkpointer
+    from stepguard.errors import ModelError
+
+    db = tmp_path / "ck.sqlite"
+    cfg = GuardConfig(ladder=("digits",), max_reprompts_per_step=1, streamed=streamed)
+    inputs = {"a": 4789, "b": 356}
+
+    def run(model):
+        guard = Guard(model, cfg, checkpointer=sqlite_checkpointer(db))
+        return asyncio.run(guard.arun(PRODUCT, inputs, "t")) if use_async else guard.run(PRODUCT, inputs, "t")
+
+    first = _FailsOnce(10, always_wrong={"r"})  # call 0: the step; calls 1-9: d1 .. d9; call 10 (d10) fails
+    with pytest.raises(ModelError) as err:
+        run(first)
+    assert err.value.result is not None and err.value.result.usage.model_calls == 10
+    assert err.value.result.procedure == PRODUCT.name and err.value.result.values["r"] is None
+    again = ScriptedModel(always_wrong={"r"})
+    result = run(again)
+    assert result.status == "verified" and result.values["r"] == 4789 * 356
+    asked = [a[0] for a in map(_asked_steps, again.calls)]
+    assert asked == [f"d{k}" for k in range(10, 35)], asked  # from the sub-step in flight on; none twice, none lost
+    assert result.usage.model_calls == 1 + 9 + 25 and result.spent.model_calls == 25

@@ -44,7 +44,7 @@ from stepguard.tools import calls_from_native
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, expected_value, verify_chunk
 
-__all__ = ["build_graph"]
+__all__ = ["build_graph", "nested_thread"]
 
 def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone)."""
@@ -139,7 +139,9 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
     # (arithmetic_error, with a model value to flag) rather than a missing step; it is checked again
     value = read.value if read is not None else result.answer_text if result.status == "verified" else result.texts.get(var)
     text = f"{var} = {value}" if value is not None else ""
-    u = result.usage
+    u, now = result.usage, result.spent  # the nested thread's, and what this call of it spent (a resumed one: less)
+    ctx.carried = ctx.carried.add(u.model_calls - now.model_calls, u.input_tokens - now.input_tokens, u.output_tokens - now.output_tokens,
+                                  u.cached_tokens - now.cached_tokens, max(0.0, u.model_s - now.model_s))
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
     out = _record_reply(state, usage, calls=u.model_calls)
     out["derived_note"] = None if result.status == "verified" else _unverified_sub_step(sub, result)
@@ -163,6 +165,13 @@ def _unverified_sub_step(sub: Procedure, result: Any) -> str:
     return f"sub-step {first} = {step.expression or '?'} never verified" + (f"; the model wrote `{got}`" if got else "")
 
 
+def nested_thread(ctx: RunContext, state: GuardState) -> str:
+    """The checkpoint thread of the pending rung's nested run: the parent's thread, the step, the rung
+    and the attempt, so a resumed parent asking the same rung of the same step again resumes that
+    nested run (the attempt moves its seed, so another attempt is other work, on a thread of its own)."""
+    return f"{ctx.thread_id}/{ctx.procedure.steps[state.cursor].var}/{state.rung}/{state.attempt}"
+
+
 def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
     """The nested guard of a derived rung, built by the run context's factory with the rung's own
     settings (:meth:`Rung.nested_config`): its seed moves with the parent's attempt, so a repeated
@@ -181,7 +190,7 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if sub is not None:
         spent = None
         try:
-            result = _nested_guard(ctx, state).run(sub, {})
+            result = _nested_guard(ctx, state).run(sub, {}, nested_thread(ctx, state))
         except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config), or a budget
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
@@ -200,7 +209,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     if sub is not None:
         spent = None
         try:
-            result = await _nested_guard(ctx, state).arun(sub, {})
+            result = await _nested_guard(ctx, state).arun(sub, {}, nested_thread(ctx, state))
         except BudgetExhausted as exc:  # as in ask
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)

@@ -6,6 +6,7 @@ import time
 import uuid
 import warnings
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -107,9 +108,16 @@ class Guard:
         return graph
 
     def _nested(self, cfg: GuardConfig) -> Guard:
-        """The guard that runs a derived rung's sub-procedure, one level deeper than this one."""
-        nested = Guard(self.model, cfg, observer=ModelCallOnly(self.observer.inner))
+        """The guard that runs a derived rung's sub-procedure, one level deeper than this one.
+
+        It checkpoints to this guard's checkpointer (its run is given a thread of its own, named
+        from the parent's: :func:`stepguard.guard._graph.nested_thread`), so a run killed or failed
+        inside a rung resumes at the sub-step in flight: the sub-steps verified before it are not
+        asked again, and the thread's usage keeps their calls. It shares this guard's compiled graphs.
+        """
+        nested = Guard(self.model, cfg, checkpointer=self.checkpointer, observer=ModelCallOnly(self.observer.inner))
         nested._depth = self._depth + 1
+        nested._graphs = self._graphs
         return nested
 
     def config_for(self, procedure: Procedure) -> GuardConfig:
@@ -130,7 +138,10 @@ class Guard:
                          self.observer, tools=self.tools, context=_context(context), places=input_places(procedure, inputs))
         self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
-        ctx.identity = run_identity(procedure, ctx.inputs, config, self.model, self._prompts, self.tools.identity(),
+        # a nested run's budgets are what its parent had left when it began (the wall time differs on
+        # every resume): its parent's identity keys the budgets, and its thread is named from the parent's
+        keyed = replace(config, max_total_tokens=None, max_wall_s=None) if self._depth else config
+        ctx.identity = run_identity(procedure, ctx.inputs, keyed, self.model, self._prompts, self.tools.identity(),
                                     ctx.context, places=ctx.places)
         ctx.depth = self._depth
         ctx.nested_guard = self._nested
@@ -459,13 +470,24 @@ class _Progress:
 def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float,
                     stored: Mapping[str, Any]) -> None:
     """Give a stepguard error raised inside a run (a model's failure) this run's partial result, where
-    it has none or has a derived rung's nested run's (a model failure inside a sub-procedure)."""
+    it has none or has a derived rung's nested run's (a model failure inside a sub-procedure): then
+    its usage and spending add the nested run's, whose calls this run's state has not recorded yet."""
     held = getattr(exc, "result", None)
     if isinstance(exc, StepguardError) and getattr(held, "procedure", None) != ctx.procedure.name and last:
         try:
-            exc.result = build_result(ctx, GuardState.of(last), tid, wall_s, GuardState.of(stored) if stored else None)
+            result = build_result(ctx, GuardState.of(last), tid, wall_s, GuardState.of(stored) if stored else None)
+            if isinstance(held, GuardResult):  # the nested run's calls, made inside the step in flight
+                result.usage, result.spent = _plus(result.usage, held.usage), _plus(result.spent, held.spent)
+            exc.result = result
         except Exception:  # noqa: BLE001 - the original error matters more than its partial result
             pass
+
+
+def _plus(a: UsageTotals, b: UsageTotals) -> UsageTotals:
+    """``a``'s calls, tokens and model seconds with ``b``'s added; ``a``'s wall time (the outer call's)."""
+    return UsageTotals(model_calls=a.model_calls + b.model_calls, input_tokens=a.input_tokens + b.input_tokens,
+                       output_tokens=a.output_tokens + b.output_tokens, cached_tokens=a.cached_tokens + b.cached_tokens,
+                       wall_s=a.wall_s, model_s=round(a.model_s + b.model_s, 6))
 
 
 def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall_s: float,
@@ -519,7 +541,9 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
             wall_s=round(wall_s, 6), model_s=round(usage.model_s, 6),
         ),
         resumed=None if before is None else "finished" if before.finished_at is not None else "unfinished",
-        spent=None if before is None else _spent(usage, before.usage, wall_s),
+        spent=None if before is None else _spent(usage, before.usage.add(
+            ctx.carried.model_calls, ctx.carried.input_tokens, ctx.carried.output_tokens, ctx.carried.cached_tokens, ctx.carried.model_s),
+            wall_s),
         thread_id=thread_id,
         labels=dict(ctx.config.extra),
     )

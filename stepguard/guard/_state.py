@@ -377,6 +377,10 @@ class RunContext:
     so a tool receives ``amount=25.00`` as ``Decimal("25.00")``."""
     thread_id: str = ""
     """The run's checkpoint thread (a fresh id without one); part of each action's idempotency key."""
+    carried: RunUsage = field(default_factory=RunUsage)
+    """What this call recorded that earlier calls of the thread spent: a derived rung's nested run
+    resumed from its own checkpoint reports its thread's calls, some made before this call began
+    (a run's ``spent`` leaves them out)."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
     closed: threading.Event = field(default_factory=threading.Event, repr=False)
     """Set when the caller stops reading the run (closes :meth:`Guard.stream`): a streamed window in
