@@ -88,12 +88,14 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
     return messages, settings
 
 
-def _record_reply(state: GuardState, resp: ChatResponse, calls: int = 1) -> dict[str, Any]:
+def _record_reply(state: GuardState, resp: ChatResponse, calls: int = 1, watch: StreamWatch | None = None) -> dict[str, Any]:
+    """The reply's fields of the state; ``watch``: the streamed window's, whose restated step it records."""
     u = resp.usage
     usage = state.usage.add(calls, u.input_tokens, u.output_tokens, u.cached_tokens, resp.latency_s)
     tool_calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
+    restated = list(watch.restated) if watch is not None and watch.restated is not None else None
     return {"reply": resp.text, "finish_reason": resp.finish_reason, "usage": usage, "tool_calls": tool_calls, "derived_note": None,
-            "derived_spent": None}
+            "derived_spent": None, "restated": restated}
 
 
 def _rung(state: GuardState) -> Rung | None:
@@ -199,7 +201,7 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings) if watch is None else read_window(ctx.model, messages, settings, watch)
         record.response(resp)
-    return _record_reply(state, resp)
+    return _record_reply(state, resp, watch=watch)
 
 
 async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -221,7 +223,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
         else:
             resp = await aread_window(ctx.model, messages, settings, watch)
         record.response(resp)
-    return _record_reply(state, resp)
+    return _record_reply(state, resp, watch=watch)
 
 
 def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> StreamWatch | None:
@@ -299,6 +301,12 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # the stream was cut because the wall-time budget ran out while the model wrote this step
         verdict.deviation = Deviation(kind="budget_exhausted", step=dev.step,
                                       detail=f"the wall_time budget ran out while the model was writing step {dev.step}")
+    if state.restated is not None:  # the window's reply ends before a verified step written again
+        verdict.deviation = _past_the_reply(verdict.deviation, verdict.verified, trace, ctx.procedure, state.cursor)
+        var, line = state.restated
+        verdict.others.insert(0, Deviation(kind="extra_steps", step=var, got=line or None,
+                                           detail=f"{var} was written again with a different value after its line was verified; "
+                                                  f"the window's reply ends before that line, and the verified value stands"))
     notes = [
         _event(d, state, "note") for d in verdict.others
     ]
@@ -311,6 +319,19 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "kept_value": kept,
         "events": notes,
     }
+
+
+def _past_the_reply(dev: Deviation | None, verified: list[Any], trace: Any, procedure: Procedure, cursor: int) -> Deviation | None:
+    """``dev``, unless it only says the step after the verified prefix is missing from a reply that
+    ends before it (a streamed window trimmed before a restated step): the model wrote that step
+    after the cut, never skipped it; the next window asks it as a first try."""
+    if dev is None or dev.kind != "under_executed":
+        return dev
+    index = cursor + len(verified)
+    later = set(procedure.variables[index:]) if index < len(procedure.steps) else set()
+    if dev.step != procedure.steps[min(index, len(procedure.steps) - 1)].var or any(r.var in later for r in trace.records):
+        return dev  # a step skipped inside the reply: the model's deviation
+    return None
 
 
 def _event(dev: Deviation, state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> dict[str, Any]:

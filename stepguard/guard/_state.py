@@ -169,6 +169,10 @@ class GuardState:
     """Where the last reply came from a derived rung's nested run that did not verify: the sub-step
     it ended on (``sub-step t2 = t1 / 4 never verified; the model wrote `t2 = 326.5 / 4 = 81.6```),
     added to the deviation's detail; ``None`` otherwise."""
+    restated: list[str] | None = None
+    """``[var, line]``: a step of the last reply's streamed window, verified and reported, that the
+    model wrote again with another value; the reply ends before that line (:class:`~stepguard.guard._window.StreamWatch`),
+    and ``verify`` notes it. ``None`` otherwise."""
     verified: list[list[str]] = field(default_factory=list)
     """``[[var, value text], ...]``: the verified prefix of the last reply."""
     deviation: Deviation | None = None
@@ -281,6 +285,7 @@ _FIELD_RULES: dict[str, tuple[Any, str]] = {
     "tool_calls": (lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v), "a list of calls"),
     "verified": (lambda v: isinstance(v, list) and all(_pair(p) for p in v), "a list of [variable, value text]"),
     "kept_value": (lambda v: v is None or _pair(v), "null or [variable, value text]"),
+    "restated": (lambda v: v is None or _pair(v), "null or [variable, line]"),
     "events": (lambda v: isinstance(v, list), "a list of events"),
     "identity": (lambda v: isinstance(v, dict), "a mapping"),
     "actions": (lambda v: isinstance(v, dict), "a mapping of step to action"),

@@ -17,7 +17,9 @@ the run's stream, so :meth:`stepguard.guard.Guard.stream` yields it while the mo
 and is what the window commits: the ``verify`` node reads the same lines and finds the same values. A
 reported step that the model writes again later with another value is not taken back: the stream is
 cut before that line, so the reply the window commits ends where the reported value stands (as a
-committed step written again in a later reply is noted and stands).
+committed step written again in a later reply is noted and stands): the run notes it (an
+``extra_steps`` event, action ``note``), and the next window starts at the first step the reply
+does not hold, as a first try (the model wrote that step after the cut; it did not skip it).
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ class StreamWatch:
         self.cut_kind: str | None = None
         """Why: the deviation's kind, ``budget_exhausted`` (the wall-time budget ran out) or ``closed``
         (the run's reader went)."""
+        self.restated: tuple[str, str] | None = None
+        """``(variable, line)``: a reported step the model wrote again with another value; the reply
+        the window commits ends before that line, and the run notes it (the reported value stands)."""
 
     @property
     def judged(self) -> str:
@@ -159,6 +164,7 @@ class StreamWatch:
         if dev.kind == "extra_steps" and dev.step in self.reported:  # a reported step written again: it stands
             again = [r for r in trace.records if r.var == dev.step][1:]
             self._checked = min(self._checked, again[0].offset) if again else self._checked
+            self.restated = (dev.step, dev.got or (again[0].text if again else ""))
         elif final:
             return False  # a wrong or missing step at the end: the chunk check of the reply finds it
         self.cut_at, self.cut_kind = dev.step, dev.kind
