@@ -39,7 +39,7 @@ def test_a_verified_step_written_again_is_recorded_as_such_not_as_the_next_step_
     result = asyncio.run(guard.arun(PROC, {"x": 2})) if use_async else guard.run(PROC, {"x": 2})
     assert result.status == "verified" and result.values == RIGHT
     assert [(e.kind, e.step, e.action) for e in result.deviations] == [("extra_steps", "s2", "note")], result.deviations
-    assert "s2 = 99" in result.deviations[0].detail or result.deviations[0].got == "s2 = 99"
+    assert "`s2 = 99`" in result.deviations[0].detail and result.deviations[0].got == "s2 = 99"
     assert seen.asked == [(0, 8, None), (3, 8, None)]  # the window, then the stream on from s4: nothing re-asked
     assert result.reprompts == 0 and not any(s.reprompts for s in result.steps)
 
@@ -62,3 +62,13 @@ def test_a_wrong_step_before_the_restatement_is_still_the_deviation() -> None:
     assert result.status == "verified" and result.values == RIGHT
     assert [(e.kind, e.step, e.action) for e in result.deviations] == [("extra_steps", "s2", "note"),
                                                                       ("arithmetic_error", "s3", "reprompt")]
+
+
+def test_a_verified_step_written_again_without_a_value_is_noted_as_such() -> None:
+    """The neighbour: a copy step restated as its expression (``s2 = s1 + 2``) after its value."""
+    reply = "\n".join(LINES[:2] + ["s2 = s1 + 2"] + LINES[2:]) + "\n"
+    model = StreamingReplies([reply, "\n".join(LINES[2:]) + "\n"])
+    result = Guard(model, GuardConfig(streamed=True, ladder=("restate",))).run(PROC, {"x": 2})
+    assert result.status == "verified" and result.values == RIGHT and result.reprompts == 0
+    assert [(e.kind, e.step, e.action, e.got) for e in result.deviations] == [("extra_steps", "s2", "note", "s2 = s1 + 2")]
+    assert "with a different value" not in result.deviations[0].detail

@@ -304,9 +304,10 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if state.restated is not None:  # the window's reply ends before a verified step written again
         verdict.deviation = _past_the_reply(verdict.deviation, verdict.verified, trace, ctx.procedure, state.cursor)
         var, line = state.restated
+        again = f" (`{line}`)" if line else ""
         verdict.others.insert(0, Deviation(kind="extra_steps", step=var, got=line or None,
-                                           detail=f"{var} was written again with a different value after its line was verified; "
-                                                  f"the window's reply ends before that line, and the verified value stands"))
+                                           detail=f"{var} was written again{again} after its line was verified; the window's "
+                                                  f"reply ends before that line, and the verified value stands"))
     notes = [
         _event(d, state, "note") for d in verdict.others
     ]
