@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
         ModelTimeout as ModelTimeout,
         ModelUnavailable as ModelUnavailable,
         ProcedureError as ProcedureError,
+        RunClosed as RunClosed,
         RunStoreError as RunStoreError,
         StepDeviation as StepDeviation,
         StepguardError as StepguardError,
@@ -83,7 +84,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "stepguard.adapters": ("load_model",),
     "stepguard.errors": (
         "BudgetExhausted", "CheckpointError", "EvaluationError", "LocalServerError", "LocalServerSettingError", "MissingExtraError",
-        "ModelError", "ModelOutputTruncated", "ModelSpecError", "ModelTimeout", "ModelUnavailable", "ProcedureError", "RunStoreError",
+        "ModelError", "ModelOutputTruncated", "ModelSpecError", "ModelTimeout", "ModelUnavailable", "ProcedureError", "RunClosed",
+        "RunStoreError",
         "StepDeviation", "StepguardError", "ToolError", "ToolTimeout", "TraceError",
     ),
     "stepguard.evaluator": ("CompiledExpression", "compile_expression", "evaluate"),

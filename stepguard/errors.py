@@ -20,6 +20,7 @@ wrong and where (a file, a step, a line, an endpoint)::
     │                            native runtime's binary): installing the local extra does not help
     ├── StepDeviation            the guard's ``raise`` policy: a step deviated; carries the partial result
     ├── BudgetExhausted          a re-prompt or token budget is spent and ``on_exhausted`` is ``raise``
+    ├── RunClosed                the caller stopped the run (``stop``) before it finished; it resumes
     ├── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
     ├── CheckpointError          a checkpoint database is unreadable or corrupt (names the file)
     ├── ToolError                a tool step's tool raised, or returned a value its step cannot hold;
@@ -46,6 +47,7 @@ __all__ = [
     "ModelTimeout",
     "ModelUnavailable",
     "ProcedureError",
+    "RunClosed",
     "RunStoreError",
     "StepDeviation",
     "StepguardError",
@@ -176,6 +178,17 @@ class BudgetExhausted(StepguardError):
         self.budget = budget
         self.result = result
         super().__init__(message)
+
+
+class RunClosed(StepguardError):
+    """A guarded run was stopped by its caller (``Guard.run(..., stop=event)`` with the event set from
+    another thread) before it finished: no model call started after it, a derived rung's nested
+    calls included. Committed steps (and a rung's verified sub-steps) stay checkpointed; the same
+    thread resumes where it stopped.
+
+    Attributes:
+        result: the partial :class:`stepguard.guard.GuardResult`.
+    """
 
 
 class RunStoreError(StepguardError):

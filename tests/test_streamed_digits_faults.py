@@ -98,3 +98,78 @@ def test_a_run_that_fails_inside_a_digit_rung_resumes_without_asking_a_verified_
     asked = [a[0] for a in map(_asked_steps, again.calls)]
     assert asked == [f"d{k}" for k in range(10, 35)], asked  # from the sub-step in flight on; none twice, none lost
     assert result.usage.model_calls == 1 + 9 + 25 and result.spent.model_calls == 25
+
+
+def test_a_client_that_leaves_the_proxy_during_a_digit_rung_stops_the_upstream_calls() -> None:
+    """The client went after the digit rung's reprompt event; the proxy went on to make every one of
+    the rung's 34 sub-step calls upstream (a run slot held for a reader that had gone)."""
+    pytest.importorskip("starlette", reason="the serve extra is not installed")
+    import threading
+    import time
+
+    import httpx
+
+    from stepguard.serve import BackgroundServer, Upstream, create_app
+    from tests._stub_server import StubServer
+
+    answers = ScriptedModel(always_wrong={"r"})
+    calls: list[float] = []
+    lock = threading.Lock()
+
+    def script(message: str) -> str:
+        with lock:
+            calls.append(time.monotonic())
+            text = answers.complete([{"role": "user", "content": message}]).text
+        time.sleep(0.05)
+        return text
+
+    with StubServer() as stub:
+        stub.script = script
+        app = create_app(Upstream(f"{stub.base_url}#scripted"), {"d": PRODUCT})
+        body = {"model": "stepguard/d", "messages": [], "stream": True,
+                "stepguard": {"inputs": {"a": 4789, "b": 356}, "ladder": ["digits"], "max_reprompts_per_step": 1}}
+        with BackgroundServer(app) as proxy, httpx.Client(timeout=30) as client:
+            with client.stream("POST", f"{proxy.base_url}/chat/completions", json=body) as resp:
+                for line in resp.iter_lines():
+                    if '"rung":"digits"' in line:
+                        break  # the client goes while the rung's sub-steps are asked
+            left_at = time.monotonic()
+            for _ in range(100):  # the proxy's run ends once it sees the client gone
+                time.sleep(0.05)
+                if calls and time.monotonic() - calls[-1] > 1.0:
+                    break
+    after = [t for t in calls if t > left_at]
+    assert len(calls) < 1 + 34 and len(after) <= 3, (len(calls), len(after))
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_run_stopped_from_another_thread_inside_a_digit_rung_asks_nothing_more_and_resumes(tmp_path, use_async: bool) -> None:
+    """``stop``, set by another thread while the rung's nested run asks its sub-steps: no model call
+    starts after it (the nested run's included), the run raises RunClosed with its partial result,
+    and the thread resumes at the sub-step in flight."""
+    import threading
+
+    from stepguard import RunClosed, sqlite_checkpointer
+
+    stop = threading.Event()
+
+    class StopsAtD5(ScriptedModel):
+        def complete(self, messages, settings=None):
+            if "d5 = " in str(messages[-1]["content"]).split("Steps:", 1)[-1]:
+                threading.Thread(target=stop.set).start()
+                threading.Event().wait(0.2)
+            return super().complete(messages, settings)
+
+    cfg = GuardConfig(ladder=("digits",), max_reprompts_per_step=1)
+    model = StopsAtD5(always_wrong={"r"})
+    guard = Guard(model, cfg, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
+    with pytest.raises(RunClosed) as err:
+        if use_async:
+            asyncio.run(guard.arun(PRODUCT, {"a": 4789, "b": 356}, "t", stop=stop))
+        else:
+            guard.run(PRODUCT, {"a": 4789, "b": 356}, "t", stop=stop)
+    assert len(model.calls) == 1 + 5  # the step, d1 .. d5 (in flight when stop was set); nothing after
+    assert err.value.result is not None and err.value.result.usage.model_calls == 6
+    again = ScriptedModel(always_wrong={"r"})
+    result = Guard(again, cfg, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite")).run(PRODUCT, {"a": 4789, "b": 356}, "t")
+    assert result.status == "verified" and [a[0] for a in map(_asked_steps, again.calls)][0] == "d6"

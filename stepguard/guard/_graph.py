@@ -30,7 +30,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from stepguard.errors import BudgetExhausted, EvaluationError, StepguardError, ToolError
+from stepguard.errors import BudgetExhausted, EvaluationError, RunClosed, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
 from stepguard.guard._result import outcome
@@ -185,14 +185,26 @@ def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
     return ctx.nested_guard(cfg)
 
 
+def _refuse_if_closed(ctx: RunContext) -> None:
+    """Start no model call (nor a nested run) once the run's caller has stopped it (``stop``, or its stream closed).
+
+    Raises:
+        RunClosed: naming the step the run stopped before.
+    """
+    if ctx.closed.is_set():
+        raise RunClosed(f"the run of {ctx.procedure.name!r} was stopped by its caller; its thread {ctx.thread_id!r} resumes here")
+
+
 def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Send the chunk (or corrective) prompt to the model; on a derived rung, run the derived steps."""
+    """Send the chunk (or corrective) prompt to the model; on a derived rung, run the derived steps
+    (the nested run stops with this one: it shares its ``stop``)."""
     ctx = runtime.context
+    _refuse_if_closed(ctx)
     sub = _derived_procedure(state, ctx)
     if sub is not None:
         spent = None
         try:
-            result = _nested_guard(ctx, state).run(sub, {}, nested_thread(ctx, state))
+            result = _nested_guard(ctx, state).run(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
         except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config), or a budget
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
@@ -207,11 +219,12 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Async twin of :func:`ask`."""
     ctx = runtime.context
+    _refuse_if_closed(ctx)
     sub = _derived_procedure(state, ctx)
     if sub is not None:
         spent = None
         try:
-            result = await _nested_guard(ctx, state).arun(sub, {}, nested_thread(ctx, state))
+            result = await _nested_guard(ctx, state).arun(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
         except BudgetExhausted as exc:  # as in ask
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)

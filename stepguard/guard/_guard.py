@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 import warnings
@@ -131,11 +132,14 @@ class Guard:
         return self.config
 
     def _setup(
-        self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = ()
+        self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = (),
+        stop: threading.Event | None = None,
     ) -> tuple[RunContext, dict[str, Any], str]:
         config = self.config_for(procedure)
         ctx = RunContext(procedure, _reading(self.model, procedure), config, procedure.bind_inputs(inputs), self._prompts,
                          self.observer, tools=self.tools, context=_context(context), places=input_places(procedure, inputs))
+        if stop is not None:
+            ctx.closed = stop
         self._check_tools(procedure)
         procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
         # a nested run's budgets are what its parent had left when it began (the wall time differs on
@@ -231,6 +235,7 @@ class Guard:
         thread_id: str | None = None,
         *,
         context: Sequence[ChatMessage] = (),
+        stop: threading.Event | None = None,
     ) -> GuardResult:
         """Execute ``procedure`` on ``inputs`` under the guard.
 
@@ -242,6 +247,10 @@ class Guard:
             context: the caller's messages (``{"role", "content"}`` with text content), shown to
                 the model as a block at the top of every chunk prompt and keyed in the run identity;
                 a derived rung's sub-steps (numbers only) are asked without it.
+            stop: an event another thread sets to stop the run: no model call starts after it
+                (a derived rung's nested calls included), a streamed window in flight is cut at its
+                next delta, and the run raises :class:`~stepguard.errors.RunClosed`; the thread
+                resumes where it stopped. Closing :meth:`stream`'s iterator sets it.
 
         Returns:
             A :class:`GuardResult` (``status`` verified / repaired / flagged / failed).
@@ -252,6 +261,7 @@ class Guard:
             CheckpointError: ``thread_id`` holds a run of other work (see :meth:`run_identity`).
             StepDeviation: ``policy='raise'`` and a step deviated (``.result`` holds the partial result).
             BudgetExhausted: a budget was spent with ``on_exhausted='raise'`` (``.result`` likewise).
+            RunClosed: ``stop`` was set before the run finished (``.result`` likewise).
             ModelError: the model failed (unreachable, timeout); ``.result`` holds the partial result
                 where a chunk had begun; committed chunks stay checkpointed.
 
@@ -259,7 +269,7 @@ class Guard:
         deviation of its step, status ``failed``).
         """
         result = None
-        for item in self.stream(procedure, inputs, thread_id, context=context):
+        for item in self.stream(procedure, inputs, thread_id, context=context, stop=stop):
             result = item
         assert isinstance(result, GuardResult)
         return result
@@ -271,10 +281,11 @@ class Guard:
         thread_id: str | None = None,
         *,
         context: Sequence[ChatMessage] = (),
+        stop: threading.Event | None = None,
     ) -> GuardResult:
         """Async twin of :meth:`run` (model calls through ``acomplete``). Same errors."""
         result = None
-        async for item in self.astream(procedure, inputs, thread_id, context=context):
+        async for item in self.astream(procedure, inputs, thread_id, context=context, stop=stop):
             result = item
         assert isinstance(result, GuardResult)
         return result
@@ -287,6 +298,7 @@ class Guard:
         *,
         context: Sequence[ChatMessage] = (),
         graph_updates: bool = False,
+        stop: threading.Event | None = None,
     ) -> Generator[GuardUpdate, None, None]:
         """:meth:`run`, yielding progress as the run goes.
 
@@ -305,7 +317,7 @@ class Guard:
         stay checkpointed); a streamed window in flight is cut at its next delta, so the model's
         server stops generating.
         """
-        ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
+        ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context, stop)
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:
@@ -335,9 +347,10 @@ class Guard:
         *,
         context: Sequence[ChatMessage] = (),
         graph_updates: bool = False,
+        stop: threading.Event | None = None,
     ) -> AsyncGenerator[GuardUpdate, None]:
         """Async twin of :meth:`stream`."""
-        ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context)
+        ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context, stop)
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:

@@ -155,9 +155,9 @@ class ProxyState:
     async def stream(self, job: GuardedRequest) -> AsyncIterator[GuardUpdate]:
         """What :meth:`stepguard.guard.Guard.stream` yields for ``job`` (run in a worker thread), as it comes.
 
-        A reader that stops early (a client that disconnects) stops the run at its next item: the
-        guard's stream is closed, so a streamed window in flight is cut and the upstream stops
-        generating; committed chunks stay checkpointed.
+        A reader that stops early (a client that disconnects) stops the run (its ``stop``): a streamed
+        window in flight is cut and the upstream stops generating, and no model call starts after it,
+        a derived rung's nested calls included; committed chunks stay checkpointed.
 
         Raises:
             As :meth:`stepguard.guard.Guard.run`, from the iteration, after the items before it.
@@ -169,7 +169,7 @@ class ProxyState:
         gone = threading.Event()
 
         def work() -> None:
-            items = guard.stream(job.procedure, job.inputs, thread_id=job.thread_id, context=job.context)
+            items = guard.stream(job.procedure, job.inputs, thread_id=job.thread_id, context=job.context, stop=gone)
             try:
                 for item in items:
                     if gone.is_set():
