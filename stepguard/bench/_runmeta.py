@@ -198,6 +198,6 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         "server": server, "guard_config": _guard_config_dict(guard_config) if guard_config else None,
         "generation": generation, "seed": seed, "raw_prompt": inst_meta.get("raw_prompt") if mode == "raw" else None,
         "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
-        "prompts_sha256": PromptSet(guard_config.prompt_dir if guard_config else None).fingerprint(),
+        "prompts_sha256": PromptSet(guard_config.prompt_dir if guard_config else None).fingerprint(forms=mode == "guarded"),
         "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),
     }

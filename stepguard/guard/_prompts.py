@@ -13,7 +13,7 @@ from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure, format_value
 
-__all__ = ["PromptSet", "context_block", "format_value", "render_raw_prompt"]
+__all__ = ["PROMPT_FORMS", "PromptSet", "context_block", "format_value", "render_raw_prompt"]
 
 _BUILTIN = Path(__file__).parent / "prompts"
 
@@ -81,6 +81,16 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
 
 
+PROMPT_FORMS = 2
+"""The version of the prompt text the code writes around the templates: the kinds' step lines,
+answer shapes and correction notes, the rungs' sub-step prompts. It is part of
+:meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is
+refused by another, naming the prompts, instead of resuming with prompts it did not run
+(``tests/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a
+change to them fails there until this is bumped). 2: a copy step's answer shape
+(docs/fidelity.md, "A copy step's example")."""
+
+
 class PromptSet:
     """The guard's templates, from ``folder`` where given, else the built-in files.
 
@@ -90,9 +100,13 @@ class PromptSet:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = Path(folder) if folder else _BUILTIN
 
-    def fingerprint(self) -> str:
-        """The sha256 (hex) of every template's text in use, in a fixed order: a run identity's ``prompts``."""
+    def fingerprint(self, *, forms: bool = True) -> str:
+        """The sha256 (hex) of every template's text in use, in a fixed order, and with ``forms``
+        of :data:`PROMPT_FORMS` (from version 2 on): a run identity's ``prompts``. A run that sends
+        no guarded request (raw mode) leaves ``forms`` out, so the guard's forms do not close it."""
         h = hashlib.sha256()
+        if forms:
+            h.update(f"forms {PROMPT_FORMS}\0".encode())
         for name in ("system.txt", "chunk.txt", "correction.txt", "raw.txt"):
             h.update(name.encode() + b"\0" + _read(self.folder, name).template.encode("utf-8") + b"\0")
         return h.hexdigest()
@@ -149,7 +163,7 @@ class PromptSet:
         fields = {
             "known": shown + "".join(f"\n\n{t}" for t in texts),
             "steps": "\n".join(_step_line(procedure, i, values) for i in indices),
-            "example": kind_of(procedure.steps[indices[0]]).example(procedure, indices[0], values),
+            "example": kind_of(procedure.steps[indices[0]]).chunk_example(procedure, indices, values),
             "count_line": _count_line(procedure, indices),
             "note": note or "",
         }

@@ -72,6 +72,11 @@ class Kind:
         """The shape of the answer line, for a chunk that starts with this step."""
         return f"{procedure.steps[index].var} = <result>"
 
+    def chunk_example(self, procedure: Procedure, indices: Sequence[int], values: Mapping[str, Value]) -> str:
+        """The answer-line shape shown for a chunk that starts with this step (``indices``, in order):
+        by default :meth:`example` of the first step."""
+        return self.example(procedure, indices[0], values)
+
     def count_line(self, procedure: Procedure, indices: Sequence[int]) -> str | None:
         """What to write, for a chunk that starts with this step; ``None``: the default count line."""
         return None

@@ -6,12 +6,13 @@ Its steps go several to a chunk and are read by the trace parser and checked ste
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._base import Kind, Value, kind_of, register_kind
 from stepguard.kinds._prompting import NUMBER, inline
 from stepguard.procedure import Procedure, Step, format_value
 from stepguard.verify import Deviation
@@ -43,6 +44,18 @@ class ComputeStep(Step):
         return [("expr", self.expr), ("check", self.check)]
 
 
+def _copies(step: Step) -> bool:
+    """Whether the step's expression is one name alone (``S2 = y``): a copy, nothing to compute."""
+    expression = step.expression
+    if expression is None:
+        return False
+    try:
+        body = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(body, ast.Name)
+
+
 @register_kind
 class Compute(Kind):
     """The model computes the value; several steps to a chunk."""
@@ -69,11 +82,21 @@ class Compute(Kind):
         """
         step = procedure.steps[index]
         expr = None if step.expression is None else inline(step.expression, values)
+        if expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):
+            return f"{step.var} = {expr} = <result>"
         if expr is not None and any(name not in values for name in procedure.reads(index)):
             return f"{step.var} = {expr} = <the numbers substituted> = <result>"
         if expr is not None and not NUMBER.fullmatch(expr.strip()):
             return f"{step.var} = {expr} = <result>"
         return f"{step.var} = <result>"
+
+    def chunk_example(self, procedure: Procedure, indices: Sequence[int], values: Mapping[str, Value]) -> str:
+        """:meth:`example` of the chunk's first step that is not a copy (``S2 = y``), else of its first:
+        a copy's line has nothing to substitute, and shown as every line's shape (``S2 = y = <the
+        numbers substituted> = <result>``) the embedded model wrote ``S2 = 19 = 19 = 38``
+        (docs/fidelity.md, "A copy step's example")."""
+        shown = next((i for i in indices if kind_of(procedure.steps[i]).name == self.name and not _copies(procedure.steps[i])), indices[0])
+        return self.example(procedure, shown, values)
 
     def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
         """Names the step, its expression and the committed operands, never the expected result:

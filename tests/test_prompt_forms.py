@@ -1,0 +1,69 @@
+"""Every request the guard sends on a fixed set of simulated runs is pinned to
+:data:`stepguard.guard._prompts.PROMPT_FORMS`, which is part of the prompts' fingerprint: a run store
+or a checkpointed thread keys its prompts by it. A change to the prompt text the code writes (a
+kind's step line, answer shape or correction note, a rung's sub-step prompt) fails here until the
+version is bumped, so a store made under the old text is refused, not resumed with the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from stepguard import Guard, GuardConfig
+from stepguard.adapters import RecordingModel, load_model
+from stepguard.bench.generate import generate_instance
+from stepguard.bench.suites import load_suite
+from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
+
+PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
+
+PINNED = {2: "794b4ae1508b255a260b0323ff20a30666bfbce06cfcd474284080e7d851b5f4"}
+"""sha256 of the sorted request keys of :func:`_requests`, by forms version."""
+
+
+def _requests(cassette: Path) -> str:
+    """Generated instances chunked and streamed, and the first case of each production procedure,
+    guarded on ``sim:paper`` (its errors reach correction notes and rungs); the requests' digest."""
+    model = RecordingModel(load_model("sim:paper"), cassette)
+    for streamed in (False, True):
+        guard = Guard(model, GuardConfig(on_exhausted="flag", streamed=streamed))
+        for n, lookback, index in ((5, 2, 0), (23, 2, 0), (23, 7, 1), (47, 3, 0)):
+            inst = generate_instance(n, lookback, index=index)
+            guard.run(inst.to_procedure(), inst.inputs, thread_id=f"{inst.id}-{streamed}")
+    seen: set[str] = set()
+    for case in load_suite(PRODUCTION):
+        if case.procedure_name in seen:
+            continue
+        seen.add(case.procedure_name)
+        config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag")
+        Guard(model, config).run(case.procedure, case.inputs, thread_id=case.id)
+    keys = {json.loads(line)["key"] for line in cassette.read_text(encoding="utf-8").splitlines() if line.strip()}
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+def test_the_guards_requests_are_those_of_this_forms_version(tmp_path: Path) -> None:
+    got = _requests(tmp_path / "requests.jsonl")
+    assert got == PINNED.get(PROMPT_FORMS), (
+        f"the guard's requests changed (digest {got}): if the prompt text it writes changed, bump PROMPT_FORMS "
+        "in stepguard/guard/_prompts.py (stores and checkpoints made before then refuse to resume) and pin this digest "
+        "under the new version in tests/test_prompt_forms.py")
+
+
+def test_the_forms_version_is_part_of_the_fingerprint(monkeypatch: Any) -> None:
+    import stepguard.guard._prompts as prompts
+
+    before = PromptSet().fingerprint()
+    monkeypatch.setattr(prompts, "PROMPT_FORMS", PROMPT_FORMS + 1)
+    assert PromptSet().fingerprint() != before
+
+
+def test_a_raw_runs_identity_leaves_the_forms_out(monkeypatch: Any) -> None:
+    """Raw mode sends the raw template alone: a forms bump does not close a raw store."""
+    import stepguard.guard._prompts as prompts
+
+    raw, guarded = PromptSet().fingerprint(forms=False), PromptSet().fingerprint()
+    monkeypatch.setattr(prompts, "PROMPT_FORMS", PROMPT_FORMS + 1)
+    assert PromptSet().fingerprint(forms=False) == raw and PromptSet().fingerprint() != guarded
