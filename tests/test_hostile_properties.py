@@ -217,6 +217,9 @@ def _plain_text(tail: str, closers: int) -> bool:
     if {w.lower() for w in words} & (_MULTIPLIERS | {"or", "mod", "x"}) or "R" in words:
         return False
     rest = tail[closers:]
+    if any("ARROW" in unicodedata.name(c, "") or 0x2200 <= ord(c) <= 0x22FF or 0x27C0 <= ord(c) <= 0x27EF
+           or 0x2980 <= ord(c) <= 0x2AFF for c in unicodedata.normalize("NFKC", rest)):
+        return False  # an arrow or a relation sign, negated ones too (12 ↛ 13, 12 ≯)
     return not (set(rest) & _SIGNS or "->" in rest or "=>" in rest)
 
 

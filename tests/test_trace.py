@@ -296,3 +296,12 @@ def test_latex_delimited_answers(text: str, value: int) -> None:
 def test_a_markdown_latex_block_per_step_reads_one_record_per_step() -> None:
     text = "14. **S14 = S12 - S13**\n    \\[\n    S14 = -517 - (-168) = -349\n    \\]\n"
     assert [(r.var, r.value, r.operands) for r in parse_trace(text).records] == [("S14", -349, (-517, -168))]
+
+
+@pytest.mark.parametrize("tail", ["\u2192\u0338", "\u219b 13", " \u21ae", " \u21cf 13", " \u226f 13", " \u2b04", " \u27f6 13",
+                                  " \u2933 13", " \u2a7d 13", " \u220e"])
+def test_a_value_followed_by_any_arrow_or_relation_is_not_read(tail: str) -> None:
+    """Negated and less common arrows and relation signs (``12 ↛ 13``, ``12 ≯ 13``, a decomposed ``→`` with
+    its stroke) hedge a value as the plain ones do (hypothesis found ``0↛`` read as 0)."""
+    (rec,) = parse_trace(f"S1 = 12{tail}").records
+    assert rec.value is None and rec.error == "correction or hedge"

@@ -113,7 +113,11 @@ _TAIL = re.compile(
     r"ne|neq|le|leq|ge|geq|lt|gt)(?![A-Za-z])|" + _W0 + r"or|approx|approximately|about|around|roughly|nearly|"
     r"almost|circa|ca|maybe|perhaps|possibly|wait" + _W1 + ")"
     r"|(?P<op>[*×✕✖∗/⁄∕÷\-‒–—―−+^·⋅:]|\\(?:times|cdot|div|bmod|pmod|mod|frac)(?![A-Za-z])|"
-    + _W0 + r"x|times|plus|minus|over|mod|(?-i:R)" + _W1 + ")",
+    + _W0 + r"x|times|plus|minus|over|mod|(?-i:R)" + _W1 + ")"
+    # every other arrow or mathematical relation sign, negated ones too (12 ↛, 12 ≯, 12 ⇏, 12 ⬄): Unicode's
+    # Arrows, Mathematical Operators, Supplemental Arrows A and B, Miscellaneous Mathematical Symbols B,
+    # Supplemental Mathematical Operators and Miscellaneous Symbols and Arrows blocks
+    r"|(?P<relation>[\u2190-\u21ff\u2200-\u22ff\u27c0-\u27ff\u2900-\u2aff\u2b00-\u2bff])",
     re.IGNORECASE,
 )
 _FIRST_WORD = re.compile(r"[ \t\u00a0\u2009\u202f]*+([^\W\d_]+)")
@@ -129,6 +133,7 @@ _TAIL_WHY = {
     "word": "number word",
     "hedge": "correction or hedge",
     "op": "unevaluated expression",
+    "relation": "correction or hedge",
 }
 _LETTER_BEFORE = re.compile(r"[^\W\d_]")
 
