@@ -1,8 +1,8 @@
-"""A copy step (``S2 = y``) never shows the line shape of an operation it does not have.
+"""A copy step (``S2 = y``) asked alone shows no operation's shape; a chunk keeps its first step's.
 
-Shown ``S2 = y = <the numbers substituted> = <result>`` as every line's shape, the embedded model
-wrote ``S2 = 19 = 19 = 38`` and kept writing it when re-asked (docs/fidelity.md, "A copy step's
-example").
+Asked alone as ``S2 = y = <the numbers substituted> = <result>``, the embedded model wrote ``S2 = y
+= 19 = 38`` on every re-ask; a window that opened with copies shown the first operation's shape
+instead made it skip the copies (docs/fidelity.md, "A copy step's example").
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ def _user(indices: list[int], env: dict[str, int], *, inline: bool = False) -> s
     return PromptSet().chunk_messages(_proc(), indices, env, inline=inline)[-1]["content"]
 
 
-def test_a_window_that_starts_with_copies_shows_the_first_operations_shape() -> None:
+def test_a_window_that_starts_with_copies_keeps_its_first_steps_shape() -> None:
+    """Shown ``S3 = S1 + S2 = ...`` as the shape, the model started its reply at S3."""
     user = _user([0, 1, 2, 3], {"x": 9, "y": 19})
-    assert "each as\nS3 = S1 + S2 = <the numbers substituted> = <result>" in user
-    assert "S1 = x = <" not in user
+    assert "each as\nS1 = x = <the numbers substituted> = <result>" in user
 
 
 def test_a_copy_asked_alone_has_no_operation_to_substitute() -> None:
@@ -44,5 +44,5 @@ def test_a_window_of_operations_is_unchanged() -> None:
     assert "each as\nS3 = S1 + S2 = <the numbers substituted> = <result>" in user
 
 
-def test_copies_only_show_the_first_copys_shape() -> None:
-    assert "each as\nS1 = x = <result>" in _user([0, 1], {"x": 9, "y": 19})
+def test_two_copies_keep_the_first_copys_shape() -> None:
+    assert "each as\nS1 = x = <the numbers substituted> = <result>" in _user([0, 1], {"x": 9, "y": 19})

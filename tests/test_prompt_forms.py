@@ -20,8 +20,8 @@ from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
 
 PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
 
-PINNED = {2: "794b4ae1508b255a260b0323ff20a30666bfbce06cfcd474284080e7d851b5f4"}
-"""sha256 of the sorted request keys of :func:`_requests`, by forms version."""
+PINNED = {2: "77975a0ae330d950ad9ec35f78c2ace10dd51f746c6a4fa5ff04effd44a8c585"}
+"""sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
 def _requests(cassette: Path) -> str:
@@ -41,7 +41,35 @@ def _requests(cassette: Path) -> str:
         config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag")
         Guard(model, config).run(case.procedure, case.inputs, thread_id=case.id)
     keys = {json.loads(line)["key"] for line in cassette.read_text(encoding="utf-8").splitlines() if line.strip()}
+    keys |= _alone()
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+def _alone() -> set[str]:
+    """Every step of a generated instance and of each production procedure asked alone, as a first
+    try and after an arithmetic error, values listed and written in: the shapes a simulated run may
+    not reach (a copy step asked alone)."""
+    from stepguard.kinds import kind_of
+    from stepguard.verify import Deviation
+
+    cases = [(generate_instance(8, 2, index=0).to_procedure(), generate_instance(8, 2, index=0).inputs)]
+    seen: set[str] = set()
+    for case in load_suite(PRODUCTION):
+        if case.procedure_name not in seen:
+            seen.add(case.procedure_name)
+            cases.append((case.procedure, case.inputs))
+    texts = set()
+    for procedure, inputs in cases:
+        env: dict[str, Any] = dict(inputs)
+        values = procedure.expected_values(inputs)
+        for i, step in enumerate(procedure.steps):
+            wrong = Deviation(kind="arithmetic_error", step=step.var, got=f"{step.var} = 1")
+            for note in (None, kind_of(step).correction_note(procedure, i, wrong, env)):
+                for inline in (False, True):
+                    messages = PromptSet().chunk_messages(procedure, [i], env, note, inline=inline)
+                    texts.add(json.dumps(messages, sort_keys=True, default=str))
+            env[step.var] = values[step.var]
+    return {hashlib.sha256(t.encode()).hexdigest() for t in texts}
 
 
 def test_the_guards_requests_are_those_of_this_forms_version(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from stepguard.kinds._base import Kind, Value, kind_of, register_kind
+from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._prompting import NUMBER, inline
 from stepguard.procedure import Procedure, Step, format_value
 from stepguard.verify import Deviation
@@ -82,8 +82,6 @@ class Compute(Kind):
         """
         step = procedure.steps[index]
         expr = None if step.expression is None else inline(step.expression, values)
-        if expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):
-            return f"{step.var} = {expr} = <result>"
         if expr is not None and any(name not in values for name in procedure.reads(index)):
             return f"{step.var} = {expr} = <the numbers substituted> = <result>"
         if expr is not None and not NUMBER.fullmatch(expr.strip()):
@@ -91,12 +89,16 @@ class Compute(Kind):
         return f"{step.var} = <result>"
 
     def chunk_example(self, procedure: Procedure, indices: Sequence[int], values: Mapping[str, Value]) -> str:
-        """:meth:`example` of the chunk's first step that is not a copy (``S2 = y``), else of its first:
-        a copy's line has nothing to substitute, and shown as every line's shape (``S2 = y = <the
-        numbers substituted> = <result>``) the embedded model wrote ``S2 = 19 = 19 = 38``
-        (docs/fidelity.md, "A copy step's example")."""
-        shown = next((i for i in indices if kind_of(procedure.steps[i]).name == self.name and not _copies(procedure.steps[i])), indices[0])
-        return self.example(procedure, shown, values)
+        """:meth:`example` of the chunk's first step, except for a copy (``S2 = y``) asked alone, which
+        shows ``S2 = y = <result>``: shown ``S2 = y = <the numbers substituted> = <result>``, the
+        embedded model wrote ``S2 = y = 19 = 38`` on every re-ask. A chunk that opens with copies keeps
+        its first step's shape: shown the first operation's instead, the model began at that step
+        and skipped the copies (docs/fidelity.md, "A copy step's example")."""
+        step = procedure.steps[indices[0]]
+        expr = None if step.expression is None else inline(step.expression, values)
+        if len(indices) == 1 and expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):
+            return f"{step.var} = {expr} = <result>"
+        return self.example(procedure, indices[0], values)
 
     def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
         """Names the step, its expression and the committed operands, never the expected result:
