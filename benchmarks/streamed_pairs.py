@@ -4,9 +4,11 @@ pairs: ``benchmarks/stores/curve``): verified, silent errors, calls, tokens and 
     python benchmarks/streamed_pairs.py [benchmarks/stores/curve] [--sides raw,guarded,streamed] \
         [--server-log streamed=FILE]
 
-Prints a Markdown table over the instances all three sides have finished (docs/fidelity.md,
-"Streamed mode at 95 steps"); prompt tokens of a cut stream are estimated (the server sends no
-usage for a reply it did not finish: 4 characters a token).
+Prints a Markdown table over the instances every side has finished (docs/fidelity.md,
+"Streamed mode at 95 steps"). The rows' token counts are the replies' usage, which the embedded
+llama-cpp-python server does not send in a stream (the adapter then estimates 4 characters a
+token); given the server's log of a side's run (``--server-log``), the prompt tokens each request
+sent and the server evaluated are read from it, exactly.
 """
 
 from __future__ import annotations
@@ -30,40 +32,40 @@ def _rows(folder: Path) -> dict[str, dict]:
     return out
 
 
-def evaluated_by_call(log: Path) -> list[int]:
-    """Prompt tokens the llama-cpp-python server evaluated for each request, in order, from its log
-    (``Llama.generate: N prefix-match hit, remaining M prompt tokens to eval``: M; a request with no
-    prefix line evaluates its whole prompt, its ``prompt eval time ... / M tokens`` line)."""
-    out: list[int] = []
+def evaluated_by_call(log: Path) -> list[tuple[int, int]]:
+    """``(sent, evaluated)`` prompt tokens of each request the llama-cpp-python server served, in
+    order, from its log: ``Llama.generate: N prefix-match hit, remaining M prompt tokens to eval``
+    gives ``(N + M, M)``; a request with no such line evaluates its whole prompt, its ``prompt eval
+    time ... / M tokens`` line: ``(M, M)``. Exact, with the model's tokenizer and chat template,
+    where a streamed reply's usage is not: that server sends none in a stream, and the adapter
+    then estimates 4 characters a token."""
+    out: list[tuple[int, int]] = []
     pending = False
     for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        if m := re.search(r"remaining (\d+) prompt tokens to eval", line):
-            out.append(int(m.group(1)))
+        if m := re.search(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval", line):
+            out.append((int(m.group(1)) + int(m.group(2)), int(m.group(2))))
             pending = True
         elif m := re.search(r"prompt eval time = .* / +(\d+) tokens", line):
             if not pending:
-                out.append(int(m.group(1)))
+                out.append((int(m.group(1)), int(m.group(1))))
             pending = False
     return out
 
 
-def _evaluated(rows: dict[str, dict], log: Path | None) -> dict[str, int]:
-    """Evaluated prompt tokens per instance: the log's requests split by each row's calls, in the
-    order the rows were written (a run at concurrency 1 from an empty store); empty where the log's
-    requests and the rows' calls do not add up (the mapping would be a guess)."""
-    if log is None:
-        return {}
+def _evaluated(rows: dict[str, dict], log: Path | None) -> tuple[float, float] | None:
+    """Mean ``(sent, evaluated)`` prompt tokens an instance over all of a side's rows, from the log of
+    the run that wrote them all (``None`` where the log's requests and the rows' calls do not add
+    up: a resumed run, or one still going). Means over the whole side, not per instance: the server
+    writes a streamed request's log line when it gets to it, so the order does not map requests to
+    instances."""
+    if log is None or not rows:
+        return None
     calls = evaluated_by_call(log)
-    order = list(rows)
-    if sum(rows[i]["usage"]["model_calls"] for i in order) != len(calls):
-        print(f"{log}: {len(calls)} requests, the rows made {sum(rows[i]['usage']['model_calls'] for i in order)} calls: "
-              "not mapped", file=sys.stderr)
-        return {}
-    out, at = {}, 0
-    for i in order:
-        n = rows[i]["usage"]["model_calls"]
-        out[i], at = sum(calls[at:at + n]), at + n
-    return out
+    made = sum(r["usage"]["model_calls"] for r in rows.values())
+    if not 0 <= len(calls) - made <= 2:  # up to two requests before the first instance's
+        print(f"{log}: {len(calls)} requests, the rows made {made} calls: not read", file=sys.stderr)
+        return None
+    return sum(c[0] for c in calls) / len(rows), sum(c[1] for c in calls) / len(rows)
 
 
 def main(argv: list[str]) -> int:
@@ -81,8 +83,9 @@ def main(argv: list[str]) -> int:
         print("no instance finished on every side yet")
         return 1
     print(f"{len(ids)} instances on every side ({args.store}: {', '.join(sides)})\n")
-    print("| side | verified / right | silent errors | calls | prompt tokens sent | evaluated | output tokens | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| side | verified / right | silent errors | calls | prompt tokens (usage) | sent, server log | evaluated, server log "
+          "| output tokens (usage) | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, rows in runs.items():
         rs = [rows[i] for i in ids]
         raw = name == sides[0]
@@ -91,9 +94,11 @@ def main(argv: list[str]) -> int:
         def mean(key: str, rs: list[dict] = rs) -> float:
             return sum(r["usage"][key] for r in rs) / len(rs)
 
-        evaluated = _evaluated(rows, Path(logs[name])) if name in logs else {}
-        ev = f"{sum(evaluated[i] for i in ids) / len(ids):.0f}" if evaluated else "-"
-        print(f"| {name} | {ok}/{len(rs)} | {silent} | {mean('model_calls'):.1f} | {mean('input_tokens'):.0f} | {ev} | "
+        evaluated = _evaluated(rows, Path(logs[name])) if name in logs else None
+        whole = evaluated is not None and len(ids) == len(rows)  # the log's means are over the whole side
+        sent = f"{evaluated[0]:.0f}" if whole and evaluated else "-"
+        ev = f"{evaluated[1]:.0f}" if whole and evaluated else "-"
+        print(f"| {name} | {ok}/{len(rs)} | {silent} | {mean('model_calls'):.1f} | {mean('input_tokens'):.0f} | {sent} | {ev} | "
               f"{mean('output_tokens'):.0f} | {mean('wall_s'):.0f} |")
     return 0
 
