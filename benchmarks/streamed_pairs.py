@@ -2,7 +2,7 @@
 pairs: ``benchmarks/stores/curve``): verified, silent errors, calls, tokens and wall an instance.
 
     python benchmarks/streamed_pairs.py [benchmarks/stores/curve] [--sides raw,guarded,streamed] \
-        [--server-log streamed=FILE]
+        [--server-log streamed=FILE]   # e.g. streamed-digits=benchmarks/stores/curve/streamed-digits/server.log.gz
 
 Prints a Markdown table over the instances every side has finished (docs/fidelity.md,
 "Streamed mode at 95 steps"). The rows' token counts are the replies' usage, which the embedded
@@ -14,6 +14,7 @@ sent and the server evaluated are read from it, exactly.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -41,7 +42,9 @@ def evaluated_by_call(log: Path) -> list[tuple[int, int]]:
     then estimates 4 characters a token."""
     out: list[tuple[int, int]] = []
     pending = False
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = gzip.open(log, "rt", encoding="utf-8", errors="replace").read() if log.suffix == ".gz" else \
+        log.read_text(encoding="utf-8", errors="replace")
+    for line in text.splitlines():
         if m := re.search(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval", line):
             out.append((int(m.group(1)) + int(m.group(2)), int(m.group(2))))
             pending = True
@@ -62,9 +65,11 @@ def _evaluated(rows: dict[str, dict], log: Path | None) -> tuple[float, float] |
         return None
     calls = evaluated_by_call(log)
     made = sum(r["usage"]["model_calls"] for r in rows.values())
-    if not 0 <= len(calls) - made <= 2:  # up to two requests before the first instance's
+    if abs(len(calls) - made) > 2:  # a request or two the log did not name, or served before the first instance
         print(f"{log}: {len(calls)} requests, the rows made {made} calls: not read", file=sys.stderr)
         return None
+    if len(calls) != made:
+        print(f"{log}: {len(calls)} requests for the rows' {made} calls", file=sys.stderr)
     return sum(c[0] for c in calls) / len(rows), sum(c[1] for c in calls) / len(rows)
 
 
