@@ -24,6 +24,14 @@ PINNED = {2: "77975a0ae330d950ad9ec35f78c2ace10dd51f746c6a4fa5ff04effd44a8c585"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
+def _first_cases() -> list[Any]:
+    """The first input set of each production procedure."""
+    firsts: dict[str, Any] = {}
+    for case in load_suite(PRODUCTION):
+        firsts.setdefault(case.procedure_name, case)
+    return list(firsts.values())
+
+
 def _requests(cassette: Path) -> str:
     """Generated instances chunked and streamed, and the first case of each production procedure,
     guarded on ``sim:paper`` (its errors reach correction notes and rungs); the requests' digest."""
@@ -33,11 +41,7 @@ def _requests(cassette: Path) -> str:
         for n, lookback, index in ((5, 2, 0), (23, 2, 0), (23, 7, 1), (47, 3, 0)):
             inst = generate_instance(n, lookback, index=index)
             guard.run(inst.to_procedure(), inst.inputs, thread_id=f"{inst.id}-{streamed}")
-    seen: set[str] = set()
-    for case in load_suite(PRODUCTION):
-        if case.procedure_name in seen:
-            continue
-        seen.add(case.procedure_name)
+    for case in _first_cases():
         config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag")
         Guard(model, config).run(case.procedure, case.inputs, thread_id=case.id)
     keys = {json.loads(line)["key"] for line in cassette.read_text(encoding="utf-8").splitlines() if line.strip()}
@@ -52,12 +56,8 @@ def _alone() -> set[str]:
     from stepguard.kinds import kind_of
     from stepguard.verify import Deviation
 
-    cases = [(generate_instance(8, 2, index=0).to_procedure(), generate_instance(8, 2, index=0).inputs)]
-    seen: set[str] = set()
-    for case in load_suite(PRODUCTION):
-        if case.procedure_name not in seen:
-            seen.add(case.procedure_name)
-            cases.append((case.procedure, case.inputs))
+    inst = generate_instance(8, 2, index=0)
+    cases = [(inst.to_procedure(), inst.inputs), *((case.procedure, case.inputs) for case in _first_cases())]
     texts = set()
     for procedure, inputs in cases:
         env: dict[str, Any] = dict(inputs)
