@@ -171,15 +171,17 @@ def stable_head_form(calls: list[Call], procedure: Procedure) -> list[Call]:
     return out
 
 
-def count(calls: list[Call], tok: Callable[[str], list[int]]) -> tuple[int, int, int]:
-    """``(sent, evaluated with one slot, evaluated with many prefixes)`` prompt tokens over ``calls``."""
+def count(calls: list[Call], tok: Callable[[str], list[int]], role: str | None = None) -> tuple[int, int, int]:
+    """``(sent, evaluated with one slot, evaluated with many prefixes)`` prompt tokens over ``calls``
+    (only those of ``role`` when given; the server holds every call's prompt and reply either way)."""
     sent = one = many = 0
     held: list[list[int]] = []  # each earlier request's prompt and reply, as the server held it
     for call in calls:
         prompt = tok(chatml(call.messages))
-        sent += len(prompt)
-        one += len(prompt) - (shared(prompt, held[-1]) if held else 0)
-        many += len(prompt) - max((shared(prompt, h) for h in held), default=0)
+        if role is None or call.role == role:
+            sent += len(prompt)
+            one += len(prompt) - (shared(prompt, held[-1]) if held else 0)
+            many += len(prompt) - max((shared(prompt, h) for h in held), default=0)
         held.append(tok(chatml(call.messages, call.reply)))
     return sent, one, many
 
@@ -197,10 +199,13 @@ def recorded_runs(model: str, steps: int, lookbacks: str, per_config: int,
             yield proc, inst.inputs, result, rec
 
 
-def arguments(doc: str, per_config: int) -> tuple[argparse.Namespace, Callable[[str], list[int]], str]:
-    """The command line these measurements share (model, steps, look-backs, instances, tokenizer), read;
-    with the tokenizer and what it is."""
+def arguments(doc: str, per_config: int, extra: Callable[[argparse.ArgumentParser], None] | None = None,
+              ) -> tuple[argparse.Namespace, Callable[[str], list[int]], str]:
+    """The command line these measurements share (model, steps, look-backs, instances, tokenizer) and
+    the options ``extra`` adds, read; with the tokenizer and what it is."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    if extra is not None:
+        extra(parser)
     parser.add_argument("--model", default="sim:paper")
     parser.add_argument("--steps", default="23,95")
     parser.add_argument("--lookback", default="2,7")
