@@ -1,5 +1,7 @@
 """Streamed against chunked and raw on the same instances of a run store (the committed 95-step
 pairs: ``benchmarks/stores/curve``): verified, silent errors, calls, tokens and wall an instance.
+Any run folders pair the same way (``--sides`` are paths under the store), a re-ask run too:
+raw and re-ask rows count a right answer, guarded rows a verified right one.
 
     python benchmarks/streamed_pairs.py [benchmarks/stores/curve] [--sides raw,guarded,streamed] \
         [--server-log streamed=FILE]   # e.g. streamed-digits=benchmarks/stores/curve/streamed-digits/server.log.gz
@@ -93,9 +95,9 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for name, rows in runs.items():
         rs = [rows[i] for i in ids]
-        raw = name == sides[0]
-        ok = sum(bool(r.get("correct" if raw else "verified_correct")) for r in rs)
-        silent = "-" if raw else sum(r.get("steps_model_verified", 0) - r.get("step_values_correct", 0) for r in rs)
+        guarded = all(r.get("mode", "guarded") == "guarded" for r in rs)  # raw and re-ask rows: the answer right
+        ok = sum(bool(r.get("verified_correct" if guarded else "correct")) for r in rs)
+        silent = sum(r.get("steps_model_verified", 0) - r.get("step_values_correct", 0) for r in rs) if guarded else "-"
         def mean(key: str, rs: list[dict] = rs) -> float:
             return sum(r["usage"][key] for r in rs) / len(rs)
 
