@@ -40,6 +40,21 @@ def test_a_conditional_becomes_a_condition_both_branches_and_a_choice() -> None:
     assert (sub.steps[-1].scale, sub.steps[-1].rounding) == (2, "ROUND_HALF_EVEN")
 
 
+def test_a_last_quotient_with_no_finite_value_carries_the_rounding_itself() -> None:
+    bmi = _one("income / (height * height)", ("income", "height"), type="decimal", scale=1, rounding="ROUND_HALF_UP")
+    sub = CHAIN.derive(bmi, 0, {"income": parse_number("75.8"), "height": parse_number("1.9")})
+    assert [(s.var, s.expr, s.scale, s.rounding) for s in sub.steps] == [
+        ("t1", "1.9 * 1.9", None, "ROUND_HALF_EVEN"), ("band2", "75.8 / t1", 1, "ROUND_HALF_UP"),
+    ]  # 75.8 / 3.61 = 20.99722...: asked to 1 place, not as an exact sub-step no model could write
+    assert sub.expected_values({})["band2"] == 21
+    # a finite quotient keeps its exact sub-step and the rounding after it
+    sub = CHAIN.derive(bmi, 0, {"income": parse_number("75.8"), "height": parse_number("2")})
+    assert [(s.var, s.expr) for s in sub.steps] == [("t1", "2 * 2"), ("t2", "75.8 / t1"), ("band2", "t2")]
+    # an endless quotient before the last operation still cannot be written
+    assert CHAIN.derive(_one("income / height * 2", ("income", "height"), type="decimal", scale=1), 0,
+                        {"income": parse_number("75.8"), "height": parse_number("3")}) is None
+
+
 def test_it_does_not_apply_where_it_cannot_help_or_cannot_be_exact() -> None:
     assert CHAIN.derive(_one("income * 2"), 0, {"income": 3}) is None  # one operation: other rungs
     assert CHAIN.derive(_one("income / 3 * 3"), 0, {"income": 1}) is None  # 1/3 cannot be written exactly

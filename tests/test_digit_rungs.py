@@ -11,7 +11,8 @@ from stepguard import Guard, GuardConfig, Procedure
 from stepguard.adapters import load_model
 from stepguard.evaluator import format_number
 from stepguard.guard.rungs import get_rung
-from stepguard.guard.rungs._digits import MAX_SUB_STEPS, DigitRung
+from stepguard.guard.rungs._digits import DIGIT_LADDER, MAX_SUB_STEPS, DigitRung
+from stepguard.guard.rungs.digits import DIGIT_CHAIN_LADDER
 from stepguard.procedure import round_to_scale
 from tests._fakes import ScriptedModel
 
@@ -214,9 +215,28 @@ def test_a_digit_rung_costs_nothing_where_a_cheaper_rung_succeeds():
 def test_a_digit_rung_does_not_apply_beyond_one_operation_of_finite_decimals(name):
     rung = get_rung(name)
     two = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [{"var": "r", "expr": "a * b + 1"}]})
-    assert rung.derive(two, 0, {"a": Fraction(3), "b": Fraction(4)}) is None
+    if name != "digits":  # digits chains a step of several operations (below)
+        assert rung.derive(two, 0, {"a": Fraction(3), "b": Fraction(4)}) is None
     third = _step("+")
     assert rung.derive(third, 0, {"a": Fraction(1, 3), "b": Fraction(1)}) is None
+
+
+def test_digits_asks_a_step_of_several_operations_one_a_sub_step_each_failing_one_digit_by_digit():
+    proc = Procedure.model_validate({"name": "d", "inputs": ["a", "b", "c"], "steps": [
+        {"var": "r", "expr": "a * b / c", "type": "decimal", "scale": 2, "rounding": "ROUND_HALF_UP"}]})
+    env = {"a": Fraction(1595108, 100), "b": Fraction(9, 100), "c": Fraction(12)}
+    sub = get_rung("digits").derive(proc, 0, env)
+    assert [(s.var, s.expr) for s in sub.steps] == [("t1", "15951.08 * 0.09"), ("t2", "t1 / 12"), ("r", "t2")]
+    cfg = get_rung("digits").nested_config(GuardConfig(), 0, None, None, sub)
+    assert cfg.ladder == DIGIT_CHAIN_LADDER and cfg.chunk_size == 1 and cfg.inline_known
+    sheet = get_rung("digits").derive(_step("*"), 0, {"a": Fraction(37), "b": Fraction(46)})
+    assert get_rung("digits").nested_config(GuardConfig(), 0, None, None, sheet).ladder == DIGIT_LADDER  # a sheet's own
+    # the model never writes the product or the quotient right: each is read from its digits
+    model = ScriptedModel(faults={"r": ["wrong"]}, always_wrong={"t1", "t2"})
+    config = GuardConfig.for_procedure(proc, ladder=("digits",), max_reprompts_per_step=1, on_exhausted="flag")
+    result = Guard(model, config).run(proc, {"a": "15951.08", "b": "0.09", "c": "12"})
+    assert result.status == "verified" and str(result.answer) == "119.63"
+    assert any("d1 = " in m[-1]["content"] for m in model.calls)  # digit sub-steps were asked
 
 
 def test_a_read_event_is_a_record_not_a_deviation_the_benchmark_counts():

@@ -20,7 +20,7 @@ from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
 
 PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
 
-PINNED = {2: "77975a0ae330d950ad9ec35f78c2ace10dd51f746c6a4fa5ff04effd44a8c585"}
+PINNED = {3: "35b28988278fd314ede899f146580b123c142cfd4cab5254a0d36b47eb919bd0"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
@@ -45,8 +45,35 @@ def _requests(cassette: Path) -> str:
         config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag")
         Guard(model, config).run(case.procedure, case.inputs, thread_id=case.id)
     keys = {json.loads(line)["key"] for line in cassette.read_text(encoding="utf-8").splitlines() if line.strip()}
-    keys |= _alone()
+    keys |= _alone() | _derived()
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+def _derived() -> set[str]:
+    """What every rung derives for every step of each production procedure's first case and of a
+    generated instance (the sub-steps, their types, places and rounding, and the nested ladder that
+    asks them): a derivation a simulated run does not reach changes requests all the same."""
+    from stepguard.guard.rungs import get_rung, rung_names
+
+    inst = generate_instance(8, 2, index=0)
+    cases = [(inst.to_procedure(), inst.inputs), *((case.procedure, case.inputs) for case in _first_cases())]
+    texts = set()
+    for procedure, inputs in cases:
+        values = procedure.expected_values(inputs)
+        env: dict[str, Any] = {**inputs, **values}
+        for i in range(len(procedure.steps)):
+            for name in rung_names():
+                rung = get_rung(name)
+                if not type(rung).__module__.startswith("stepguard."):
+                    continue  # a rung another test registered
+                sub = rung.derive(procedure, i, env)
+                if sub is None:
+                    continue
+                cfg = rung.nested_config(GuardConfig(), 0, None, None, sub)
+                steps = [(s.var, s.expression, s.type, s.scale, s.rounding) for s in sub.steps]
+                texts.add(json.dumps([name, i, procedure.name, steps, list(cfg.ladder), cfg.chunk_size, cfg.inline_known],
+                                     default=str))
+    return {hashlib.sha256(t.encode()).hexdigest() for t in texts}
 
 
 def _alone() -> set[str]:

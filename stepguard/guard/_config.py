@@ -78,8 +78,9 @@ INTEGER_SUM_RUNGS: frozenset[str] = frozenset({"bridge", "decompose", "commute"}
 first rungs)."""
 
 DIGIT_RUNGS: frozenset[str] = frozenset({"digits", "columns", "long_multiply", "long_divide"})
-"""The digit rungs (the default ladders' last): they re-ask a step of one arithmetic operation, never a
-``min``/``max``, a comparison, a conditional or a step of several operations on decimals."""
+"""The digit rungs (the default ladders' last): they re-ask a step of one arithmetic operation digit by
+digit (``digits`` a step of several one operation a sub-step, each failing one digit by digit), never
+by the rungs measured for decimals, ``min``/``max``, comparisons and conditionals (``split``)."""
 
 
 class LadderWarning(UserWarning):
@@ -98,15 +99,16 @@ def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
     """Why ``config``'s ladder cannot re-ask ``procedure``'s steps, or ``None`` when it can.
 
     A ladder of :data:`INTEGER_SUM_RUNGS` and :data:`DIGIT_RUNGS` only (the :class:`GuardConfig` default)
-    re-asks, of a procedure with decimal steps or an operation beyond ``+``, ``-`` and an integer ``*``,
-    at most its steps of one operation: not its ``min``/``max``, comparisons, conditionals or steps of
-    several operations on decimals (docs/policies.md, "Defaults by procedure"). The benchmark's
+    re-asks a procedure with decimal steps or an operation beyond ``+``, ``-`` and an integer ``*`` with
+    none of the rungs measured for them (``split``; docs/policies.md, "Defaults by procedure"): its
+    ``min``/``max``, comparisons and conditionals only sampled anew. The benchmark's
     generated integer instances, whose ladder was measured on them, pass.
     """
     if not set(config.ladder) <= INTEGER_SUM_RUNGS | DIGIT_RUNGS or not _beyond(procedure, _SUM_NODES + ("Mult",)):
         return None
     return (f"procedure {procedure.name!r} has decimal or non-sum steps, and the configuration's ladder "
-            f"({', '.join(config.ladder)}) re-asks integer sums and single operations only")
+            f"({', '.join(config.ladder)}) has only the rungs for integer sums and digits, none of those measured "
+            "for decimals, min/max and conditionals")
 
 
 _WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),

@@ -174,14 +174,14 @@ def nested_thread(ctx: RunContext, state: GuardState) -> str:
     return f"{ctx.thread_id}/{ctx.procedure.steps[state.cursor].var}/{state.rung}/{state.attempt}"
 
 
-def _nested_guard(ctx: RunContext, state: GuardState) -> Any:
+def _nested_guard(ctx: RunContext, state: GuardState, sub: Procedure) -> Any:
     """The nested guard of a derived rung, built by the run context's factory with the rung's own
     settings (:meth:`Rung.nested_config`): its seed moves with the parent's attempt, so a repeated
     rung does not resend the same request, and its token and wall-clock budgets are what the
     parent run has left."""
     rung = _rung(state)
     assert rung is not None
-    cfg = rung.nested_config(ctx.config, state.attempt, _tokens_left(state, ctx), _wall_left(ctx))
+    cfg = rung.nested_config(ctx.config, state.attempt, _tokens_left(state, ctx), _wall_left(ctx), sub)
     return ctx.nested_guard(cfg)
 
 
@@ -204,7 +204,7 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if sub is not None:
         spent = None
         try:
-            result = _nested_guard(ctx, state).run(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
+            result = _nested_guard(ctx, state, sub).run(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
         except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config), or a budget
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)
@@ -224,7 +224,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     if sub is not None:
         spent = None
         try:
-            result = await _nested_guard(ctx, state).arun(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
+            result = await _nested_guard(ctx, state, sub).arun(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
         except BudgetExhausted as exc:  # as in ask
             result, spent = exc.result, exc.budget
         return _derived_reply(state, ctx, sub, result, spent)

@@ -81,14 +81,16 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
 
 
-PROMPT_FORMS = 2
+PROMPT_FORMS = 3
 """The version of the prompt text the code writes around the templates: the kinds' step lines,
 answer shapes and correction notes, the rungs' sub-step prompts. It is part of
 :meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is
 refused by another, naming the prompts, instead of resuming with prompts it did not run
 (``tests/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a
 change to them fails there until this is bumped). 2: a copy step's answer shape
-(docs/fidelity.md, "A copy step's example")."""
+(docs/fidelity.md, "A copy step's example"). 3: ``digits`` asks a step of several operations one
+operation a sub-step, and ``chain`` a last quotient with no finite value to the step's places
+(docs/production.md, "The suite with the digit rungs")."""
 
 
 class PromptSet:

@@ -88,8 +88,10 @@ class Rung:
         """
         return None
 
-    def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None) -> GuardConfig:
-        """The nested guard's configuration for this rung's derived sub-procedure.
+    def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
+                      sub: Procedure | None = None) -> GuardConfig:
+        """The nested guard's configuration for this rung's derived sub-procedure ``sub`` (what
+        :meth:`derive` returned; a rung that derives more than one form reads which from it).
 
         Its ``on_exhausted`` is ``raise``: a derived run stops at its first sub-step no try
         verified, since every later sub-step reads that value and the parent takes only a verified
@@ -105,6 +107,7 @@ class Rung:
             attempt: the parent step's re-prompt number (moves the seed: no request is resent).
             tokens_left: the parent's token budget left (``None``: unbounded).
             wall_left: the parent's wall-clock seconds left (``None``: unbounded).
+            sub: the derived sub-procedure (``None`` where the caller does not give it).
         """
         return replace(
             parent, chunk_size=1 if self.one_at_a_time else 64, inline_known=self.one_at_a_time,

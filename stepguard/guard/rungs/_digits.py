@@ -278,9 +278,10 @@ class DigitRung(Rung):
         sheet = self.sheet(procedure, index, env)
         return None if sheet is None else sheet.read(texts)
 
-    def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None) -> GuardConfig:
+    def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
+                      sub: Procedure | None = None) -> GuardConfig:
         """As :meth:`Rung.nested_config`, :data:`DIGIT_CHUNK` sub-step a call."""
-        return replace(super().nested_config(parent, attempt, tokens_left, wall_left), chunk_size=DIGIT_CHUNK, inline_known=False)
+        return replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), chunk_size=DIGIT_CHUNK, inline_known=False)
 
 
 def binary_operands(procedure: Procedure, index: int, env: Mapping[str, Number | str],

@@ -5,22 +5,39 @@ It derives the failing step with the first of ``columns`` (a sum or difference),
 the model's verified sub-steps (:mod:`~stepguard.guard.rungs._digits`), and the result's ``read``
 event names the rung and records every sub-step and digit. It comes last in the default ladders,
 after the cheaper rungs (:class:`~stepguard.guard.GuardConfig`), so it costs nothing where they
-succeed. Where none applies it does not either, and the ladder says so and asks the step alone.
+succeed.
+
+A step of several operations (``principal * annual_rate / 12``, rounded to cents) is asked as the
+``chain`` rung asks it, one operation a sub-step, and each sub-step that fails goes to ``digits``
+first (:data:`DIGIT_CHAIN_LADDER`): the ``split`` rung before it tries the cheaper rungs on each
+sub-step and ends there, where on the embedded model a decimal product or quotient nested in
+rungs of rungs was re-asked to the same wrong value (docs/production.md, "Digit rungs"). Where
+neither applies, the ladder says so and asks the step alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._base import get_rung, register
+from stepguard.guard.rungs._base import Rung, get_rung, register
 from stepguard.guard.rungs._digits import DigitRung, Sheet
+from stepguard.guard.rungs.chain import chain_steps
 from stepguard.procedure import Procedure
 
-__all__ = ["DIGIT_ORDER", "Digits"]
+if TYPE_CHECKING:
+    from stepguard.guard._config import GuardConfig
+
+__all__ = ["DIGIT_CHAIN_LADDER", "DIGIT_ORDER", "Digits"]
 
 DIGIT_ORDER: tuple[str, ...] = ("columns", "long_multiply", "long_divide")
 """The digit rungs ``digits`` tries, in order."""
+
+DIGIT_CHAIN_LADDER: tuple[str, ...] = ("digits", "resample", "digits")
+"""The nested ladder of a step of several operations asked one operation a sub-step by ``digits``: a
+failing sub-step digit by digit first, then sampled anew, then digit by digit again (another seed)."""
 
 
 @register
@@ -37,3 +54,18 @@ class Digits(DigitRung):
             if sheet is not None:
                 return sheet
         return None
+
+    def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
+        """The sheet of the step's one operation; for a step of several, the ``chain`` sub-steps
+        (:func:`~stepguard.guard.rungs.chain.chain_steps`, whose last sub-step is the step's value,
+        so nothing is read by position); ``None`` where neither applies."""
+        return super().derive(procedure, index, env) or chain_steps(procedure, index, env)
+
+    def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
+                      sub: Procedure | None = None) -> GuardConfig:
+        """A sheet's as :class:`DigitRung`'s; ``chain`` sub-steps' one a call with the values they read
+        written in (as ``chain`` asks them), each failing one through :data:`DIGIT_CHAIN_LADDER`."""
+        if sub is None or not sub.name.endswith(":chain"):  # a sheet (``derived`` names a chain's ``...:chain``)
+            return super().nested_config(parent, attempt, tokens_left, wall_left, sub)
+        return replace(Rung.nested_config(self, parent, attempt, tokens_left, wall_left, sub), chunk_size=1, inline_known=True,
+                       ladder=DIGIT_CHAIN_LADDER, max_reprompts_per_step=len(DIGIT_CHAIN_LADDER))
