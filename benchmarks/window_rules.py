@@ -45,6 +45,7 @@ from benchmarks.prefix_forms import Recorder, arguments, chatml, count, recorded
 from stepguard import Guard, GuardConfig
 from stepguard.adapters import load_model
 from stepguard.bench.instances import load_instances
+from stepguard.evaluator import format_number
 from stepguard.guard import GuardResult
 from stepguard.guard._prompts import render_raw_prompt
 from stepguard.guard._window import MIN_WINDOW, next_window
@@ -94,7 +95,7 @@ class Replayed:
             if var in self.left:
                 self.left.discard(var)
                 head, _, value = line.rstrip("\n").rpartition("= ")
-                lines[i] = f"{head}= {Fraction(value) + 1}\n"
+                lines[i] = f"{head}= {format_number(Fraction(value) + 1)}\n"
                 break
         return dataclasses.replace(reply, text="".join(lines))
 
