@@ -9,7 +9,10 @@
 #
 # usage: bash benchmarks/models.sh [--report-only] [OUT]     (OUT: the report folder, default runs/models-report)
 # env:   CONFIGS (default 5x2,5x7,14x2,14x7,23x2,23x7), LIMIT (instances a configuration, default 2),
-#        MODELS (default "qwen2.5-coder-1.5b qwen2.5-coder-0.5b smollm2-135m")
+#        MODELS (default "smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-1.5b", fastest first),
+#        MAX_WALL_S (default 300: the guarded runs of the models other than the 1.5B stop an instance
+#        after this many seconds, its row then failed: a model wrong at nearly every step sends the
+#        ladder's digit rungs to work on each one, hours an instance on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-.venv/bin/python}
@@ -19,23 +22,30 @@ out=${1:-runs/models-report}
 inst=benchmarks/stores/curve/instances.jsonl
 configs=${CONFIGS:-5x2,5x7,14x2,14x7,23x2,23x7}
 limit=${LIMIT:-2}
-models=${MODELS:-qwen2.5-coder-1.5b qwen2.5-coder-0.5b smollm2-135m}
+models=${MODELS:-smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-1.5b}
+wall=${MAX_WALL_S:-300}
 stores=(benchmarks/stores/curve/raw benchmarks/stores/curve/digits)
 
-run() {  # model mode store [configs]
+run() {  # model mode store configs [bench run flags...]
+  local model=$1 mode=$2 store=$3 cells=$4
+  shift 4
   if [ "$only_report" = 0 ]; then
-    "$py" -m stepguard bench run --instances "$inst" --configs "${4:-$configs}" --limit "$limit" --concurrency 1 \
-      --no-progress --model "$1" --mode "$2" --out "$3"
+    "$py" -m stepguard bench run --instances "$inst" --configs "$cells" --limit "$limit" --concurrency 1 \
+      --no-progress --model "$model" --mode "$mode" --out "$store" "$@"
   fi
-  stores+=("$3")
+  stores+=("$store")
 }
 
-for m in $models; do
-  dir=benchmarks/stores/models/$m
-  [ "$m" = qwen2.5-coder-1.5b ] || run "local:$m" raw "$dir/raw"
-  run "local:$m" guarded "$dir/guarded"
-done
 run sim:paper raw benchmarks/stores/models/sim-paper/raw "$configs,95x2,95x7"  # seconds: every length
 run sim:paper guarded benchmarks/stores/models/sim-paper/guarded "$configs,95x2,95x7"
+for m in $models; do
+  dir=benchmarks/stores/models/$m
+  if [ "$m" = qwen2.5-coder-1.5b ]; then
+    run "local:$m" guarded "$dir/guarded" "$configs"
+  else
+    run "local:$m" raw "$dir/raw" "$configs"
+    run "local:$m" guarded "$dir/guarded" "$configs" --max-wall-s "$wall"
+  fi
+done
 "$py" -m stepguard bench report "${stores[@]}" --out "$out"
 echo "report: $out/report.html (figure: $out/models.png)"
