@@ -169,8 +169,9 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
     Returns:
         A :class:`Procedure` with no inputs whose last step has the failing step's variable, type,
         scale and rounding, or ``None`` when the step has fewer than two operations and no rounding
-        that changes its value, reads a text value, or has an intermediate value that is not a
-        finite decimal. Where the step's rounding changes its exact value, the rounding is a
+        that changes its value to a finite decimal (the sub-procedure would be the step itself),
+        reads a text value, has an intermediate value that is not a finite decimal, or has such a
+        value and no scale (no model could write it). Where the step's rounding changes its exact value, the rounding is a
         sub-step of its own (``band2 = t4``, rounded half up to 2 places), after the exact one;
         where that exact value is not a finite decimal (``bmi = 75.8 / (1.9 * 1.9)``), the last
         operation carries the rounding instead (``bmi = 75.8 / t1``, rounded half up to 1 place).
@@ -194,10 +195,16 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
         {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
         for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds, strict=True), start=1)
     ]
-    if rounds and _finite(compiled.evaluate(env)):  # the rounding rule as its own last sub-step, over the exact value
+    try:
+        finite = _finite(compiled.evaluate(env))
+    except StepguardError:  # a division by zero over these values: nothing to ask
+        return None
+    if rounds and finite:  # the rounding rule as its own last sub-step, over the exact value
         steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
     # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
     # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
+    if len(steps) < 2 or not (finite or rounds):
+        return None  # the step itself again (one operation, its rounding folded in), or a last value no model can write
     if step.choices is not None:
         steps[-1]["choices"] = list(step.choices)
     sub = derived(procedure, index, steps, "chain")
