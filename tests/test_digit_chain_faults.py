@@ -63,3 +63,63 @@ def test_a_step_that_cannot_be_evaluated_on_its_values_is_not_derived(name: str)
     """A division by zero over the committed values: no sub-procedure, and no error out of ``derive``."""
     proc = _one("a / (b - b) + 1", ("a", "b"), type="decimal", scale=2)
     assert get_rung(name).derive(proc, 0, {"a": Fraction(1), "b": Fraction(2)}) is None
+
+
+class _TiesUp(ScriptedModel):
+    """A scripted model that rounds every half-to-even tie up, as the embedded model did on every tie
+    (docs/production.md, the ``tie`` rung's figures)."""
+
+    def complete(self, messages, settings=None):
+        last = {**messages[-1], "content": str(messages[-1]["content"]).replace("round half to even", "round half up")}
+        return super().complete([*messages[:-1], last], settings)
+
+
+TIE = _one("a * b / c", ("a", "b", "c"), type="decimal", scale=2, rounding="ROUND_HALF_EVEN")
+"""``1 * 0.25 / 2 = 0.125``, half to even to 2 places: ``0.12``."""
+
+
+def test_digits_resolves_the_chains_rounding_at_a_half_even_tie() -> None:
+    """The step's rounding sub-step ``r = 0.125`` is at a tie the model rounds up: ``chain`` (its
+    sub-steps through ``single``, hence ``tie``) verified it, and ``digits``, whose nested ladder has
+    no rung for a rounding, stopped there on every try: the step had no verified value."""
+    for ladder in (("chain",), ("digits",)):
+        model = _TiesUp(faults={"r": ["wrong"]})
+        config = GuardConfig.for_procedure(TIE, ladder=ladder, max_reprompts_per_step=1, on_exhausted="flag")
+        with pytest.warns(UserWarning) if ladder == ("digits",) else _no_warning():
+            result = Guard(model, config).run(TIE, {"a": "1", "b": "0.25", "c": "2"})
+        assert result.status == "verified" and str(result.answer) == "0.12", ladder
+        asked = [str(m[-1]["content"]) for m in model.calls]
+        assert any("= 2 % 2 = <result>" in a for a in asked), ladder  # the last kept digit's parity, asked
+
+
+def test_digits_asks_a_tie_as_the_tie_rung_asks_it() -> None:
+    """The tie's sub-steps one a call with the values they read written in, as ``tie`` asks them."""
+    rung = get_rung("digits")
+    proc = _one("a", ("a",), type="decimal", scale=2, rounding="ROUND_HALF_EVEN")
+    sub = rung.derive(proc, 0, {"a": parse_number("0.125")})
+    assert sub is not None and [s.expression for s in sub.steps] == ["2 % 2", "0.01 * t1", "0.12 + t2"]
+    cfg = rung.nested_config(GuardConfig(), 0, None, None, sub)
+    want = get_rung("tie").nested_config(GuardConfig(), 0, None, None, sub)
+    assert (cfg.ladder, cfg.chunk_size, cfg.inline_known) == (want.ladder, want.chunk_size, want.inline_known)
+    # not a tie: nothing for digits to do with a rounding alone
+    assert rung.derive(proc, 0, {"a": parse_number("0.126")}) is None
+
+
+def _no_warning():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def test_which_derivation_digits_configures_does_not_depend_on_the_procedures_or_steps_name() -> None:
+    """A procedure named ``x:chain`` or ``y:tie`` and a step named ``chain``: a sheet is still asked as
+    a sheet, a chain as a chain (the derivation's rung ends the derived name, after them)."""
+    rung = get_rung("digits")
+    for name in ("x:chain", "y:tie", "z:digits:chain"):
+        for var in ("chain", "tie", "r"):
+            one = Procedure.model_validate({"name": name, "inputs": ["a", "b"], "steps": [{"var": var, "expr": "a * b"}]})
+            sheet = rung.derive(one, 0, {"a": Fraction(37), "b": Fraction(46)})
+            assert sheet is not None and rung.nested_config(GuardConfig(), 0, None, None, sheet).ladder == ("resample",) * 3
+            two = Procedure.model_validate({"name": name, "inputs": ["a", "b"], "steps": [{"var": var, "expr": "a * b + 1"}]})
+            chain = rung.derive(two, 0, {"a": Fraction(37), "b": Fraction(46)})
+            assert chain is not None and rung.nested_config(GuardConfig(), 0, None, None, chain).inline_known

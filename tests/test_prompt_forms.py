@@ -20,7 +20,7 @@ from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
 
 PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
 
-PINNED = {3: "35b28988278fd314ede899f146580b123c142cfd4cab5254a0d36b47eb919bd0"}
+PINNED = {4: "d04a610a9298392ff8f79704db3171b7c1185766ad1f8afbec60f876656e2c4d"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
@@ -56,7 +56,7 @@ def _derived() -> set[str]:
     from stepguard.guard.rungs import get_rung, rung_names
 
     inst = generate_instance(8, 2, index=0)
-    cases = [(inst.to_procedure(), inst.inputs), *((case.procedure, case.inputs) for case in _first_cases())]
+    cases = [(inst.to_procedure(), inst.inputs), *((case.procedure, case.inputs) for case in _first_cases()), *_edges()]
     texts = set()
     for procedure, inputs in cases:
         values = procedure.expected_values(inputs)
@@ -74,6 +74,26 @@ def _derived() -> set[str]:
                 texts.add(json.dumps([name, i, procedure.name, steps, list(cfg.ladder), cfg.chunk_size, cfg.inline_known],
                                      default=str))
     return {hashlib.sha256(t.encode()).hexdigest() for t in texts}
+
+
+def _edges() -> list[tuple[Any, dict[str, Any]]]:
+    """Steps at the edges of the derivations that the production cases do not reach: a rounding at
+    an exact tie, a step of several operations whose last quotient has no finite value (with and
+    without a scale), and one operation whose rounding folds into it."""
+    from stepguard import Procedure
+    from stepguard.evaluator import parse_number
+
+    def one(expr: str, values: dict[str, str], **step: object) -> tuple[Any, dict[str, Any]]:
+        proc = Procedure.model_validate({"name": "edge", "inputs": list(values), "steps": [{"var": "r", "expr": expr, **step}]})
+        return proc, {k: parse_number(v) for k, v in values.items()}
+
+    return [
+        one("a * b / c", {"a": "1", "b": "0.25", "c": "2"}, type="decimal", scale=2, rounding="ROUND_HALF_EVEN"),
+        one("a", {"a": "81.625"}, type="decimal", scale=2, rounding="ROUND_HALF_EVEN"),
+        one("a / (b * b)", {"a": "75.8", "b": "1.9"}, type="decimal", scale=1, rounding="ROUND_HALF_UP"),
+        one("(a + b) / 3", {"a": "1", "b": "1"}),
+        one("a ** -1", {"a": "3"}, type="decimal", scale=2),
+    ]
 
 
 def _alone() -> set[str]:

@@ -81,7 +81,7 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
 
 
-PROMPT_FORMS = 3
+PROMPT_FORMS = 4
 """The version of the prompt text the code writes around the templates: the kinds' step lines,
 answer shapes and correction notes, the rungs' sub-step prompts. It is part of
 :meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is
@@ -90,7 +90,9 @@ refused by another, naming the prompts, instead of resuming with prompts it did 
 change to them fails there until this is bumped). 2: a copy step's answer shape
 (docs/fidelity.md, "A copy step's example"). 3: ``digits`` asks a step of several operations one
 operation a sub-step, and ``chain`` a last quotient with no finite value to the step's places
-(docs/production.md, "The suite with the digit rungs")."""
+(docs/production.md, "The suite with the digit rungs"). 4: ``digits`` asks a rounding at an exact tie
+as ``tie`` does, and neither ``chain`` nor ``digits`` asks one operation whose rounding folds into it
+(the step itself again)."""
 
 
 class PromptSet:

@@ -11,8 +11,11 @@ A step of several operations (``principal * annual_rate / 12``, rounded to cents
 ``chain`` rung asks it, one operation a sub-step, and each sub-step that fails goes to ``digits``
 first (:data:`DIGIT_CHAIN_LADDER`): the ``split`` rung before it tries the cheaper rungs on each
 sub-step and ends there, where on the embedded model a decimal product or quotient nested in
-rungs of rungs was re-asked to the same wrong value (docs/production.md, "Digit rungs"). Where
-neither applies, the ladder says so and asks the step alone.
+rungs of rungs was re-asked to the same wrong value (docs/production.md, "Digit rungs"). The
+rounding sub-step such a chain ends with, where its value is exactly halfway (``r = 0.125``, half to
+even to 2 places), is asked as the ``tie`` rung asks it (the kept digit's parity, then the sum): the
+embedded model rounded every tie up, and no digit sheet writes a rounding. Where none applies, the
+ladder says so and asks the step alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from stepguard.evaluator import Number
 from stepguard.guard.rungs._base import Rung, get_rung, register
 from stepguard.guard.rungs._digits import DigitRung, Sheet
 from stepguard.guard.rungs.chain import chain_steps
+from stepguard.guard.rungs.tie import tie_steps
 from stepguard.procedure import Procedure
 
 if TYPE_CHECKING:
@@ -58,14 +62,21 @@ class Digits(DigitRung):
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The sheet of the step's one operation; for a step of several, the ``chain`` sub-steps
         (:func:`~stepguard.guard.rungs.chain.chain_steps`, whose last sub-step is the step's value,
-        so nothing is read by position); ``None`` where neither applies."""
-        return super().derive(procedure, index, env) or chain_steps(procedure, index, env)
+        so nothing is read by position); for a rounding alone at an exact tie, the ``tie`` sub-steps
+        (:func:`~stepguard.guard.rungs.tie.tie_steps`, the same); ``None`` where none applies."""
+        return super().derive(procedure, index, env) or chain_steps(procedure, index, env) or tie_steps(procedure, index, env)
 
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
                       sub: Procedure | None = None) -> GuardConfig:
         """A sheet's as :class:`DigitRung`'s; ``chain`` sub-steps' one a call with the values they read
-        written in (as ``chain`` asks them), each failing one through :data:`DIGIT_CHAIN_LADDER`."""
-        if sub is None or not sub.name.endswith(":chain"):  # a sheet (``derived`` names a chain's ``...:chain``)
+        written in (as ``chain`` asks them), each failing one through :data:`DIGIT_CHAIN_LADDER`;
+        ``tie`` sub-steps' as ``tie`` asks them. Which derivation ``sub`` is, its name's last part
+        says (:func:`~stepguard.guard.rungs._arith.derived` ends it with the derivation's rung, a
+        sheet's with ``digits``), whatever the procedure and step are named."""
+        form = None if sub is None else sub.name.rsplit(":", 1)[-1]
+        if form == "tie":
+            return get_rung("tie").nested_config(parent, attempt, tokens_left, wall_left, sub)
+        if form != "chain":  # a sheet
             return super().nested_config(parent, attempt, tokens_left, wall_left, sub)
         return replace(Rung.nested_config(self, parent, attempt, tokens_left, wall_left, sub), chunk_size=1, inline_known=True,
                        ladder=DIGIT_CHAIN_LADDER, max_reprompts_per_step=len(DIGIT_CHAIN_LADDER))
