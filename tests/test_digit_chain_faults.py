@@ -105,6 +105,32 @@ def test_digits_asks_a_tie_as_the_tie_rung_asks_it() -> None:
     assert rung.derive(proc, 0, {"a": parse_number("0.126")}) is None
 
 
+class _MinAsMax(ScriptedModel):
+    """A scripted model that answers every ``min`` with the larger value."""
+
+    def complete(self, messages, settings=None):
+        last = {**messages[-1], "content": str(messages[-1]["content"]).replace("min(", "max(")}
+        return super().complete([*messages[:-1], last], settings)
+
+
+def test_digits_asks_the_chains_min_as_choice_asks_it() -> None:
+    """``min(61000, 50000)``, a sub-step of ``min(a, 50000) * 0.25`` the model answers with the
+    larger: ``chain`` verified the step (``single``, hence ``choice``: the larger, an equality, the
+    value chosen), ``digits`` asked the same line four times and stopped there."""
+    proc = _one("min(a, 50000) * 0.25", ("a",), type="decimal", scale=2, rounding="ROUND_HALF_UP")
+    for ladder in (("chain",), ("digits",)):
+        model = _MinAsMax()
+        config = GuardConfig.for_procedure(proc, ladder=ladder, max_reprompts_per_step=1, on_exhausted="flag")
+        with pytest.warns(UserWarning) if ladder == ("digits",) else _no_warning():
+            result = Guard(model, config).run(proc, {"a": "61000"})
+        assert result.status == "verified" and str(result.answer) == "12500.00", ladder
+    rung = get_rung("digits")
+    sub = rung.derive(_one("min(a, b)", ("a", "b")), 0, {"a": Fraction(61000), "b": Fraction(50000)})
+    assert sub is not None and [s.expression for s in sub.steps] == ["max(61000, 50000)", "t1 == 61000", "50000 if t2 else 61000"]
+    cfg, want = (r.nested_config(GuardConfig(), 0, None, None, sub) for r in (rung, get_rung("choice")))
+    assert (cfg.ladder, cfg.chunk_size, cfg.inline_known) == (want.ladder, want.chunk_size, want.inline_known)
+
+
 def _no_warning():
     import contextlib
 

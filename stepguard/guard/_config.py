@@ -79,8 +79,9 @@ first rungs)."""
 
 DIGIT_RUNGS: frozenset[str] = frozenset({"digits", "columns", "long_multiply", "long_divide"})
 """The digit rungs (the default ladders' last): they re-ask a step of one arithmetic operation digit by
-digit (``digits`` a step of several one operation a sub-step, each failing one digit by digit), never
-by the rungs measured for decimals, ``min``/``max``, comparisons and conditionals (``split``)."""
+digit (``digits`` a step of several one operation a sub-step, each failing one digit by digit, and a
+``min``/``max`` or a rounding at a tie, which have no digits to write, as ``choice`` and ``tie`` ask
+them), never by the rungs measured for decimals, comparisons and conditionals (``split``)."""
 
 
 class LadderWarning(UserWarning):
@@ -101,7 +102,8 @@ def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
     A ladder of :data:`INTEGER_SUM_RUNGS` and :data:`DIGIT_RUNGS` only (the :class:`GuardConfig` default)
     re-asks a procedure with decimal steps or an operation beyond ``+``, ``-`` and an integer ``*`` with
     none of the rungs measured for them (``split``; docs/policies.md, "Defaults by procedure"): its
-    ``min``/``max``, comparisons and conditionals only sampled anew. The benchmark's
+    decimal products and quotients only digit by digit, its comparisons and conditionals sampled
+    anew or split by ``digits``, its ``min``/``max`` as ``choice`` asks them. The benchmark's
     generated integer instances, whose ladder was measured on them, pass.
     """
     if not set(config.ladder) <= INTEGER_SUM_RUNGS | DIGIT_RUNGS or not _beyond(procedure, _SUM_NODES + ("Mult",)):

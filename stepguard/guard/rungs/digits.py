@@ -12,10 +12,11 @@ A step of several operations (``principal * annual_rate / 12``, rounded to cents
 first (:data:`DIGIT_CHAIN_LADDER`): the ``split`` rung before it tries the cheaper rungs on each
 sub-step and ends there, where on the embedded model a decimal product or quotient nested in
 rungs of rungs was re-asked to the same wrong value (docs/production.md, "Digit rungs"). The
-rounding sub-step such a chain ends with, where its value is exactly halfway (``r = 0.125``, half to
-even to 2 places), is asked as the ``tie`` rung asks it (the kept digit's parity, then the sum): the
-embedded model rounded every tie up, and no digit sheet writes a rounding. Where none applies, the
-ladder says so and asks the step alone.
+sub-steps of such a chain that no digit sheet writes go through the rung made for them
+(:data:`NON_DIGIT_ORDER`): the rounding it ends with, where its value is exactly halfway
+(``r = 0.125``, half to even to 2 places), as ``tie`` asks it (the embedded model rounded every tie
+up), and a ``min``/``max`` as ``choice`` asks it. Where none applies, the ladder says so and asks the
+step alone.
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ from stepguard.evaluator import Number
 from stepguard.guard.rungs._base import Rung, get_rung, register
 from stepguard.guard.rungs._digits import DigitRung, Sheet
 from stepguard.guard.rungs.chain import chain_steps
-from stepguard.guard.rungs.tie import tie_steps
 from stepguard.procedure import Procedure
 
 if TYPE_CHECKING:
     from stepguard.guard._config import GuardConfig
 
-__all__ = ["DIGIT_CHAIN_LADDER", "DIGIT_ORDER", "Digits"]
+__all__ = ["DIGIT_CHAIN_LADDER", "DIGIT_ORDER", "NON_DIGIT_ORDER", "Digits"]
 
 DIGIT_ORDER: tuple[str, ...] = ("columns", "long_multiply", "long_divide")
 """The digit rungs ``digits`` tries, in order."""
+
+NON_DIGIT_ORDER: tuple[str, ...] = ("tie", "choice")
+"""The rungs ``digits`` tries, in order, for one operation with no digits to write (a rounding at an
+exact tie, a ``min``/``max``): a ``chain``'s sub-steps that no sheet applies to (``single``'s first two)."""
 
 DIGIT_CHAIN_LADDER: tuple[str, ...] = ("digits", "resample", "digits")
 """The nested ladder of a step of several operations asked one operation a sub-step by ``digits``: a
@@ -62,20 +66,23 @@ class Digits(DigitRung):
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The sheet of the step's one operation; for a step of several, the ``chain`` sub-steps
         (:func:`~stepguard.guard.rungs.chain.chain_steps`, whose last sub-step is the step's value,
-        so nothing is read by position); for a rounding alone at an exact tie, the ``tie`` sub-steps
-        (:func:`~stepguard.guard.rungs.tie.tie_steps`, the same); ``None`` where none applies."""
-        return super().derive(procedure, index, env) or chain_steps(procedure, index, env) or tie_steps(procedure, index, env)
+        so nothing is read by position); else the first derivation of :data:`NON_DIGIT_ORDER` (the
+        same); ``None`` where none applies."""
+        sub = super().derive(procedure, index, env) or chain_steps(procedure, index, env)
+        for name in NON_DIGIT_ORDER:
+            sub = sub or get_rung(name).derive(procedure, index, env)
+        return sub
 
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
                       sub: Procedure | None = None) -> GuardConfig:
         """A sheet's as :class:`DigitRung`'s; ``chain`` sub-steps' one a call with the values they read
         written in (as ``chain`` asks them), each failing one through :data:`DIGIT_CHAIN_LADDER`;
-        ``tie`` sub-steps' as ``tie`` asks them. Which derivation ``sub`` is, its name's last part
-        says (:func:`~stepguard.guard.rungs._arith.derived` ends it with the derivation's rung, a
-        sheet's with ``digits``), whatever the procedure and step are named."""
+        those of :data:`NON_DIGIT_ORDER` as their rung asks them. Which derivation ``sub`` is, its
+        name's last part says (:func:`~stepguard.guard.rungs._arith.derived` ends it with the
+        derivation's rung, a sheet's with ``digits``), whatever the procedure and step are named."""
         form = None if sub is None else sub.name.rsplit(":", 1)[-1]
-        if form == "tie":
-            return get_rung("tie").nested_config(parent, attempt, tokens_left, wall_left, sub)
+        if form in NON_DIGIT_ORDER:
+            return get_rung(form).nested_config(parent, attempt, tokens_left, wall_left, sub)
         if form != "chain":  # a sheet
             return super().nested_config(parent, attempt, tokens_left, wall_left, sub)
         return replace(Rung.nested_config(self, parent, attempt, tokens_left, wall_left, sub), chunk_size=1, inline_known=True,
