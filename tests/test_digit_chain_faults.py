@@ -149,3 +149,26 @@ def test_which_derivation_digits_configures_does_not_depend_on_the_procedures_or
             two = Procedure.model_validate({"name": name, "inputs": ["a", "b"], "steps": [{"var": var, "expr": "a * b + 1"}]})
             chain = rung.derive(two, 0, {"a": Fraction(37), "b": Fraction(46)})
             assert chain is not None and rung.nested_config(GuardConfig(), 0, None, None, chain).inline_known
+
+
+def test_divide_carries_a_quotient_by_a_decimal_divisor_three_places_past_the_scale() -> None:
+    """``75.628 / 3.61`` at 1 place (a folded last sub-step such as ``bmi = 75.628 / t1``): ``divide``
+    carried ``75.628 / 361`` at 4 places and moved the point two places right, 1 place past the scale,
+    where ``20.95`` rounds half up to 21.0 against the exact 20.9495...'s 20.9, so it refused a quotient
+    it is made for; carried at 6, the value it asks rounds as the exact one does."""
+    rung = get_rung("divide")
+    proc = _one("a / b", ("a", "b"), type="decimal", scale=1, rounding="ROUND_HALF_UP")
+    sub = rung.derive(proc, 0, {"a": parse_number("75.628"), "b": parse_number("3.61")})
+    assert sub is not None and [(s.expression, s.scale) for s in sub.steps] == [
+        ("75.628 / 361", 6), ("t1 * 10", None), ("t2 * 10", None), ("t3", 1)]
+    assert sub.expected_values({})["r"] == parse_number("20.9")
+    # the neighbours: a divisor with a power of ten above one keeps its places, and a finite quotient carries none
+    big = rung.derive(proc, 0, {"a": Fraction(2), "b": Fraction(30000)})
+    assert big is not None and big.steps[0].scale == 8
+    ends = rung.derive(proc, 0, {"a": parse_number("7.5"), "b": parse_number("0.4")})
+    assert ends is not None and ends.steps[0].scale is None
+    model = ScriptedModel(faults={"r": ["wrong"]})
+    config = GuardConfig.for_procedure(proc, ladder=("divide",), max_reprompts_per_step=1, on_exhausted="flag")
+    result = Guard(model, config).run(proc, {"a": "75.628", "b": "3.61"})
+    assert result.status == "verified" and str(result.answer) == "20.9"
+    assert any("75.628 / 361" in str(m[-1]["content"]) for m in model.calls)

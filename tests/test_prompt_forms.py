@@ -20,7 +20,7 @@ from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
 
 PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
 
-PINNED = {4: "c460281f671e62a54da224be59cc20c9df36fc512e5fc1c6cbc43988896bd6c5"}
+PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
@@ -79,7 +79,8 @@ def _derived() -> set[str]:
 def _edges() -> list[tuple[Any, dict[str, Any]]]:
     """Steps at the edges of the derivations that the production cases do not reach: a rounding at
     an exact tie, a ``min`` in a step of several operations, a step of several operations whose last quotient has no finite value (with and
-    without a scale), and one operation whose rounding folds into it."""
+    without a scale), one operation whose rounding folds into it, and a quotient by a
+    decimal divisor with no finite value."""
     from stepguard import Procedure
     from stepguard.evaluator import parse_number
 
@@ -94,6 +95,7 @@ def _edges() -> list[tuple[Any, dict[str, Any]]]:
         one("(a + b) / 3", {"a": "1", "b": "1"}),
         one("a ** -1", {"a": "3"}, type="decimal", scale=2),
         one("min(a, 50000) * 0.25", {"a": "61000"}, type="decimal", scale=2, rounding="ROUND_HALF_UP"),
+        one("a / b", {"a": "75.628", "b": "3.61"}, type="decimal", scale=1, rounding="ROUND_HALF_UP"),
     ]
 
 

@@ -91,8 +91,9 @@ change to them fails there until this is bumped). 2: a copy step's answer shape
 (docs/fidelity.md, "A copy step's example"). 3: ``digits`` asks a step of several operations one
 operation a sub-step, and ``chain`` a last quotient with no finite value to the step's places
 (docs/production.md, "The suite with the digit rungs"). 4: ``digits`` asks a rounding at an exact tie
-and a ``min``/``max`` as ``tie`` and ``choice`` do, and neither ``chain`` nor ``digits`` asks one operation whose rounding folds into it
-(the step itself again)."""
+and a ``min``/``max`` as ``tie`` and ``choice`` do, neither ``chain`` nor ``digits`` asks one
+operation whose rounding folds into it (the step itself again), and ``divide`` carries a quotient by
+a decimal divisor three places past the step's scale."""
 
 
 class PromptSet:

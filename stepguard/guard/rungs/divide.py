@@ -89,7 +89,7 @@ def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
         steps = [{"var": "t1", "expr": f"{text(a)} / {divisor}"}, *point_steps(2, e)]
         if not finite:
             assert step.scale is not None  # returned above: a quotient that does not end needs the step's scale
-            places_ = step.scale + max(e, 0) + _EXTRA
+            places_ = step.scale + abs(e) + _EXTRA  # a point moved right (``* 10``, a decimal divisor) takes places off
             steps[0].update(type="decimal", scale=places_)
             point = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN")) / Fraction(10) ** e
     elif e:  # a power of ten alone is the point, its first place moved from the dividend: 4968285 / 10, t1 / 10
