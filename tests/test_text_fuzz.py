@@ -121,12 +121,15 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _compact(value: Any) -> str:
-    """The committed JSON text, written here apart: ", " and ": ", a number as Decimal writes it."""
+    """The committed JSON text, written here apart: ", " and ": ", a number as Decimal writes it (a
+    Decimal whose text has no point or exponent with ``E+0``, so JSON reads it back as no integer)."""
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_compact(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_compact(v) for v in value) + "]"
-    if isinstance(value, (Decimal, int)) and not isinstance(value, bool):
+    if isinstance(value, Decimal):
+        return str(value) if set(str(value)) & set(".E") else f"{value}E+0"
+    if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return json.dumps(value, ensure_ascii=False)
 
@@ -251,6 +254,7 @@ _J = {"var": "t", "kind": "text", "format": "json"}
 @example((_J, '{"n": 500, "n": 5}', Bad()))
 @example(({**_J, "check": "len(value) <= 3"}, '{"a": [1, {"b": 1E+99999}]}', {"a": [1, {"b": Decimal("1E+99999")}]}))
 @example(({"var": "t", "kind": "text", "format": "list", "choices": ["é"]}, '["\\u00e9"]', ["é"]))
+@example((_J, "[0,0.50E+2]", [0, Decimal("50")]))  # was committed as [0, 50]: read back as an integer
 def test_a_verified_text_value_is_the_oracles_and_reads_back_as_checked(case: tuple[dict[str, Any], str, Any]) -> None:
     step, rhs, meaning = case
     proc = _procedure(step)

@@ -29,7 +29,8 @@ def format_value(value: Any) -> str:
 
 
 def json_text(data: Any, indent: int | None = None, *, separators: tuple[str, str] = (", ", ": ")) -> str:
-    """``data`` as JSON, every number exact: a ``Decimal`` as written (``2.50``), a ``Fraction`` in
+    """``data`` as JSON, every number exact: a ``Decimal`` as written (``2.50``; one whose text would
+    read back as an integer, ``Decimal("0.50E+2")``, with ``E+0``: ``50E+0``), a ``Fraction`` in
     its shortest exact form, a ``float`` as ``json`` writes it. On one line, ``separators`` (between
     items, after a key; ``(",", ":")`` for a wire format) between items, unless ``indent`` (spaces a
     level) asks for one item a line.
@@ -50,7 +51,9 @@ def _json_text(data: Any, indent: int | None, depth: int, seps: tuple[str, str])
         inner, outer = "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth)
         return ends[0] + inner + ("," + inner).join(items) + outer + ends[1]
     if isinstance(data, Decimal):
-        return str(data)
+        text = str(data)  # as read: 2.50 stays 2.50
+        # exponent 0 with no point prints as an integer (0.50E+2 is 50), which JSON reads back as one
+        return text if any(c in text for c in ".eEIN") else f"{text}E+0"
     if isinstance(data, (bool, str, float)) or data is None:
         return json.dumps(data, ensure_ascii=False)
     if isinstance(data, (int, Fraction)):
