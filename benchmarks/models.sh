@@ -47,5 +47,10 @@ for m in $models; do
     run "local:$m" guarded "$dir/guarded" "$configs" --max-wall-s "$wall"
   fi
 done
+for extra in benchmarks/stores/models/qwen2.5-coder-1.5b/guarded benchmarks/stores/models/qwen2.5-coder-1.5b/reask; do
+  # the 1.5B's shorter guarded lengths and Instructor's re-ask loop, where run (by this script, or by
+  # `bench run --mode reask ... --out benchmarks/stores/models/qwen2.5-coder-1.5b/reask`)
+  if [ -s "$extra/results.jsonl" ] && [[ ! " ${stores[*]} " == *" $extra "* ]]; then stores+=("$extra"); fi
+done
 "$py" -m stepguard bench report "${stores[@]}" --out "$out"
 echo "report: $out/report.html (figure: $out/models.png)"
