@@ -98,6 +98,19 @@ def test_instructor_gives_up_after_max_retries_and_nothing_is_delivered() -> Non
     assert "S4 = " in row["reask"]["errors"][0]
 
 
+def test_a_reply_cut_at_the_token_allowance_ends_the_loop_with_a_row_not_a_crash() -> None:
+    class Cut(JsonModel):
+        async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+            whole = await super().acomplete(messages, settings)
+            return ChatResponse(whole.text[:40], whole.usage, finish_reason="length")  # the embedded model at 23 steps
+
+    inst = _instance()
+    model = Cut({inst.id: inst}, [None])
+    row = asyncio.run(arun_reask(inst, model))
+    assert row["reask"]["exhausted"] and row["reask"]["attempts"] == 1 and "incomplete" in row["reask"]["errors"][0]
+    assert not row["correct"] and not row["exact"] and row["usage"]["model_calls"] == 1
+
+
 def test_reask_runs_beside_raw_and_guarded_in_the_report(tmp_path: Path) -> None:
     from stepguard.adapters import load_model
 

@@ -156,7 +156,9 @@ async def arun_reask(inst: Instance | ProcedureCase, model: ChatModel, *, max_re
 
     Returns:
         A raw-shaped row (:func:`stepguard.bench.case.raw_case_row`) with ``mode: "reask"``,
-        ``reask: {attempts, exhausted, errors}`` and the usage of every attempt.
+        ``reask: {attempts, exhausted, errors}`` and the usage of every attempt. ``exhausted``: Instructor
+        gave up (its attempts spent, or a reply cut at the token allowance, which it does not re-ask)
+        and its caller got an exception, so nothing delivered is right.
 
     Raises:
         ValueError: ``inst`` is a suite's case.
@@ -203,6 +205,10 @@ async def arun_reask(inst: Instance | ProcedureCase, model: ChatModel, *, max_re
         exhausted = True
         failed = getattr(exc, "failed_attempts", None) or []
         errors = [str(f.exception)[:1000] for f in failed[-1:]]
+        result = _last_json(replies[-1].text if replies else "")
+    except instructor.core.IncompleteOutputException as exc:  # a reply cut at the token allowance: Instructor stops there
+        exhausted = True
+        errors = [str(exc)[:1000]]
         result = _last_json(replies[-1].text if replies else "")
     wall = time.perf_counter() - t0
     usage = sum((r.usage for r in replies), Usage())
