@@ -311,5 +311,5 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
              f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
     if any(r.simulated for r in runs):
         title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle("\n".join(textwrap.fill(line, 120) for line in title.split("\n")), fontsize=10)  # no line wider than the figure
     return plots._save(fig, path)
