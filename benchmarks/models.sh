@@ -10,7 +10,7 @@
 # usage: bash benchmarks/models.sh [--report-only] [OUT]     (OUT: the report folder, default runs/models-report)
 # env:   CONFIGS (default 5x2,5x7,14x2,14x7,23x2,23x7), LIMIT (instances a configuration, default 2),
 #        MODELS (default "smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-1.5b", fastest first),
-#        MAX_WALL_S (default 300: the guarded runs of the models other than the 1.5B stop an instance
+#        MAX_WALL_S (default 90, as the committed stores were run: the guarded runs of the models other than the 1.5B stop an instance
 #        after this many seconds, its row then failed: a model wrong at nearly every step sends the
 #        ladder's digit rungs to work on each one, hours an instance on 2 cores)
 set -euo pipefail
@@ -23,7 +23,7 @@ inst=benchmarks/stores/curve/instances.jsonl
 configs=${CONFIGS:-5x2,5x7,14x2,14x7,23x2,23x7}
 limit=${LIMIT:-2}
 models=${MODELS:-smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-1.5b}
-wall=${MAX_WALL_S:-300}
+wall=${MAX_WALL_S:-90}
 stores=(benchmarks/stores/curve/raw benchmarks/stores/curve/digits)
 
 run() {  # model mode store configs [bench run flags...]
