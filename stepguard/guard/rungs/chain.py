@@ -143,19 +143,12 @@ def _finite(value: Any) -> bool:
     return d == 1
 
 
-def _rounds(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> bool:
+def _rounds(scale: int | None, exact: Any) -> bool:
     """Whether the step's exact value has more places than its ``scale``, so its rounding rule changes it."""
-    step, compiled = procedure.steps[index], procedure.compiled[index]
-    if step.scale is None or compiled is None:
-        return False
-    try:
-        exact = compiled.evaluate(env)
-    except StepguardError:
-        return False
-    if isinstance(exact, bool) or not isinstance(exact, (int, Fraction)):
+    if scale is None or isinstance(exact, bool) or not isinstance(exact, (int, Fraction)):
         return False
     places = decimal_places(exact)
-    return places is None or places > step.scale
+    return places is None or places > scale
 
 
 def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
@@ -188,17 +181,17 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
     n = len(writer.exprs)
     if n == 0 or last != f"t{n}":
         return None
-    rounds = _rounds(procedure, index, env)
+    try:
+        exact = compiled.evaluate(env)
+    except StepguardError:  # a division by zero over these values: nothing to ask
+        return None
+    rounds, finite = _rounds(step.scale, exact), _finite(exact)
     if n < 2 and not rounds:
         return None
     steps: list[dict[str, Any]] = [
         {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
         for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds, strict=True), start=1)
     ]
-    try:
-        finite = _finite(compiled.evaluate(env))
-    except StepguardError:  # a division by zero over these values: nothing to ask
-        return None
     if rounds and finite:  # the rounding rule as its own last sub-step, over the exact value
         steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
     # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
