@@ -12,6 +12,8 @@ from tests._fakes import ScriptedModel
 
 PRODUCT = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
     {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x * y"}]})
+SHEET = len(get_rung("digits").derive(PRODUCT, 2, {"x": 4789, "y": 356}).steps)  # type: ignore[union-attr]
+"""The sub-steps of ``4789 * 356`` digit by digit."""
 
 
 def _asked_steps(messages: list[dict[str, str]]) -> list[str]:
@@ -22,7 +24,7 @@ def _asked_steps(messages: list[dict[str, str]]) -> list[str]:
 
 @pytest.mark.parametrize("use_async", [False, True])
 def test_a_streamed_runs_digit_rung_asks_one_sub_step_a_call(use_async: bool) -> None:
-    """In streamed mode the digit rung's nested run asked the whole sheet (34 sub-steps) in one
+    """In streamed mode the digit rung's nested run asked the whole sheet (:data:`SHEET` sub-steps) in one
     streamed window, showing the model every carry and partial product it was about to write:
     the step was then marked model_verified from digits the guard wrote into the prompt."""
     model = ScriptedModel(always_wrong={"r"})
@@ -31,7 +33,7 @@ def test_a_streamed_runs_digit_rung_asks_one_sub_step_a_call(use_async: bool) ->
     result = asyncio.run(run) if run is not None else guard.run(PRODUCT, {"a": 4789, "b": 356})
     assert result.status == "verified" and result.values["r"] == 4789 * 356
     nested = [a for a in map(_asked_steps, model.calls) if any(v.startswith("d") for v in a)]
-    assert len(nested) == 34 and all(len(asked) == 1 for asked in nested), [len(a) for a in nested]
+    assert len(nested) == SHEET and all(len(asked) == 1 for asked in nested), [len(a) for a in nested]
 
 
 def test_a_streamed_runs_one_at_a_time_rung_asks_one_sub_step_a_call() -> None:
@@ -96,13 +98,13 @@ def test_a_run_that_fails_inside_a_digit_rung_resumes_without_asking_a_verified_
     result = run(again)
     assert result.status == "verified" and result.values["r"] == 4789 * 356
     asked = [a[0] for a in map(_asked_steps, again.calls)]
-    assert asked == [f"d{k}" for k in range(10, 35)], asked  # from the sub-step in flight on; none twice, none lost
-    assert result.usage.model_calls == 1 + 9 + 25 and result.spent.model_calls == 25
+    assert asked == [f"d{k}" for k in range(10, SHEET + 1)], asked  # from the sub-step in flight on; none twice, none lost
+    assert result.usage.model_calls == 1 + SHEET and result.spent.model_calls == SHEET - 9
 
 
 def test_a_client_that_leaves_the_proxy_during_a_digit_rung_stops_the_upstream_calls() -> None:
     """The client went after the digit rung's reprompt event; the proxy went on to make every one of
-    the rung's 34 sub-step calls upstream (a run slot held for a reader that had gone)."""
+    the rung's sub-step calls (:data:`SHEET`) upstream (a run slot held for a reader that had gone)."""
     pytest.importorskip("starlette", reason="the serve extra is not installed")
     import threading
     import time
@@ -139,7 +141,7 @@ def test_a_client_that_leaves_the_proxy_during_a_digit_rung_stops_the_upstream_c
                 if calls and time.monotonic() - calls[-1] > 1.0:
                     break
     after = [t for t in calls if t > left_at]
-    assert len(calls) < 1 + 34 and len(after) <= 3, (len(calls), len(after))
+    assert len(calls) < 1 + SHEET and len(after) <= 3, (len(calls), len(after))
 
 
 @pytest.mark.parametrize("use_async", [False, True])
