@@ -1,16 +1,28 @@
 """The ``long_divide`` rung: a quotient by long division to the step's scale, every digit the model's.
 
-``12845.5 / 80000`` (attainment at 4 places) sets the divisor's power of ten aside (a point move)
-and divides 128455 by 8, bringing down one digit at a time (the remainder's digits with the next
-digit placed after them: reading, not arithmetic). Each quotient digit is a checked choice,
-``d = 12 // 8``, whose check is ``q * d <= r < (q + 1) * d``; the product ``q * d`` is a single-digit
-product (a row of them for a longer divisor) and the remainder ``r - q * d`` a column subtraction
-(:func:`~stepguard.guard.rungs._digits.column_difference`). The quotient is read from the model's
-quotient digits, at three places beyond the step's scale, the point placed; the step's rounding is
-then its own last sub-step over the number read (``d40 = 0.1605687``, half to even to 4 places), as
-the model writes it. The rung applies only where rounding the number read gives the exact quotient's
-rounding (checked from the expression, before asking), and to a quotient without a scale only where
-it ends. A negative operand adds the sign as a single-digit product of the signs (``(-1) * 1``).
+``120 / 365`` (a daily rate at 4 places) sets the divisor's power of ten aside (a point move) and
+divides digit by digit, bringing down one digit at a time (the remainder's digits with the next digit
+placed after them: reading, not arithmetic). A quotient digit is chosen as on paper, by comparing the
+remainder with the divisor's multiples: the multiples are the model's sums (``2 * 365`` as the column
+sum ``365 + 365``; a one-digit divisor's as single-digit products, ``3 * 7``), and the model names the
+larger of the remainder and each multiple of as many digits in turn, ``max(1200, 1095)``,
+``max(1200, 1460)``, until a multiple is the larger; the digit is the number of multiples with
+fewer digits than the remainder (smaller: read from the lengths of the model's numbers, as a place
+is) and of those it named the remainder over. Each choice is asked after the one before verified,
+so where the scan stops is the model's; a remainder with fewer digits than the divisor is a 0 read
+from the lengths, not asked. The remainder less the
+digit's multiple is a column subtraction (:func:`~stepguard.guard.rungs._digits.column_difference`).
+The quotient is read from those digits with the point placed, to one, two or three places beyond the
+step's scale, the fewest whose reading rounds as the exact quotient does (checked from the expression,
+before asking); the step's rounding is then its own last sub-step over the number read
+(``d40 = 0.3287``, half to even to 4 places), as the model writes it. A quotient without a scale is
+asked only where it ends. A negative operand adds the sign as a single-digit product of the signs
+(``(-1) * 1``).
+
+The embedded model wrote quotient digits asked as ``r // d`` wrong where the divisor has several
+digits or the digit is 0 (``59 // 31 = 2``, ``6990 // 31329 = 2``, ``1 // 365 = 0.0027...``); it named
+the larger of two numbers of as many digits right, and of two of different lengths compared them as
+text (``max(289, 31) = 31`` on every resample; docs/production.md, "Digit rungs").
 """
 
 from __future__ import annotations
@@ -22,13 +34,74 @@ from fractions import Fraction
 from stepguard.evaluator import Number
 from stepguard.guard.rungs._arith import decimal_places, split_power_of_ten, text
 from stepguard.guard.rungs._base import register
-from stepguard.guard.rungs._digits import DigitRung, Place, Sheet, binary_operands, column_difference, digits_of, multiply_row
+from stepguard.guard.rungs._digits import DigitRung, Place, Sheet, binary_operands, column_difference, column_sum, digits_of
 from stepguard.procedure import Procedure, round_to_scale
 
 __all__ = ["LongDivide", "long_division"]
 
 EXTRA_PLACES = 3
-"""Quotient digits beyond the step's scale, before its rounding sub-step."""
+"""Most quotient digits beyond the step's scale, before its rounding sub-step (the fewest that round right are asked)."""
+
+
+def _quotient(digits: list[int], m: int) -> list[int]:
+    """The quotient digits of the number with ``digits`` (most significant first) by ``m``, one a digit."""
+    out, r = [], 0
+    for x in digits:
+        r = 10 * r + x
+        out.append(r // m)
+        r %= m
+    return out
+
+
+def _places(a: Fraction, e: int, m: int, exact: Fraction, step_scale: int | None, ends: int | None,
+            rounding: str | None) -> tuple[list[int], int] | None:
+    """The dividend's digits with the zeros brought down after them, and how many those are: for a
+    scale, the fewest past it whose quotient digits round as ``exact`` does; ``None`` where none do."""
+    k = decimal_places(a) or 0
+    dividend = digits_of(int(abs(a) * 10**k))[::-1]
+    for extra in ([None] if step_scale is None else range(1, EXTRA_PLACES + 1)):
+        need = (ends or 0) if step_scale is None or extra is None else step_scale + extra
+        brought = max(0, need - k - e)
+        digits = dividend + [0] * brought
+        if step_scale is None:
+            return digits, brought
+        read = Fraction(int("".join(map(str, _quotient(digits, m)))), 10 ** (brought + k + e))
+        read = -read if exact < 0 else read
+        if round_to_scale(read, step_scale, rounding) == round_to_scale(exact, step_scale, rounding):
+            return digits, brought
+    return None
+
+
+def _multiple(sheet: Sheet, multiples: dict[int, int], m: int, j: int) -> int:
+    """``j * m``, asked where it is not yet on the sheet: a one-digit ``m`` as a single-digit product,
+    a longer one as the column sum of the multiple before and ``m`` (each multiple before ``j`` first)."""
+    while j not in multiples:
+        n = max(multiples) + 1
+        if m < 10:
+            sheet.ask(f"{n} * {m}")
+        else:
+            column_sum(sheet, multiples[n - 1], m)
+        multiples[n] = n * m
+    return multiples[j]
+
+
+def _digit(sheet: Sheet, multiples: dict[int, int], m: int, r: int) -> tuple[Place, int]:
+    """One quotient digit of the remainder ``r`` by ``m``: its place and value (see the module's text)."""
+    scan: list[str] = []
+    q = shorter = 0
+    if len(str(m)) <= len(str(r)):  # else fewer digits than the divisor: a 0, read
+        for j in range(1, 10):  # the larger of the remainder and each multiple, until a multiple is
+            jm = _multiple(sheet, multiples, m, j)
+            if len(str(jm)) != len(str(r)):  # read from the lengths: fewer digits, smaller; more, larger
+                if len(str(jm)) > len(str(r)):
+                    break
+                q = shorter = j
+                continue
+            scan.append(sheet.ask(f"max({r}, {jm})"))
+            if jm > r:
+                break
+            q = j
+    return Place(str(r), "count", tuple(scan), shorter), q
 
 
 def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Sheet | None:
@@ -37,7 +110,8 @@ def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | s
     Returns:
         The sheet, or ``None`` when the step is not one quotient of two finite decimals by a divisor
         other than 0 and a power of ten (the point alone: ``divide``'s), has no scale while its
-        quotient does not end, or would round otherwise than the exact quotient.
+        quotient does not end, or would round otherwise than the exact quotient at each number of
+        places past its scale up to :data:`EXTRA_PLACES`.
     """
     found = binary_operands(procedure, index, env, ast.Div)
     if found is None or found[2] == 0:
@@ -46,38 +120,32 @@ def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | s
     step = procedure.steps[index]
     m, e = split_power_of_ten(b)
     exact = a / b
-    if m == 1:
-        return None
     ends = decimal_places(exact)
-    if step.scale is None and ends is None:
+    if m == 1 or (step.scale is None and ends is None):
         return None
-    k = decimal_places(a) or 0
-    need = (ends or 0) if step.scale is None else step.scale + EXTRA_PLACES
-    brought = max(0, need - k - e)  # zeros brought down after the dividend's digits
+    found_places = _places(a, e, m, exact, step.scale, ends, step.rounding)
+    if found_places is None:
+        return None  # the digits read would round otherwise than the exact quotient
+    digits, brought = found_places
     sheet = Sheet()
     quotient: list[Place] = []
     written: list[int] = []
+    multiples = {1: m}
     r = 0
-    for x in [*digits_of(int(abs(a) * 10**k))[::-1], *[0] * brought]:
+    for x in digits:
         r = 10 * r + x  # the remainder's digits, the next digit placed after them
-        q = r // m
+        place, q = _digit(sheet, multiples, m, r)
+        quotient.append(place)
         written.append(q)
-        quotient.append(Place(sheet.ask(f"{r} // {m}"), "all"))
         if q:
-            if m < 10:
-                sheet.ask(f"{q} * {m}")
-            else:
-                multiply_row(sheet, m, q)
             _, r = column_difference(sheet, r, q * m)
-    sheet.reading.places, sheet.reading.point = quotient, brought + k + e
+    point = brought + (decimal_places(a) or 0) + e
+    sheet.reading.places, sheet.reading.point = quotient, point
     if a < 0 or b < 0:
         sheet.sign_of_product(a, b)
     if step.scale is not None:
-        read = Fraction(int("".join(map(str, written))), 10 ** (brought + k + e))
-        read = -read if exact < 0 else read
-        if round_to_scale(read, step.scale, step.rounding) != round_to_scale(exact, step.scale, step.rounding):
-            return None  # the digits read would round otherwise than the exact quotient
-        sheet.reading.then = sheet.ask(text(read), type=step.type, scale=step.scale, rounding=step.rounding)
+        read = Fraction(int("".join(map(str, written))), 10**point)
+        sheet.reading.then = sheet.ask(text(-read if exact < 0 else read), type=step.type, scale=step.scale, rounding=step.rounding)
     return sheet
 
 
