@@ -29,15 +29,17 @@ def test_the_issue_example_becomes_four_single_operations() -> None:
     assert (last.type, last.scale, last.rounding) == ("decimal", 2, "ROUND_HALF_UP")  # the rule applied once, at the end
 
 
-def test_a_conditional_becomes_a_condition_both_branches_and_a_choice() -> None:
+def test_a_conditional_becomes_its_condition_then_the_branch_it_takes() -> None:
     proc = _one("income * 0.05 if income >= 100 else 0", type="decimal", scale=2)
     sub = CHAIN.derive(proc, 0, {"income": parse_number("100.10")})
     assert [(s.var, s.expr, s.type) for s in sub.steps] == [
         ("t1", "max(100.1, 100)", "number"), ("t2", "t1 == 100.1", "boolean"),  # the comparison as a choice
-        ("t3", "100.1 * 0.05", "number"), ("t4", "t3 if t2 else 0", "number"),
-        ("band2", "t4", "decimal"),  # 5.005 rounded to 2 places: a sub-step of its own
+        ("t3", "100.1 * 0.05", "number"),  # the branch taken: no choice sub-step (tests/test_chain_branch.py)
+        ("band2", "t3", "decimal"),  # 5.005 rounded to 2 places: a sub-step of its own
     ]
     assert (sub.steps[-1].scale, sub.steps[-1].rounding) == (2, "ROUND_HALF_EVEN")
+    below = CHAIN.derive(proc, 0, {"income": parse_number("99.5")})  # the bare 0 taken: the whole step keeps its choice
+    assert below is not None and below.steps[-1].expr.endswith("if t2 else 0")
 
 
 def test_a_last_quotient_with_no_finite_value_carries_the_rounding_itself() -> None:

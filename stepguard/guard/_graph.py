@@ -164,7 +164,10 @@ def _unverified_sub_step(sub: Procedure, result: Any) -> str:
     if step is None:
         return f"the sub-procedure ended {result.status}"
     got = next((e.got for e in reversed(result.deviations) if e.step == first and e.got), None)
-    return f"sub-step {first} = {step.expression or '?'} never verified" + (f"; the model wrote `{got}`" if got else "")
+    # where the sub-step's own last rung was derived, the sub-step of that run it stopped at, and so on down
+    inner = next((e.detail for e in reversed(result.deviations) if e.step == first and " rung's sub-step " in e.detail), None)
+    deeper = "" if inner is None else "; in it, " + inner[inner.index("(the ") + 1:].removesuffix(")")
+    return f"sub-step {first} = {step.expression or '?'} never verified" + (f"; the model wrote `{got}`" if got else "") + deeper
 
 
 def nested_thread(ctx: RunContext, state: GuardState) -> str:

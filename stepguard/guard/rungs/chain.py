@@ -12,8 +12,13 @@ sub-step, in evaluation order::
 Every sub-step is checked by the evaluator; the step verifies only when all do. The sub-steps'
 names and values are the guard's own, derived from the expression (the operands are the values the
 model already has), so no expected value is shown. A conditional ``a if c else b`` becomes its
-condition, both branches and a choice sub-step ``t4 = t2 if t1 else t3``; comparisons and
-``and``/``or`` are sub-steps of type boolean. The last sub-step carries the step's own type, scale
+condition's sub-steps, then the branch it takes: the sub-steps are asked one at a time, so that branch
+is the one the model's verified condition chose, as a digit sheet's later literals are the values the
+model verified before them. The embedded model answered a choice sub-step over a literal condition
+(``t4 = 0 if False else 0.15``) with the first value on every try (docs/production.md, "The suite
+with the digit rungs"). A whole step that is a conditional taking a bare value (``5.00 if w <= 1 else
+...``) keeps the choice sub-step, over both branches, so that the step ends in a sub-step of its own.
+Comparisons and ``and``/``or`` are sub-steps of type boolean. The last sub-step carries the step's own type, scale
 and rounding, so the rounding rule is applied once, at the end, as the procedure says.
 
 The rung does not apply (the ladder asks the step alone) to a step of fewer than two operations,
@@ -29,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from stepguard.errors import StepguardError
-from stepguard.evaluator import Number, format_number
+from stepguard.evaluator import CompiledExpression, Number, format_number
 from stepguard.guard.rungs._arith import decimal_places, derived
 from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
@@ -37,6 +42,8 @@ from stepguard.procedure import Procedure
 __all__ = ["Chain", "chain_steps"]
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+_LEAVES = (ast.Constant, ast.Name, ast.UnaryOp)
+"""A branch that is a value as it stands (a constant, a name, a negated constant) rather than an operation."""
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
@@ -73,10 +80,22 @@ def _literal(value: Any) -> str:
 class _Writer:
     """Writes an expression tree as sub-steps ``t1 .. tn`` over literal values, in evaluation order."""
 
-    def __init__(self, env: Mapping[str, Number | str], prefix: str) -> None:
-        self.env, self.prefix = env, prefix
+    def __init__(self, env: Mapping[str, Number | str], prefix: str, compiled: CompiledExpression | None = None) -> None:
+        self.env, self.prefix, self.compiled = env, prefix, compiled
         self.exprs: list[str] = []
         self.kinds: list[str] = []
+
+    def _truth(self, node: ast.AST) -> bool:
+        """A condition's value over the committed values (the evaluator's); unsplittable where it is not a boolean."""
+        if self.compiled is None:
+            raise _Unsplittable
+        try:
+            value = CompiledExpression(self.compiled.source, (), ast.Expression(body=node), self.compiled.limits).evaluate(self.env)
+        except StepguardError:
+            raise _Unsplittable from None
+        if not isinstance(value, bool):
+            raise _Unsplittable
+        return value
 
     def _new(self, expr: str, kind: str = "number") -> str:
         self.exprs.append(expr)
@@ -112,7 +131,11 @@ class _Writer:
             parts = [self.emit(v) for v in node.values]
             return self._new(f" {word} ".join(parts), "boolean")
         if isinstance(node, ast.IfExp):
-            cond, then, other = self.emit(node.test), self.emit(node.body), self.emit(node.orelse)
+            cond = self.emit(node.test)
+            taken = node.body if self._truth(node.test) else node.orelse
+            if node is not (self.compiled.tree.body if self.compiled else None) or not isinstance(taken, _LEAVES):
+                return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
+            then, other = self.emit(node.body), self.emit(node.orelse)  # a whole step taking a bare value: the choice
             return self._new(f"{then} if {cond} else {other}")
         raise _Unsplittable
 
@@ -173,7 +196,7 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
     if compiled is None:
         return None
     step = procedure.steps[index]
-    writer = _Writer(env, "t")
+    writer = _Writer(env, "t", compiled)
     try:
         last = writer.emit(compiled.tree.body)
     except _Unsplittable:
