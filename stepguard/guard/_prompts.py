@@ -81,7 +81,7 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
 
 
-PROMPT_FORMS = 4
+PROMPT_FORMS = 5
 """The version of the prompt text the code writes around the templates: the kinds' step lines,
 answer shapes and correction notes, the rungs' sub-step prompts. It is part of
 :meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is
@@ -93,7 +93,11 @@ operation a sub-step, and ``chain`` a last quotient with no finite value to the 
 (docs/production.md, "The suite with the digit rungs"). 4: ``digits`` asks a rounding at an exact tie
 and a ``min``/``max`` as ``tie`` and ``choice`` do, neither ``chain`` nor ``digits`` asks one
 operation whose rounding folds into it (the step itself again), and ``divide`` carries a quotient by
-a decimal divisor three places past the step's scale."""
+a decimal divisor three places past the step's scale. 5: a carry is added to a column's units as a
+sub-step of its own (``9 + 8``, then ``7 + 1``), a quotient digit is chosen by the larger of the
+remainder and each multiple of the divisor (the multiples the model's sums), to the fewest places
+past the scale that round right, and ``chain`` asks a conditional as its condition, then the branch
+chosen (docs/production.md, "The suite with the digit rungs")."""
 
 
 class PromptSet:
