@@ -85,7 +85,7 @@ class _Writer:
         self.exprs: list[str] = []
         self.kinds: list[str] = []
 
-    def _truth(self, node: ast.AST) -> bool:
+    def _truth(self, node: ast.expr) -> bool:
         """A condition's value over the committed values (the evaluator's); unsplittable where it is not a boolean."""
         if self.compiled is None:
             raise _Unsplittable

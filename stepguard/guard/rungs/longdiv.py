@@ -54,7 +54,7 @@ def _quotient(digits: list[int], m: int) -> list[int]:
 
 
 def _places(a: Fraction, e: int, m: int, exact: Fraction, step_scale: int | None, ends: int | None,
-            rounding: str | None) -> tuple[list[int], int] | None:
+            rounding: str) -> tuple[list[int], int] | None:
     """The dividend's digits with the zeros brought down after them, and how many those are: for a
     scale, the fewest past it whose quotient digits round as ``exact`` does; ``None`` where none do."""
     k = decimal_places(a) or 0
