@@ -94,3 +94,20 @@ def test_a_stop_two_runs_down_is_named_in_the_row() -> None:
     detail = " ".join(d.detail for d in result.deviations if d.step == "r")
     assert "sub-step t1 = 17997.5 * 0.072 never verified" in detail
     assert "in it, the digits rung's sub-step d3 = " in detail
+
+
+def test_a_whole_step_ending_in_a_bare_value_through_nested_conditionals_keeps_its_choice() -> None:
+    """``0.07 if a >= 1.25 else (0.05 if a >= 1 else 0.03)`` at ``a = 0.1606``: the branch taken is a
+    conditional taking the bare 0.03; asked as conditions then that branch, the chain ended in no
+    sub-step of its own and did not apply (the forms-5 run's commission rate, flagged where forms 3
+    verified it). Its neighbours: the same step taking 0.07 at the outer condition, and an operation."""
+    proc = _one("0.07 if a >= 1.25 else (0.05 if a >= 1 else 0.03)", ("a",), type="decimal", scale=2)
+    for a, want in (("0.1606", "0.03"), ("1.3", "0.07"), ("1.1", "0.05")):
+        sub = chain_steps(proc, 0, {"a": parse_number(a)})
+        assert sub is not None and " if " in (sub.steps[-1].expression or "")
+        assert sub.expected_values({})["r"] == parse_number(want)
+    bonus = _one("500 if a >= 1.25 else 0", ("a",), type="decimal", scale=2)
+    assert chain_steps(bonus, 0, {"a": parse_number("0.1606")}) is not None
+    op = _one("0.07 if a >= 1.25 else (a * 2 if a >= 1 else a * 3)", ("a",), type="decimal", scale=2)
+    exprs = [s.expression for s in chain_steps(op, 0, {"a": parse_number("0.5")}).steps]  # type: ignore[union-attr]
+    assert exprs[-1] == "0.5 * 3" and not any(" if " in (e or "") for e in exprs)

@@ -20,7 +20,7 @@ from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
 
 PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
 
-PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d", 5: "1e64a6f04dac38550c20514e18eb21f3908d21549faa863df44cedcfbf002373"}
+PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d", 5: "db5e76768d4f052f129cbc176805bc1da9a9297a33d86acf7afe30415c162ddf"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 

@@ -17,7 +17,8 @@ is the one the model's verified condition chose, as a digit sheet's later litera
 model verified before them. The embedded model answered a choice sub-step over a literal condition
 (``t4 = 0 if False else 0.15``) with the first value on every try (docs/production.md, "The suite
 with the digit rungs"). A whole step that is a conditional taking a bare value (``5.00 if w <= 1 else
-...``) keeps the choice sub-step, over both branches, so that the step ends in a sub-step of its own.
+...``, or one whose branch taken is such a conditional) keeps the choice sub-step, over both
+branches, so that the step ends in a sub-step of its own.
 Comparisons and ``and``/``or`` are sub-steps of type boolean. The last sub-step carries the step's own type, scale
 and rounding, so the rounding rule is applied once, at the end, as the procedure says.
 
@@ -84,6 +85,13 @@ class _Writer:
         self.env, self.prefix, self.compiled = env, prefix, compiled
         self.exprs: list[str] = []
         self.kinds: list[str] = []
+        self.root: ast.AST | None = None if compiled is None else compiled.tree.body
+        """The node whose value is the step's: the expression, or the branch a conditional there takes."""
+
+    def _outcome(self, node: ast.IfExp) -> ast.expr:
+        """The branch a conditional ends in, through the conditionals its branches taken are."""
+        taken = node.body if self._truth(node.test) else node.orelse
+        return self._outcome(taken) if isinstance(taken, ast.IfExp) else taken
 
     def _truth(self, node: ast.expr) -> bool:
         """A condition's value over the committed values (the evaluator's); unsplittable where it is not a boolean."""
@@ -131,12 +139,14 @@ class _Writer:
             parts = [self.emit(v) for v in node.values]
             return self._new(f" {word} ".join(parts), "boolean")
         if isinstance(node, ast.IfExp):
-            cond = self.emit(node.test)
+            if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
+                cond, then, other = self.emit(node.test), self.emit(node.body), self.emit(node.orelse)
+                return self._new(f"{then} if {cond} else {other}")
+            self.emit(node.test)
             taken = node.body if self._truth(node.test) else node.orelse
-            if node is not (self.compiled.tree.body if self.compiled else None) or not isinstance(taken, _LEAVES):
-                return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
-            then, other = self.emit(node.body), self.emit(node.orelse)  # a whole step taking a bare value: the choice
-            return self._new(f"{then} if {cond} else {other}")
+            if node is self.root:
+                self.root = taken  # the branch taken is the step's value too
+            return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
         raise _Unsplittable
 
 
