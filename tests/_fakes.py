@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 
 from stepguard.evaluator import compile_expression, format_number, parse_number
+from stepguard.guard.rungs._digits import MAX_SUB_STEPS
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 
 _NOTE = re.compile(r"[ \t]{2,}\((.*)\)[ \t]*$")
@@ -13,7 +14,7 @@ _ROUND = re.compile(r"round (half up|half to even) to (\d+) decimal places")
 _BLOCK = re.compile(r"^(Known values|Steps):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
 
 
-DIGIT_SUB_STEPS = frozenset(f"d{i}" for i in range(1, 200))
+DIGIT_SUB_STEPS = frozenset(f"d{i}" for i in range(1, MAX_SUB_STEPS + 1))
 """The digit rungs' sub-steps (``d1 .. dn``): put them in ``always_wrong`` for a model wrong on every try,
 since ``digits``, the last rung of the default ladders, asks a step as these."""
 

@@ -92,7 +92,10 @@ class Reading:
 
     def read(self, steps: list[dict[str, object]], texts: Mapping[str, str | None]) -> Read | None:
         """The value and its record from the verified value texts of the sub-steps; ``None`` where a
-        place's sub-step has no value (the nested run did not verify it)."""
+        place's sub-step has no value (the nested run did not verify it), or where the texts do not
+        spell one value: a choice (a quotient digit's, the sign's ``max``) not one of the numbers it
+        chooses between, a sign product not ``1`` or ``-1``, or a rounding sub-step over another number
+        than the one the digits read (its literal is the guard's, so the value read must be it)."""
         parts: list[str] = []
         for place in self.places:
             if place.part == "zero":
@@ -100,7 +103,7 @@ class Reading:
                 continue
             if place.part == "count":
                 chosen = [_number(texts.get(v)) for v in place.of]
-                if any(c is None for c in chosen):
+                if any(c is None or c not in _choices(steps, v) for v, c in zip(place.of, chosen, strict=True)):
                     return None
                 parts.append(str(place.base + sum(c == Fraction(place.var) for c in chosen)))
                 continue
@@ -117,15 +120,19 @@ class Reading:
         whole = whole.lstrip("0") or "0"
         frac = frac.rstrip("0")
         number = f"{whole}.{frac}" if frac else whole
-        signed = (texts.get(self.sign) or "") if self.sign is not None else None
-        negative = signed is not None and number != "0" and (signed == "0" if self.negative_if == "zero" else signed.startswith("-"))
+        negative = False
+        if self.sign is not None:
+            signed = _number(texts.get(self.sign))
+            if signed is None or signed not in (_choices(steps, self.sign) if self.negative_if == "zero" else {1, -1}):
+                return None
+            negative = number != "0" and (signed == 0 if self.negative_if == "zero" else signed < 0)
         value = f"-{number}" if negative else number
         lines = "; ".join(f"{s['var']} = {s['expr']} = {texts.get(str(s['var']))}" for s in steps)
         where = " ".join(_where(p) for p in self.places)
         how = f"digits {'|'.join(parts)} from {where}, point {point} places" + (f", sign from {self.sign}" if self.sign else "")
         if self.then is not None:
             rounded = texts.get(self.then)
-            if rounded is None:
+            if rounded is None or _number(_expr(steps, self.then).strip("()")) != Fraction(value):
                 return None
             return Read(rounded, f"{how}: {value}, then {self.then} = {rounded} (the model's rounding); sub-steps: {lines}")
         return Read(value, f"{how}: {value}; sub-steps: {lines}")
@@ -137,6 +144,20 @@ def _number(text: str | None) -> Fraction | None:
         return None if text is None else Fraction(text)
     except (ValueError, ZeroDivisionError):
         return None
+
+
+def _expr(steps: list[dict[str, object]], var: str) -> str:
+    """The expression of sub-step ``var`` (``""`` where there is none)."""
+    return next((str(s["expr"]) for s in steps if s["var"] == var), "")
+
+
+def _choices(steps: list[dict[str, object]], var: str) -> set[Fraction]:
+    """The numbers the choice sub-step ``var`` chooses between as it is written (``max(59, 31)``: 59
+    and 31); empty where it is not a ``max`` of literals."""
+    expr = _expr(steps, var)
+    if not (expr.startswith("max(") and expr.endswith(")")):
+        return set()
+    return {n for n in (_number(x.strip().strip("()")) for x in expr[4:-1].split(",")) if n is not None}
 
 
 def _where(place: Place) -> str:
