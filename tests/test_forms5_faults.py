@@ -9,9 +9,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from stepguard import Guard, GuardConfig, Procedure
 from stepguard.guard.rungs._digits import MAX_SUB_STEPS
+from stepguard.guard.rungs.chain import chain_steps
 from stepguard.procedure import round_to_scale
-from tests._fakes import DIGIT_SUB_STEPS
+from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
 from tests.test_digit_rungs import _operand, _read, _rung, _step, _texts, _want
 
 
@@ -78,3 +80,30 @@ def test_a_wrong_digit_in_the_sign_sub_step_never_reads_the_steps_value(op: str,
 def test_the_scripted_model_is_wrong_on_every_sub_step_of_the_longest_sheet() -> None:
     """``DIGIT_SUB_STEPS`` names every sub-step a sheet may have, ``d1 .. d{MAX_SUB_STEPS}``."""
     assert {f"d{i}" for i in range(1, MAX_SUB_STEPS + 1)} <= DIGIT_SUB_STEPS
+
+
+@pytest.mark.parametrize("a,want", [(3, 0), (1, 4), (7, 14)])
+def test_a_nested_conditional_whose_branch_chosen_is_a_bare_value_is_still_asked(a: int, want: int) -> None:
+    """``a * 2 if a > 5 else (0 if a > 2 else a * 4)`` at ``a = 3``: the outer condition chooses the
+    inner conditional, whose condition chooses the bare ``0``; as a whole step taking a bare value,
+    the inner one keeps its choice sub-step (else the chain ended in a literal, not a sub-step, and did
+    not apply). The whole step keeps the outermost conditional's choice, over both branches, as forms 3
+    asked it (the commission rate verified so on the embedded model)."""
+    proc = Procedure.model_validate({"name": "p", "inputs": ["x"], "steps": [
+        {"var": "a", "expr": "x"}, {"var": "r", "expr": "a * 2 if a > 5 else (0 if a > 2 else a * 4)"}]})
+    sub = chain_steps(proc, 1, {"a": Fraction(a)})
+    assert sub is not None and sub.expected_values({})["r"] == want
+    assert (a == 3) == (" if " in (sub.steps[-1].expression or ""))  # a choice only where the step ends in the bare 0
+    config = GuardConfig.for_procedure(proc, ladder=("chain",), max_reprompts_per_step=1, on_exhausted="flag")
+    result = Guard(ScriptedModel(faults={"r": ["wrong"]}), config).run(proc, {"x": a})  # wrong on the step, right on its sub-steps
+    assert result.status == "verified" and result.values["r"] == want
+
+
+def test_a_tier_inside_an_operation_puts_the_value_chosen_in_with_no_choice_sub_step() -> None:
+    """The neighbour: the same tier as an operand is not the whole step's value, so the bare value its
+    conditions chose goes into the operation as a literal, after them."""
+    proc = Procedure.model_validate({"name": "p", "inputs": ["a"], "steps": [
+        {"var": "r", "expr": "(a * 2 if a > 5 else (0 if a > 2 else a * 4)) + 1"}]})
+    sub = chain_steps(proc, 0, {"a": Fraction(3)})
+    assert sub is not None
+    assert [s.expression for s in sub.steps] == ["max(3, 5)", "t1 != 5", "max(3, 2)", "t3 != 2", "0 + 1"]
