@@ -111,3 +111,16 @@ def test_a_whole_step_ending_in_a_bare_value_through_nested_conditionals_keeps_i
     op = _one("0.07 if a >= 1.25 else (a * 2 if a >= 1 else a * 3)", ("a",), type="decimal", scale=2)
     exprs = [s.expression for s in chain_steps(op, 0, {"a": parse_number("0.5")}).steps]  # type: ignore[union-attr]
     assert exprs[-1] == "0.5 * 3" and not any(" if " in (e or "") for e in exprs)
+
+
+def test_a_conditional_on_a_boolean_name_is_asked_as_the_branch_it_takes() -> None:
+    """``a * 0.15 if f else a * 0.3`` over a committed boolean ``f`` (the breaker's): the condition
+    is no sub-step, and the branch taken is one operation, so the chain had one sub-step and refused
+    it as the step itself again; it is the branch alone, not the step, and goes on to its own rungs.
+    Its neighbour, the same with no conditional, is still refused."""
+    proc = Procedure.model_validate({"name": "p", "inputs": ["a", "f"], "steps": [
+        {"var": "r", "expr": "a * 0.15 if f else a * 0.3", "type": "decimal", "scale": 2}]})
+    for f, want in ((True, "35.7 * 0.15"), (False, "35.7 * 0.3")):
+        sub = chain_steps(proc, 0, {"a": parse_number("35.7"), "f": f})
+        assert sub is not None and [s.expression for s in sub.steps][0] == want
+    assert chain_steps(_one("a * 0.3", ("a",), type="decimal", scale=2), 0, {"a": parse_number("35.7")}) is None

@@ -87,6 +87,8 @@ class _Writer:
         self.kinds: list[str] = []
         self.root: ast.AST | None = None if compiled is None else compiled.tree.body
         """The node whose value is the step's: the expression, or the branch a conditional there takes."""
+        self.chose = False
+        """Whether the step's value is a branch a conditional took (one operation then differs from the step)."""
 
     def _outcome(self, node: ast.IfExp) -> ast.expr:
         """The branch a conditional ends in, through the conditionals its branches taken are."""
@@ -146,6 +148,7 @@ class _Writer:
             taken = node.body if self._truth(node.test) else node.orelse
             if node is self.root:
                 self.root = taken  # the branch taken is the step's value too
+                self.chose = True
             return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
         raise _Unsplittable
 
@@ -219,7 +222,7 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
     except StepguardError:  # a division by zero over these values: nothing to ask
         return None
     rounds, finite = _rounds(step.scale, exact), _finite(exact)
-    if n < 2 and not rounds:
+    if n < 2 and not rounds and not writer.chose:
         return None
     steps: list[dict[str, Any]] = [
         {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
@@ -229,7 +232,7 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
         steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
     # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
     # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
-    if len(steps) < 2 or not (finite or rounds):
+    if (len(steps) < 2 and not writer.chose) or not (finite or rounds):
         return None  # the step itself again (one operation, its rounding folded in), or a last value no model can write
     if step.choices is not None:
         steps[-1]["choices"] = list(step.choices)
