@@ -44,7 +44,7 @@ __all__ = ["Chain", "chain_steps"]
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 _LEAVES = (ast.Constant, ast.Name, ast.UnaryOp)
-"""A branch that is a value as it stands (a constant, a name, a negated constant) rather than an operation."""
+"""A branch a whole step keeps its choice sub-step over: a constant, a name, or a unary sign (``-5``, ``-x``), not a binary operation."""
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 

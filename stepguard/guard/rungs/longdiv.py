@@ -54,21 +54,21 @@ def _quotient(digits: list[int], m: int) -> list[int]:
 
 
 def _places(a: Fraction, e: int, m: int, exact: Fraction, step_scale: int | None, ends: int | None,
-            rounding: str) -> tuple[list[int], int] | None:
-    """The dividend's digits with the zeros brought down after them, and how many those are: for a
-    scale, the fewest past it whose quotient digits round as ``exact`` does; ``None`` where none do."""
+            rounding: str) -> tuple[list[int], int, Fraction] | None:
+    """The dividend's digits with the zeros brought down after them, the places after the quotient's
+    point, and the signed number its digits read: for a scale, the fewest places past it whose reading
+    rounds as ``exact`` does; ``None`` where none do."""
     k = decimal_places(a) or 0
     dividend = digits_of(int(abs(a) * 10**k))[::-1]
-    for extra in ([None] if step_scale is None else range(1, EXTRA_PLACES + 1)):
-        need = (ends or 0) if step_scale is None or extra is None else step_scale + extra
+    for extra in ([0] if step_scale is None else range(1, EXTRA_PLACES + 1)):
+        need = (ends or 0) if step_scale is None else step_scale + extra
         brought = max(0, need - k - e)
         digits = dividend + [0] * brought
-        if step_scale is None:
-            return digits, brought
-        read = Fraction(int("".join(map(str, _quotient(digits, m)))), 10 ** (brought + k + e))
+        point = brought + k + e
+        read = Fraction(int("".join(map(str, _quotient(digits, m)))), 10**point)
         read = -read if exact < 0 else read
-        if round_to_scale(read, step_scale, rounding) == round_to_scale(exact, step_scale, rounding):
-            return digits, brought
+        if step_scale is None or round_to_scale(read, step_scale, rounding) == round_to_scale(exact, step_scale, rounding):
+            return digits, point, read
     return None
 
 
@@ -126,28 +126,23 @@ def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | s
     found_places = _places(a, e, m, exact, step.scale, ends, step.rounding)
     if found_places is None:
         return None  # the digits read would round otherwise than the exact quotient
-    digits, brought = found_places
+    digits, point, read = found_places
     sheet = Sheet()
     quotient: list[Place] = []
-    written: list[int] = []
     multiples = {1: m}
     r = 0
     for x in digits:
         r = 10 * r + x  # the remainder's digits, the next digit placed after them
         place, q = _digit(sheet, multiples, m, r)
         quotient.append(place)
-        written.append(q)
         if q:
             _, r = column_difference(sheet, r, q * m)
-    point = brought + (decimal_places(a) or 0) + e
     sheet.reading.places, sheet.reading.point = quotient, point
     if a < 0 or b < 0:
         sheet.sign_of_product(a, b)
-    if step.scale is not None:
-        read = Fraction(int("".join(map(str, written))), 10**point)
-        sheet.reading.then = sheet.ask(text(-read if exact < 0 else read), type=step.type, scale=step.scale, rounding=step.rounding)
+    if step.scale is not None:  # the rounding asked over the number the model's digits read
+        sheet.reading.then = sheet.ask(text(read), type=step.type, scale=step.scale, rounding=step.rounding)
     return sheet
-
 
 @register
 class LongDivide(DigitRung):
