@@ -194,7 +194,12 @@ def test_a_difference_of_mixed_signs_chooses_the_larger_and_asks_the_sign_alone(
     proc2, env2 = _step("+"), {"a": Fraction(20), "b": Fraction(-715)}
     sub2 = _rung("+").derive(proc2, 0, env2)
     assert sub2 is not None
-    assert [s.expression for s in sub2.steps] == ["max(20, 715)", "15 - 0", "11 - 2", "7 - 0", "7 - 1", "max((-715), 0)"]
+    assert [s.expression for s in sub2.steps] == ["15 - 0", "11 - 2", "7 - 0", "7 - 1", "max((-715), 0)"]  # 715 is longer: read
+    proc3, env3 = _step("+"), {"a": Fraction(472), "b": Fraction("-426.5")}
+    sub3 = _rung("+").derive(proc3, 0, env3)
+    assert sub3 is not None  # 4720 and 4265 aligned at the point first differ in their second digit
+    assert [s.expression for s in sub3.steps][0] == "max(7, 2)"
+    assert _read(_rung("+"), proc3, env3, _texts(sub3)) == Fraction("45.5")
 
 
 def test_the_digit_rungs_come_last_in_the_default_ladders():

@@ -28,16 +28,19 @@ def _one_digit_off(text: str, data: st.DataObject) -> str:
 
 
 def test_a_quotient_digit_the_model_chose_otherwise_is_not_read_as_the_guards_literal() -> None:
-    """``59 / 31`` to 2 places: ``d1 = max(59, 31) = 59`` counts the first digit 1. Written ``58`` (one
-    digit wrong), the count reads ``0.903``; the step's value must not be the rounding of the guard's own
-    literal ``1.903`` that the model's digits no longer spell."""
+    """``59 / 31`` to 2 places: ``d1 = max(5, 3) = 5`` (59 and 31 compared at their first digits) counts
+    the first digit 1. Written ``3``, the multiple's digit, the count reads ``0.903``, which is not the
+    number the rounding sub-step's literal ``1.903`` holds; written ``4``, a digit neither number has.
+    Neither reads a value: not the rounding of the guard's own literal, which the model's digits no
+    longer spell."""
     proc, env = _step("/", 2), {"a": Fraction(59), "b": Fraction(31)}
     rung = _rung("/")
     sub = rung.derive(proc, 0, env)
-    assert sub is not None and sub.steps[0].expression == "max(59, 31)"
+    assert sub is not None and sub.steps[0].expression == "max(5, 3)"
     texts = _texts(sub)
     assert _read(rung, proc, env, texts) == Fraction("1.90")
-    assert _read(rung, proc, env, {**texts, "d1": "58"}) != Fraction("1.90")
+    assert _read(rung, proc, env, {**texts, "d1": "3"}) is None
+    assert _read(rung, proc, env, {**texts, "d1": "4"}) is None
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])

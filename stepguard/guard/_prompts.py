@@ -81,7 +81,7 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
 
 
-PROMPT_FORMS = 5
+PROMPT_FORMS = 6
 """The version of the prompt text the code writes around the templates: the kinds' step lines,
 answer shapes and correction notes, the rungs' sub-step prompts. It is part of
 :meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is

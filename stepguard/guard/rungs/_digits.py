@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from stepguard.guard._config import GuardConfig
 
 __all__ = ["DIGIT_CHUNK", "DIGIT_LADDER", "MAX_SUB_STEPS", "DigitRung", "Place", "Reading", "Sheet", "binary_operands", "column_difference",
-           "column_sum", "digits_of", "finite", "multiply_row", "scaled"]
+           "column_sum", "digits_of", "finite", "larger_at_first_difference", "multiply_row", "scaled"]
 
 
 def digits_of(n: int) -> list[int]:
@@ -57,9 +57,10 @@ class Place:
     ``part``: ``last``, its last digit (a column's digit; the rest is the carry); ``all``, every digit
     it wrote (the most significant column, whose carry is the result's leading digits); ``lead``, every
     digit but the last (a product's tens, where its units went into a column of their own);
-    ``count``, one digit: ``base`` plus how many of the sub-steps ``of`` have the verified value
-    ``var`` (a quotient digit: the multiples of the divisor with fewer digits than the remainder,
-    read from their lengths, and those the model chose the remainder over; ``var`` is then the
+    ``count``, one digit: ``base`` plus how many of the choice sub-steps ``of`` have as verified value
+    their first number (a quotient digit: the multiples of the divisor read as not larger than the
+    remainder without a sub-step, from their lengths or as the same number, and those the model
+    chose the remainder's digit over, :func:`larger_at_first_difference`; ``var`` is then the
     remainder as written, not a sub-step); ``zero``, a place with no sub-step (the zero a partial
     product is shifted by, or the trailing zero of a power of ten), read as ``0``.
     """
@@ -105,7 +106,7 @@ class Reading:
                 chosen = [_number(texts.get(v)) for v in place.of]
                 if any(c is None or c not in _choices(steps, v) for v, c in zip(place.of, chosen, strict=True)):
                     return None
-                parts.append(str(place.base + sum(c == Fraction(place.var) for c in chosen)))
+                parts.append(str(place.base + sum(c == _arguments(steps, v)[0] for v, c in zip(place.of, chosen, strict=True))))
                 continue
             text = (texts.get(place.var) or "").lstrip("-")
             if not text.isdigit():
@@ -151,21 +152,26 @@ def _expr(steps: list[dict[str, object]], var: str) -> str:
     return next((str(s["expr"]) for s in steps if s["var"] == var), "")
 
 
-def _choices(steps: list[dict[str, object]], var: str) -> set[Fraction]:
-    """The numbers the choice sub-step ``var`` chooses between as it is written (``max(59, 31)``: 59
-    and 31); empty where it is not a ``max`` of literals."""
+def _arguments(steps: list[dict[str, object]], var: str) -> list[Fraction]:
+    """The numbers the choice sub-step ``var`` chooses between, in the order written (``max(5, 3)``:
+    5 and 3); empty where it is not a ``max`` of literals."""
     expr = _expr(steps, var)
     if not (expr.startswith("max(") and expr.endswith(")")):
-        return set()
-    return {n for n in (_number(x.strip().strip("()")) for x in expr[4:-1].split(",")) if n is not None}
+        return []
+    return [n for n in (_number(x.strip().strip("()")) for x in expr[4:-1].split(",")) if n is not None]
+
+
+def _choices(steps: list[dict[str, object]], var: str) -> set[Fraction]:
+    """The numbers the choice sub-step ``var`` chooses between (:func:`_arguments`), as a set."""
+    return set(_arguments(steps, var))
 
 
 def _where(place: Place) -> str:
-    """Where a place's digits come from, for the ``read`` event: ``d4[last]``, ``0``, ``#(d7 d9 = 120)``."""
+    """Where a place's digits come from, for the ``read`` event: ``d4[last]``, ``0``, ``#(1 read; d7 d9 of 120)``."""
     if place.part == "zero":
         return "0"
     if place.part == "count":
-        return f"#({place.base} shorter; {' '.join(place.of)} = {place.var})"
+        return f"#({place.base} read; {' '.join(place.of)} of {place.var})"
     return place.var + {"all": "", "last": "[last]", "lead": "[lead]"}[place.part]
 
 
@@ -242,6 +248,25 @@ def _carried(sheet: Sheet, var: str, v: int, carry: int, top: bool, places: list
     if top:
         places.append(lead)
     return on
+
+
+def larger_at_first_difference(sheet: Sheet, a: int, b: int) -> str | None:
+    """Ask which of two whole numbers ``a, b >= 0`` is larger as it is done on paper, by position: where
+    they have as many digits, the choice of the larger of their two digits at the first place from the
+    left where those differ, ``a``'s first (``472`` and ``426``: ``max(7, 2)``). Returns the choice
+    sub-step, or ``None`` where nothing is asked: numbers of different lengths (the longer is larger,
+    read from the lengths) or the same number. Which place is first to differ is read from the digits
+    as written, not computed.
+
+    The embedded model named the larger of two numbers of different lengths as text
+    (``max(289, 31) = 31``) and of two of as many digits not always right (``max(60, 12) = 12`` at
+    temperature 0 and on three resamples; figures: docs/production.md, "Digit rungs").
+    """
+    ta, tb = str(a), str(b)
+    if len(ta) != len(tb) or ta == tb:
+        return None
+    at = next(i for i, (x, y) in enumerate(zip(ta, tb, strict=True)) if x != y)
+    return sheet.ask(f"max({ta[at]}, {tb[at]})")
 
 
 def column_sum(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:

@@ -9,7 +9,9 @@ column's two digits and the carry from the column before written in::
 
 and the guard reads 696 from the model's verified values: the last digit of each column, the
 most significant column whole (:mod:`~stepguard.guard.rungs._digits`). A difference of magnitudes
-(mixed signs) first asks which magnitude is larger (``d1 = max(472, 226)``), then columns with a
+(mixed signs) first asks which magnitude is larger, by the first place their digits differ
+(:func:`~stepguard.guard.rungs._digits.larger_at_first_difference`: ``472`` and ``226`` as
+``d1 = max(4, 2)``; magnitudes of different lengths are read from them, not asked), then columns with a
 borrowed ten (``14 - 8``, then the borrow as its own sub-step, ``6 - 1``); an operand below zero adds the sign as its own choice sub-step,
 ``max(L, 0)`` of the operand of larger magnitude (``-280 - 14``: ``max(-280, 0)``), read as negative
 where the model's value is 0. Decimals are aligned at the point and the point placed when reading
@@ -22,9 +24,17 @@ import ast
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, text
+from stepguard.guard.rungs._arith import decimal_places
 from stepguard.guard.rungs._base import register
-from stepguard.guard.rungs._digits import DigitRung, Sheet, binary_operands, column_difference, column_sum, scaled
+from stepguard.guard.rungs._digits import (
+    DigitRung,
+    Sheet,
+    binary_operands,
+    column_difference,
+    column_sum,
+    larger_at_first_difference,
+    scaled,
+)
 from stepguard.procedure import Procedure
 
 __all__ = ["Columns", "column_steps"]
@@ -47,7 +57,7 @@ def column_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     wa, wb = scaled([big, small], places_)
     sheet = Sheet()
     if big != 0 and small != 0 and (big < 0) != (small < 0):  # a difference of magnitudes: the larger on top, chosen
-        sheet.ask(f"max({text(abs(a))}, {text(abs(b))})")
+        larger_at_first_difference(sheet, *scaled([a, b], places_))
         digits, _ = column_difference(sheet, wa, wb)
     else:
         digits, _ = column_sum(sheet, wa, wb)

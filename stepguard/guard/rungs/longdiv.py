@@ -4,13 +4,14 @@
 divides digit by digit, bringing down one digit at a time (the remainder's digits with the next digit
 placed after them: reading, not arithmetic). A quotient digit is chosen as on paper, by comparing the
 remainder with the divisor's multiples: the multiples are the model's sums (``2 * 365`` as the column
-sum ``365 + 365``; a one-digit divisor's as single-digit products, ``3 * 7``), and the model names the
-larger of the remainder and each multiple of as many digits in turn, ``max(1200, 1095)``,
-``max(1200, 1460)``, until a multiple is the larger; the digit is the number of multiples with
-fewer digits than the remainder (smaller: read from the lengths of the model's numbers, as a place
-is) and of those it named the remainder over. Each choice is asked after the one before verified,
-so where the scan stops is the model's; a remainder with fewer digits than the divisor is a 0 read
-from the lengths, not asked. The remainder less the
+sum ``365 + 365``; a one-digit divisor's as single-digit products, ``3 * 7``), and the model compares
+the remainder with each multiple of as many digits in turn by the first place where their digits
+differ (``1200`` and ``1095``: ``max(1, 0)``; ``1200`` and ``1460``: ``max(2, 4)``), until a multiple
+is the larger; the digit is the number of multiples not larger read from the model's numbers without
+a sub-step (fewer digits than the remainder, read from the lengths as a place is, or the same number)
+and of those whose digit it named the remainder's over. Each choice is asked after the one before
+verified, so where the scan stops is the model's; a remainder with fewer digits than the divisor is a
+0 read from the lengths, not asked. The remainder less the
 digit's multiple is a column subtraction (:func:`~stepguard.guard.rungs._digits.column_difference`).
 The quotient is read from those digits with the point placed, to one, two or three places beyond the
 step's scale, the fewest whose reading rounds as the exact quotient does (checked from the expression,
@@ -20,9 +21,10 @@ asked only where it ends. A negative operand adds the sign as a single-digit pro
 (``(-1) * 1``).
 
 The embedded model wrote quotient digits asked as ``r // d`` wrong where the divisor has several
-digits or the digit is 0 (``59 // 31 = 2``, ``6990 // 31329 = 2``, ``1 // 365 = 0.0027...``); it named
-the larger of two numbers of as many digits right, and of two of different lengths compared them as
-text (``max(289, 31) = 31`` on every resample; docs/production.md, "Digit rungs").
+digits or the digit is 0 (``59 // 31 = 2``, ``6990 // 31329 = 2``, ``1 // 365 = 0.0027...``), and
+named the larger of two whole numbers wrong, of different lengths compared as text
+(``max(289, 31) = 31``) and of as many digits too (``max(60, 12) = 12``), on every resample
+(docs/production.md, "Digit rungs").
 """
 
 from __future__ import annotations
@@ -34,7 +36,16 @@ from fractions import Fraction
 from stepguard.evaluator import Number
 from stepguard.guard.rungs._arith import decimal_places, split_power_of_ten, text
 from stepguard.guard.rungs._base import register
-from stepguard.guard.rungs._digits import DigitRung, Place, Sheet, binary_operands, column_difference, column_sum, digits_of
+from stepguard.guard.rungs._digits import (
+    DigitRung,
+    Place,
+    Sheet,
+    binary_operands,
+    column_difference,
+    column_sum,
+    digits_of,
+    larger_at_first_difference,
+)
 from stepguard.procedure import Procedure, round_to_scale
 
 __all__ = ["LongDivide", "long_division"]
@@ -88,20 +99,19 @@ def _multiple(sheet: Sheet, multiples: dict[int, int], m: int, j: int) -> int:
 def _digit(sheet: Sheet, multiples: dict[int, int], m: int, r: int) -> tuple[Place, int]:
     """One quotient digit of the remainder ``r`` by ``m``: its place and value (see the module's text)."""
     scan: list[str] = []
-    q = shorter = 0
+    q = read = 0
     if len(str(m)) <= len(str(r)):  # else fewer digits than the divisor: a 0, read
         for j in range(1, 10):  # the larger of the remainder and each multiple, until a multiple is
             jm = _multiple(sheet, multiples, m, j)
-            if len(str(jm)) != len(str(r)):  # read from the lengths: fewer digits, smaller; more, larger
-                if len(str(jm)) > len(str(r)):
-                    break
-                q = shorter = j
-                continue
-            scan.append(sheet.ask(f"max({r}, {jm})"))
+            choice = larger_at_first_difference(sheet, r, jm)
+            if choice is not None:
+                scan.append(choice)
+            elif len(str(jm)) <= len(str(r)):  # read: fewer digits, or the same number, is not larger
+                read += 1
             if jm > r:
                 break
             q = j
-    return Place(str(r), "count", tuple(scan), shorter), q
+    return Place(str(r), "count", tuple(scan), read), q
 
 
 def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Sheet | None:
