@@ -97,7 +97,10 @@ a decimal divisor three places past the step's scale. 5: a carry is added to a c
 sub-step of its own (``9 + 8``, then ``7 + 1``), a quotient digit is chosen by the larger of the
 remainder and each multiple of the divisor (the multiples the model's sums), to the fewest places
 past the scale that round right, and ``chain`` asks a conditional as its condition, then the branch
-chosen (docs/production.md, "The suite with the digit rungs")."""
+chosen (docs/production.md, "The suite with the digit rungs"). 6: a digit sheet compares two whole
+numbers of as many digits by the first place their digits differ, one single-digit choice
+(``max(6, 1)``, not ``max(60, 12)``); a multiple equal to the remainder, and a mixed-sign sum's
+magnitudes of different lengths, are read, not asked."""
 
 
 class PromptSet:

@@ -6,7 +6,7 @@ placed after them: reading, not arithmetic). A quotient digit is chosen as on pa
 remainder with the divisor's multiples: the multiples are the model's sums (``2 * 365`` as the column
 sum ``365 + 365``; a one-digit divisor's as single-digit products, ``3 * 7``), and the model compares
 the remainder with each multiple of as many digits in turn by the first place where their digits
-differ (``1200`` and ``1095``: ``max(1, 0)``; ``1200`` and ``1460``: ``max(2, 4)``), until a multiple
+differ (``1200`` and ``1095``: ``max(2, 0)``; ``1200`` and ``1460``: ``max(2, 4)``), until a multiple
 is the larger; the digit is the number of multiples not larger read from the model's numbers without
 a sub-step (fewer digits than the remainder, read from the lengths as a place is, or the same number)
 and of those whose digit it named the remainder's over. Each choice is asked after the one before
