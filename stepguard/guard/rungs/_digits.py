@@ -171,7 +171,7 @@ def _where(place: Place) -> str:
     if place.part == "zero":
         return "0"
     if place.part == "count":
-        return f"#({place.base} read; {' '.join(place.of)} of {place.var})"
+        return f"#({place.base} read; {' '.join(place.of) or 'none asked'} of {place.var})"
     return place.var + {"all": "", "last": "[last]", "lead": "[lead]"}[place.part]
 
 
