@@ -22,6 +22,7 @@ from stepguard.bench.instances import Instance, write_instances
 from stepguard.bench.reask import MAX_RETRIES, Execution, arun_reask
 from stepguard.bench.report import build_report
 from stepguard.bench.run import run_benchmark
+from stepguard.errors import ModelTimeout
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 
 
@@ -109,6 +110,23 @@ def test_a_reply_cut_at_the_token_allowance_ends_the_loop_with_a_row_not_a_crash
     row = asyncio.run(arun_reask(inst, model))
     assert row["reask"]["exhausted"] and row["reask"]["attempts"] == 1 and "incomplete" in row["reask"]["errors"][0]
     assert not row["correct"] and not row["exact"] and row["usage"]["model_calls"] == 1
+
+
+@pytest.mark.parametrize("fails_on", [0, 1])
+def test_a_model_that_fails_inside_the_loop_raises_its_error_not_a_given_up_row(fails_on: int) -> None:
+    """A timed-out or failed model call is the model's failure, not Instructor giving up: the error
+    reaches the bench (an error row, retried on resume), where it once became a row of 0 calls scored
+    as the loop's miss (a 95-step reply past the HTTP adapter's 60 s)."""
+    class Fails(JsonModel):
+        async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+            if len(self.calls) == fails_on:
+                self.calls.append(messages)
+                raise ModelTimeout("the reply took longer than 60 s")
+            return await super().acomplete(messages, settings)
+
+    inst = _instance()
+    with pytest.raises(ModelTimeout, match="60 s"):
+        asyncio.run(arun_reask(inst, Fails({inst.id: inst}, ["S4"])))
 
 
 def test_reask_runs_beside_raw_and_guarded_in_the_report(tmp_path: Path) -> None:

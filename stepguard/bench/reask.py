@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from stepguard.bench.case import raw_case_row, raw_request
-from stepguard.errors import EvaluationError
+from stepguard.errors import EvaluationError, ModelError
 from stepguard.evaluator import compile_expression, parse_number
 from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
 
@@ -175,6 +175,7 @@ async def arun_reask(inst: Instance | ProcedureCase, model: ChatModel, *, max_re
     from openai.types.chat import ChatCompletion
 
     replies: list[ChatResponse] = []
+    failures: list[ModelError] = []  # the model's own errors inside the loop (the adapter's retries spent)
     max_tokens = raw_request(inst)[1].max_tokens
 
     async def create(**kwargs: Any) -> ChatCompletion:
@@ -182,7 +183,11 @@ async def arun_reask(inst: Instance | ProcedureCase, model: ChatModel, *, max_re
                     for m in kwargs["messages"]]
         settings = GenerationSettings(temperature=kwargs.get("temperature", 0.0), seed=kwargs.get("seed", 0),
                                       max_tokens=kwargs.get("max_tokens", max_tokens))
-        resp = await model.acomplete(messages, settings)  # type: ignore[arg-type]  # roles checked by the adapter
+        try:
+            resp = await model.acomplete(messages, settings)  # type: ignore[arg-type]  # roles checked by the adapter
+        except ModelError as exc:  # Instructor would take it for an attempt and go on: kept, raised below
+            failures.append(exc)
+            raise
         replies.append(resp)
         finish = resp.finish_reason if resp.finish_reason in ("stop", "length", "content_filter") else "stop"
         return ChatCompletion.model_validate({
@@ -210,6 +215,8 @@ async def arun_reask(inst: Instance | ProcedureCase, model: ChatModel, *, max_re
         exhausted = True
         errors = [str(exc)[:1000]]
         result = _last_json(replies[-1].text if replies else "")
+    if failures:  # the model failed, not the loop: the bench's error row, run again on resume
+        raise failures[0]
     wall = time.perf_counter() - t0
     usage = sum((r.usage for r in replies), Usage())
     reply = ChatResponse(_lines(result), usage, replies[-1].finish_reason if replies else "stop",
