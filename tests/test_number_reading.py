@@ -154,6 +154,19 @@ def test_read_number_refuses_digits_of_two_scripts(written: str) -> None:
     assert read_number("\u0661\u0662") == 12 and read_number("\uff11\uff12") == 12
 
 
+@pytest.mark.parametrize("written", ["0\uff10", "1\u0662", "\u0661\u0662.5", "1.\u0665"])
+@pytest.mark.parametrize("line", ["S1 = {}", "S1 = {} + 3 = 7", "S1 = 3 - {} = 7", "S1={}=", "S2 = S1 * {} = 8", "Answer: {}"])
+def test_a_number_of_two_scripts_is_unread_wherever_a_reply_writes_it(line: str, written: str) -> None:
+    """As a value, an operand or an answer, never raised through the parser (the hypothesis property
+    found ``S0=0０=`` raising from an operand) and never read as another number."""
+    trace = parse_trace(line.format(written))
+    for item in (*trace.records, *trace.answers):
+        assert item.value not in (0, 12, Fraction(25, 2), Fraction(3, 2), 15)  # no mixed number read as its digits
+    if line in ("S1 = {}", "Answer: {}"):  # the number is the whole value: said why it is not read
+        items = trace.answers if line.startswith("Answer") else trace.records
+        assert [(i.value, i.error) for i in items] == [(None, "unreadable number")]
+
+
 @pytest.mark.parametrize(
     ("written", "value"),
     [

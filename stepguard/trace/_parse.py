@@ -51,7 +51,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from stepguard.evaluator import NUMBER_BODY, SIGNS, Number, one_script, read_number
+from stepguard.errors import EvaluationError
+from stepguard.evaluator import NUMBER_BODY, SIGNS, Number, read_number
 from stepguard.trace._records import Answer, Record, Trace
 
 __all__ = ["parse_trace"]
@@ -245,12 +246,17 @@ def _var(m: re.Match[str], known: frozenset[str]) -> str | None:
 
 
 def _to_number(sign: str, m: re.Match[str], max_digits: int) -> tuple[Number | None, str | None]:
-    """The exact number of a ``NUMBER_BODY`` match (separators dropped), or ``(None, "too many digits")``."""
+    """The exact number of a ``NUMBER_BODY`` match (separators dropped), or ``(None, "too many digits")``,
+    or ``(None, "unreadable number")`` where :func:`read_number` refuses its digits (``0０``: the digits
+    of two scripts)."""
     whole, frac = m.group("int"), m.group("frac") or ""
     digits = whole if whole.isdecimal() else re.sub(r"\D", "", whole)
     if len(digits) + len(frac) > max_digits:
         return None, "too many digits"
-    value = read_number(digits + ("." + frac if frac else ""), _MAX_DIGITS)
+    try:
+        value = read_number(digits + ("." + frac if frac else ""), _MAX_DIGITS)
+    except EvaluationError:
+        return None, "unreadable number"
     return (-value if sign in ("-", "−") else value), None
 
 
@@ -308,8 +314,6 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
             why = "unevaluated expression"  # **40** + 2, (40) - b, 7 -
         if why is None:
             why = _tail_problem(seg[close:])  # 12 -> 13, 12 thousand, 12 (carry 1)
-    if why is None and not one_script(m.group("int") + (m.group("frac") or "")):
-        why = "unreadable number"  # 1٢: the digits of two scripts
     if why is not None:
         return None, why if len(m.group("int")) + len(m.group("frac") or "") <= max_digits else "too many digits"
     return _to_number(m.group("sign"), m, max_digits)
