@@ -103,10 +103,10 @@ class Reading:
                 parts.append("0")
                 continue
             if place.part == "count":
-                chosen = [_number(texts.get(v)) for v in place.of]
-                if any(c is None or c not in _choices(steps, v) for v, c in zip(place.of, chosen, strict=True)):
+                choices = [(_number(texts.get(v)), _arguments(steps, v)) for v in place.of]
+                if any(c is None or c not in between for c, between in choices):
                     return None
-                parts.append(str(place.base + sum(c == _arguments(steps, v)[0] for v, c in zip(place.of, chosen, strict=True))))
+                parts.append(str(place.base + sum(c == between[0] for c, between in choices)))  # the remainder's digit is first
                 continue
             text = (texts.get(place.var) or "").lstrip("-")
             if not text.isdigit():
