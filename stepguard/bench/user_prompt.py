@@ -28,10 +28,11 @@ The answer is read exactly or refused, never guessed (the notation of
 :func:`stepguard.evaluator.read_number`, as the trace parser reads step values):
 
 * ``last_number`` (an answer that is a number; a boolean or text answer is read by one of the
-  other two): the last number in the reply (``... so the price is $40.17.`` -> 40.17). A last
-  number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``, ``0x1F``) or is the last part of a
-  date, a time, a range or a fraction (``2024-05-01``, ``12:30``, ``3-5``, ``1/2``) is refused, not
-  cut to a part.
+  other two): the last number in the reply (``... so the price is $40.17.`` -> 40.17), read by
+  :func:`stepguard.trace.numbers_in`, the rules every reader of model text shares (docs/reading.md).
+  A last number that cannot be read whole (``12,5``, ``1e3``, ``7.5%``, ``0x1F``, ``1 176.50``,
+  ``12'000``), whose sign is unclear (``–42``, ``(42.00)``) or is the last part of a date, a time, a
+  range or a fraction (``2024-05-01``, ``12:30``, ``3-5``, ``1/2``) is refused, not cut to a part.
 * ``json_field``: ``field`` (dots for nesting, ``result.price``; a number picks an array's item,
   ``items.0.price``, ``steps.-1.value`` the last) of the JSON object the reply is,
   or of the first JSON object in it (a fenced block or inline); a number or a string holding one.
@@ -61,6 +62,7 @@ from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import Number, format_number, read_number
 from stepguard.model import ChatMessage
 from stepguard.procedure import LoadLimits, Procedure, load_inputs_file
+from stepguard.trace import numbers_in
 
 __all__ = ["PROMPT_SUFFIXES", "AnswerRead", "UserPrompt", "answer_kind", "load_user_prompt", "number_texts"]
 
@@ -85,15 +87,6 @@ _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_]\w*)\}\}|\{([A-Za-z_]\w*)\}")
 INPUTS_JSON = "inputs_json"
 """The placeholder for every input as one JSON object."""
 
-# A run of a written number: digits with the separators and points read_number knows, so that
-# ``1,176.50`` is read whole and ``12,5`` is refused whole rather than read as 5.
-_RUN = re.compile(r"(?<![\w.])([-+\u2212]?)(\d(?:[\d.,\u2009\u202f]|\{,\}|\\,)*+)")
-_AFTER_REFUSED = re.compile(r"[eE][-+]?\d|\s*%")
-_GLUE = "-/:\u2212\u2013\u2014\u00a0"
-"""Characters that join a number to digits before it into one token (a date, a time, a range, a fraction)."""
-_TOKEN_HEAD = re.compile(r"[\w.,\-/:\u2212\u2013\u2014\u00a0]*$")
-_WORD_TAIL = re.compile(r"\w*")
-_TOKEN_TAIL = re.compile(r"[\w\-/:\u2212\u2013\u2014\u00a0]*")
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
@@ -175,13 +168,13 @@ class UserPrompt:
             return _read_value(m.group(1) or "", kind)
         if kind != "number":  # load_user_prompt refuses this format for such an answer
             return AnswerRead(None, None, f"last_number reads a number, and the answer is {kind}")
-        runs = list(_RUN.finditer(text))
-        if not runs:
+        found = numbers_in(text)
+        if not found:
             return AnswerRead(None, None, "no number in the reply")
-        written, refused = _whole(text, runs[-1])
-        if refused is not None:
-            return AnswerRead(None, None, refused)
-        return _read_value(written, "number")
+        last = found[-1]
+        if last.value is None:
+            return AnswerRead(None, None, last.why)
+        return AnswerRead(last.text, last.value)
 
 
 def answer_kind(procedure: Procedure) -> str:
@@ -191,46 +184,9 @@ def answer_kind(procedure: Procedure) -> str:
 
 
 def number_texts(text: str) -> list[Number]:
-    """Every number of ``text`` that reads whole (:func:`read_number`), in order: what "the reply
-    shows the value" means when the report looks for where a reply without step lines went wrong."""
-    out: list[Number] = []
-    for m in _RUN.finditer(text):
-        written, refused = _whole(text, m)
-        if refused is not None:
-            continue
-        try:
-            out.append(read_number(written))
-        except (EvaluationError, ValueError):
-            continue
-    return out
-
-
-def _whole(text: str, run: re.Match[str]) -> tuple[str, str | None]:
-    """A run of :data:`_RUN` as written, and why it is not one number on its own (``None``: it is).
-
-    It is not when it is the tail of a token joined to digits before it (``2024-05-01``, ``12:30``,
-    ``05/01/2024``, ``40-45``, ``1 176.50`` with a no-break space), when the text runs on from it into
-    more digits (``0x1F``, ``40_17``, ``40½``, ``2²``), or when an exponent or a percent sign follows
-    (``1e3``, ``7.5%``): reading its digits alone would cut a date to its day or a hex number to 0.
-    """
-    body = run.group(2).rstrip(".,")
-    written = run.group(1) + body
-    start, end = run.start(), run.start(2) + len(body)
-    tail = _WORD_TAIL.match(text, end)
-    tail_text = tail.group() if tail else ""
-    joined_before = not run.group(1) and start >= 2 and text[start - 1] in _GLUE and text[start - 2].isdigit()
-    joined_after = text[end:end + 1] in tuple(_GLUE) and text[end + 1:end + 2].isdigit()
-    if joined_before or joined_after:
-        more = _TOKEN_TAIL.match(text, end) if joined_after else None
-        tail_text = more.group() if more else tail_text
-        head = _TOKEN_HEAD.search(text, 0, start)
-        token = (head.group() if head else "") + text[start:end] + tail_text
-        return written, f"{token!r} is not one number (a date, a time, a range or a fraction: its last part is not the answer)"
-    if _AFTER_REFUSED.match(text, end):
-        return written, f"{written!r} is followed by an exponent or a percent sign"
-    if any(c.isnumeric() for c in tail_text):
-        return written, f"{written + tail_text!r} is not one number (it runs on into more digits)"
-    return written, None
+    """Every number of ``text`` that reads whole (:func:`stepguard.trace.numbers_in`), in order: what
+    "the reply shows the value" means when the report looks for where a reply without step lines went wrong."""
+    return [n.value for n in numbers_in(text) if n.value is not None]
 
 
 def _text(value: Any) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, StreamCut, WrittenReply, aopen_stream, open_stream
 from stepguard.procedure import Procedure, format_value
-from stepguard.trace import parse_trace
+from stepguard.trace import line_end, parse_trace
 from stepguard.verify import verify_chunk
 
 __all__ = ["MIN_WINDOW", "OnVerified", "StreamWatch", "aread_window", "next_window", "read_window"]
@@ -108,7 +108,7 @@ class StreamWatch:
     def feed(self, delta: str) -> bool:
         """Add ``delta``; True when the stream should be cut (a completed step deviates)."""
         self.text += delta
-        done = self.text.rfind("\n") + 1
+        done = line_end(self.text)
         if done > self._checked:
             self._checked = done
             if self._judge(self.text[:done], final=False):

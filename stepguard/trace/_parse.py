@@ -53,9 +53,11 @@ from functools import lru_cache
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import NUMBER_BODY, SIGNS, Number, read_number
+from stepguard.trace._numbers import DASHES
 from stepguard.trace._records import Answer, Record, Trace
+from stepguard.trace._scale import _SCALE_LETTERS, _SCALE_WORDS, _W0, _W1
 
-__all__ = ["parse_trace"]
+__all__ = ["line_end", "parse_trace"]
 
 _S_NAME = r"S(?:_\{(?P<k1>\d{1,9}+)\}|_?(?P<k2>\d{1,9}+))"
 _IDENT = r"[A-Za-z][A-Za-z0-9_]{0,63}+"
@@ -65,9 +67,14 @@ _PREFIX = (
     r"(?:(?i:step)[ \t]*+\d{1,9}+[ \t]*+[:.)\-–]?[*_`$ \t]*+)?"
 )
 _NUM = re.compile(
-    r"[ \t*_`$]*+(?:\\[(\[][ \t]*+)?(?:\\boxed[ \t]*+\{)?[ \t*_`$]*+\(?[ \t]*+"
+    r"[ \t*_`$]*+(?:\\[(\[][ \t]*+)?(?:\\boxed[ \t]*+\{)?[ \t*_`$]*+(?P<paren>\([ \t]*+)?"
     rf"(?P<sign>[{SIGNS}]?)[ \t]*+{NUMBER_BODY}"
 )
+# a value whose sign is a dash that is no minus sign (–42, ‐42, －42): refused as "unknown dash"
+_DASHED = re.compile(rf"[ \t*_`$]*+(?:\\[(\[][ \t]*+)?(?:\\boxed[ \t]*+\{{)?[ \t*_`$]*+\(?[ \t]*+[{DASHES}][ \t]*+\d")
+# every line break str.splitlines knows but "\n" (a "\r" before "\n" stays: "\r\n" is one break)
+_PAREN_CLOSE = re.compile(r"[ \t*_`$]*+\)")
+_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # What may not follow a number's last digit: more of a number it did not read exactly.
 _AMBIGUOUS = re.compile(r"(?:,|\{,\}|\\,|[\u00a0\u2009\u202f])\d")  # 12,5  1176,50  1,17  12{,}5
 _RUN_ON = re.compile(r"[^\W_]|_\w|[.'’]\d|[ \t]++\d")  # 1e5 0x1F 4٢ 1_000 12.5.3 1'000 12 500
@@ -84,27 +91,11 @@ _BINARY = re.compile(  # fast path: "40 + 2", "-159 - (-12)"
 )
 # What the rest of a value's clause may not hold (the value must be all the clause says): the
 # leftmost offender names the error. Words match whole and in any case (ASCII letters around them).
-_W0, _W1 = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
-# words that scale a number (12 thousand, 5 k, 3 Mio, 2 lakh) or make it a fraction (3 fifths)
-_SCALE_WORDS = (  # English, and the scale words of the languages a reply or a document is likely in
-    "hundreds?|thousands?|thou|millions?|billions?|trillions?|dozens?|doz|grand|score|gross|myriads?|"
-    "k|kk|bn|mn|mln|mio|mrd|mld|md|mds|tn|trn|mmm|mil|mill|bil|bio|tsd|tausend|mille|milliards?|milliarden?|"
-    "millionen|billionen|billiarden?|millones|mill[oó]n|mila|milion[ei]|miliard[io]|milj|miljoen|miljard|"
-    "lakhs?|lacs?|crores?|squared|cubed|"
-    "half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?|elevenths?|twelfths?|"
-    "[a-z]+teenths?|(?:twent|thirt|fort|fift|sixt|sevent|eight|ninet)ieths?|(?:hundred|thousand|million|billion|trillion)ths?|"
-    "bps?|basis[ \t]+points?"
-)
 _NUMBER_WORDS = (
     "zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
     "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|point|"
     + _SCALE_WORDS
 )
-# single capital letters that scale a number in finance (12 M, 3 B, 4 T, 2 MM, 5 G); matched in their case only
-_SCALE_LETTERS = r"(?-i:M|MM|B|G|T)(?!-)"  # not 12 T-shirts, 12 B-trees
-SCALE_AFTER = re.compile(r"[ \t\u00a0\u2009\u202f-]*+(?:" + _W0 + _SCALE_WORDS + "|" + _SCALE_LETTERS + _W1 + ")", re.IGNORECASE)
-"""A scale or fraction word right after a number (``12 thousand``, ``3 Mio``, ``5 k``, ``2 fifths``):
-the number alone is not the value written. Match at the number's end with ``.match(text, end)``."""
 _TAIL = re.compile(
     r"(?P<digit>\d)"
     r"|(?P<percent>[%％٪‰‱⁒]|" + _W0 + r"per[ \t]?cent|per[ \t]?mille|pct|pc|pp|percentage[ \t]+points?|prozent|"
@@ -197,7 +188,8 @@ _REGION_SLACK = 1_000  # characters of an answer's region beyond max_digits
 # a number was written but not read: the record stays (the guard re-asks), even if a later line gives a value
 _WRITTEN_UNREAD = frozenset({
     "too many digits", "ambiguous number", "unreadable number", "percentage", "more than one number",
-    "number word", "correction or hedge", "combining or invisible mark",
+    "number word", "correction or hedge", "combining or invisible mark", "more than one value", "unknown dash",
+    "accounting parentheses", "grouped digits",
 })
 
 
@@ -299,7 +291,7 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
         return int(plain.group(1)), None
     m = _NUM.match(seg)
     if m is None:
-        return None, "no number"
+        return None, "unknown dash" if _DASHED.match(seg) else "no number"
     end = m.end()
     why = _run_on(seg, end)
     if why is None and (_TIGHT.match(seg, end) if seg.startswith("*", end) else _EXPR_TAIL.match(seg, end)):
@@ -314,6 +306,8 @@ def _value(seg: str, max_digits: int) -> tuple[Number | None, str | None]:
             why = "unevaluated expression"  # **40** + 2, (40) - b, 7 -
         if why is None:
             why = _tail_problem(seg[close:])  # 12 -> 13, 12 thousand, 12 (carry 1)
+        if why is None and m.group("paren") is not None and not m.group("sign") and _PAREN_CLOSE.match(seg, end):
+            why = "accounting parentheses"  # (42.00): an accountant's negative or a bracket; which is not written
     if why is not None:
         return None, why if len(m.group("int")) + len(m.group("frac") or "") <= max_digits else "too many digits"
     return _to_number(m.group("sign"), m, max_digits)
@@ -366,11 +360,68 @@ def _without_restatements(records: list[Record]) -> tuple[Record, ...]:
     return tuple(reversed(keep))
 
 
-def _record(var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str) -> Record | None:
+# What a chain's links (the parts of a right-hand side before its value: "S6 + S2 = 40 + 2" of
+# "S7 = S6 + S2 = 40 + 2 = 42") may not hold: a correction or hedge, a markup tag, or a character that
+# no expression writes (a separator: "S1 = 5 | S2 = 8" is two values, not a chain that ends in 8).
+_LINK_BAD = re.compile(
+    r"(?P<hedge>->|=>|<-|[→⇒⟶⟹←↦~∼≈≃≅±∓?✓✔✗✘]|\\(?:approx|sim|to|rightarrow|Rightarrow)(?![A-Za-z])"
+    r"|(?<![A-Za-z])(?:or|approx|approximately|about|around|roughly|nearly|almost|circa|maybe|perhaps|possibly|"
+    r"wait|actually|oops|sorry|correction|corrected|instead|rather)(?![A-Za-z]))"
+    r"|(?P<tag></?[A-Za-z][^<>\n]{0,64}+>)"
+    r"|(?P<other>[^\w \t.,:+\-*/×÷^−–·⋅∗%()\[\]{}<>!=\\$`'’\"…≤≥≠])",
+    re.IGNORECASE,
+)
+_LINK_NAME = re.compile(f"(?<![A-Za-z0-9_]){_ANY_NAME}(?![A-Za-z0-9_])")
+
+
+@lru_cache(maxsize=256)
+def _order(var_names: tuple[str, ...]) -> dict[str, int]:
+    """``{name: position}`` of the procedure's own names (not ``S<k>``, which their number orders)."""
+    known = _known(var_names)
+    return {n: i for i, n in enumerate(var_names) if n in known}
+
+
+def _after(name: str, var: str, order: dict[str, int]) -> bool:
+    """Is ``name`` the variable ``var`` itself or one the procedure defines after it?"""
+    if name == var:
+        return True
+    if name in order and var in order:
+        return order[name] > order[var]
+    if name[0] == "S" and var[0] == "S" and name[1:].isdigit() and var[1:].isdigit():
+        return int(name[1:]) > int(var[1:])
+    return False
+
+
+def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, int]) -> str | None:
+    """Why the chain before a value (``head``) is not an expression that derives ``var``, or None.
+
+    ``"correction or hedge"``: an arrow, a hedge or a correction word (``12 → S3``, ``12 (wait, 5 +
+    8``); ``"more than one value"``: a separator or tag no expression writes (``5 | S2``, ``5 <br>
+    S2``), or a name of ``var`` itself or of a later variable (``5 / S2`` for S1: the next step's
+    assignment, not a derivation of this one).
+    """
+    bad = _LINK_BAD.search(head)
+    if bad is not None:
+        return "correction or hedge" if bad.lastgroup == "hedge" else "more than one value"
+    for m in _LINK_NAME.finditer(head):
+        name = _var(m, known)
+        if name is not None and _after(name, var, order):
+            return "correction or hedge" if name == var else "more than one value"
+    return None
+
+
+def _record(
+    var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str,
+    known: frozenset[str] = frozenset(), order: dict[str, int] | None = None,
+) -> Record | None:
     parts = rhs.split("=")
     value, error = _value(parts[-1], max_digits)
     if value is None and sep == ":" and error == "no number":
         return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" and "S7: 7 - b" are
+    if len(parts) > 1 and (value is not None or error == "no number"):  # a number, or a word (true, gold)
+        why = _link_problem(rhs[: len(rhs) - len(parts[-1]) - 1], var, known, order or {})
+        if why is not None:
+            value, error = None, why
     expression = ""
     operands: tuple[Number, ...] = ()
     if len(parts) > 1:
@@ -465,6 +516,15 @@ def _has_code(text: str) -> bool:
     return ("def " in text or ">>>" in text) and _CODE_LINE.search(text) is not None
 
 
+def line_end(text: str) -> int:
+    """Where the last complete line of ``text`` ends (just past its line break; 0 when no line is
+    complete). A line break is any that :meth:`str.splitlines` knows (``\\n``, ``\\r``, U+2028, ...)."""
+    i = text.rfind("\n")
+    for m in _BREAKS.finditer(text, i + 1):  # only the text after the last "\n": the line being written
+        i = m.start()
+    return i + 1
+
+
 def parse_trace(
     text: str,
     *,
@@ -497,8 +557,11 @@ def parse_trace(
     capped = len(text) > max_chars
     if capped:
         text = text[:max_chars]
-    known = _known(tuple(var_names)) if var_names is not None else frozenset()
+    names = tuple(var_names) if var_names is not None else ()
+    known = _known(names) if names else frozenset()
+    order = _order(names) if known else {}
     pats = _GENERIC if known else _S_ONLY
+    text = _BREAKS.sub("\n", text)  # a line is what str.splitlines makes it; offsets unchanged
     records: list[Record] = []
     line = last = 0
     for m in pats.line.finditer(text):
@@ -528,7 +591,7 @@ def parse_trace(
             if name is None:
                 continue
             rhs_end = parts[i + 1][3] if i + 1 < len(parts) else end
-            rec = _record(name, sep, text[rhs_start:rhs_end], max_digits, line, start, snippet)
+            rec = _record(name, sep, text[rhs_start:rhs_end], max_digits, line, start, snippet, known, order)
             if rec is not None:
                 records.append(rec)
     return Trace(

@@ -26,6 +26,7 @@ _NON_NUMERIC = frozenset({"boolean", "string", "one_of"})
 _MARKS = " \t\r*_`$\"'."
 _BOOLS = {"true": True, "false": False, "yes": True, "no": False}
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_NOT_ONE_VALUE = frozenset({"more than one value", "correction or hedge"})
 
 
 @dataclass
@@ -78,9 +79,12 @@ def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = N
         choices: the allowed values for ``one_of``.
 
     Returns:
-        ``True``/``False`` for booleans, a string otherwise, or ``None`` when nothing fits
-        (the guard then reports a ``type_error``).
+        ``True``/``False`` for booleans, a string otherwise, or ``None`` when nothing fits or
+        the record's chain holds more than its own value (``ok1 = false | ok2 = true``: its
+        ``error`` says which; the guard then reports a deviation).
     """
+    if record.error in _NOT_ONE_VALUE:
+        return None  # "ok1 = false | ok2 = true": the record's chain holds more than its own value
     rhs = record.rhs if record.rhs is not None else _own_rhs(record)
     raw = rhs[rhs.rfind("=") + 1 :].strip(_MARKS) if rhs else ""
     if not raw:
