@@ -503,7 +503,7 @@ class Extract(Kind):
         step = _extract_step(procedure, index)
         where = f" after the label {step.label!r}" if step.label else ""
         if step.occurrence is not None:
-            where += f" (its copy: {step.occurrence}; copies with different values are otherwise ambiguous)"
+            where += f" (occurrence {step.occurrence} of it)"
         elif step.label:
             where += " (its copies must agree)"
         pct = {"fraction": "; a percent reads as a fraction (15% is 0.15)", "points": "; a percent reads as its number (15% is 15)",
