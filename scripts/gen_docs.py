@@ -43,7 +43,9 @@ Step kinds (`kind`, default `compute`; [agent workflows](agent-workflows.md) sho
   runs only when every argument passes; its result is the step's value, provenance `tool`. A tool
   that raises or times out is the step's `tool_error` and the run stops there.
 * `extract`: the model reads the value from the string input `source`; it must occur there (after
-  `label` when given; numbers, money and dates normalised), then pass `type` and `check`.
+  `label` when given; numbers, money and dates normalised), then pass `type` and `check`. A label
+  the source writes more than once with different values is ambiguous and no value passes, unless
+  `occurrence` (`first`, `last` or a count from 1) says which copy to read.
 * `text`: the model writes text (`format: text`), a JSON list of strings (`list`) or JSON (`json`),
   checked by `min_length`/`max_length`, `pattern` (each item, in full), `choices` (each item) and,
   for JSON, a JSON Schema (`schema`); then by `check` (`len(value)`, `words(value)`).

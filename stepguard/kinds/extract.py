@@ -21,6 +21,16 @@ committed in one normal form per type, the form that was checked:
   that picks one), equal, case aside, to a whole field (as a string is); committed as the choice
   is spelled.
 
+A ``label`` that occurs more than once in the source (each whole-word copy counts, also inside a
+longer label: ``Grand Total`` for ``Total``; a copy that points at no value, ``Total due: 5.00``,
+does not) reads one value only when every copy gives the same one (``Total: 18.86`` and ``TOTAL:
+$18.860``; two dates the same day). Copies with different values make the source *ambiguous*: no
+reply passes, and the ``not_in_source`` deviation names the label and each copy's value and line,
+unless the step's ``occurrence`` (``first``, ``last`` or a 1-based count of the copies that give a
+value) says which copy it reads. The other way round, a value the source writes under two labels is
+one value: an unlabelled step accepts it (the value committed is the same whichever copy the model
+read), and a labelled step reads only what its label points at.
+
 Under the ``flag`` policy the model's value is kept in the same normal form, or not at all when it
 has none (a number that does not read, a string that is not a choice).
 """
@@ -30,8 +40,9 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -42,10 +53,17 @@ from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, sh
 from stepguard.procedure import Procedure, Step, apply_scale, field_error, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
-from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, scan_numbers
+from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, number_text, scan_numbers
 
-__all__ = ["Extract", "ExtractStep", "dates_in", "fields_after", "label_tails", "normal_value", "numbers_in", "one_date",
-           "source_numbers", "verify_extract"]
+__all__ = ["Extract", "ExtractStep", "Occurrence", "dates_in", "fields_after", "label_places", "label_tails", "normal_value",
+           "numbers_in", "one_date", "source_numbers", "verify_extract"]
+
+Occurrence = Literal["first", "last"] | Annotated[int, Field(ge=1, strict=True)]
+"""Which copy of an extract step's ``label`` its value is read at, when the label occurs more than once:
+
+* ``first``, ``last``: the first or last copy that gives a value;
+* a whole number ``n`` (1 or more): the n-th copy that gives a value.
+"""
 
 
 class ExtractStep(Step):
@@ -63,6 +81,12 @@ class ExtractStep(Step):
         description="How a number the source writes as a percent reads: `fraction` (15% is 0.15) or `points` "
         "(15% is 15). Without it such a number gives no value.",
     )
+    occurrence: Occurrence | None = Field(
+        None,
+        description="Which copy of `label` the value is read at when the label occurs more than once: `first`, "
+        "`last` or a count from 1 (copies that give a value). Without it, copies with different values make "
+        "the source ambiguous and no value passes.",
+    )
 
     @model_validator(mode="after")
     def _reads_a_value(self) -> ExtractStep:
@@ -72,6 +96,8 @@ class ExtractStep(Step):
             raise field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
         if self.percent == "fraction" and self.type == "integer":
             raise field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
+        if self.occurrence is not None and not self.label:
+            raise field_error("occurrence", "occurrence says which copy of the label to read, and this step has no label")
         return self
 
     def text_inputs(self) -> tuple[str, ...]:
@@ -110,9 +136,18 @@ def source_numbers(source: str, label: str | None, percent: Percent | None = Non
     whose value the label does not point at). ``percent``: how ``15%`` reads (``None``: not at all)."""
     if not label:
         return scan_numbers(source, percent=percent)
+    return _numbers_after(label_tails(source, label), source, percent)
+
+
+def _numbers_after(tails: Sequence[str], source: str, percent: Percent | None) -> SourceNumbers:
+    """The number right after a label in each of ``tails`` (the text after a copy of it in ``source``)."""
+    return _merged([scan_numbers(after_label(tail), source, first_only=True, percent=percent) for tail in tails])
+
+
+def _merged(parts: Sequence[SourceNumbers]) -> SourceNumbers:
+    """The numbers of ``parts``, in order, as one :class:`SourceNumbers`."""
     out = SourceNumbers()
-    for tail in label_tails(source, label):
-        found = scan_numbers(after_label(tail), source, first_only=True, percent=percent)
+    for found in parts:
         out.exact += found.exact
         out.ambiguous += found.ambiguous
         out.percents += found.percents
@@ -225,15 +260,73 @@ def _region(source: str, label: str | None) -> str:
     return "\n".join(label_tails(source, label))
 
 
-def label_tails(source: str, label: str) -> list[str]:
-    """The text after ``label`` (a whole word or phrase, any case: ``Total`` is not in ``Subtotal``) on each line that has it."""
+def label_places(source: str, label: str) -> list[tuple[int, str]]:
+    """Every copy of ``label`` in ``source`` (a whole word or phrase, any case: ``Total`` is not in
+    ``Subtotal``), in order, as ``(line number from 1, the text after it)``: up to the line's end, or
+    to the label's next copy on the same line."""
     pat = re.compile(rf"(?<!\w){re.escape(label)}(?!\w)", re.I)
-    out = []
-    for line in source.splitlines():
-        m = pat.search(line)
-        if m:
-            out.append(line[m.end():])
+    out: list[tuple[int, str]] = []
+    for number, line in enumerate(source.splitlines(), 1):
+        found = list(pat.finditer(line))
+        starts, ends = [m.start() for m in found], [m.end() for m in found]
+        if found:
+            out.extend((number, line[end:stop]) for end, stop in zip(ends, [*starts[1:], len(line)], strict=True))
     return out
+
+
+def label_tails(source: str, label: str) -> list[str]:
+    """The text after each copy of ``label`` (:func:`label_places` without the line numbers)."""
+    return [tail for _, tail in label_places(source, label)]
+
+
+@dataclass(frozen=True)
+class _Place:
+    """One copy of a step's label that gives a value: its line (from 1), the text after it, the value
+    as a message shows it (a number as written, a date in ISO, a string's whole field), the value as
+    copies are compared (a number exactly read as its value: ``18.860`` and ``$18.86`` are one; a
+    choice's field case aside), and for a number step, what the scan read there."""
+
+    line: int
+    tail: str
+    shown: str
+    key: str
+    numbers: SourceNumbers | None
+
+
+def _place(step: ExtractStep, line: int, tail: str, source: str) -> _Place | None:
+    """The copy at ``line`` with text ``tail`` after it, or ``None`` when it points at no value of the step's type."""
+    if step.type in ("string", "one_of"):
+        iso = _date_after(tail) if step.type == "string" else None
+        fields = fields_after(tail)
+        value = iso or (fields[0] if fields else None)
+        if value is None:
+            return None
+        return _Place(line, tail, repr(value[:40]), value.casefold() if step.type == "one_of" else value, None)
+    rest = after_label(tail)
+    found = scan_numbers(rest, source, first_only=True, percent=step.percent)
+    if found.exact:
+        return _Place(line, tail, number_text(rest), format_number(found.exact[0]), found)
+    doubtful = found.ambiguous or found.percents
+    return _Place(line, tail, doubtful[0][0], doubtful[0][0], found) if doubtful else None
+
+
+def _chosen(step: ExtractStep, source: str) -> list[_Place] | str:
+    """The copies of the step's label its value may be read at, or why none may be: the copies give
+    different values and the step names no ``occurrence``, or the ``occurrence`` it names is not there."""
+    assert step.label
+    label = step.label
+    places = [p for line, tail in label_places(source, label) if (p := _place(step, line, tail, source)) is not None]
+    n = len(places)
+    if step.occurrence is not None:
+        k = step.occurrence if isinstance(step.occurrence, int) else {"first": 1, "last": n}[step.occurrence]
+        if not 1 <= k <= n:
+            return f"{label!r} is followed by a value {n} time{'s' if n != 1 else ''} in {step.source}, so it has no occurrence {k}"
+        return [places[k - 1]]
+    if len({p.key for p in places}) > 1:
+        shown = ", ".join(f"{p.shown} (line {p.line})" for p in places[:6]) + (", ..." if n > 6 else "")
+        return (f"the label {label!r} occurs {n} times in {step.source} with different values: {shown}; "
+                "which one the step reads is ambiguous (the step's occurrence: first, last or a number says which)")
+    return places
 
 
 def _choice(text: str, choices: Sequence[str]) -> str | None:
@@ -244,19 +337,20 @@ def _choice(text: str, choices: Sequence[str]) -> str | None:
     return folded[0] if len(folded) == 1 else None
 
 
-def _string_occurs(value: str, step: ExtractStep, source: str) -> bool:
-    """Whether the string or choice ``value`` (in its normal form) is a whole value of the source (rules: the module docstring)."""
+def _string_occurs(value: str, step: ExtractStep, source: str, tails: Sequence[str]) -> bool:
+    """Whether the string or choice ``value`` (in its normal form) is a whole value of the source, or
+    with a label, of one of ``tails`` (rules: the module docstring)."""
     fold = step.type == "one_of" and sum(c.casefold() == value.casefold() for c in step.choices or ()) == 1
     if not step.label:
         return _whole_words(value, source, fold)
     same: Callable[[str, str], bool] = (lambda a, b: a.casefold() == b.casefold()) if fold else (lambda a, b: a == b)
-    return any(same(f, value) for tail in label_tails(source, step.label) for f in fields_after(tail))
+    return any(same(f, value) for tail in tails for f in fields_after(tail))
 
 
-def _date_occurs(iso: str, step: ExtractStep, source: str) -> bool:
+def _date_occurs(iso: str, step: ExtractStep, source: str, tails: Sequence[str]) -> bool:
     if not step.label:
         return iso in dates_in(source)
-    return any(_date_after(tail) == iso for tail in label_tails(source, step.label))
+    return any(_date_after(tail) == iso for tail in tails)
 
 
 _PERCENT_REPLY = re.compile(r"(.*?\d)[ \t\u00a0]?(?:%|\uff05|percent)", re.I)
@@ -298,8 +392,10 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     Returns:
         A :class:`KindVerdict` with the value in its normal form (a number rounded per the step's
         ``scale``, a date in ISO, a choice as spelled) or the first deviation: ``under_executed``
-        (no line), ``type_error``, ``not_in_source``, ``check_failed``. Its ``model_value`` is the
-        reply's value in the same normal form, or ``None`` when the reply has none.
+        (no line), ``type_error``, ``not_in_source`` (also: the step's label occurs with different
+        values and the step names no ``occurrence``, or not the one it names), ``check_failed``.
+        Its ``model_value`` is the reply's value in the same normal form, or ``None`` when the
+        reply has none.
     """
     step = procedure.steps[index]
     assert isinstance(step, ExtractStep)
@@ -317,15 +413,21 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
         out.deviation = Deviation(kind="type_error", step=var, detail=detail, got=got)
         return out
     source = str(env.get(step.source, ""))
+    places = _chosen(step, source) if step.label else []
+    if isinstance(places, str):
+        out.deviation = Deviation(kind="not_in_source", step=var, detail=f"no value of {var} can be checked: {places}", got=got)
+        return out
+    tails = [p.tail for p in places]
     if isinstance(value, str):
         iso = one_date(value) if step.type == "string" else None
-        ok = _date_occurs(iso, step, source) if iso else _string_occurs(value, step, source)
+        ok = _date_occurs(iso, step, source, tails) if iso else _string_occurs(value, step, source, tails)
         found = None
     else:
-        found = source_numbers(source, step.label, step.percent)
+        found = _merged([p.numbers for p in places if p.numbers]) if step.label else scan_numbers(source, percent=step.percent)
         ok = any(n == value for n in found.exact)
     if not ok:
-        where = f" right after {step.label!r}" if step.label else ""
+        where = (f" right after {step.label!r}" + (f" (occurrence {step.occurrence})" if step.occurrence is not None else "")
+                 if step.label else "")
         what = "as a whole value" if isinstance(value, str) else ""
         detail = f"{var} = {show_value(value)} does not occur in {step.source}{where}" + (f" {what}" if what else "")
         if found is not None:
@@ -347,7 +449,14 @@ def _extract_step(procedure: Procedure, index: int) -> ExtractStep:
     return step
 
 
-_SOURCE = re.compile(r"read it from ([A-Za-z]\w*)(?:, after '([^']*)')?")
+_SOURCE = re.compile(r"read it from ([A-Za-z]\w*)(?:, after '([^']*)')?(?:, occurrence (first|last|[1-9][0-9]{0,8}))?")
+
+
+def _after(step: ExtractStep) -> str:
+    """Where the value is, as the prompt says it: ``, after 'Total'`` (``, occurrence last``), or ``""``."""
+    if not step.label:
+        return ""
+    return f", after {step.label!r}" + (f", occurrence {step.occurrence}" if step.occurrence is not None else "")
 
 
 @register_kind
@@ -361,7 +470,7 @@ class Extract(Kind):
     def notes(self, procedure: Procedure, index: int) -> list[str]:
         """Where to read it, and its predicate."""
         step = _extract_step(procedure, index)
-        notes = [f"read it from {step.source}" + (f", after {step.label!r}" if step.label else "") + ", as written there"]
+        notes = [f"read it from {step.source}{_after(step)}, as written there"]
         if step.percent == "fraction":
             notes.append("a percent as a fraction: 15% is 0.15")
         elif step.percent == "points":
@@ -393,6 +502,10 @@ class Extract(Kind):
         """Where the value must occur."""
         step = _extract_step(procedure, index)
         where = f" after the label {step.label!r}" if step.label else ""
+        if step.occurrence is not None:
+            where += f" (occurrence {step.occurrence} of it)"
+        elif step.label:
+            where += " (its copies must agree)"
         pct = {"fraction": "; a percent reads as a fraction (15% is 0.15)", "points": "; a percent reads as its number (15% is 15)",
                None: "; a number written as a percent gives no value"}[step.percent]
         what = "a whole field, case as written" if step.type in ("string", "one_of") else "a whole number"
@@ -438,7 +551,9 @@ class Extract(Kind):
             return None
         type_ = "string" if "a string" in notes else "number"
         try:
+            occurrence = m.group(3)
             return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None,
-                                               "type": type_})
+                                               "type": type_, "occurrence": int(occurrence) if occurrence and occurrence.isdigit()
+                                               else occurrence})
         except ValueError:
             return None

@@ -11,6 +11,12 @@ Every argument is named (``sku=...``) and is a literal: a quoted string, a numbe
 (``base=age ^ 0.23``) is refused with a message saying which argument, so that the guard re-asks
 rather than guessing what the model meant.
 
+An argument given twice (``note="approved", note="DENIED"``, or a JSON key twice at any depth of a
+native call's arguments) is refused the same way, naming it and both values: Python would keep
+the last keyword and ``json.loads`` the last key, so the tool would run with one of two answers.
+Names are compared as written (case-sensitive, after JSON's escapes are decoded): ``Note`` is
+another argument than ``note``.
+
 Numbers are bounded as the evaluator bounds its own (:data:`stepguard.evaluator.DEFAULT_MAX_BITS`
 bits, and a decimal of at most 1,000 digits written out): ``1e400`` or a
 5,000-digit integer is a call with ``error`` set (a ``bad_argument`` re-ask), never the caller's
@@ -116,6 +122,12 @@ def _parse_line(line: str) -> ToolCall | None:
     call = tree.body
     if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
         return ToolCall(name, {}, line.strip(), "every argument must be named (name=value), none positional")
+    seen: dict[str, ast.expr] = {}
+    for kw in call.keywords:
+        first = seen.setdefault(str(kw.arg), kw.value)
+        if first is not kw.value:
+            both = " and ".join(_shown(ast.get_source_segment(source, v) or "?") for v in (first, kw.value))
+            return ToolCall(name, {}, line.strip(), f"argument {kw.arg} is given twice ({both}); give each argument once")
     args: dict[str, Number | str | bool] = {}
     places: dict[str, int] = {}
     for kw in call.keywords:
@@ -130,6 +142,11 @@ def _parse_line(line: str) -> ToolCall | None:
             if written is not None:
                 places[str(kw.arg)] = written
     return ToolCall(name, args, line.strip(), places=places)
+
+
+def _shown(written: str) -> str:
+    """An argument's value as a message shows it: as written, cut to 40 characters."""
+    return written if len(written) <= 40 else written[:37] + "..."
 
 
 def parse_calls(text: str) -> list[ToolCall]:
@@ -164,21 +181,57 @@ def _json_value(value: Any) -> Number | str | bool:
     raise _Unreadable(type(value).__name__)
 
 
+def _json_shown(value: Any) -> str:
+    """A JSON value as a message shows it: a number as written, else its JSON, cut to 40 characters."""
+    return _shown(str(value) if isinstance(value, Decimal) else json.dumps(value, default=str))
+
+
+class _Once:
+    """``object_pairs_hook`` that keeps every object as a dict and notes the first key given twice."""
+
+    def __init__(self) -> None:
+        self.repeat: tuple[dict[str, Any], str, Any, Any] | None = None
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out and self.repeat is None:
+                self.repeat = (out, key, out[key], value)
+            out[key] = value
+        return out
+
+    def error(self, top: Any) -> str | None:
+        """What the first repeat was, or ``None``; ``top``: the parsed arguments (its keys are the arguments)."""
+        if self.repeat is None:
+            return None
+        where, key, first, last = self.repeat
+        what = f"argument {key}" if where is top else f"key {key} (inside an argument)"
+        return f"{what} is given twice ({_json_shown(first)} and {_json_shown(last)}); give each argument once"
+
+
 def calls_from_native(tool_calls: Sequence[Mapping[str, Any]]) -> list[ToolCall]:
     """Native tool calls (``[{"name": ..., "arguments": "<JSON object>"}]``) as :class:`ToolCall` s.
 
     Numbers in the JSON are read exactly (``0.23`` is 23/100) and bounded (see the module's
-    docstring). Arguments that are not one JSON object of strings, numbers and booleans, or a
-    number past the bounds, give a call with ``error`` set.
+    docstring). Arguments that are not one JSON object of strings, numbers and booleans, a key
+    given twice in any object of them, or a number past the bounds, give a call with ``error``
+    set. Arguments given as a mapping already parsed are taken as they are (a repeat is no longer
+    there to see).
     """
     out: list[ToolCall] = []
     for tc in tool_calls:
         name, raw = str(tc.get("name") or "?"), tc.get("arguments") or "{}"
         text = f"{name}({raw})"[:_MAX_LINE]
+        once = _Once()
         try:
-            data = raw if isinstance(raw, Mapping) else json.loads(str(raw)[:_MAX_LINE * 4], parse_float=Decimal)
+            data = raw if isinstance(raw, Mapping) else json.loads(str(raw)[:_MAX_LINE * 4], parse_float=Decimal,
+                                                                  object_pairs_hook=once)
             if not isinstance(data, Mapping):
                 raise ValueError("not an object")
+            repeated = once.error(data)
+            if repeated is not None:
+                out.append(ToolCall(name, {}, text, repeated))
+                continue
             args: dict[str, Number | str | bool] = {}
             places: dict[str, int] = {}
             for k, v in data.items():

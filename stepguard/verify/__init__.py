@@ -8,12 +8,12 @@ Public face:
 * stepwise verification for the guard: :func:`verify_chunk`, :func:`expected_value`,
   :func:`operand_leaves`, :func:`read_raw_value`, :class:`ChunkVerdict`;
 * numbers in a source document, read exactly or not at all: :func:`scan_numbers` ->
-  :class:`SourceNumbers`, :func:`after_label`, :data:`Percent` (the ``extract`` kind's check);
+  :class:`SourceNumbers`, :func:`after_label`, :func:`number_text`, :data:`Percent` (the ``extract`` kind's check);
 * the checks of the other step kinds live with each kind: :mod:`stepguard.kinds`.
 """
 
 from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
-from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, scan_numbers
+from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, number_text, scan_numbers
 from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, read_raw_value, verify_chunk
 from stepguard.verify._taxonomy import FAILURE_LABELS, SCORE_LABELS, Score, ScoreLabel, ScoringTarget, score_generation
 
@@ -31,6 +31,7 @@ __all__ = [
     "ScoringTarget",
     "after_label",
     "expected_value",
+    "number_text",
     "operand_leaves",
     "read_raw_value",
     "scan_numbers",

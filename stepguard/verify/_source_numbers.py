@@ -31,7 +31,7 @@ from typing import Literal
 from stepguard.evaluator import Number, normalize
 from stepguard.trace import SCALE_AFTER
 
-__all__ = ["Percent", "SourceNumbers", "after_label", "scan_numbers"]
+__all__ = ["Percent", "SourceNumbers", "after_label", "number_text", "scan_numbers"]
 
 Percent = Literal["fraction", "points"]
 """How a number written as a percent reads:
@@ -190,6 +190,12 @@ def after_label(tail: str) -> str:
     if not rate and not _SEPARATOR.search(lead.group()) and _SEPARATOR.search(rest, m.end()):
         return ""
     return rest
+
+
+def number_text(text: str) -> str:
+    """The number ``text`` starts with, as written (``$18.86``, ``1.234,50``, ``(18.86)``), stripped; ``""`` for none."""
+    m = _TOKEN.match(text)
+    return m.group().strip() if m else ""
 
 
 def scan_numbers(text: str, context: str | None = None, first_only: bool = False, percent: Percent | None = None) -> SourceNumbers:
