@@ -202,3 +202,31 @@ def test_a_boolean_or_choice_step_never_takes_the_next_assignment_s_word(sep: st
     result = Guard(_Script(reply.format(sep)), GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 8})
     first = result.steps[0]
     assert first.provenance != "model_verified", first
+
+
+@pytest.mark.parametrize("written", ["1e3", "1_000", "0x3E8", "1E3"])
+def test_a_tool_call_in_text_reads_numbers_by_the_one_notation(written: str) -> None:
+    from stepguard.tools import parse_calls
+
+    call = parse_calls(f"CALL refund(amount={written})")[0]
+    assert call.error is not None and "amount" in call.error, call
+
+
+def test_a_tool_call_in_text_reads_a_plain_number() -> None:
+    from stepguard.tools import parse_calls
+
+    call = parse_calls("CALL refund(amount=-19.99, note='ok')")[0]
+    assert call.error is None and call.args["amount"] == Fraction(-1999, 100)
+
+
+@pytest.mark.parametrize("sep", ["/", "|", "→", "<br>"])
+def test_an_extract_reply_never_takes_a_later_step_s_value(sep: str) -> None:
+    proc = Procedure.model_validate({
+        "name": "m", "inputs": {"doc": "string"},
+        "steps": [{"var": "total", "kind": "extract", "source": "doc", "label": "Total"},
+                  {"var": "discount", "expr": "total / 10"}],
+    })
+    from stepguard.kinds.extract import verify_extract
+
+    verdict = verify_extract(proc, 0, {"doc": "Total: 5.00"}, f"total = 20 {sep} discount = 5.00")
+    assert verdict.deviation is not None and verdict.value is None, verdict

@@ -353,6 +353,7 @@ def _date_occurs(iso: str, step: ExtractStep, source: str, tails: Sequence[str])
     return any(_date_after(tail) == iso for tail in tails)
 
 
+_NOT_ONE_VALUE = frozenset({"more than one value", "correction or hedge"})
 _PERCENT_REPLY = re.compile(r"(.*?\d)[ \t\u00a0]?(?:%|\uff05|percent)", re.I)
 
 
@@ -404,6 +405,10 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     if raw is None:
         return out
     got = f"{var} = {raw}"[:200]
+    own = next((r for r in parse_trace(got, var_names=procedure.variables).records if r.var == var), None)
+    if own is not None and own.error in _NOT_ONE_VALUE:  # x = 20 / total = 5: the next step's value, not x's
+        out.deviation = Deviation(kind="type_error", step=var, detail=f"{var}: {own.error} on its line (write its value alone)", got=got)
+        return out
     value = normal_value(step, raw, scaled=False)
     out.model_value = None if value is None else format_value(apply_scale(value, step))
     if value is None:

@@ -35,7 +35,7 @@ from decimal import Decimal
 from typing import Any
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, normalize, parse_number
+from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, normalize, read_number
 from stepguard.tools._decimals import written_places
 
 __all__ = ["ToolCall", "calls_from_native", "parse_calls"]
@@ -100,7 +100,7 @@ def _literal(node: ast.expr, source: str) -> Number | str | bool:
     if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
         text = ast.get_source_segment(source, node) or ""
         try:
-            number = parse_number(text.replace(" ", ""))
+            number = read_number(text.replace(" ", ""))  # the one notation of model text: no 1e3, no 1_000
         except EvaluationError as exc:
             if "digits" in str(exc):
                 raise _OutOfBounds(str(exc)) from None
