@@ -113,7 +113,7 @@ def _whole(text: str, run: re.Match[str]) -> tuple[str, int, str | None]:
     if joined_before or joined_after:
         more = _TOKEN_TAIL.match(text, end) if joined_after else None
         tail_text = more.group() if more else tail_text
-        head = _TOKEN_HEAD.search(text, 0, start)
+        head = _TOKEN_HEAD.search(text, max(0, start - _LOOK_BACK), start)  # a window: linear over many numbers
         token = (head.group() if head else "") + text[start:end] + tail_text
         return written, end, f"{token!r} is not one number (a date, a time, a range or a fraction: its last part is not the answer)"
     if _AFTER_REFUSED.match(text, end):
