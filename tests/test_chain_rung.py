@@ -52,14 +52,18 @@ def test_a_last_quotient_with_no_finite_value_carries_the_rounding_itself() -> N
     # a finite quotient keeps its exact sub-step and the rounding after it
     sub = CHAIN.derive(bmi, 0, {"income": parse_number("75.8"), "height": parse_number("2")})
     assert [(s.var, s.expr) for s in sub.steps] == [("t1", "2 * 2"), ("t2", "75.8 / t1"), ("band2", "t2")]
-    # an endless quotient before the last operation still cannot be written
-    assert CHAIN.derive(_one("income / height * 2", ("income", "height"), type="decimal", scale=1), 0,
+    # an endless quotient before a product: the product first, the quotient last (an exact rewrite)
+    sub = CHAIN.derive(_one("income / height * 2", ("income", "height"), type="decimal", scale=1), 0,
+                       {"income": parse_number("75.8"), "height": parse_number("3")})
+    assert [(s.var, s.expr, s.scale) for s in sub.steps] == [("t1", "75.8 * 2", None), ("band2", "t1 / 3", 1)]
+    # an endless quotient before a sum still cannot be written
+    assert CHAIN.derive(_one("income / height + 2", ("income", "height"), type="decimal", scale=1), 0,
                         {"income": parse_number("75.8"), "height": parse_number("3")}) is None
 
 
 def test_it_does_not_apply_where_it_cannot_help_or_cannot_be_exact() -> None:
     assert CHAIN.derive(_one("income * 2"), 0, {"income": 3}) is None  # one operation: other rungs
-    assert CHAIN.derive(_one("income / 3 * 3"), 0, {"income": 1}) is None  # 1/3 cannot be written exactly
+    assert CHAIN.derive(_one("income / 3 + 3"), 0, {"income": 1}) is None  # 1/3 cannot be written exactly
     label = Procedure.model_validate({"name": "p", "inputs": [{"name": "tier", "type": "string"}],
                                       "steps": [{"var": "s", "expr": "1 if tier == 'gold' else 2 + 1"}]})
     assert CHAIN.derive(label, 0, {"tier": "gold"}) is None  # a text operand

@@ -22,9 +22,21 @@ branches, so that the step ends in a sub-step of its own.
 Comparisons and ``and``/``or`` are sub-steps of type boolean. The last sub-step carries the step's own type, scale
 and rounding, so the rounding rule is applied once, at the end, as the procedure says.
 
+Where an intermediate value is not a finite decimal, the step is asked in an exact rewrite that
+moves its quotients last (:func:`quotient_last`): a product before a quotient, so a percentage is one
+division. ``effective_rate_pct = tax / income * 100`` (2 places, half to even) has the endless
+``19060 / 71400`` before its ``* 100``; it is asked as::
+
+    t1 = 19060 * 100
+    effective_rate_pct = t1 / 71400      (half to even to 2 places: 26.69)
+
+The rewrite changes no value (over exact numbers ``a / b * c`` is ``a * c / b`` and ``a / b / c`` is
+``a / (b * c)``), and steps whose plain chain applies are asked as before.
+
 The rung does not apply (the ladder asks the step alone) to a step of fewer than two operations,
-one that reads a text value, or one with an intermediate value that is not a finite decimal (a
-model could not write ``1/3`` exactly): that is said in the re-prompt's event.
+one that reads a text value, or one with an intermediate value that is not a finite decimal in
+the step as written and in that rewrite (a model could not write ``1/3`` exactly): that is said
+in the re-prompt's event.
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ from stepguard.guard.rungs._arith import decimal_places, derived
 from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
 
-__all__ = ["Chain", "chain_steps"]
+__all__ = ["Chain", "chain_steps", "quotient_last"]
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 _LEAVES = (ast.Constant, ast.Name, ast.UnaryOp)
@@ -81,11 +93,12 @@ def _literal(value: Any) -> str:
 class _Writer:
     """Writes an expression tree as sub-steps ``t1 .. tn`` over literal values, in evaluation order."""
 
-    def __init__(self, env: Mapping[str, Number | str], prefix: str, compiled: CompiledExpression | None = None) -> None:
+    def __init__(self, env: Mapping[str, Number | str], prefix: str, compiled: CompiledExpression | None = None,
+                 root: ast.AST | None = None) -> None:
         self.env, self.prefix, self.compiled = env, prefix, compiled
         self.exprs: list[str] = []
         self.kinds: list[str] = []
-        self.root: ast.AST | None = None if compiled is None else compiled.tree.body
+        self.root: ast.AST | None = root if root is not None or compiled is None else compiled.tree.body
         """The node whose value is the step's: the expression, or the branch a conditional there takes."""
         self.chose = False
         """Whether the step's value is a branch a conditional took (one operation then differs from the step)."""
@@ -200,18 +213,80 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
         scale and rounding, or ``None`` when the step has fewer than two operations and no rounding
         that changes its value to a finite decimal (the sub-procedure would be the step itself),
         reads a text value, has an intermediate value that is not a finite decimal, or has such a
-        value and no scale (no model could write it). Where the step's rounding changes its exact value, the rounding is a
-        sub-step of its own (``band2 = t4``, rounded half up to 2 places), after the exact one;
-        where that exact value is not a finite decimal (``bmi = 75.8 / (1.9 * 1.9)``), the last
-        operation carries the rounding instead (``bmi = 75.8 / t1``, rounded half up to 1 place).
+        value and no scale (no model could write it), as written and in the exact rewrite
+        :func:`quotient_last` (tried only where the step as written does not apply). Where the
+        step's rounding changes its exact value, the rounding is a sub-step of its own
+        (``band2 = t4``, rounded half up to 2 places), after the exact one; where that exact value
+        is not a finite decimal (``bmi = 75.8 / (1.9 * 1.9)``), the last operation carries the
+        rounding instead (``bmi = 75.8 / t1``, rounded half up to 1 place).
     """
     compiled = procedure.compiled[index]
     if compiled is None:
         return None
+    sub = _chain(procedure, index, env, compiled, compiled.tree.body)
+    if sub is None and (rewritten := quotient_last(compiled.tree.body)) is not None:
+        sub = _chain(procedure, index, env, compiled, rewritten)
+    return sub
+
+
+def _mul(a: ast.expr, b: ast.expr) -> ast.expr:
+    """``a * b`` with a quotient in either factor moved out: ``(x / y) * b`` is ``(x * b) / y``."""
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div) and isinstance(b, ast.BinOp) and isinstance(b.op, ast.Div):
+        return _div(_mul(a.left, b.left), _mul(a.right, b.right))  # (w / x) * (y / z) is (w * y) / (x * z)
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div):
+        return _div(_mul(a.left, b), a.right)
+    if isinstance(b, ast.BinOp) and isinstance(b.op, ast.Div):
+        return _div(_mul(a, b.left), b.right)
+    return ast.BinOp(left=a, op=ast.Mult(), right=b)
+
+
+def _div(a: ast.expr, b: ast.expr) -> ast.expr:
+    """``a / b`` as one quotient: ``(x / y) / b`` is ``x / (y * b)``, ``a / (x / y)`` is ``(a * y) / x``."""
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div):
+        return _div(a.left, _mul(a.right, b))
+    if isinstance(b, ast.BinOp) and isinstance(b.op, ast.Div):
+        return _div(_mul(a, b.right), b.left)
+    return ast.BinOp(left=a, op=ast.Div(), right=b)
+
+
+def _hoist(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        a, b = _hoist(node.left), _hoist(node.right)
+        return _mul(a, b) if isinstance(node.op, ast.Mult) else _div(a, b)
+    if isinstance(node, ast.BinOp):
+        return ast.BinOp(left=_hoist(node.left), op=node.op, right=_hoist(node.right))
+    if isinstance(node, ast.IfExp):  # each branch on its own; the condition as written
+        return ast.IfExp(test=node.test, body=_hoist(node.body), orelse=_hoist(node.orelse))
+    return node  # a name, a constant, a call (its arguments are values of their own), a comparison
+
+
+def quotient_last(node: ast.expr) -> ast.expr | None:
+    """An exact rewrite of an expression tree with every product's and quotient's divisions moved to
+    one last division, or ``None`` where it would not change the tree.
+
+    Over exact numbers ``a / b * c`` is ``a * c / b``, ``c * (a / b)`` is ``c * a / b``, ``a / b / c``
+    is ``a / (b * c)`` and ``a / (b / c)`` is ``a * c / b``; the divisors are the ones the expression
+    divides by, so no division by zero is added. Sums, calls and conditions are kept as written (a
+    conditional's branches are rewritten each). ``tax / income * 100`` becomes ``tax * 100 / income``:
+    a percentage as one division.
+
+    Args:
+        node: the expression tree (``CompiledExpression.tree.body``); it is not changed.
+
+    Returns:
+        A new tree, or ``None`` where the expression has no quotient to move.
+    """
+    rewritten = _hoist(node)
+    return None if ast.dump(rewritten) == ast.dump(node) else rewritten
+
+
+def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], compiled: CompiledExpression,
+           body: ast.AST) -> Procedure | None:
+    """:func:`chain_steps` over the tree ``body``: the step's expression or an exact rewrite of it."""
     step = procedure.steps[index]
-    writer = _Writer(env, "t", compiled)
+    writer = _Writer(env, "t", compiled, body)
     try:
-        last = writer.emit(compiled.tree.body)
+        last = writer.emit(body)
     except _Unsplittable:
         return None
     n = len(writer.exprs)
