@@ -69,7 +69,7 @@ REPORT_ATTRIBUTE = "stepguard"
 openai's models keep extra attributes, which their types do not declare."""
 
 _RESULT_KEYS = ("answer", "status", "first_unverified")
-_STATUSES = ("verified", "repaired", "flagged", "failed")
+_STATUSES = ("verified", "bounded", "repaired", "flagged", "failed")
 _INTEGER = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _JSON_TYPES = ("string", "number", "integer", "boolean", "null", "array", "object")
