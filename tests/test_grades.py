@@ -234,3 +234,21 @@ def test_run_exits_8_for_a_bounded_run_and_json_carries_grades(tmp_path: Path, m
     table = CliRunner().invoke(_app(), ["run", str(f), "--model", "sim:perfect", "-i", "x=1", "--quiet"])
     assert table.exit_code == 8 and "z                         1  model_verified  bounded    0" in table.stdout
     assert "bounded: z (bounded)" in table.stdout
+
+
+def _status_schema(statuses: list[str]) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": "r", "schema": {
+        "type": "object", "properties": {"status": {"type": "string", "enum": statuses}}, "required": ["status"]}}}
+
+
+def test_a_response_schema_s_status_enum_needs_bounded_only_where_a_run_can_end_so() -> None:
+    from stepguard.adapters._client_errors import InvalidGuardedCall
+    from stepguard.adapters._completion import response_shape
+
+    old = ["verified", "repaired", "flagged", "failed"]
+    exact = parse_procedure("inputs: [x]\nsteps:\n  - {var: a, expr: x + 1}\n")
+    assert response_shape(_status_schema(old), exact).kind == "json_schema"  # a schema written before bounded still holds
+    with pytest.raises(InvalidGuardedCall, match="cannot hold 'bounded'"):
+        response_shape(_status_schema(old), _proc())
+    assert response_shape(_status_schema(old), _proc("accept_bounded: [discount]\n")).kind == "json_schema"
+    assert response_shape(_status_schema([*old, "bounded"]), _proc()).kind == "json_schema"

@@ -188,14 +188,15 @@ _WHY = {"bounded": "its only check is a predicate, which any value in range pass
 def bounded_warnings(procedure: Procedure) -> list[str]:
     """One ``warning:`` line for each step graded ``bounded`` or ``free_text`` that the procedure does not
     name in ``accept_bounded``: a run with its value ends ``bounded``, not ``verified`` (docs/concepts.md, Grades)."""
+    from stepguard.guard import bounded_steps
     from stepguard.kinds import kind_of
 
     out = []
-    for i, step in enumerate(procedure.steps):
-        grade = kind_of(step).grade(procedure, i)
-        if grade in _WEAK and step.var not in procedure.accept_bounded:
-            out.append(f"warning: step {step.var} is graded {grade}: {_WHY[grade]}, so it proves no one value; a run "
-                       f"ends bounded (exit 8), not verified, unless the procedure accepts it: accept_bounded: [{step.var}]")
+    for var in bounded_steps(procedure):
+        i = procedure.index_of[var]
+        grade = kind_of(procedure.steps[i]).grade(procedure, i)
+        out.append(f"warning: step {var} is graded {grade}: {_WHY[grade]}, so it proves no one value; a run "
+                   f"ends bounded (exit 8), not verified, unless the procedure accepts it: accept_bounded: [{var}]")
     return out
 
 

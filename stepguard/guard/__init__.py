@@ -33,6 +33,7 @@ from stepguard.guard._result import (
     StepOutcome,
     StepValue,
     UsageTotals,
+    bounded_steps as bounded_steps,
     provenance_grade as provenance_grade,
     value_text as value_text,
 )
@@ -41,7 +42,7 @@ from stepguard.guard.rungs import Rung, get_rung, register as register_rung, run
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
 # package's private modules (tests/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
-# old rows), PRODUCTION_SETTINGS
+# old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
 # (the CLI's help), OPTION_NAMES and thread_needs_checkpointer (the ways in that read options).
 
 __all__ = [

@@ -37,7 +37,7 @@ from stepguard.verify import DeviationKind
 
 __all__ = [
     "DeviationEvent", "Grade", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals",
-    "committed_value", "grade_of", "outcome", "provenance_grade", "run_status", "typed_value", "value_text",
+    "bounded_steps", "committed_value", "grade_of", "outcome", "provenance_grade", "run_status", "typed_value", "value_text",
 ]
 
 StepValue: TypeAlias = Decimal | int | bool | str | Fraction | list[Any] | dict[str, Any]
@@ -270,6 +270,13 @@ def grade_of(procedure: Procedure, index: int, provenance: str) -> Grade | None:
             raise ValueError(f"step kind {procedure.steps[index].kind!r} gives grade {grade!r}, not one of {', '.join(_GRADES)}")
         return cast(Grade, grade)  # one of the Literal's values: checked above
     return provenance_grade(provenance)
+
+
+def bounded_steps(procedure: Procedure) -> tuple[str, ...]:
+    """The steps of ``procedure`` whose verified value is graded ``bounded`` or ``free_text`` and that its
+    ``accept_bounded`` does not name, in order: a run with a value of one ends ``bounded``, not ``verified``."""
+    return tuple(s.var for i, s in enumerate(procedure.steps)
+                 if s.var not in procedure.accept_bounded and kind_of(s).grade(procedure, i) in ACCEPTABLE_GRADES)
 
 
 def run_status(steps: Sequence[StepOutcome], accept_bounded: Collection[str] = ()) -> RunStatus:
