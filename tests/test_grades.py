@@ -252,3 +252,27 @@ def test_a_response_schema_s_status_enum_needs_bounded_only_where_a_run_can_end_
         response_shape(_status_schema(old), _proc())
     assert response_shape(_status_schema(old), _proc("accept_bounded: [discount]\n")).kind == "json_schema"
     assert response_shape(_status_schema([*old, "bounded"]), _proc()).kind == "json_schema"
+
+
+def test_a_committed_store_written_before_grades_still_reports_its_values_by_grade() -> None:
+    from stepguard.bench.aggregate import aggregate_run
+    from stepguard.bench.rows import row_grades
+
+    run = aggregate_run(Path("benchmarks/stores/curve/guarded"))
+    assert run.overall.n > 0 and set(run.overall.grades) <= {"exact", "flagged", "repaired", "unchecked", "tool"}
+    assert run.overall.grades["exact"] > 0
+    assert run.overall.metrics("guarded")["grades"] == dict(sorted(run.overall.grades.items()))
+    new_row = {"mode": "guarded", "grades": {"bounded": 1, "exact": 2}, "guard": {"steps": []}}
+    assert row_grades(new_row) == {"bounded": 1, "exact": 2}  # a row with grades keeps its own
+
+
+def test_a_guarded_row_counts_its_values_by_grade() -> None:
+    from stepguard.adapters import load_model
+    from stepguard.bench.generate import generate_instance
+    from stepguard.bench.rows import guarded_row
+
+    inst = generate_instance(5, 2, seed=3)
+    proc = inst.to_procedure()
+    result = Guard(load_model("sim:perfect", procedure=proc), GuardConfig()).run(proc, inst.inputs)
+    row = guarded_row(inst, result)
+    assert row["grades"] == {"exact": 5} and row["guard"]["steps"][0]["grade"] == "exact"
