@@ -291,7 +291,7 @@ def run_status(steps: Sequence[StepOutcome], accept_bounded: Collection[str] = (
         return "flagged"
     if "repaired" in provenance:
         return "repaired"
-    if any(s.grade not in STRONG_GRADES and s.var not in accept_bounded for s in steps):
+    if any(s.grade not in STRONG_GRADES and not (s.grade in ACCEPTABLE_GRADES and s.var in accept_bounded) for s in steps):
         return "bounded"
     return "verified"
 
