@@ -45,6 +45,7 @@ steps:
     kind: text
     format: json
     instruction: Write the order as JSON.
+accept_bounded: [names, doc]
 """
 DOC = '{"n": 3, "price": 2.50, "big": 10.0000000000000001, "exp": 1E+2, "tags": ["a"], "ok": true, "none": null, "s": "2.50"}'
 REPLIES = ['names = ["red", "yellow", "blue"]', "count = 3", "price = 2.50", f"doc = {DOC}"]

@@ -203,7 +203,7 @@ def _run_table(run: RunAggregate) -> Table:
     header = ["steps", "look-back", "n", "first-answer [95% CI]", "exact-step [95% CI]", "step values", "1st error at"]
     header += [] if guarded else [f"{LABEL_HEADINGS[lb]} %" for lb in FAILURE_LABELS]
     header += ["cut at max tokens %", "tokens / inst", "calls / inst"]
-    header += ["re-prompts / inst", "repaired"] if guarded else []
+    header += ["re-prompts / inst", "repaired", "values by grade"] if guarded else []
     rows = []
     for (n, lb), cell in sorted(run.configs.items()):
         m = cell.metrics(run.mode)
@@ -213,10 +213,15 @@ def _run_table(run: RunAggregate) -> Table:
                "-" if sva is None else f"{100 * sva:.1f}%", _num(m["mean_first_error_position"])]
         row += [] if guarded else [f"{100 * m['labels'][lb2]['value']:.1f}" for lb2 in FAILURE_LABELS]
         row += [f"{100 * m['truncated']['value']:.1f}", _num(per["total_tokens"], 0), _num(per["model_calls"])]
-        row += [_num(per["reprompts"]), str(cell.repaired)] if guarded else []
+        row += [_num(per["reprompts"]), str(cell.repaired), _grades(cell)] if guarded else []
         rows.append(row)
     what = "outcomes; the deviations caught are in the next table" if guarded else "failure labels as % of instances"
     return Table(f"{run.label}: per configuration ({what})", header, rows)
+
+
+def _grades(cell: Cell) -> str:
+    """A guarded cell's committed values by grade (``exact 460, bounded 5``), or ``-``."""
+    return ", ".join(f"{g} {k}" for g, k in sorted(cell.grades.items(), key=lambda x: (-x[1], x[0]))) or "-"
 
 
 def _deviation_table(run: RunAggregate, by_procedure: dict[str, Cell] | None = None) -> Table:

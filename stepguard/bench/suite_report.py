@@ -155,6 +155,9 @@ def _verdict(row: dict[str, Any] | None, mode: str) -> str:
         if row.get("verified_correct"):
             return "verified"
         extra = f", {row['repaired']} repaired" if row.get("repaired") else ""
+        if status == "bounded":
+            weak = sum(k for g, k in (row.get("grades") or {}).items() if g in ("bounded", "free_text"))
+            extra += f", {weak} value{'s' if weak != 1 else ''} bounded only"
         return f"{status}{extra}" + ("" if row.get("first_answer_correct") else ", answer wrong")
     cut = " (cut at max tokens)" if row.get("finish_reason") == "length" else ""
     if row.get("correct"):

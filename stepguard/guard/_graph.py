@@ -33,7 +33,7 @@ from langgraph.runtime import Runtime
 from stepguard.errors import BudgetExhausted, EvaluationError, RunClosed, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
-from stepguard.guard._result import outcome
+from stepguard.guard._result import grade_of, outcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
@@ -253,8 +253,8 @@ def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> 
     def verified(var: str, text: str, index: int) -> None:
         step = proc.steps[index]
         prov[var] = _provenance(ctx, prov, index)
-        write(outcome(step, text, provenance=prov[var], reprompts=state.attempt if index == state.cursor else 0,
-                      chunk=state.chunk_no - 1, index=index))
+        write(outcome(step, text, provenance=prov[var], grade=grade_of(proc, index, prov[var]),
+                      reprompts=state.attempt if index == state.cursor else 0, chunk=state.chunk_no - 1, index=index))
 
     wall = _wall_left(ctx)
     return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified,

@@ -56,6 +56,22 @@ def _copies(step: Step) -> bool:
     return isinstance(body, ast.Name)
 
 
+def _pins_value(node: ast.expr) -> bool:
+    """Whether a predicate is ``value == E`` (or ``E == value``) with ``E`` not reading ``value``: it holds
+    for one value only, the one the evaluator computes from ``E``."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+        return False
+    left, right = node.left, node.comparators[0]
+
+    def is_value(n: ast.expr) -> bool:
+        return isinstance(n, ast.Name) and n.id == "value"
+
+    def reads_value(n: ast.expr) -> bool:
+        return any(isinstance(x, ast.Name) and x.id == "value" for x in ast.walk(n))
+
+    return (is_value(left) and not reads_value(right)) or (is_value(right) and not reads_value(left))
+
+
 @register_kind
 class Compute(Kind):
     """The model computes the value; several steps to a chunk."""
@@ -129,6 +145,18 @@ class Compute(Kind):
         """``unverifiable`` for a step with neither ``expr`` nor ``check``, else ``model_verified``."""
         unchecked = procedure.compiled[index] is None and procedure.compiled_checks[index] is None
         return "unverifiable" if unchecked else "model_verified"
+
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``exact`` for a step with an ``expr`` or an expected-value ``check`` (one naming no ``value``, or
+        ``value == E`` with ``E`` naming no ``value``: the evaluator computed the value the model's must
+        equal), ``bounded`` for one whose only check is a predicate over ``value`` (``0 <= value <=
+        subtotal``: any value in range passes), ``unchecked`` for neither."""
+        check = procedure.compiled_checks[index]
+        if procedure.compiled[index] is not None or procedure.check_is_expected[index]:
+            return "exact"
+        if check is None:
+            return "unchecked"
+        return "exact" if _pins_value(check.tree.body) else "bounded"
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Nothing beyond the expected value, predicate and type lines every step has."""

@@ -503,6 +503,10 @@ class Extract(Kind):
         detail = deviation.detail.split(" [", 1)[0]
         return f"{yours}: {detail}. Copy the value for {step.var} exactly as it is written in {step.source}."
 
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``matched``: the value is one the source writes, found whole (after its label)."""
+        return "matched"
+
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Where the value must occur."""
         step = _extract_step(procedure, index)

@@ -303,6 +303,10 @@ class Text(Kind):
         assert isinstance(step, TextStep)
         return _RESULT_SHAPES[step.format]
 
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``free_text``: the value passed its format rules and predicate, which prove no one value."""
+        return "free_text"
+
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Its shape, length, pattern, membership and schema rules."""
         step = _text_step(procedure, index)

@@ -388,6 +388,10 @@ class Tool(Kind):
         return Deviation(kind="tool_error", step=step.var,
                          detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
 
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``tool``: the value is its tool's result, for arguments every check passed."""
+        return "tool"
+
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """The tool, each argument's rule, and what a failing tool does."""
         step = _tool_step(procedure, index)

@@ -339,6 +339,11 @@ class Procedure(BaseModel):
     )
     steps: tuple[Step, ...] = Field(description="Ordered steps.", max_length=100_000, json_schema_extra={"minItems": 1})
     answer: str | None = Field(None, description="Variable holding the final answer; default: the last step's.")
+    accept_bounded: tuple[str, ...] = Field(
+        (), max_length=100_000,
+        description="Steps whose value counts as verified on a predicate or format check alone (grade bounded or "
+                    "free_text); without it such a value makes the run's status bounded (docs/concepts.md, Grades).",
+    )
 
     @field_validator("inputs", mode="before", json_schema_input_type=_InputsForms)
     @classmethod
@@ -394,9 +399,25 @@ class Procedure(BaseModel):
 
             hint = did_you_mean(self.answer, [s.var for s in self.steps])
             problems.append(("answer", f"answer {self.answer!r} is not a step variable{hint}"))
+        problems.extend(self._accept_problems(known - inputs))
         if problems:
             raise procedure_error(problems)
         return self
+
+    def _accept_problems(self, variables: set[str]) -> list[tuple[str, str]]:
+        """``accept_bounded`` names that are no step's variable, or named twice."""
+        from stepguard.procedure._values import did_you_mean
+
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for i, name in enumerate(self.accept_bounded):
+            if name not in variables:
+                hint = did_you_mean(name, [s.var for s in self.steps])
+                out.append((f"accept_bounded[{i}]", f"{name!r} is not a step variable{hint}"))
+            elif name in seen:
+                out.append((f"accept_bounded[{i}]", f"{name!r} is named twice"))
+            seen.add(name)
+        return out
 
     def _kind_problems(self, i: int, step: Step, inputs: frozenset[str], known: set[str]) -> list[tuple[str, str]]:
         """What a step of a kind states that this procedure cannot satisfy (:meth:`Step.problems`)."""

@@ -36,8 +36,9 @@ def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[st
     Returns:
         ``{"id", "object": "chat.completion", "created", "model", "choices": [{"message": {"role":
         "assistant", "content": ...}, "finish_reason": "stop"}], "usage", "stepguard": result JSON}``;
-        ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked),
-        ``steps`` with values and provenance, ``deviations``, ``reprompts`` and usage.
+        ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked, and
+        ``bounded`` that some passed a predicate or format check only), ``steps`` with values, provenance
+        and grade, ``deviations``, ``reprompts`` and usage.
     """
     spent = result.spent  # this call's: a finished thread given back from its checkpoint spent nothing
     body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
@@ -57,7 +58,7 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     """What a streamed chunk carries under ``stepguard`` for one item of :meth:`stepguard.Guard.stream`.
 
     Returns:
-        A committed step: ``{"event": "step", "var", "value", "provenance", "index"}``, the value as
+        A committed step: ``{"event": "step", "var", "value", "provenance", "grade", "index"}``, the value as
         text with its places, or a list or JSON value as itself (its numbers exact, :func:`json_body`);
         ``index``: the step's 0-based position in the procedure;
         a deviation: ``{"event": "deviation", "step", "kind", "action", ...}`` (a
@@ -65,7 +66,8 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     """
     if isinstance(item, StepOutcome):
         value = item.text if item.shape == "scalar" else item.model_dump(mode="json")["value"]
-        return {"event": "step", "var": item.var, "value": value, "provenance": item.provenance, "index": item.index}
+        return {"event": "step", "var": item.var, "value": value, "provenance": item.provenance, "grade": item.grade,
+                "index": item.index}
     if isinstance(item, DeviationEvent):
         return {"event": "deviation", **item.model_dump(mode="json")}
     return item.model_dump(mode="json")
