@@ -31,52 +31,19 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar, Literal
-
-from pydantic import Field, model_validator
+from typing import Any
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, show_value, step_line
-from stepguard.procedure import Procedure, Step, apply_scale, field_error, format_value
+from stepguard.procedure import ExtractStep, Procedure, Step, apply_scale, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, scan_numbers
 
 __all__ = ["Extract", "ExtractStep", "dates_in", "fields_after", "label_tails", "normal_value", "numbers_in", "one_date",
            "source_numbers", "verify_extract"]
-
-
-class ExtractStep(Step):
-    """An extract step: its value is read from the string input ``source``, after ``label`` when given."""
-
-    value_from: ClassVar[str] = "source text"
-
-    kind: Literal["extract"] = Field(description="extract: the model reads the value from a text input, source.")
-    source: str = Field(description="The string input the value is read from; the value must occur in it.")
-    label: str | None = Field(
-        None, max_length=200, description="The value must follow this label on a line of the source (`Total`)."
-    )
-    percent: Percent | None = Field(
-        None,
-        description="How a number the source writes as a percent reads: `fraction` (15% is 0.15) or `points` "
-        "(15% is 15). Without it such a number gives no value.",
-    )
-
-    @model_validator(mode="after")
-    def _reads_a_value(self) -> ExtractStep:
-        if self.type == "boolean":
-            raise field_error("type", "an extract step reads a number or a string, not a boolean")
-        if self.percent is not None and self.type in ("string", "one_of"):
-            raise field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
-        if self.percent == "fraction" and self.type == "integer":
-            raise field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
-        return self
-
-    def text_inputs(self) -> tuple[str, ...]:
-        """``source``."""
-        return (self.source,)
 
 
 _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
