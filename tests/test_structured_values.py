@@ -260,7 +260,7 @@ def test_guarded_openai_gives_the_typed_result_and_json_content() -> None:
 
 def test_a_json_schema_property_for_a_list_step_must_take_an_array() -> None:
     from stepguard.adapters import InvalidGuardedCall
-    from stepguard.adapters._completion import response_shape
+    from stepguard.wire import response_shape
 
     proc = parse_procedure(PROC)
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stepguard.bench._table import Table
 from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run, distinct_labels
 from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
 from stepguard.bench.overlay import MODELS_CAPTION, curves_from_runs, plot_models, plot_overlay
@@ -51,38 +52,6 @@ __all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
 NOTE = ("Benchmark: stepguard's reconstruction of the procedural-execution benchmark of Panda et al. "
         "(arXiv 2605.00817); generator, prompt and scoring rules are ours, so these are not the paper's numbers.")
 SIM_BANNER = "SIMULATED: at least one run used the simulated executor; its numbers measure the harness, not a model."
-
-
-def _md_line(text: str) -> str:
-    """``text`` on one Markdown line: line breaks as ``<br>``."""
-    return "<br>".join(text.splitlines()) if "\n" in text or "\r" in text else text
-
-
-def _md_cell(text: str) -> str:
-    """``text`` as one cell of a Markdown table: ``|`` escaped, line breaks as ``<br>``."""
-    return _md_line(text.replace("|", "\\|"))
-
-
-@dataclass
-class Table:
-    """A titled table rendered to both Markdown and HTML."""
-
-    title: str
-    header: list[str]
-    rows: list[list[str]]
-
-    def markdown(self) -> str:
-        """The table as GitHub-flavoured Markdown under a ``###`` title; a cell's ``|`` escaped and its
-        line breaks written ``<br>``, so a value with either (an input, a model's answer) stays in its cell."""
-        lines = [f"### {_md_line(self.title)}", "", "| " + " | ".join(map(_md_cell, self.header)) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in self.rows]
-        return "\n".join(lines) + "\n"
-
-    def html(self) -> str:
-        """The table as an HTML ``<table>`` under an ``<h3>`` title (escaped)."""
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
-        return f"<h3>{html.escape(self.title)}</h3>\n<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, parse_number
-from stepguard.procedure import Procedure, Step, ValueShape, use_step_models
+from stepguard.procedure import BUILT_IN_STEP_MODELS, Procedure, Step, ValueShape, use_step_models
 
 if TYPE_CHECKING:
     from stepguard.kinds._reading import KindVerdict
@@ -223,7 +223,7 @@ def register_kind(cls: _K) -> _K:
         raise ProcedureError(f"step kind {name!r}: its step model's kind must be Literal[{name!r}], "
                              f"not {model.model_fields['kind'].annotation}")
     _KINDS[name] = cls()
-    use_step_models({k: type(v).step_model for k, v in _KINDS.items()})
+    use_step_models({**BUILT_IN_STEP_MODELS, **{k: type(v).step_model for k, v in _KINDS.items()}})
     return cls
 
 
@@ -237,7 +237,7 @@ def unregister_kind(name: str) -> None:
     if name in _BUILT_IN or name not in _KINDS:
         raise KeyError(f"{name!r} is {'a built-in step kind' if name in _BUILT_IN else 'not a registered step kind'}")
     del _KINDS[name]
-    use_step_models({k: type(v).step_model for k, v in _KINDS.items()})
+    use_step_models({**BUILT_IN_STEP_MODELS, **{k: type(v).step_model for k, v in _KINDS.items()}})
 
 
 _BUILT_IN = frozenset({"compute", "tool", "extract", "text"})

@@ -1,7 +1,7 @@
 """The proxy's answers on the wire: JSON bodies with the result under ``stepguard``, errors, SSE framing.
 
 The ChatCompletion and chunk bodies themselves are the drop-in client's
-(:mod:`stepguard.adapters._completion`: :func:`completion_body`, :class:`Chunker`), so a guarded
+(:mod:`stepguard.wire._completion`: :func:`completion_body`, :class:`Chunker`), so a guarded
 call gets the same content, usage and chunk sequence through ``GuardedOpenAI`` and through the
 proxy. What is the proxy's own: the ``stepguard`` key that carries the result (or a stream's
 event) in the JSON, the OpenAI error shape, and server-sent event framing.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepguard.adapters._completion import ContentWriter, ResponseShape, completion_body, usage_body
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
 from stepguard.procedure import json_text
+from stepguard.wire import ContentWriter, ResponseShape, completion_body, usage_body
 
 if TYPE_CHECKING:
     from stepguard.model import ChatResponse
@@ -31,7 +31,7 @@ def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[st
         result: the guard's result.
         model: the ``model`` field to answer with (the one the request named).
         shape: what the content is (the request's ``response_format``): the answer's text
-            (``"104.60"``, places kept), or the values as JSON (see :mod:`stepguard.adapters._completion`).
+            (``"104.60"``, places kept), or the values as JSON (see :mod:`stepguard.wire._completion`).
 
     Returns:
         ``{"id", "object": "chat.completion", "created", "model", "choices": [{"message": {"role":
