@@ -242,8 +242,7 @@ def _status_schema(statuses: list[str]) -> dict:
 
 
 def test_a_response_schema_s_status_enum_needs_bounded_only_where_a_run_can_end_so() -> None:
-    from stepguard.adapters._client_errors import InvalidGuardedCall
-    from stepguard.adapters._completion import response_shape
+    from stepguard.wire import InvalidGuardedCall, response_shape
 
     old = ["verified", "repaired", "flagged", "failed"]
     exact = parse_procedure("inputs: [x]\nsteps:\n  - {var: a, expr: x + 1}\n")
