@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         GuardedProcedureError,
         GuardedStepDeviation,
         GuardedStream,
+        GuardedThreadInFlight,
         InvalidGuardedCall,
         StepguardOptions,
     )
@@ -60,6 +61,7 @@ __all__ = [
     "GuardedOpenAI",
     "GuardedProcedureError",
     "GuardedStepDeviation",
+    "GuardedThreadInFlight",
     "GuardedStream",
     "InvalidGuardedCall",
     "StepguardOptions",
@@ -97,7 +99,7 @@ _LAZY = {
         "GuardedStream", "AsyncGuardedStream", "StepguardOptions",
         "GuardedBudgetExhausted", "GuardedCallError", "GuardedCheckpointError", "GuardedModelError",
         "GuardedModelOutputTruncated", "GuardedModelTimeout", "GuardedModelUnavailable", "GuardedProcedureError",
-        "GuardedStepDeviation", "InvalidGuardedCall")},
+        "GuardedStepDeviation", "GuardedThreadInFlight", "InvalidGuardedCall")},
 }
 
 

@@ -7,10 +7,18 @@ stream closes the HTTP response, so the server sees the client go and stops gene
 read as text; a stream that ends without a finish reason ends ``"cut"``. The events are mappings
 (``client.post(..., stream=True)``) or the ``ChatCompletionChunk`` objects ``chat.completions.create(
 ..., stream=True)`` gives (read through ``model_dump``).
+
+Every event yields, ``""`` for one with no text (a reasoning model's ``reasoning_content``, a
+tool-call or empty delta), so the reader sees a stop on every event, not only at the next text.
+:meth:`ChunkStream.abort` closes the stream from another thread (the stopping side): it shuts the
+connection down, so the server sees its client go at once, even in a stall between events, and a
+reader blocked on the next event wakes and ends the stream ``"cut"``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
@@ -81,6 +89,19 @@ def _broken(exc: BaseException, spec: str, reading: _Reading) -> ModelError:
     return ModelError(f"the stream broke off after {written} characters: {name}: {str(exc)[:200]}", spec)
 
 
+def _shut_down(events: Any) -> None:
+    """Shut down the connection under ``events`` (an ``openai.Stream``'s httpx response), from any
+    thread: the server reads the end of its client, and a read blocked on it returns."""
+    response = getattr(events, "response", None)
+    extensions = getattr(response, "extensions", None)
+    network = extensions.get("network_stream") if isinstance(extensions, Mapping) else None
+    info = getattr(network, "get_extra_info", None)
+    sock = info("socket") if callable(info) else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
@@ -118,13 +139,17 @@ class ChunkStream:
                 break
             except Exception as exc:  # httpx's and openai's errors mid-stream, typed here
                 self._events.close()
+                if self._closed():  # aborted from another thread: the connection was shut down under the read
+                    return
                 raise _broken(exc, self._spec, self._reading) from exc
-            delta = self._reading.take(event)
-            if delta:
-                yield delta
+            if self._closed():  # aborted while the read waited
+                self._events.close()
+                return
+            yield self._reading.take(event)  # "" for an event with no text: the reader checks its stop on each
             if self._closed():  # closed while the caller held this delta
                 return
-        self.response = self._reading.response(cut=False)
+        if self.response is None:
+            self.response = self._reading.response(cut=False)
 
     def _closed(self) -> bool:
         """True once the stream has its response: read to the end, or closed (by another call)."""
@@ -135,6 +160,13 @@ class ChunkStream:
         if self.response is None:
             self.response = self._reading.response(cut=True)
         self._events.close()
+
+    def abort(self) -> None:
+        """Close the stream from another thread than its reader's: the reply ends ``"cut"``, the
+        connection is shut down (the server sees its client go), and the reader wakes and closes it."""
+        if self.response is None:
+            self.response = self._reading.response(cut=True)
+        _shut_down(self._events)
 
 
 class AsyncChunkStream:
@@ -160,13 +192,17 @@ class AsyncChunkStream:
                 break
             except Exception as exc:  # as in ChunkStream
                 await self._events.close()
+                if self._closed():
+                    return
                 raise _broken(exc, self._spec, self._reading) from exc
-            delta = self._reading.take(event)
-            if delta:
-                yield delta
+            if self._closed():
+                await self._events.close()
+                return
+            yield self._reading.take(event)  # as in ChunkStream
             if self._closed():
                 return
-        self.response = self._reading.response(cut=False)
+        if self.response is None:
+            self.response = self._reading.response(cut=False)
 
     def _closed(self) -> bool:
         """True once the stream has its response: read to the end, or closed (by another call)."""
@@ -177,3 +213,9 @@ class AsyncChunkStream:
         if self.response is None:
             self.response = self._reading.response(cut=True)
         await self._events.close()
+
+    def abort(self) -> None:
+        """As :meth:`ChunkStream.abort`: callable from any thread, the event loop's reader wakes and closes it."""
+        if self.response is None:
+            self.response = self._reading.response(cut=True)
+        _shut_down(self._events)

@@ -378,3 +378,9 @@ class _SlotStream:
             await self._inner.aclose()
         finally:
             self._release()
+
+    def abort(self) -> None:
+        """The inner stream's ``abort`` (from another thread); the slot is given back by its reader."""
+        abort = getattr(self._inner, "abort", None)
+        if callable(abort):
+            abort()

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
         RunStoreError as RunStoreError,
         StepDeviation as StepDeviation,
         StepguardError as StepguardError,
+        ThreadInFlight as ThreadInFlight,
         ToolError as ToolError,
         ToolTimeout as ToolTimeout,
         TraceError as TraceError,
@@ -86,7 +87,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "BudgetExhausted", "CheckpointError", "EvaluationError", "LocalServerError", "LocalServerSettingError", "MissingExtraError",
         "ModelError", "ModelOutputTruncated", "ModelSpecError", "ModelTimeout", "ModelUnavailable", "ProcedureError", "RunClosed",
         "RunStoreError",
-        "StepDeviation", "StepguardError", "ToolError", "ToolTimeout", "TraceError",
+        "StepDeviation", "StepguardError", "ThreadInFlight", "ToolError", "ToolTimeout", "TraceError",
     ),
     "stepguard.evaluator": ("CompiledExpression", "compile_expression", "evaluate"),
     "stepguard.guard": (

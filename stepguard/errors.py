@@ -23,6 +23,8 @@ wrong and where (a file, a step, a line, an endpoint)::
     ├── RunClosed                the caller stopped the run (``stop``) before it finished; it resumes
     ├── RunStoreError            a benchmark run store is unreadable or corrupt (names file and line)
     ├── CheckpointError          a checkpoint database is unreadable or corrupt (names the file)
+    │   └── ThreadInFlight       a run of the checkpoint thread is in flight (this process or another
+    │                            sharing the database); ``thread_id`` names it
     ├── ToolError                a tool step's tool raised, or returned a value its step cannot hold;
     │   │                        ``tool`` and ``step`` name it (recorded in the result, not raised by a run)
     │   └── ToolTimeout          the tool ran past its ``timeout_s``
@@ -51,6 +53,7 @@ __all__ = [
     "RunStoreError",
     "StepDeviation",
     "StepguardError",
+    "ThreadInFlight",
     "ToolError",
     "ToolTimeout",
     "TraceError",
@@ -198,6 +201,20 @@ class RunStoreError(StepguardError):
 class CheckpointError(StepguardError):
     """A checkpoint database is unreadable or corrupt; the message names the file. Nothing is
     overwritten: a run never silently starts over on a database it cannot read."""
+
+
+class ThreadInFlight(CheckpointError):
+    """A run of this checkpoint thread is in flight, in this process or in another one sharing its
+    checkpoint database (a proxy worker): two runs of one thread would both act (a tool called twice),
+    so the second is refused before it reads the thread. Try again once the first has finished.
+
+    Attributes:
+        thread_id: the thread whose run is in flight.
+    """
+
+    def __init__(self, message: str, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
 
 
 class ToolError(StepguardError):

@@ -168,12 +168,16 @@ class ReplyStream(Protocol):
     """A reply while the model writes it: iterate for text deltas; :meth:`close` stops the
     generation (the server's, where it streams); :attr:`response` is the reply once the stream is
     exhausted or closed, its text what was written before the close, its ``finish_reason``
-    ``"cut"`` when closed early."""
+    ``"cut"`` when closed early.
+
+    A stream over a server's events may yield ``""`` for an event that carries no text (reasoning,
+    a tool-call delta, an empty delta), so its reader checks whether to stop on every event. One
+    that can be closed from another thread while a reader waits on it has ``abort()``."""
 
     response: ChatResponse | None
 
     def __iter__(self) -> Iterator[str]:
-        """The text deltas, in order."""
+        """The text deltas, in order (``""`` for an event without text)."""
         ...
 
     def close(self) -> None:

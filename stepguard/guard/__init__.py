@@ -21,6 +21,7 @@ from stepguard.guard._options import (
     OPTION_NAMES as OPTION_NAMES,
     GuardOptions,
     OptionError,
+    check_thread_id as check_thread_id,
     thread_needs_checkpointer as thread_needs_checkpointer,
 )
 from stepguard.guard._postgres import postgres_checkpointer
@@ -37,13 +38,14 @@ from stepguard.guard._result import (
     provenance_grade as provenance_grade,
     value_text as value_text,
 )
+from stepguard.guard._stop import RunStop
 from stepguard.guard.rungs import Rung, get_rung, register as register_rung, rung_names
 
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
 # package's private modules (tests/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
 # old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
-# (the CLI's help), OPTION_NAMES and thread_needs_checkpointer (the ways in that read options).
+# (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways in that read options).
 
 __all__ = [
     "DeviationEvent",
@@ -65,6 +67,7 @@ __all__ = [
     "Provenance",
     "RUNGS",
     "Rung",
+    "RunStop",
     "StepOutcome",
     "StepValue",
     "UsageTotals",

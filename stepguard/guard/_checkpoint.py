@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Chec
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from stepguard.errors import CheckpointError
+from stepguard.guard._thread_lock import FileThreadLocks, register_thread_locks
 
 __all__ = ["ThreadedSqliteSaver", "async_capable", "sqlite_checkpointer"]
 
@@ -61,7 +62,20 @@ class ThreadedSqliteSaver(SqliteSaver):
 def async_capable(saver: BaseCheckpointSaver[Any] | None) -> BaseCheckpointSaver[Any] | None:
     """``saver``, or, for a plain sync-only ``SqliteSaver``, a :class:`ThreadedSqliteSaver` on its connection."""
     if type(saver) is SqliteSaver:
-        return ThreadedSqliteSaver(saver.conn, serde=saver.serde)
+        return _with_thread_locks(ThreadedSqliteSaver(saver.conn, serde=saver.serde))
+    return saver
+
+
+def _with_thread_locks(saver: ThreadedSqliteSaver) -> ThreadedSqliteSaver:
+    """``saver`` with its database file's thread locks registered (:class:`FileThreadLocks`), so
+    two processes on one SQLite file never run one thread at once; an in-memory database has none."""
+    try:
+        rows = saver.conn.execute("PRAGMA database_list").fetchall()
+    except sqlite3.Error:
+        return saver
+    path = next((str(r[2]) for r in rows if r[1] == "main"), "")
+    if path:
+        register_thread_locks(saver, FileThreadLocks(path))
     return saver
 
 
@@ -88,4 +102,4 @@ def sqlite_checkpointer(path: str | Path) -> BaseCheckpointSaver[Any]:
             f"{path}: not a usable checkpoint database ({exc}); it was left unchanged: "
             "move it away to start the runs it holds over, or restore it"
         ) from None
-    return ThreadedSqliteSaver(conn)
+    return _with_thread_locks(ThreadedSqliteSaver(conn))

@@ -404,10 +404,14 @@ def intend(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     Where the step already holds a result recorded for an equal intent (a process killed after the
     action, before its commit), nothing is recorded and ``act`` commits that result; for another
     intent the run stops at the step (``tool_error``): its action ran, and is not run again otherwise.
+
+    Raises:
+        RunClosed: the run's caller stopped it: no intent is recorded, no action runs.
     """
     ctx = runtime.context
     if not state.pending_call:
         return {}
+    _refuse_if_closed(ctx)  # a stopped run executes no tool: nothing is recorded, the resume asks the step again
     i = state.cursor
     var = ctx.procedure.steps[i].var
     try:
@@ -433,13 +437,22 @@ def _recorded(state: GuardState, var: str, **what: str) -> dict[str, Any]:
     return {"actions": {**state.actions, var: {**record, **what}}} if record is not None else {}
 
 
+def _withdrawn(state: GuardState, var: str) -> dict[str, Any]:
+    """The update of an ``act`` stopped by its caller before the action ran: step ``var``'s intent is
+    taken back (nothing ran, so a resume may ask the step again) and nothing is committed; the next
+    model call raises :class:`RunClosed` (:func:`_refuse_if_closed`)."""
+    actions = {k: v for k, v in state.actions.items() if k != var}
+    return {"actions": actions, "verified": [], "pending_call": False}
+
+
 def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Execute the action ``verify`` accepted (a tool call, once) by the step's kind, and make its
     result the step's value; its result (or error) is recorded beside its intent.
 
     Nothing happens for other steps. A tool that raises, times out or returns a value its step
     cannot hold is a ``tool_error`` deviation that stops the run at this step. A result already
-    recorded for the step (see :func:`intend`) is committed without executing anything.
+    recorded for the step (see :func:`intend`) is committed without executing anything. A run
+    stopped by its caller executes nothing (:func:`_withdrawn`).
     """
     ctx = runtime.context
     if not state.pending_call:
@@ -449,6 +462,8 @@ def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     done = state.actions.get(var) or {}
     if "result" in done:
         return _executed(ctx, state, str(done["result"]))
+    if ctx.closed.is_set():  # stopped after the intent was recorded: the action does not run
+        return _withdrawn(state, var)
     try:
         value = kind_of(ctx.procedure.steps[i]).execute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer,
                                                         key=_action_key(ctx, var))
@@ -467,6 +482,8 @@ async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     done = state.actions.get(var) or {}
     if "result" in done:
         return _executed(ctx, state, str(done["result"]))
+    if ctx.closed.is_set():  # as in act
+        return _withdrawn(state, var)
     try:
         value = await kind_of(ctx.procedure.steps[i]).aexecute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer,
                                                                key=_action_key(ctx, var))

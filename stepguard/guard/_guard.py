@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -18,9 +19,11 @@ from stepguard.guard._config import GuardConfig, LadderWarning, ladder_mismatch
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
+from stepguard.guard._options import check_thread_id
 from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, grade_of, input_text, outcome, run_status
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
+from stepguard.guard._thread_lock import hold_thread
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
@@ -135,6 +138,7 @@ class Guard:
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, context: Sequence[ChatMessage] = (),
         stop: threading.Event | None = None,
     ) -> tuple[RunContext, dict[str, Any], str]:
+        check_thread_id(thread_id)  # "" names no thread: a retry would run every call and tool again
         config = self.config_for(procedure)
         ctx = RunContext(procedure, _reading(self.model, procedure), config, procedure.bind_inputs(inputs), self._prompts,
                          self.observer, tools=self.tools, context=_context(context), places=input_places(procedure, inputs))
@@ -206,11 +210,16 @@ class Guard:
 
         Raises:
             ProcedureError: bad inputs.
+            OptionError: ``thread_id`` is empty or white space.
+            ThreadInFlight: a run of ``thread_id`` is in flight (a later one may still start first).
             CheckpointError: ``thread_id`` holds a run of other work (see :meth:`run_identity`).
         """
+        check_thread_id(thread_id)
         identity = self.run_identity(procedure, inputs, context)
         if thread_id is None or self.checkpointer is None:
             return
+        with hold_thread(self.checkpointer, thread_id):  # a run of it in flight: refused now, before the stream
+            pass
         stored = self._graph.get_state({"configurable": {"thread_id": thread_id}}).values
         if stored:
             _refuse_other_work(thread_id, identity_diff(stored.get("identity"), identity))
@@ -243,14 +252,17 @@ class Guard:
             procedure: the procedure.
             inputs: input values (ints, decimal strings, Decimals).
             thread_id: checkpoint thread; reuse it to resume a killed run (needs a checkpointer),
-                with the same procedure, inputs, settings, model and context.
+                with the same procedure, inputs, settings, model and context. One run of a thread
+                executes at a time: the run holds the thread's lock (:mod:`stepguard.guard._thread_lock`;
+                across processes for the SQLite and Postgres checkpointers stepguard makes).
             context: the caller's messages (``{"role", "content"}`` with text content), shown to
                 the model as a block at the top of every chunk prompt and keyed in the run identity;
                 a derived rung's sub-steps (numbers only) are asked without it.
-            stop: an event another thread sets to stop the run: no model call starts after it
-                (a derived rung's nested calls included), a streamed window in flight is cut at its
-                next delta, and the run raises :class:`~stepguard.errors.RunClosed`; the thread
-                resumes where it stopped. Closing :meth:`stream`'s iterator sets it.
+            stop: an event another thread sets to stop the run: no model call, nested run or tool
+                starts after it (a derived rung's nested calls included), a streamed window in flight
+                is cut (closed at once from the stopping side with a :class:`~stepguard.guard.RunStop`,
+                else at its next event), and the run raises :class:`~stepguard.errors.RunClosed`;
+                the thread resumes where it stopped. Closing :meth:`stream`'s iterator sets it.
 
         Returns:
             A :class:`GuardResult` (``status`` verified / repaired / flagged / failed).
@@ -258,6 +270,9 @@ class Guard:
         Raises:
             ProcedureError: bad inputs, or a step that fails to evaluate or contradicts itself
                 on them (its ``expr`` and expected-value ``check`` disagree), before any model call.
+            OptionError: ``thread_id`` is empty or white space (a ``ValueError``; it would name no thread).
+            ThreadInFlight: a run of ``thread_id`` is in flight (this process or another on the
+                same checkpoint database); nothing was read or run.
             CheckpointError: ``thread_id`` holds a run of other work (see :meth:`run_identity`).
             StepDeviation: ``policy='raise'`` and a step deviated (``.result`` holds the partial result).
             BudgetExhausted: a budget was spent with ``on_exhausted='raise'`` (``.result`` likewise).
@@ -318,6 +333,17 @@ class Guard:
         server stops generating.
         """
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context, stop)
+        with self._holding(tid if thread_id is not None else None):
+            yield from self._stream(ctx, cfg, tid, graph_updates)
+
+    def _holding(self, thread_id: str | None) -> contextlib.AbstractContextManager[None]:
+        """The lock of the caller's ``thread_id`` for the run (:func:`hold_thread`); nothing for a run with
+        no thread or no checkpointer, or a derived rung's nested run (its parent's lock covers it)."""
+        if thread_id is None or self.checkpointer is None or self._depth:
+            return contextlib.nullcontext()
+        return hold_thread(self.checkpointer, thread_id)
+
+    def _stream(self, ctx: RunContext, cfg: dict[str, Any], tid: str, graph_updates: bool) -> Generator[GuardUpdate, None, None]:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:
@@ -351,6 +377,12 @@ class Guard:
     ) -> AsyncGenerator[GuardUpdate, None]:
         """Async twin of :meth:`stream`."""
         ctx, cfg, tid = self._setup(procedure, inputs, thread_id, context, stop)
+        with self._holding(tid if thread_id is not None else None):
+            async with contextlib.aclosing(self._astream(ctx, cfg, tid, graph_updates)) as items:  # a close reaches its handler
+                async for item in items:
+                    yield item
+
+    async def _astream(self, ctx: RunContext, cfg: dict[str, Any], tid: str, graph_updates: bool) -> AsyncGenerator[GuardUpdate, None]:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:

@@ -37,7 +37,8 @@ from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, procedure_
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["BY_PROCEDURE", "OPTION_NAMES", "UNSET", "GuardOptions", "OptionError", "Unset", "thread_needs_checkpointer"]
+__all__ = ["BY_PROCEDURE", "OPTION_NAMES", "UNSET", "GuardOptions", "OptionError", "Unset", "check_thread_id",
+           "thread_needs_checkpointer"]
 
 
 class Unset:
@@ -77,6 +78,24 @@ BY_PROCEDURE: tuple[str, ...] = tuple(PRODUCTION_SETTINGS)
 """The fields whose default depends on the procedure (:func:`~stepguard.guard._config.procedure_defaults`)."""
 
 _FLOATS = ("max_wall_s", "temperature", "resample_temperature")
+
+
+def check_thread_id(thread_id: object, where: str = "thread_id") -> str | None:
+    """``thread_id`` when it can name a checkpoint thread: ``None`` (no thread) or text with a
+    character other than white space.
+
+    Raises:
+        OptionError: text that is empty or only white space (it would name no thread: every call
+            would run anew, its model calls and tools again), or not text; ``where`` names the field.
+    """
+    if thread_id is None:
+        return None
+    if not isinstance(thread_id, str):
+        raise OptionError("thread_id", f"{where} must be text, not {thread_id!r}")
+    if not thread_id.strip():
+        raise OptionError("thread_id", f"{where} must not be empty or white space ({thread_id!r}): it names the checkpoint "
+                                       "thread a retry resumes; give an id of your own, or none to checkpoint nothing")
+    return thread_id
 
 
 def thread_needs_checkpointer(how: str) -> OptionError:

@@ -12,6 +12,7 @@ from typing import Any
 
 from stepguard._extra import import_extra
 from stepguard.errors import CheckpointError
+from stepguard.guard._thread_lock import PostgresThreadLocks, register_thread_locks
 
 __all__ = ["postgres_checkpointer"]
 
@@ -29,7 +30,9 @@ def postgres_checkpointer(conninfo: str, *, max_connections: int = 16) -> Any:
 
     Returns:
         A ``langgraph.checkpoint.postgres.PostgresSaver`` usable by many threads at once (sync runs:
-        :meth:`stepguard.Guard.run`). Its ``conn`` is the pool; ``saver.conn.close()`` ends it.
+        :meth:`stepguard.Guard.run`). Its ``conn`` is the pool; ``saver.conn.close()`` ends it. Runs on
+        it take a Postgres advisory lock of their thread (:mod:`stepguard.guard._thread_lock`), on one
+        more connection per process: one run of a thread at a time across every worker.
 
     Raises:
         MissingExtraError: ``langgraph-checkpoint-postgres`` or ``psycopg`` is not installed
@@ -58,6 +61,8 @@ def postgres_checkpointer(conninfo: str, *, max_connections: int = 16) -> Any:
     except psycopg.Error as exc:
         pool.close()
         raise CheckpointError(f"cannot set up the Postgres checkpoint tables: {_quiet(exc)}") from None
+    # one run of a thread at a time across every process on this database (stepguard.guard._thread_lock)
+    register_thread_locks(saver, PostgresThreadLocks(conninfo, psycopg.connect))
     return saver
 
 

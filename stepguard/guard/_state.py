@@ -17,6 +17,7 @@ from stepguard.guard._config import GuardConfig
 from stepguard.guard._observer import NullObserver, SafeObserver
 from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent
+from stepguard.guard._stop import RunStop
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
@@ -387,9 +388,10 @@ class RunContext:
     resumed from its own checkpoint reports its thread's calls, some made before this call began
     (a run's ``spent`` leaves them out)."""
     started: float = field(default_factory=time.monotonic)  # for ``GuardConfig.max_wall_s``
-    closed: threading.Event = field(default_factory=threading.Event, repr=False)
+    closed: threading.Event = field(default_factory=RunStop, repr=False)
     """Set when the caller stops reading the run (closes :meth:`Guard.stream`): a streamed window in
-    flight is cut at its next delta, so the model's server stops generating."""
+    flight is closed (at once for a :class:`RunStop`, else at its next event), so the model's server
+    stops generating; no model call, nested run or tool starts after it."""
     _parsed: dict[str, tuple[str, Any]] = field(default_factory=dict, repr=False)
 
     def env(self, state: GuardState) -> Env:

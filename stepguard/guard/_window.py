@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stepguard.guard._stop import closing_on_stop
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, StreamCut, WrittenReply, aopen_stream, open_stream
 from stepguard.procedure import Procedure, format_value
 from stepguard.trace import line_end, parse_trace
@@ -190,12 +191,13 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
     clock = _Clock()
     stream = open_stream(model, messages, settings)
     try:
-        for delta in stream:
-            clock.tick()
-            if watch.feed(delta):
-                break
-        else:
-            watch.finish()
+        with closing_on_stop(watch.closed, _abort(stream)):  # a stop closes the reply from the stopping side
+            for delta in stream:  # "" for an event with no text: the stop is seen on every event
+                clock.tick(delta)
+                if watch.feed(delta):
+                    break
+            else:
+                watch.finish()
     finally:
         if stream.response is None:
             stream.close()
@@ -207,16 +209,25 @@ async def aread_window(model: Any, messages: list[ChatMessage], settings: Genera
     clock = _Clock()
     stream = await aopen_stream(model, messages, settings)
     try:
-        async for delta in stream:
-            clock.tick()
-            if watch.feed(delta):
-                break
-        else:
-            watch.finish()
+        with closing_on_stop(watch.closed, _abort(stream)):  # as in read_window
+            async for delta in stream:
+                clock.tick(delta)
+                if watch.feed(delta):
+                    break
+            else:
+                watch.finish()
     finally:
         if stream.response is None:
             await stream.aclose()
     return _as_read(stream.response, watch, clock, not isinstance(stream, WrittenReply))
+
+
+def _abort(stream: Any) -> Callable[[], None]:
+    """What closes ``stream`` from another thread: its ``abort`` (a reply over HTTP: the connection
+    is shut down, so the server sees the client go and the reader wakes), else nothing (a reply
+    already written, or a model's own stream: the reader sees the stop at its next event)."""
+    abort = getattr(stream, "abort", None)
+    return abort if callable(abort) else (lambda: None)
 
 
 class _Clock:
@@ -226,8 +237,8 @@ class _Clock:
         self.sent = time.perf_counter()
         self.first: float | None = None
 
-    def tick(self) -> None:
-        if self.first is None:
+    def tick(self, delta: str) -> None:
+        if self.first is None and delta:
             self.first = time.perf_counter() - self.sent
 
 

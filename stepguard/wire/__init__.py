@@ -41,6 +41,7 @@ from stepguard.wire._client_errors import (
     GuardedModelUnavailable,
     GuardedProcedureError,
     GuardedStepDeviation,
+    GuardedThreadInFlight,
     InvalidGuardedCall,
     client_error,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "GuardedProcedureError",
     "GuardedStepDeviation",
     "GuardedStream",
+    "GuardedThreadInFlight",
     "InvalidGuardedCall",
     "MessageInputs",
     "RequestError",

@@ -12,6 +12,7 @@ error that both catch::
         ├── GuardedStepDeviation             (also StepDeviation) ``policy="raise"`` and a step deviated
         ├── GuardedBudgetExhausted           (also BudgetExhausted) a budget spent with ``on_exhausted="raise"``
         ├── GuardedCheckpointError           (also CheckpointError) the thread holds other work
+        │   └── GuardedThreadInFlight        (also ThreadInFlight) a run of the thread is in flight
         └── GuardedModelError                (also ModelError) the wrapped client's call failed; its own
             │                                ``openai`` error (``RateLimitError``, ...) is ``__cause__``
             ├── GuardedModelUnavailable      (also ModelUnavailable)
@@ -39,6 +40,7 @@ from stepguard.errors import (
     ProcedureError,
     StepDeviation,
     StepguardError,
+    ThreadInFlight,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "GuardedModelUnavailable",
     "GuardedProcedureError",
     "GuardedStepDeviation",
+    "GuardedThreadInFlight",
     "InvalidGuardedCall",
     "client_error",
 ]
@@ -92,6 +95,11 @@ class GuardedCheckpointError(GuardedCallError, CheckpointError):
     """The ``thread_id`` holds a run of other work, or its checkpoint cannot be read."""
 
 
+class GuardedThreadInFlight(GuardedCheckpointError, ThreadInFlight):
+    """A run of the ``thread_id`` is in flight (another call, or another process on the same
+    checkpoint database); ``thread_id`` names it. Nothing ran: try again once it has finished."""
+
+
 class GuardedModelError(GuardedCallError, ModelError):
     """The wrapped client's call failed; the client's own error is ``__cause__``."""
 
@@ -116,6 +124,7 @@ _TWINS: dict[type[StepguardError], type[GuardedCallError]] = {
     ModelError: GuardedModelError,
     StepDeviation: GuardedStepDeviation,
     BudgetExhausted: GuardedBudgetExhausted,
+    ThreadInFlight: GuardedThreadInFlight,
     CheckpointError: GuardedCheckpointError,
     ProcedureError: GuardedProcedureError,
 }

@@ -116,9 +116,10 @@ def read_run_object(raw: Mapping[str, Any]) -> RunObject:
 
     Raises:
         OptionError: an unknown key (the message lists the keys), a ``procedure`` or ``thread_id``
-            that is not text, ``inputs`` that are not an object, or an option refused; ``field`` names it.
+            that is not text, a ``thread_id`` empty or white space, ``inputs`` that are not an object,
+            or an option refused; ``field`` names it.
     """
-    from stepguard.guard import OPTION_NAMES
+    from stepguard.guard import OPTION_NAMES, check_thread_id
 
     for key in raw:
         if key not in RUN_KEYS and key not in OPTION_NAMES:
@@ -126,6 +127,7 @@ def read_run_object(raw: Mapping[str, Any]) -> RunObject:
     for key in ("procedure", "thread_id"):
         if raw.get(key) is not None and not isinstance(raw[key], str):
             raise OptionError(key, f"{key} must be text, not {raw[key]!r}")
+    check_thread_id(raw.get("thread_id"))  # "" would name no thread: every retry would run anew
     inputs = raw.get("inputs")
     if inputs is not None and not isinstance(inputs, Mapping):
         raise OptionError("inputs", f"inputs must be an object of input values, not {inputs!r}")
