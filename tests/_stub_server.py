@@ -22,7 +22,11 @@ serves every case at once:
               a test sets it once it has seen what must come while the model is still writing.
               With ``fault_at = k`` the stream goes wrong after k lines, as ``fault`` says: ``reset``
               (half of the next line, then the connection reset) or ``garbage`` (an event that is
-              not JSON)
+              not JSON). With ``quiet = "reasoning"`` (``"tool_calls"``, ``"empty"``) it sends, before
+              line ``quiet_at`` (default 0), ``quiet_events`` events with no text, ``line_s`` apart (a reasoning model's
+              ``reasoning_content``, tool-call deltas, empty deltas); ``quiet_sent`` counts those
+              written. A held stream (``hold_at``) watches its connection: a client that closes it
+              ends the stream (``aborted["lines"]``)
     sim       200; the reply is the seeded simulated executor's (``sim:perfect``) to the whole request:
               a guard's chunk prompts answered right, as a model that executes them exactly would
     simpaper  200; the reply is ``sim:paper``'s (seed 0) to the whole request, the request's ``seed`` and
@@ -66,6 +70,7 @@ that fails mid-run and recovers).
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import threading
@@ -202,8 +207,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()  # the headers and the role now, the first token after first_s
             time.sleep(srv.first_s)
             for i, line in enumerate(text.splitlines(keepends=True)):
-                if i == srv.hold_at:
-                    srv.release.wait(srv.hold_s)
+                if i == srv.quiet_at and srv.quiet:
+                    self._quiet(model, base)
+                if i == srv.hold_at and not self._hold():
+                    raise ConnectionResetError("the client closed the connection while the stream was held")
                 if i == srv.fault_at:
                     self._fault(base, line)
                     return
@@ -220,6 +227,31 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             with srv.lock:
                 srv.aborted[model] += 1
+
+    def _quiet(self, model: str, base: dict[str, Any]) -> None:
+        """``quiet_events`` events with no text (``quiet``), ``line_s`` apart."""
+        srv = self.server
+        for _ in range(srv.quiet_events):
+            event = {**base, "choices": [{"index": 0, "delta": _QUIET[srv.quiet or "empty"], "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+            with srv.lock:
+                srv.quiet_sent[model] += 1
+            time.sleep(srv.line_s)
+
+    def _hold(self) -> bool:
+        """Wait for ``release`` (at most ``hold_s``); False as soon as the client closes the connection."""
+        srv = self.server
+        end = time.monotonic() + srv.hold_s
+        while not srv.release.is_set() and time.monotonic() < end:
+            ready, _, _ = select.select([self.connection], [], [], 0.02)
+            if ready:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return False
+                except OSError:
+                    return False
+        return True
 
     def _fault(self, base: dict[str, Any], line: str) -> None:
         """Break a ``lines`` stream as ``fault`` says, instead of writing ``line``."""
@@ -344,6 +376,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, reply)  # type: ignore[arg-type]
 
 
+_QUIET: dict[str, dict[str, Any]] = {
+    "reasoning": {"reasoning_content": "thinking about the next step "},
+    "tool_calls": {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]},
+    "empty": {},
+}
+"""The delta of each kind of event with no text (``StubServer.quiet``)."""
+
+
 _HOSTILE = frozenset({
     "parts", "number", "null", "content_object", "choices_object", "choices_empty", "no_choices", "list_body",
     "usage_garbage", "error200", "error400", "html502", "html200", "invalid_json", "drip", "drip_headers",
@@ -423,6 +463,10 @@ class _Server(ThreadingHTTPServer):
         self.release = threading.Event()
         self.fault_at: int | None = None
         self.fault = "reset"
+        self.quiet: str | None = None
+        self.quiet_at = 0
+        self.quiet_events = 200
+        self.quiet_sent: Counter[str] = Counter()
 
 
 class StubServer:
@@ -502,6 +546,39 @@ class StubServer:
     @fault.setter
     def fault(self, how: str) -> None:
         self._server.fault = how
+
+    @property
+    def quiet(self) -> str | None:
+        """Events with no text the ``lines`` model sends before its first line: ``reasoning``,
+        ``tool_calls``, ``empty``, or ``None`` (none)."""
+        return self._server.quiet
+
+    @quiet.setter
+    def quiet(self, kind: str | None) -> None:
+        self._server.quiet = kind
+
+    @property
+    def quiet_at(self) -> int:
+        """Lines the ``lines`` model writes before its events with no text (:attr:`quiet`)."""
+        return self._server.quiet_at
+
+    @quiet_at.setter
+    def quiet_at(self, lines: int) -> None:
+        self._server.quiet_at = lines
+
+    @property
+    def quiet_events(self) -> int:
+        """How many events with no text (:attr:`quiet`) the ``lines`` model sends."""
+        return self._server.quiet_events
+
+    @quiet_events.setter
+    def quiet_events(self, n: int) -> None:
+        self._server.quiet_events = n
+
+    @property
+    def quiet_sent(self) -> Counter[str]:
+        """Events with no text written, per model name (counted before the client's close is seen)."""
+        return self._server.quiet_sent
 
     @property
     def hold_s(self) -> float:

@@ -227,6 +227,9 @@ def run_command(
     from stepguard.guard import Guard, GuardResult, sqlite_checkpointer
     from stepguard.procedure import load_procedure
 
+    if thread_id is not None and not thread_id.strip():  # it names no thread: a retry would run every call and tool again
+        raise typer.BadParameter("must not be empty or white space: it names the checkpoint thread a retry resumes",
+                                 param_hint="--thread-id")
     if thread_id is not None and checkpoint is None:  # nothing would be kept: the thread could never resume
         from stepguard.guard import thread_needs_checkpointer
 

@@ -8,8 +8,10 @@ Routes::
 
 A guarded run executes in a worker thread (``Guard.run``, or ``Guard.stream`` for a streamed
 request: the controller's parsing, checking and checkpoint writes stay off the event loop, which
-keeps serving pass-through traffic), at most ``max_runs`` at a time; a run whose client went away
-still finishes and is checkpointed.
+keeps serving pass-through traffic), at most ``max_runs`` at a time. A run whose client went away
+still finishes and is checkpointed (a streamed one stops: :meth:`ProxyState.stream`). One run of a
+checkpoint thread executes at a time, across workers sharing the checkpointer: a request for a thread
+in flight is refused, 409 ``thread_in_flight`` with ``Retry-After`` (docs/proxy.md).
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from stepguard.errors import BudgetExhausted, CheckpointError, EvaluationError, ModelError, ModelTimeout, ProcedureError, StepDeviation
-from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
+from stepguard.errors import (
+    BudgetExhausted,
+    CheckpointError,
+    EvaluationError,
+    ModelError,
+    ModelTimeout,
+    ProcedureError,
+    StepDeviation,
+    ThreadInFlight,
+)
+from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate, RunStop
 from stepguard.model import GenerationSettings
 from stepguard.procedure import Procedure, check_input_names
 from stepguard.serve import _responses as out
@@ -63,6 +74,18 @@ def _json(status: int, body: dict[str, Any], headers: Mapping[str, str] | None =
     return _ExactJSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
+RETRY_IN_FLIGHT_S = 1
+"""The ``Retry-After`` (seconds) of a 409 ``thread_in_flight``: the stock ``openai`` client retries a
+409 after it, so a retry of a request whose run is still going asks again rather than failing at once."""
+
+
+def _error_response(exc: BaseException) -> JSONResponse:
+    """:func:`_error` as a response; a refusal of a thread in flight says when to ask again (``Retry-After``)."""
+    status, body = _error(exc)
+    headers = {"retry-after": str(RETRY_IN_FLIGHT_S)} if isinstance(exc, ThreadInFlight) else None
+    return _json(status, body, headers)
+
+
 def _error(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """The HTTP status and OpenAI-shaped error body for an error of a guarded run."""
     if isinstance(exc, RequestError):
@@ -72,6 +95,9 @@ def _error(exc: BaseException) -> tuple[int, dict[str, Any]]:
         return 422, out.error_body(str(exc), "stepguard_run_failed", None, type(exc).__name__, stepguard=partial)
     if isinstance(exc, (ProcedureError, EvaluationError)):
         return 400, out.error_body(str(exc), "invalid_request_error", "stepguard.inputs", "invalid_inputs")
+    if isinstance(exc, ThreadInFlight):
+        return 409, out.error_body(str(exc), "invalid_request_error", "stepguard.thread_id", "thread_in_flight",
+                                   thread_id=exc.thread_id)
     if isinstance(exc, CheckpointError):
         return 409, out.error_body(str(exc), "invalid_request_error", "stepguard.thread_id", "thread_holds_other_work")
     if isinstance(exc, ModelTimeout):
@@ -154,9 +180,10 @@ class ProxyState:
     async def stream(self, job: GuardedRequest) -> AsyncIterator[GuardUpdate]:
         """What :meth:`stepguard.guard.Guard.stream` yields for ``job`` (run in a worker thread), as it comes.
 
-        A reader that stops early (a client that disconnects) stops the run (its ``stop``): a streamed
-        window in flight is cut and the upstream stops generating, and no model call starts after it,
-        a derived rung's nested calls included; committed chunks stay checkpointed.
+        A reader that stops early (a client that disconnects) stops the run (its ``stop``, a
+        :class:`~stepguard.guard.RunStop`): a streamed window in flight is closed from this side at once
+        (the upstream sees its client go, even while it sends no text), and no model call, nested run
+        or tool starts after it; committed chunks stay checkpointed.
 
         Raises:
             As :meth:`stepguard.guard.Guard.run`, from the iteration, after the items before it.
@@ -165,7 +192,7 @@ class ProxyState:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[GuardUpdate] = asyncio.Queue()
 
-        gone = threading.Event()
+        gone = RunStop()  # set when the reader goes: it closes a streamed reply in flight from this side at once
 
         def work() -> None:
             items = guard.stream(job.procedure, job.inputs, thread_id=job.thread_id, context=job.context, stop=gone)
@@ -217,15 +244,14 @@ async def _guarded(state: ProxyState, job: GuardedRequest) -> Response:
         try:
             result = await state.run(job)
         except Exception as exc:  # noqa: BLE001 - every error becomes an HTTP answer
-            status, body = _error(exc)
-            return _json(status, body)
+            return _error_response(exc)
         return _json(200, out.completion(result, job.model, job.shape))
-    if job.thread_id is not None:  # a thread of other work is a 409, as without streaming, not an error event
+    if job.thread_id is not None:  # a thread of other work, or one in flight, is a 409, as without streaming, not an error event
         guard = state.guard(job)
         try:
             await state._in_thread(lambda: guard.check_thread(job.procedure, job.inputs, job.thread_id, context=job.context))
         except Exception as exc:  # noqa: BLE001 - every error becomes an HTTP answer
-            return _json(*_error(exc))
+            return _error_response(exc)
     return StreamingResponse(_guarded_events(state, job), media_type="text/event-stream",
                              headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
