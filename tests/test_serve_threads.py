@@ -47,6 +47,8 @@ class Refunds:
         self.asked_refund = threading.Event()  # the upstream holds the refund step's model call ...
         self.release = threading.Event()  # ... until this is set
         self.hold_s = 10.0
+        self.hold_in_tool = False  # hold in the refund tool instead of in its step's model call
+        self.in_tool = threading.Event()
 
     def tools(self) -> list[Tool]:
         def catalog_lookup(sku: str) -> str:
@@ -55,6 +57,9 @@ class Refunds:
 
         def issue_refund(order_id: str, amount: Any) -> str:
             self.log.append("refund")
+            if self.hold_in_tool:  # between the intent (checkpointed) and the result
+                self.in_tool.set()
+                self.release.wait(self.hold_s)
             return f"RF-{order_id}-{self.log.count('refund')}"
 
         return [Tool("catalog_lookup", catalog_lookup), Tool("issue_refund", issue_refund)]
@@ -64,7 +69,7 @@ class Refunds:
             self.log.append("ask refund")
             first = not self.asked_refund.is_set()
             self.asked_refund.set()
-            if first:
+            if first and not self.hold_in_tool:
                 self.release.wait(self.hold_s)
             return REFUND
         self.log.append("ask lookup")
@@ -137,6 +142,25 @@ def test_a_request_for_a_thread_in_flight_is_refused_naming_it_and_the_refund_ru
         again = _create(client, "r-1")
         assert again.choices[0].message.content == first["resp"].json()["choices"][0]["message"]["content"] == "RF-ORD-7-1"
     assert world.log.count("refund") == 1, world.log
+
+
+def test_a_retry_landing_between_the_intent_and_the_result_is_told_the_run_is_in_flight(stub: StubServer, tmp_path: Path) -> None:
+    """It was told "the process stopped during the call" (a 409 that said the run was dead) while the
+    refund was still running."""
+    world = Refunds()
+    world.hold_in_tool = True
+    with _proxy(stub, world, tmp_path) as server:
+        t = threading.Thread(target=lambda: httpx.post(f"{server.base_url}/chat/completions", json=_body("r-4"), timeout=30))
+        t.start()
+        assert world.in_tool.wait(20)
+        retry = httpx.post(f"{server.base_url}/chat/completions", json=_body("r-4"), timeout=30)
+        assert retry.status_code == 409 and retry.json()["error"]["code"] == "thread_in_flight", retry.text
+        assert "stopped during" not in retry.text
+        world.release.set()
+        t.join(30)
+        done = httpx.post(f"{server.base_url}/chat/completions", json=_body("r-4"), timeout=30)
+        assert done.status_code == 200 and done.json()["choices"][0]["message"]["content"] == "RF-ORD-7-1"
+    assert world.log.count("refund") == 1
 
 
 def test_one_create_of_the_stock_client_with_its_timeout_and_retries_issues_one_refund(stub: StubServer, tmp_path: Path) -> None:
