@@ -299,3 +299,33 @@ def test_closing_the_drop_in_clients_stream_closes_the_upstream_at_once(stub: St
     _until(lambda: stub.aborted["lines"] == 1, "the upstream saw its client go")
     assert stub.lines_sent["lines"] == 2  # not a line after the quiet began
     assert stub.quiet_sent["lines"] < 1200
+
+
+def test_closing_the_async_drop_in_clients_stream_closes_the_upstream_at_once(stub: StubServer) -> None:
+    """The async neighbour of the test above (it closed at once before too: closing the run cancels
+    the read on the event loop); kept so that the abort from the stopping side never gets in its way."""
+    import asyncio
+
+    from stepguard.adapters import GuardedOpenAI, load_model
+
+    proc = PROCS["invoice"]
+    sim = load_model("sim:perfect", procedure=proc)
+    stub.script = lambda prompt: sim.complete([{"role": "user", "content": prompt}]).text
+    stub.line_s = 0.05
+    stub.quiet, stub.quiet_at, stub.quiet_events = "reasoning", 2, 1200
+
+    async def go() -> None:
+        client = GuardedOpenAI(openai.AsyncOpenAI(base_url=stub.base_url, api_key="x", max_retries=0), procedures={"invoice": proc})
+        stream = await client.chat.completions.create(model="lines", messages=[], stream=True,
+                                                      extra_body={"stepguard": {"procedure": "invoice", "streamed": True,
+                                                                                "inputs": {"subtotal": "100.10", "rate": "0.1"}}})
+        chunks = stream.__aiter__()
+        while getattr(getattr(await chunks.__anext__(), "stepguard", None), "var", None) != "discount":
+            pass
+        while stub.quiet_sent["lines"] < 2:
+            await asyncio.sleep(0.02)
+        await stream.close()
+
+    asyncio.run(go())
+    _until(lambda: stub.aborted["lines"] == 1, "the upstream saw its client go")
+    assert stub.lines_sent["lines"] == 2 and stub.quiet_sent["lines"] < 1200

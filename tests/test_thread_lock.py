@@ -189,3 +189,55 @@ def test_a_run_stopped_between_the_intent_and_the_act_takes_the_intent_back(mode
     saver.stop = threading.Event()  # the resume is not stopped
     result = guard.run(REFUND, REFUND_IN, thread_id="s-2")  # not refused as "stopped during the call": nothing ran
     assert result.status == "verified" and ran == ["lookup", "refund"]
+
+
+class _StalledStream:
+    """A reply that writes ``S1 = 1`` and half of ``S2``'s line, then stalls until aborted (from another thread)."""
+
+    def __init__(self) -> None:
+        self.response: ChatResponse | None = None
+        self.stalled, self._gate = threading.Event(), threading.Event()
+
+    def __iter__(self) -> Any:
+        yield "S1 = 1\n"
+        yield "S2 = 1"  # the model is writing S2 = 12
+        self.stalled.set()
+        self._gate.wait(20)
+        if self.response is not None:
+            return
+        yield "2\n"
+        self.response = ChatResponse("S1 = 1\nS2 = 12\n", Usage(5, 5), "stop")
+
+    def abort(self) -> None:
+        self.response = ChatResponse("S1 = 1\nS2 = 1", Usage(5, 3), "cut")
+        self._gate.set()
+
+    def close(self) -> None:
+        self.abort()
+
+
+class _StalledModel:
+    spec = provider = model_name = "stalled"
+
+    def __init__(self) -> None:
+        self.reply = _StalledStream()
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        raise AssertionError("streamed only")
+
+    def stream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> _StalledStream:
+        return self.reply
+
+
+def test_a_window_stopped_during_a_stall_is_closed_from_the_stopping_side_and_cut_at_its_last_complete_line() -> None:
+    from stepguard import Procedure
+    from stepguard.guard._window import StreamWatch, read_window
+
+    proc = Procedure.model_validate({"name": "w", "inputs": ["a"], "steps": [{"var": "S1", "expr": "a"}, {"var": "S2", "expr": "S1 + 11"}]})
+    stop = RunStop()
+    model = _StalledModel()
+    threading.Thread(target=lambda: (model.reply.stalled.wait(20), stop.set())).start()  # the reader goes during the stall
+    resp = read_window(model, [{"role": "user", "content": "go"}], GenerationSettings(), StreamWatch(proc, 0, 2, {"a": 1}, closed=stop))
+    assert resp.finish_reason == "cut" and resp.cut is not None
+    assert resp.cut.kind == "closed"
+    assert resp.text == "S1 = 1\n"  # the line the close broke off ("S2 = 1" of "S2 = 12") is never read as a value

@@ -127,6 +127,15 @@ class StreamWatch:
             return True
         return False
 
+    def ended(self) -> None:
+        """The stream ended: by itself (:meth:`finish`), or closed from the stopping side while the
+        reader waited (the run's reader went): then it is a cut (``closed``) after the complete lines,
+        so a line the close broke off is never read as a value."""
+        if self.closed is not None and self.closed.is_set() and self.cut_at is None:
+            self.feed("")
+        else:
+            self.finish()
+
     def finish(self) -> None:
         """Judge the whole reply once the stream has ended by itself: every step of the window, the
         last line too, so each verified step is reported before the window commits."""
@@ -197,7 +206,7 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
                 if watch.feed(delta):
                     break
             else:
-                watch.finish()
+                watch.ended()
     finally:
         if stream.response is None:
             stream.close()
@@ -215,7 +224,7 @@ async def aread_window(model: Any, messages: list[ChatMessage], settings: Genera
                 if watch.feed(delta):
                     break
             else:
-                watch.finish()
+                watch.ended()
     finally:
         if stream.response is None:
             await stream.aclose()
