@@ -223,8 +223,7 @@ def test_an_empty_thread_id_is_refused_by_the_proxy(stub: StubServer, tmp_path: 
 def test_an_empty_thread_id_is_refused_by_the_drop_in_client_guard_and_cli(stub: StubServer, tmp_path: Path, thread_id: str) -> None:
     from typer.testing import CliRunner
 
-    from stepguard.adapters import GuardedOpenAI, load_model
-    from stepguard.adapters._client_errors import InvalidGuardedCall
+    from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall, load_model
     from stepguard.cli import app
 
     world = Refunds()
