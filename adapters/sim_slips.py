@@ -39,7 +39,7 @@ from stepguard.errors import StepguardError
 from stepguard.evaluator import CompiledExpression, compile_expression, format_number
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 
-from .sim import SimulatedExecutor, _Prompt, _rounding, _text
+from .sim import SimulatedExecutor
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
@@ -241,7 +241,7 @@ class SlippingExecutor(SimulatedExecutor):
         self._user = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
         return super()._respond(messages, settings, t0)
 
-    def _write(self, prompt: _Prompt, rng: random.Random) -> str:
+    def _write(self, prompt: Any, rng: random.Random) -> str:  # the parent's parsed prompt (known values, step lines)
         text = super()._write(prompt, rng)
         first, self._asked = not self._asked, True
         env: dict[str, Any] = dict(prompt.known)
@@ -289,7 +289,7 @@ class SlippingExecutor(SimulatedExecutor):
             places, mode = rounding if rounding is not None else (4, "ROUND_HALF_EVEN")
             if rounding is not None or _scaled(Fraction(value), Fraction(0)) is None:
                 value = round_to_scale(Fraction(value), places, mode)
-        out = None if value is None else _text(value)
+        out = None if value is None else _text_of(value)
         if out is None or out == written or _same(out, written):
             right = _number(written)
             if right is None:
@@ -319,8 +319,21 @@ def _same(a: str, b: str) -> bool:
     return x is not None and x == y
 
 
+_ROUND_NOTE = re.compile(r"\(round (half up|half to even) to (\d+) decimal places\)")
+
+
 def _rounding_of(user: str, var: str) -> tuple[int, str] | None:
     """The rounding note of step ``var``'s line in the prompt ``user`` (``(round half up to 2 decimal
-    places)``), if it gives one."""
+    places)``, as the guard writes it), as ``(places, rounding)``, if it gives one."""
     m = re.search(rf"^[ \t]*{re.escape(var)}[ \t]*=[^\n]*", user, re.MULTILINE)
-    return _rounding(m.group()) if m else None
+    note = _ROUND_NOTE.search(m.group()) if m else None
+    if note is None:
+        return None
+    return int(note.group(2)), "ROUND_HALF_UP" if note.group(1) == "half up" else "ROUND_HALF_EVEN"
+
+
+def _text_of(value: Any) -> str:
+    """A value as a model writes it: ``-12``, ``3.5``, ``true``, ``high``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else format_number(value)
