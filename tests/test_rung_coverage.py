@@ -187,3 +187,21 @@ def test_a_refusal_names_the_form_and_the_event_says_it() -> None:
     details = " ".join(d.detail for d in result.deviations)
     assert "[split does not apply to this step; asked resample; none of tie, choice" in details
     assert "re-asks an integer floor quotient" in details
+
+
+def test_every_derived_rung_names_the_form_it_refuses() -> None:
+    """A registered rung that derives sub-steps says what it re-asks and what the step is, never only
+    that it does not apply; a rung that asks the step as it is says so."""
+    from stepguard.guard.rungs import rung_names
+
+    floor = _one("a // b", {"a": "7773", "b": "5"})
+    env = {"a": Fraction(7773), "b": Fraction(5)}
+    for name in rung_names():
+        rung = get_rung(name)
+        if not type(rung).__module__.startswith("stepguard."):
+            continue  # a rung another test registered
+        why = rung.refusal(floor.procedure, 0, env)
+        assert why and "another form" not in why and "does not apply" not in why, (name, why)
+        if rung.derives:
+            assert rung.derive(floor.procedure, 0, env) is None, name
+            assert "floor quotient" in why or (name == "chain" and why.startswith("fewer than two operations")), (name, why)
