@@ -56,9 +56,11 @@ def test_a_last_quotient_with_no_finite_value_carries_the_rounding_itself() -> N
     sub = CHAIN.derive(_one("income / height * 2", ("income", "height"), type="decimal", scale=1), 0,
                        {"income": parse_number("75.8"), "height": parse_number("3")})
     assert [(s.var, s.expr, s.scale) for s in sub.steps] == [("t1", "75.8 * 2", None), ("band2", "t1 / 3", 1)]
-    # an endless quotient before a sum still cannot be written
-    assert CHAIN.derive(_one("income / height + 2", ("income", "height"), type="decimal", scale=1), 0,
-                        {"income": parse_number("75.8"), "height": parse_number("3")}) is None
+    # an endless quotient before a sum: the sum over the one divisor, the quotient last (an exact rewrite)
+    sub = CHAIN.derive(_one("income / height + 2", ("income", "height"), type="decimal", scale=1), 0,
+                       {"income": parse_number("75.8"), "height": parse_number("3")})
+    assert [(s.var, s.expr, s.scale) for s in sub.steps] == [("t1", "2 * 3", None), ("t2", "75.8 + t1", None), ("band2", "t2 / 3", 1)]
+    assert sub.expected_values({})["band2"] == parse_number("27.3")
 
 
 def test_it_does_not_apply_where_it_cannot_help_or_cannot_be_exact() -> None:
@@ -66,7 +68,10 @@ def test_it_does_not_apply_where_it_cannot_help_or_cannot_be_exact() -> None:
     assert CHAIN.derive(_one("income / 3 + 3"), 0, {"income": 1}) is None  # 1/3 cannot be written exactly
     label = Procedure.model_validate({"name": "p", "inputs": [{"name": "tier", "type": "string"}],
                                       "steps": [{"var": "s", "expr": "1 if tier == 'gold' else 2 + 1"}]})
-    assert CHAIN.derive(label, 0, {"tier": "gold"}) is None  # a text operand
+    # a text compared is a sub-step of its own (it was refused as a text operand; issue 44, part 2)
+    sub = CHAIN.derive(label, 0, {"tier": "gold"})
+    assert sub is not None
+    assert [(x.var, x.expr) for x in sub.steps] == [("t1", "'gold' == 'gold'"), ("t2", "2 + 1"), ("s", "1 if t1 else t2")]
 
 
 def _operations(expr: str) -> int:
@@ -131,3 +136,4 @@ def test_a_rung_that_does_not_apply_is_named_in_the_result() -> None:
     event = next(d for d in result.deviations if d.action == "reprompt")
     # a one-step procedure was already asked alone: resampled, not narrowed (the same request again)
     assert event.rung == "resample" and "chain does not apply to this step; asked resample" in event.detail
+    assert "fewer than two operations" in event.detail  # and why, named (Rung.refusal)

@@ -25,7 +25,10 @@ def test_a_single_operation_whose_rounding_folds_in_is_not_asked_as_itself(name:
     where it does not apply and the ladder should say so."""
     rung = get_rung(name)
     power = _one("a ** -1", ("a",), type="decimal", scale=2)
-    assert rung.derive(power, 0, {"a": Fraction(3)}) is None
+    # the power is asked as the quotient it is (an exact rewrite, issue 44 part 2), which the division rungs re-ask
+    sub = rung.derive(power, 0, {"a": Fraction(3)})
+    assert sub is not None and [(s.var, s.expr, s.scale) for s in sub.steps] == [("r", "1 / 3", 2)]
+    assert rung.derive(_one("a // b", ("a", "b")), 0, {"a": Fraction(7), "b": Fraction(2)}) is None  # nothing to rewrite: not itself again
     tie = _one("a / b", ("a", "b"), type="decimal", scale=2)
     env = {"a": parse_number("0.375000001"), "b": Fraction(3)}  # 0.1250000003...: its digits at 5 places round to 0.12
     assert get_rung("long_divide").derive(tie, 0, env) is None
@@ -39,11 +42,11 @@ def test_a_single_operation_whose_rounding_folds_in_is_not_asked_as_itself(name:
 
 def test_digits_says_it_does_not_apply_to_a_single_operation_it_cannot_split() -> None:
     """The run: one re-ask, said to be the ladder's fallback, not ten calls of the same line."""
-    proc = _one("a ** -1", ("a",), type="decimal", scale=2)
+    proc = _one("a // b", ("a", "b"), type="decimal", scale=2)
     model = ScriptedModel(always_wrong={"r"})
     config = GuardConfig.for_procedure(proc, ladder=("digits",), max_reprompts_per_step=1, on_exhausted="flag")
     with pytest.warns(UserWarning):
-        result = Guard(model, config).run(proc, {"a": "3"})
+        result = Guard(model, config).run(proc, {"a": "7", "b": "2"})
     assert result.status == "flagged" and len(model.calls) == 2
     assert any("digits does not apply" in (d.detail or "") for d in result.deviations)
 

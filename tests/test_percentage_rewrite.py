@@ -45,10 +45,13 @@ def test_a_quotient_in_a_product_moves_last() -> None:
     assert _rewritten("a / b * (c / d)") == "a * c / (b * d)"
     assert _rewritten("(x - y) / x * 100") == "(x - y) * 100 / x"
     assert _rewritten("a / b * 100 if b > 0 else 0") == "a * 100 / b if b > 0 else 0"  # each branch; the test as written
+    # issue 44, part 2: a sum over the one divisor, and min/max with a quotient as the conditional it is
+    assert _rewritten("a / b + c") == "(a + c * b) / b"
+    assert _rewritten("max(a / b * 100, 0)") == "a * 100 / b if a * 100 * b >= 0 * (b * b) else 0"
 
 
 def test_what_has_no_quotient_to_move_is_left_alone() -> None:
-    for expr in ("a * b / c", "a / b", "a + b * c", "max(a / b * 100, 0)", "a / b + c", "a // b * c"):
+    for expr in ("a * b / c", "a / b", "a + b * c", "a // b * c", "min(a, b * c)"):
         assert _rewritten(expr) is None, expr
 
 

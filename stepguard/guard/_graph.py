@@ -124,6 +124,17 @@ def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | No
         return None
 
 
+def _refusal(rung: Rung, ctx: RunContext, state: GuardState) -> str:
+    """Why ``rung`` does not apply to the failing step (:meth:`Rung.refusal`), for the re-prompt's event."""
+    step = ctx.procedure.steps[state.cursor]
+    if not step.computes:
+        return f"a {step.kind} step has no expression to derive sub-steps from"
+    try:
+        return rung.refusal(ctx.procedure, state.cursor, ctx.env(state))
+    except (ValueError, StepguardError):
+        return "its sub-procedure is refused by our own limits"
+
+
 def _derived_procedure(state: GuardState, ctx: RunContext) -> Procedure | None:
     """The sub-procedure of the pending rung, or ``None`` (ask the step as it is)."""
     rung = _rung(state)
@@ -621,8 +632,11 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # resample temperature got it right 6 times (benchmarks/probe_single_ops.py --resample)
         alone = state.chunk_end - state.chunk_start == 1  # the failing chunk was this step alone
         fallback = "narrow" if attempt == 1 and not alone else "resample"
-        why = f"nested {MAX_NESTING} derived rungs deep" if ctx.depth >= MAX_NESTING else "does not apply to this step"
-        dev = dev.model_copy(update={"detail": f"{dev.detail} [{rung} {why}; asked {fallback}]".strip()})
+        if ctx.depth >= MAX_NESTING:
+            why = f"nested {MAX_NESTING} derived rungs deep; asked {fallback}"
+        else:  # and the form it does not re-ask, named (Rung.refusal)
+            why = f"does not apply to this step; asked {fallback}; {_refusal(chosen, ctx, state)}"
+        dev = dev.model_copy(update={"detail": f"{dev.detail} [{rung} {why}]".strip()})
         rung = fallback
     note = correction_note(ctx.procedure, state.cursor, dev if state.deviation is None else state.deviation, ctx.env(state))
     return {

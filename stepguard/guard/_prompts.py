@@ -81,7 +81,7 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
 
 
-PROMPT_FORMS = 6
+PROMPT_FORMS = 7
 """The version of the prompt text the code writes around the templates: the kinds' step lines,
 answer shapes and correction notes, the rungs' sub-step prompts. It is part of
 :meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is
@@ -100,7 +100,11 @@ past the scale that round right, and ``chain`` asks a conditional as its conditi
 chosen (docs/lab/2026-11-30-production-suite.md, "The suite with the digit rungs"). 6: a digit sheet compares two whole
 numbers of as many digits by the first place their digits differ, one single-digit choice
 (``max(6, 1)``, not ``max(60, 12)``); a multiple equal to the remainder, and a mixed-sign sum's
-magnitudes of different lengths, are read, not asked."""
+magnitudes of different lengths, are read, not asked. 7: ``chain`` asks more steps in exact rewrites
+(a sum over one divisor, a power as its product, a remainder by its floor quotient, a comparison
+times its divisor's square, ``min``/``max`` of three as two choices, of a quotient as a conditional),
+a chained comparison as ``and`` of its links, a text compared or chosen as a literal, and
+``round(x / y, k)`` as one quotient to ``k`` places (docs/rung-coverage.md)."""
 
 
 class PromptSet:

@@ -68,6 +68,9 @@ class Rung:
     nested_ladder: tuple[str, ...] = ("narrow", "resample")
     nested_tries: int = 2
     one_at_a_time: bool = False
+    applies_to: str = ""
+    """The one form a derived rung re-asks, for its refusal (``an integer sum or difference of two
+    operands``); empty for a rung that composes others and says its own (:meth:`refusal`)."""
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The sub-procedure that computes step ``index`` (0-based) from the committed values ``env``.
@@ -79,6 +82,18 @@ class Rung:
             not apply; then the ladder asks the step alone (``narrow``, later ``resample``).
         """
         return None
+
+    def refusal(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
+        """Why :meth:`derive` returns ``None`` for step ``index`` over ``env``, named: the form the rung
+        re-asks (:attr:`applies_to`) and the step's (``re-asks an integer sum or difference of two
+        operands only, not a sum with a decimal operand``); a rung that composes others says which
+        refused what.
+        Only meaningful where :meth:`derive` returned ``None``."""
+        if not self.derives:
+            return "asks the step as it is (derives no sub-steps)"
+        from stepguard.guard.rungs._arith import form_of
+
+        return f"re-asks {self.applies_to or 'another form'} only, not {form_of(procedure, index, env)}"
 
     def read(self, procedure: Procedure, index: int, env: Mapping[str, Number | str], texts: Mapping[str, str | None]) -> Read | None:
         """The step's value read by position from the verified sub-step values ``texts`` (``{var: value text}``)

@@ -39,6 +39,7 @@ class Bridge(Rung):
     """``bridge``: a carry or borrow asked through the round number, each sub-step checked (:func:`bridge_step`)."""
 
     name = "bridge"
+    applies_to = "an integer sum or difference of two operands that carries or borrows"
     derives = True
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:

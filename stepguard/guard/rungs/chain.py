@@ -33,15 +33,24 @@ division. ``effective_rate_pct = tax / income * 100`` (2 places, half to even) h
 The rewrite changes no value (over exact numbers ``a / b * c`` is ``a * c / b`` and ``a / b / c`` is
 ``a / (b * c)``), and steps whose plain chain applies are asked as before.
 
+The same rewrite takes in the other exact identities of the language where the step as written
+has a value no model can write (:func:`quotient_last`: a sum over one divisor, a power as its
+product, a remainder by its floor quotient, a comparison times its divisor's square, ``min``/``max``
+of three two at a time and of a quotient as a conditional). A text compared or chosen is written
+as a literal (``t1 = 'gold' == 'gold'``), a chained comparison as ``and`` of its links, and
+``round(x / y, 2)`` with an endless quotient as the one quotient asked to 2 places half to even.
+
 The rung does not apply (the ladder asks the step alone) to a step of fewer than two operations,
-one that reads a text value, or one with an intermediate value that is not a finite decimal in
-the step as written and in that rewrite (a model could not write ``1/3`` exactly): that is said
-in the re-prompt's event.
+one that does arithmetic on a text value, or one with an intermediate value that is not a finite
+decimal in the step as written and in that rewrite (a model could not write ``1/3`` exactly): the
+re-prompt's event says which (:func:`chain_refusal`).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+import re
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -52,12 +61,41 @@ from stepguard.guard.rungs._arith import decimal_places, derived
 from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
 from stepguard.procedure import Procedure
 
-__all__ = ["Chain", "chain_steps", "quotient_last"]
+__all__ = ["Chain", "chain_refusal", "chain_steps", "quotient_last"]
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 _LEAVES = (ast.Constant, ast.Name, ast.UnaryOp)
 """A branch a whole step keeps its choice sub-step over: a constant, a name, or a unary sign (``-5``, ``-x``), not a binary operation."""
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_TEXT = 200
+"""Longest text a sub-step writes as a literal (the evaluator's cap on a string literal)."""
+
+
+def _reader(expr: str) -> str:
+    """The operation of a sub-step's expression in words: ``max()``, ``a product``, ``a comparison``."""
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return "a later sub-step"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return f"{node.func.id}()"
+    if isinstance(node, ast.BinOp):
+        return {ast.Add: "a sum", ast.Sub: "a difference", ast.Mult: "a product", ast.Div: "a quotient", ast.FloorDiv: "a floor quotient",
+                ast.Mod: "a remainder", ast.Pow: "a power"}.get(type(node.op), "an operation")
+    if isinstance(node, ast.Compare):
+        return "a comparison"
+    if isinstance(node, ast.IfExp):
+        return "a choice"
+    return "a later sub-step"
+
+
+def _unwritable(node: ast.AST) -> str:
+    """What the chain cannot write as one operation over literals, named."""
+    if isinstance(node, ast.Compare):
+        return "a membership test (in, not in)"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return f"{node.func.id}() of a text"
+    return f"{type(node).__name__} is not an operation of the chain"
 
 
 @register
@@ -74,9 +112,13 @@ class Chain(Rung):
         """See :func:`chain_steps`."""
         return chain_steps(procedure, index, env)
 
+    def refusal(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
+        """See :func:`chain_refusal`."""
+        return chain_refusal(procedure, index, env) or "applies"
+
 
 class _Unsplittable(Exception):
-    """The expression holds something the chain cannot write as single operations."""
+    """The expression holds something the chain cannot write as single operations; the message names it."""
 
 
 def _literal(value: Any) -> str:
@@ -85,9 +127,11 @@ def _literal(value: Any) -> str:
     if isinstance(value, (int, Fraction)):
         text = format_number(value)
         if "/" in text:  # not a finite decimal: no exact way to write it
-            raise _Unsplittable
+            raise _Unsplittable("a value it reads is not a finite decimal")
         return f"({text})" if text.startswith("-") else text
-    raise _Unsplittable  # a text value: not arithmetic
+    if isinstance(value, str) and len(value) <= _TEXT:
+        return repr(value)  # a text compared or chosen (``zone == 'EU'``, ``'high' if t2 else 'low'``)
+    raise _Unsplittable(f"a value read is not a number or a short text ({type(value).__name__})")
 
 
 class _Writer:
@@ -98,6 +142,10 @@ class _Writer:
         self.env, self.prefix, self.compiled = env, prefix, compiled
         self.exprs: list[str] = []
         self.kinds: list[str] = []
+        self.extras: list[dict[str, Any]] = []
+        """Each sub-step's own ``scale`` and ``rounding`` (a ``round(x / y, 2)`` asked as one quotient to 2 places), or ``{}``."""
+        self.rewrote = False
+        """Whether a sub-step asks an operation other than the step's (``round(x / y, 2)`` as ``x / y`` to 2 places)."""
         self.root: ast.AST | None = root if root is not None or compiled is None else compiled.tree.body
         """The node whose value is the step's: the expression, or the branch a conditional there takes."""
         self.chose = False
@@ -111,26 +159,78 @@ class _Writer:
     def _truth(self, node: ast.expr) -> bool:
         """A condition's value over the committed values (the evaluator's); unsplittable where it is not a boolean."""
         if self.compiled is None:
-            raise _Unsplittable
+            raise _Unsplittable("a conditional with no expression to evaluate its condition")
         try:
             value = CompiledExpression(self.compiled.source, (), ast.Expression(body=node), self.compiled.limits).evaluate(self.env)
-        except StepguardError:
-            raise _Unsplittable from None
+        except StepguardError as exc:
+            raise _Unsplittable(f"a condition does not evaluate ({exc.args[0] if exc.args else exc})") from None
         if not isinstance(value, bool):
-            raise _Unsplittable
+            raise _Unsplittable("a conditional whose condition is not true or false")
         return value
 
-    def _new(self, expr: str, kind: str = "number") -> str:
+    def _new(self, expr: str, kind: str = "number", **extra: Any) -> str:
         self.exprs.append(expr)
         self.kinds.append(kind)
+        self.extras.append(extra)
         return f"{self.prefix}{len(self.exprs)}"
+
+    def _value(self, node: ast.expr) -> Any:
+        """A sub-expression's value over the committed values, or ``None`` where it does not evaluate."""
+        if self.compiled is None:
+            return None
+        try:
+            return CompiledExpression(self.compiled.source, (), ast.Expression(body=node), self.compiled.limits).evaluate(self.env)
+        except StepguardError:
+            return None
+
+    def _rounded_quotient(self, node: ast.Call) -> str | None:
+        """``round(x / y, k)`` whose quotient is no finite decimal, as one sub-step ``x / y`` to ``k`` places
+        half to even (what ``round`` does, exactly), since no model can write the quotient itself."""
+        if not isinstance(node.func, ast.Name) or node.func.id != "round" or not node.args or len(node.args) > 2:
+            return None
+        inner, places = node.args[0], node.args[1] if len(node.args) == 2 else None
+        k = 0 if places is None else places.value if isinstance(places, ast.Constant) and type(places.value) is int else -1
+        if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div)) or not 0 <= k <= 30 or _finite(self._value(inner)):
+            return None
+        a, b = self.emit(inner.left), self.emit(inner.right)
+        self.rewrote = True
+        return self._new(f"{a} / {b}", scale=k, rounding="ROUND_HALF_EVEN")
+
+    def _over_literals(self, node: ast.expr) -> str:
+        """``node``'s source with the values it reads written in (a branch not taken, kept as it is written)."""
+        def put(n: ast.AST) -> ast.AST:
+            if isinstance(n, ast.Name) and n.id in self.env and n.id not in ("min", "max", "abs", "round"):
+                return ast.Name(id=_literal(self.env[n.id]))
+            if isinstance(n, ast.Constant) and not isinstance(n.value, (str, bool)):
+                return ast.Name(id=_literal(n.value))
+            for field, value in ast.iter_fields(n):
+                if isinstance(value, list):
+                    setattr(n, field, [put(v) if isinstance(v, ast.AST) else v for v in value])
+                elif isinstance(value, ast.AST):
+                    setattr(n, field, put(value))
+            return n
+        return f"({ast.unparse(put(copy.deepcopy(node)))})"
+
+    def _branch(self, node: ast.expr, taken: bool) -> str:
+        """A branch of a whole step's choice sub-step: its sub-steps, or, where it is not taken and has
+        a value no model can write (``d / c``, endless), its expression over the values, unasked."""
+        if taken:
+            return self.emit(node)
+        mark = len(self.exprs)
+        try:
+            if _finite(self._value(node)):
+                return self.emit(node)
+        except _Unsplittable:
+            pass
+        del self.exprs[mark:], self.kinds[mark:], self.extras[mark:]
+        return self._over_literals(node)
 
     def emit(self, node: ast.AST) -> str:
         if isinstance(node, ast.Constant):
             return _literal(node.value)
         if isinstance(node, ast.Name):
             if node.id not in self.env:
-                raise _Unsplittable
+                raise _Unsplittable("a name it reads has no committed value")
             return _literal(self.env[node.id])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
             value: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
@@ -144,18 +244,24 @@ class _Writer:
             a, b = self.emit(node.left), self.emit(node.right)
             return self._new(f"{a} {_OPS[type(node.op)]} {b}")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if (quotient := self._rounded_quotient(node)) is not None:
+                return quotient
             args = [self.emit(x) for x in node.args]
             return self._new(f"{node.func.id}({', '.join(args)})")
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
-            a, b = self.emit(node.left), self.emit(node.comparators[0])
-            return self.compare(a, type(node.ops[0]), b)
+        if isinstance(node, ast.Compare) and all(type(op) in _CMP for op in node.ops):
+            # a chained comparison ``0 <= x <= 10`` is ``0 <= x and x <= 10``, each side's sub-steps once
+            sides = [self.emit(node.left), *(self.emit(c) for c in node.comparators)]
+            tests = [self.compare(a, type(op), b) for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True)]
+            return tests[0] if len(tests) == 1 else self._new(" and ".join(tests), "boolean")
         if isinstance(node, ast.BoolOp):
             word = "and" if isinstance(node.op, ast.And) else "or"
             parts = [self.emit(v) for v in node.values]
             return self._new(f" {word} ".join(parts), "boolean")
         if isinstance(node, ast.IfExp):
             if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
-                cond, then, other = self.emit(node.test), self.emit(node.body), self.emit(node.orelse)
+                cond = self.emit(node.test)
+                truth = self._truth(node.test)
+                then, other = self._branch(node.body, truth), self._branch(node.orelse, not truth)
                 return self._new(f"{then} if {cond} else {other}")
             self.emit(node.test)
             taken = node.body if self._truth(node.test) else node.orelse
@@ -163,7 +269,7 @@ class _Writer:
                 self.root = taken  # the branch taken is the step's value too
                 self.chose = True
             return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
-        raise _Unsplittable
+        raise _Unsplittable(_unwritable(node))
 
 
     def compare(self, a: str, op: type[ast.cmpop], b: str) -> str:
@@ -220,12 +326,25 @@ def chain_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str
         is not a finite decimal (``bmi = 75.8 / (1.9 * 1.9)``), the last operation carries the
         rounding instead (``bmi = 75.8 / t1``, rounded half up to 1 place).
     """
+    sub = _chain_or_why(procedure, index, env)
+    return None if isinstance(sub, str) else sub
+
+
+def chain_refusal(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
+    """Why :func:`chain_steps` returns ``None`` for step ``index`` over ``env``, named (as written,
+    and in the exact rewrite where one was tried); ``""`` where it applies."""
+    sub = _chain_or_why(procedure, index, env)
+    return sub if isinstance(sub, str) else ""
+
+
+def _chain_or_why(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | str:
     compiled = procedure.compiled[index]
     if compiled is None:
-        return None
+        return "the step has no expression"
     sub = _chain(procedure, index, env, compiled, compiled.tree.body)
-    if sub is None and (rewritten := quotient_last(compiled.tree.body)) is not None:
-        sub = _chain(procedure, index, env, compiled, rewritten)
+    if isinstance(sub, str) and (rewritten := quotient_last(compiled.tree.body)) is not None:
+        again = _chain(procedure, index, env, compiled, rewritten, rewritten=True)
+        sub = again if not isinstance(again, str) else f"{sub}; in its exact rewrite (quotient_last): {again}"
     return sub
 
 
@@ -249,15 +368,120 @@ def _div(a: ast.expr, b: ast.expr) -> ast.expr:
     return ast.BinOp(left=a, op=ast.Div(), right=b)
 
 
+_POWER = 4
+"""The largest whole exponent (either sign) a power is rewritten as a product (``b ** 2`` as ``b * b``) for."""
+
+
+def _exponent(node: ast.expr) -> int | None:
+    """A power's exponent where it is a whole constant from -:data:`_POWER` to :data:`_POWER`, not 0."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        sign, node = -1, node.operand
+    if isinstance(node, ast.Constant) and type(node.value) is int and 0 < node.value <= _POWER:
+        return sign * node.value
+    return None
+
+
+def _sum(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
+    """``a + b`` or ``a - b`` over one last division: ``x / y - z`` is ``(x - z * y) / y``,
+    ``x / y + u / v`` is ``(x * v + u * y) / (y * v)``."""
+    qa = isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div)
+    qb = isinstance(b, ast.BinOp) and isinstance(b.op, ast.Div)
+    if qa and qb:
+        assert isinstance(a, ast.BinOp) and isinstance(b, ast.BinOp)
+        top = ast.BinOp(left=_mul(a.left, b.right), op=op, right=_mul(b.left, a.right))
+        return _div(top, _mul(a.right, b.right))
+    if qa:
+        assert isinstance(a, ast.BinOp)
+        return _div(ast.BinOp(left=a.left, op=op, right=_mul(b, a.right)), a.right)
+    if qb:
+        assert isinstance(b, ast.BinOp)
+        return _div(ast.BinOp(left=_mul(a, b.right), op=op, right=b.left), b.right)
+    return ast.BinOp(left=a, op=op, right=b)
+
+
+def _floordiv(a: ast.expr, b: ast.expr) -> ast.expr:
+    """``a // b`` with a quotient in either side moved into the one division: ``(x / y) // b`` is
+    ``x // (y * b)`` and ``a // (x / y)`` is ``(a * y) // x`` (the same quotient, then its floor)."""
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div):
+        return _floordiv(a.left, _mul(a.right, b))
+    if isinstance(b, ast.BinOp) and isinstance(b.op, ast.Div):
+        return _floordiv(_mul(a, b.right), b.left)
+    return ast.BinOp(left=a, op=ast.FloorDiv(), right=b)
+
+
 def _hoist(node: ast.expr) -> ast.expr:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
         a, b = _hoist(node.left), _hoist(node.right)
         return _mul(a, b) if isinstance(node.op, ast.Mult) else _div(a, b)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and (k := _exponent(node.right)) is not None:
+        base = _hoist(node.left)
+        product = base
+        for _ in range(abs(k) - 1):
+            product = _mul(product, base)
+        return product if k > 0 else _div(ast.Constant(value=1), product)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+        return _floordiv(_hoist(node.left), _hoist(node.right))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):  # a % b is a - b * (a // b), by Python's definition
+        a, b = _hoist(node.left), _hoist(node.right)
+        return ast.BinOp(left=a, op=ast.Sub(), right=_mul(b, _floordiv(a, b)))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _sum(_hoist(node.left), node.op, _hoist(node.right))
     if isinstance(node, ast.BinOp):
         return ast.BinOp(left=_hoist(node.left), op=node.op, right=_hoist(node.right))
-    if isinstance(node, ast.IfExp):  # each branch on its own; the condition as written
-        return ast.IfExp(test=node.test, body=_hoist(node.body), orelse=_hoist(node.orelse))
-    return node  # a name, a constant, a call (its arguments are values of their own), a comparison
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _hoist(node.operand)
+        if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):  # -(x / y) is (-x) / y
+            return _div(ast.UnaryOp(op=ast.USub(), operand=inner.left), inner.right)
+        return ast.UnaryOp(op=node.op, operand=inner)
+    if isinstance(node, ast.IfExp):  # each branch on its own, and the condition
+        return ast.IfExp(test=_hoist(node.test), body=_hoist(node.body), orelse=_hoist(node.orelse))
+    if isinstance(node, ast.Compare):
+        return _compare(node)
+    if isinstance(node, ast.BoolOp):
+        return ast.BoolOp(op=node.op, values=[_hoist(v) for v in node.values])
+    if isinstance(node, ast.UnaryOp):
+        return ast.UnaryOp(op=node.op, operand=_hoist(node.operand))
+    if isinstance(node, ast.Call):  # each argument is a value of its own
+        args = [_hoist(a) for a in node.args]
+        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) > 2:
+            # min(a, b, c) is min(min(a, b), c): two values a choice
+            nested = ast.Call(func=node.func, args=args[:2], keywords=[])
+            for more in args[2:]:
+                nested = ast.Call(func=node.func, args=[nested, more], keywords=[])
+            return _hoist(nested)
+        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) == 2 and any(
+                isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div) for a in args):
+            # max(x / y, z) is x / y if x / y >= z else z: the comparison's quotient cleared, the quotient last
+            op: ast.cmpop = ast.GtE() if node.func.id == "max" else ast.LtE()
+            test = _compare(ast.Compare(left=args[0], ops=[op], comparators=[args[1]]))
+            return ast.IfExp(test=test, body=args[0], orelse=args[1])
+        return ast.Call(func=node.func, args=args, keywords=[])
+    return node  # a name, a constant
+
+
+def _times_square(x: ast.expr, y: ast.expr) -> ast.expr:
+    """``x * (y * y)``, where ``x`` is ``w / y``: ``w * y``."""
+    if isinstance(x, ast.BinOp) and isinstance(x.op, ast.Div) and ast.dump(x.right) == ast.dump(y):
+        return _mul(x.left, y)
+    return _mul(x, ast.BinOp(left=y, op=ast.Mult(), right=y))
+
+
+def _compare(node: ast.Compare) -> ast.expr:
+    """A comparison with its sides' quotients cleared: ``x / y < z`` is ``x * y < z * (y * y)``, both
+    sides times the divisor's square (positive, so the comparison holds as it did, whatever the
+    divisor's sign); a chained comparison first as ``and`` of its links."""
+    sides = [_hoist(side) for side in (node.left, *node.comparators)]
+    links: list[ast.expr] = []
+    for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True):
+        for _ in range(2):  # each side's one quotient (after _hoist a side has at most one, outermost)
+            divided = next((x for x in (a, b) if isinstance(x, ast.BinOp) and isinstance(x.op, ast.Div)), None)
+            if divided is None or isinstance(op, (ast.In, ast.NotIn)):
+                break
+            divisor = divided.right
+            a, b = (_times_square(x, divisor) for x in (a, b))
+        links.append(ast.Compare(left=a, ops=[op], comparators=[b]))
+    return links[0] if len(links) == 1 else ast.BoolOp(op=ast.And(), values=links)
 
 
 def quotient_last(node: ast.expr) -> ast.expr | None:
@@ -266,52 +490,73 @@ def quotient_last(node: ast.expr) -> ast.expr | None:
 
     Over exact numbers ``a / b * c`` is ``a * c / b``, ``c * (a / b)`` is ``c * a / b``, ``a / b / c``
     is ``a / (b * c)`` and ``a / (b / c)`` is ``a * c / b``; the divisors are the ones the expression
-    divides by, so no division by zero is added. Sums, calls and conditions are kept as written (a
-    conditional's branches are rewritten each). ``tax / income * 100`` becomes ``tax * 100 / income``:
-    a percentage as one division.
+    divides by, so no division by zero is added. A power with a whole exponent from -4 to 4 is its
+    product (``b ** 2`` is ``b * b``, ``b ** -1`` is ``1 / b``), a floor quotient takes its sides'
+    quotients into its one division (``(x / y) // b`` is ``x // (y * b)``), and a remainder is
+    ``a - b * (a // b)``, Python's own definition of ``%``. A sum or difference takes its sides'
+    quotients over one divisor (``x / y - z`` is ``(x - z * y) / y``), a comparison is multiplied
+    through by its divisors' squares (``x / y < z`` is ``x * y < z * (y * y)``: a square is positive,
+    so the comparison's truth is kept), a chained comparison is ``and`` of its links, and ``min`` or
+    ``max`` of more than two values nests two at a time (``max(a, b, c)`` is ``max(max(a, b), c)``);
+    a ``min`` or ``max`` with a quotient is the conditional it is (``max(x / y, z)`` is ``x / y if
+    x * y >= z * (y * y) else z``). A call's
+    arguments and a conditional's condition and branches are rewritten each, as values of their own. ``tax / income * 100`` becomes
+    ``tax * 100 / income``: a percentage as one division.
 
     Args:
         node: the expression tree (``CompiledExpression.tree.body``); it is not changed.
 
     Returns:
-        A new tree, or ``None`` where the expression has no quotient to move.
+        A new tree, or ``None`` where the expression has nothing to rewrite.
     """
     rewritten = _hoist(node)
     return None if ast.dump(rewritten) == ast.dump(node) else rewritten
 
 
 def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], compiled: CompiledExpression,
-           body: ast.AST) -> Procedure | None:
-    """:func:`chain_steps` over the tree ``body``: the step's expression or an exact rewrite of it."""
+           body: ast.AST, rewritten: bool = False) -> Procedure | str:
+    """:func:`chain_steps` over the tree ``body``: the step's expression or, ``rewritten``, an exact
+    rewrite of it (whose one operation may differ from the step's: ``b ** 2`` as ``b * b``); where the
+    chain does not apply, why, named."""
     step = procedure.steps[index]
     writer = _Writer(env, "t", compiled, body)
     try:
         last = writer.emit(body)
-    except _Unsplittable:
-        return None
+    except _Unsplittable as exc:
+        return str(exc)
     n = len(writer.exprs)
     if n == 0 or last != f"t{n}":
-        return None
+        return "the step is one value (a copy or a constant), no operation"
     try:
         exact = compiled.evaluate(env)
-    except StepguardError:  # a division by zero over these values: nothing to ask
-        return None
-    rounds, finite = _rounds(step.scale, exact), _finite(exact)
-    if n < 2 and not rounds and not writer.chose:
-        return None
+    except StepguardError as exc:  # a division by zero over these values: nothing to ask
+        return f"the step does not evaluate ({exc})"
+    rounds, finite = _rounds(step.scale, exact), _finite(exact) or isinstance(exact, str)
+    rewritten = rewritten or writer.rewrote
+    if n < 2 and not rounds and not writer.chose and not rewritten:
+        return "fewer than two operations (one operation is single's)"
     steps: list[dict[str, Any]] = [
-        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {})}
-        for i, (e, k) in enumerate(zip(writer.exprs, writer.kinds, strict=True), start=1)
+        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {}), **x}
+        for i, (e, k, x) in enumerate(zip(writer.exprs, writer.kinds, writer.extras, strict=True), start=1)
     ]
-    if rounds and finite:  # the rounding rule as its own last sub-step, over the exact value
+    own = {"scale": step.scale, "rounding": step.rounding} if step.scale is not None else {}
+    if (rounds and finite) or (writer.extras[-1] and writer.extras[-1] != own):
+        # the rounding rule as its own last sub-step, over the exact value (or over a sub-step rounded its own way)
         steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
     # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
     # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
-    if (len(steps) < 2 and not writer.chose) or not (finite or rounds):
-        return None  # the step itself again (one operation, its rounding folded in), or a last value no model can write
+    if len(steps) < 2 and not writer.chose and not rewritten:
+        return "one operation, its rounding folded in: the step itself again (single's)"
+    if not (finite or rounds):
+        return "its value is not a finite decimal and it has no scale to round it to"
     if step.choices is not None:
         steps[-1]["choices"] = list(step.choices)
     sub = derived(procedure, index, steps, "chain")
-    if sub is None or not all(_finite(v) for var, v in sub.expected_values({}).items() if var != step.var):
-        return None
+    if sub is None:
+        return "a sub-step does not evaluate or our limits refuse the sub-procedure"
+    for var, v in sub.expected_values({}).items():
+        if var != step.var and not _finite(v):
+            reader = next((s for s in sub.steps if re.search(rf"\b{var}\b", s.expression or "")), None)
+            return ("an intermediate value is not a finite decimal (no model can write it exactly)"
+                    + (f", and {_reader(reader.expression or '')} reads it" if reader is not None else ""))
     return sub

@@ -48,6 +48,7 @@ class Choice(Rung):
     """``choice``: ``min``/``max`` as a checked comparison, then the value chosen (:func:`choice_steps`)."""
 
     name = "choice"
+    applies_to = "min or max of two numbers"
     derives = True
     one_at_a_time = True
 

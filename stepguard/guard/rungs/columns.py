@@ -72,4 +72,5 @@ class Columns(DigitRung):
     """``columns``: a sum or difference by written columns, read by position (:func:`column_steps`)."""
 
     name = "columns"
+    applies_to = "a sum or difference of two finite decimals"
     sheet = staticmethod(column_steps)

@@ -24,6 +24,7 @@ class Commute(Rung):
     """``commute``: the failing step once over its operand values, swapped, signs folded; one resampled retry."""
 
     name = "commute"
+    applies_to = "an integer sum or difference of two operands"
     derives = True
     nested_ladder = ("resample",)
     nested_tries = 1

@@ -29,6 +29,7 @@ class Decompose(Rung):
     """``decompose``: the failing step as place-value sub-steps, each checked (:func:`decompose_step`)."""
 
     name = "decompose"
+    applies_to = "an integer sum, difference or product of two operands"
     derives = True
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:

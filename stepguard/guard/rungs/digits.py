@@ -73,6 +73,18 @@ class Digits(DigitRung):
             sub = sub or get_rung(name).derive(procedure, index, env)
         return sub
 
+    def refusal(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
+        """No sheet of :data:`DIGIT_ORDER` and none of :data:`NON_DIGIT_ORDER` re-asks the step's one
+        operation, or ``chain``'s reason for a step of several."""
+        from stepguard.guard.rungs._arith import form_of
+        from stepguard.guard.rungs.chain import chain_refusal
+
+        chain = chain_refusal(procedure, index, env)
+        if chain and not chain.startswith(("fewer than two operations", "one operation", "the step is one value")):
+            return f"chain: {chain}"
+        sheets, others = ", ".join(DIGIT_ORDER), ", ".join(NON_DIGIT_ORDER)
+        return f"no digit sheet ({sheets}) and neither of {others} re-asks {form_of(procedure, index, env)}"
+
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
                       sub: Procedure | None = None) -> GuardConfig:
         """A sheet's as :class:`DigitRung`'s; ``chain`` sub-steps' one a call with the values they read

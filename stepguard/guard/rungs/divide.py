@@ -111,6 +111,7 @@ class Divide(Rung):
     """``divide``: a quotient by a small divisor, the point placed, then rounded to the step's scale (:func:`divide_steps`)."""
 
     name = "divide"
+    applies_to = "a quotient of two operands (/) whose digits, carried three places past the scale, round as the exact one"
     derives = True
     nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
     nested_tries = len(SUB_STEP_LADDER)

@@ -159,4 +159,5 @@ class LongDivide(DigitRung):
     """``long_divide``: a quotient digit by digit, each a checked choice, read by position (:func:`long_division`)."""
 
     name = "long_divide"
+    applies_to = "a quotient of two finite decimals (/) by a divisor other than a power of ten, to the step's scale"
     sheet = staticmethod(long_division)

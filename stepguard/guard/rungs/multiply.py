@@ -60,4 +60,5 @@ class LongMultiply(DigitRung):
     """``long_multiply``: a product by rows of single-digit products, read by position (:func:`long_multiplication`)."""
 
     name = "long_multiply"
+    applies_to = "a product of two non-zero finite decimals"
     sheet = staticmethod(long_multiplication)

@@ -68,6 +68,7 @@ class Partial(Rung):
     """``partial``: a product with a decimal factor as partial products and their sum (:func:`partial_products`)."""
 
     name = "partial"
+    applies_to = "a product of two operands, one with decimal places and two or more non-zero digits"
     derives = True
     nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
     nested_tries = len(SUB_STEP_LADDER)

@@ -53,6 +53,7 @@ class Scale(Rung):
     """``scale``: a decimal product or sum over whole numbers, then the point placed (:func:`scaled_product`)."""
 
     name = "scale"
+    applies_to = "a sum, difference or product of two finite decimals with decimal places"
     derives = True
     nested_ladder = SUB_STEP_LADDER  # a failing sub-step through the rung for its operation, then resampled
     nested_tries = len(SUB_STEP_LADDER)

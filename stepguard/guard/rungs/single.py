@@ -40,3 +40,9 @@ class Single(Rung):
             if sub is not None:
                 return sub
         return None
+
+    def refusal(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
+        """None of :data:`SINGLE_ORDER` re-asks the step's form (``a floor quotient with a decimal operand``)."""
+        from stepguard.guard.rungs._arith import form_of
+
+        return f"none of {', '.join(SINGLE_ORDER)} re-asks {form_of(procedure, index, env)}"

@@ -14,7 +14,7 @@ from stepguard.evaluator import Number
 from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, get_rung, register
 from stepguard.procedure import Procedure
 
-__all__ = ["Split"]
+__all__ = ["Split", "composed_refusal"]
 
 
 @register
@@ -30,3 +30,16 @@ class Split(Rung):
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The ``chain`` derivation where it applies, else the ``single`` one, else ``None``."""
         return get_rung("chain").derive(procedure, index, env) or get_rung("single").derive(procedure, index, env)
+
+    def refusal(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
+        """``chain``'s reason, and ``single``'s where the step has one operation."""
+        return composed_refusal(procedure, index, env, "single")
+
+
+def composed_refusal(procedure: Procedure, index: int, env: Mapping[str, Number | str], other: str) -> str:
+    """Why a rung that tries ``chain`` and then the rung ``other`` (``single``, ``digits``'s sheets)
+    does not apply: ``chain``'s reason, or ``other``'s where the chain leaves the step's one operation to it."""
+    chain = get_rung("chain").refusal(procedure, index, env)
+    if chain.startswith(("fewer than two operations", "one operation", "the step is one value")):
+        return get_rung(other).refusal(procedure, index, env)
+    return f"chain: {chain}"

@@ -76,6 +76,7 @@ class Tie(Rung):
     """``tie``: a rounding at an exact tie asked as its rule's arithmetic (:func:`tie_steps`)."""
 
     name = "tie"
+    applies_to = "a rounding of one value that lies exactly halfway"
     derives = True
     one_at_a_time = True
     nested_ladder = ("resample",)
