@@ -35,7 +35,7 @@ from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
 from stepguard.guard._result import outcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
-from stepguard.guard._window import StreamWatch, aread_window, next_window, read_window
+from stepguard.guard._window import StreamWatch, aread_window, first_try_tally, follow_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.kinds import KindVerdict, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
@@ -53,11 +53,11 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     cursor = state.cursor
     size = state.chunk_size or ctx.config.chunk_size
     rung = _rung(state)
-    if rung is not None and (not rung.whole_chunk or ctx.config.streamed):
+    if rung is not None and (not rung.whole_chunk or ctx.config.streams):
         size = 1  # streamed: the ladder runs on the failing step alone, then the stream goes on after it
-    elif rung is None and ctx.config.streamed:
-        # a first try in streamed mode: the whole window (adaptive: as wide as next_window said), cut at the first deviation
-        size = (state.chunk_size or ctx.config.window) if ctx.config.adaptive else ctx.config.window
+    elif rung is None and ctx.config.streams:
+        # a first try in streamed mode: the whole window (adaptive, follow: as wide as the commit said), cut at the first deviation
+        size = (state.chunk_size or ctx.config.window) if ctx.config.adaptive or ctx.config.follow else ctx.config.window
     steps = ctx.procedure.steps
     if kind_of(steps[cursor]).asked_alone:
         size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
@@ -246,7 +246,7 @@ def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> 
     """The line-by-line check of a streamed first try of a window of chunked steps; ``None`` for a
     call asked whole (chunked mode, a re-ask, a step asked alone). Each step it verifies goes to
     ``write`` (the run's ``custom`` stream) as the :class:`StepOutcome` the window will commit."""
-    if not ctx.config.streamed or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
+    if not ctx.config.streams or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
         return None
     proc, prov = ctx.procedure, dict(state.provenance)
 
@@ -500,7 +500,10 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         out.update(attempt=0, rung=None, note=None)
     elif verified:  # the failing step is a new one: its ladder starts afresh
         out.update(attempt=0)
-    if ctx.config.adaptive and ctx.config.streamed:
+    if ctx.config.follow:  # the window the accuracy measured so far allows, after every commit (a re-ask's too)
+        right, wrong = first_try_tally(reprompts, prov, values, pending=state.deviation is not None)
+        out["chunk_size"] = follow_window(right, wrong, ctx.config.window)
+    elif ctx.config.adaptive and ctx.config.streamed:
         if state.rung is None and state.chunk_end - state.chunk_start > 1:  # a window read, not a re-ask or a step asked alone
             out["chunk_size"] = next_window(state.chunk_end - state.chunk_start, ctx.config.window, len(verified),
                                             state.deviation is not None)

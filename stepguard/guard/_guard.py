@@ -386,7 +386,7 @@ class Guard:
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
-        size = ctx.config.window if ctx.config.streamed else ctx.config.chunk_size  # streamed: the first window's width
+        size = ctx.config.window if ctx.config.streams else ctx.config.chunk_size  # streamed: the first window's width
         return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": size, "events": [], "identity": ctx.identity}
 
     def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float, stored: Mapping[str, Any]) -> GuardResult:
