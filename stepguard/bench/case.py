@@ -9,6 +9,7 @@ it was made. :func:`row_outcomes` reads a row back as the benchmark's measures: 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP
@@ -47,6 +48,20 @@ def raw_request(inst: Instance | ProcedureCase, raw_tokens_per_step: int = RAW_T
     messages, max_tokens, _ = case_messages(inst)
     return messages, GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED,
                                         max_tokens=max_tokens or raw_max_tokens(inst.n_steps, raw_tokens_per_step))
+
+
+def refuse_computed(procedures: Iterable[Procedure]) -> None:
+    """Refuse guarded mode on a procedure with a step the evaluator computes (``execute: evaluator``):
+    the benchmark measures the model, and such a step's value is never the model's.
+
+    Raises:
+        ValueError: names the procedure and its first such step.
+    """
+    for procedure in procedures:
+        step = next((s for s, computed in zip(procedure.steps, procedure.evaluated, strict=True) if computed), None)
+        if step is not None:
+            raise ValueError(f"procedure {procedure.name!r}: step {step.var!r} is computed by the evaluator (execute: evaluator), "
+                             "and guarded mode measures the model: run it in raw mode, or remove execute: evaluator")
 
 
 def bound_model(model: ChatModel, procedure: Procedure) -> ChatModel:
@@ -106,6 +121,7 @@ async def arun_case(
         return raw_case_row(inst, resp, time.perf_counter() - t0)
     from stepguard.guard import Guard
 
+    refuse_computed([procedure])
     if guard is None or used is not model:
         guard = Guard(used, guard_config, observer=observer)
     try:

@@ -522,7 +522,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     ]
     # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
     # flagged, not verified, so a status or exit code 0 never stands for a value nothing checked
-    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool")), None)
+    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool", "computed")), None)
     kinds = {s.provenance for s in steps}
     if "missing" in kinds:
         status = "failed"

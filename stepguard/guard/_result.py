@@ -193,7 +193,7 @@ def input_text(value: Any, places: int | None = None) -> str | bool:
     return format_number(value) if isinstance(value, (int, Fraction)) else str(value)
 
 
-Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool"]
+Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool", "computed"]
 """Where a step's value came from.
 
 - ``model_verified``: the model wrote it and the evaluator agreed (``reprompts`` says after how many re-prompts).
@@ -203,6 +203,8 @@ Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "m
   type only; the run's status is then ``flagged``, never ``verified``.
 - ``missing``: no value (the run stopped before this step).
 - ``tool``: a tool step's value: the result of its tool, called once with arguments that every check passed.
+- ``computed``: the evaluator computed it itself (``execute: evaluator``); the model was never asked, and the
+  value is never counted as the model's.
 """
 
 

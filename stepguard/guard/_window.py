@@ -108,11 +108,13 @@ def first_try_tally(reprompts: Mapping[str, int], provenance: Mapping[str, str],
     """``(right, wrong)`` for :func:`follow_window`, read from a run's committed steps.
 
     A committed step is wrong when it took a re-prompt or its value is not the model's verified one
-    (``repaired``, ``flagged``), else right; ``pending`` counts the deviating step not yet committed.
+    (``repaired``, ``flagged``), else right, and a step the evaluator computed (``computed``) neither;
+    ``pending`` counts the deviating step not yet committed.
     Read from the checkpointed state, so a resumed run measures what it measured before.
     """
-    wrong = sum(1 for var in values if reprompts.get(var, 0) > 0 or provenance.get(var) in ("repaired", "flagged"))
-    return len(values) - wrong, wrong + (1 if pending else 0)
+    asked = [var for var in values if provenance.get(var) != "computed"]
+    wrong = sum(1 for var in asked if reprompts.get(var, 0) > 0 or provenance.get(var) in ("repaired", "flagged"))
+    return len(asked) - wrong, wrong + (1 if pending else 0)
 
 
 OnVerified = Callable[[str, str, int], None]
