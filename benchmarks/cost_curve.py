@@ -22,6 +22,11 @@ wall, ``CALL_S`` seconds a call plus ``TOKEN_S`` seconds an output token (calls 
 guard makes them). A mode *meets raw* on a measure (calls, prompt tokens, modelled wall) from the
 lowest p of the grid at which its mean, and every p above it, is within ``MEETS`` times raw's. The
 simulator's errors do not depend on how many steps a call asks: these figures are the controller's cost, never a model's accuracy.
+
+The embedded model's measured points (``--stores``, the committed 95-step runs of
+benchmarks/stores/curve: ``raw``, chunked ``digits``, ``streamed-digits``) go on the 95-step panels,
+marked apart: their p is the first-try accuracy measured there (1 - the steps that needed a re-ask,
+repair or flag / 95), their wall is the measured wall against raw's measured wall, not the model above.
 """
 
 from __future__ import annotations
@@ -167,14 +172,45 @@ def _at(found: float | None) -> str:
     return f"{found:g}" if found else "never"
 
 
-def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path) -> None:
+BAD = ("repaired", "flagged")
+MEASURED = {"chunked": "digits", "streamed": "streamed-digits"}
+"""The committed stores of the embedded model's 95-step runs, by the mode they ran (benchmarks/stores/curve)."""
+
+
+def measured(stores: Path) -> dict[str, dict[str, float]]:
+    """The embedded model's 95-step points: ``{mode: {p, calls, wall}}`` (calls and wall against raw's), from
+    the committed stores; ``{}`` where they are absent."""
+    def rows(name: str) -> list[dict[str, Any]]:
+        path = stores / name / "results.jsonl"
+        if not path.exists():
+            return []
+        return [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r.get("n_steps") == 95]
+
+    raw = rows("raw")
+    if not raw:
+        return {}
+    raw_calls = statistics.fmean(r["usage"]["model_calls"] for r in raw)
+    raw_wall = statistics.fmean(r["usage"]["wall_s"] for r in raw)
+    out = {}
+    for mode, name in MEASURED.items():
+        got = rows(name)
+        if not got:
+            continue
+        wrong = statistics.fmean(sum(1 for s in r["guard"]["steps"] if s.get("reprompts", 0) > 0 or s.get("provenance") in BAD)
+                                 for r in got)
+        out[mode] = {"p": 1 - wrong / 95, "calls": statistics.fmean(r["usage"]["model_calls"] for r in got) / raw_calls,
+                     "wall": statistics.fmean(r["usage"]["wall_s"] for r in got) / raw_wall}
+    return out
+
+
+def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, points: dict[str, dict[str, float]] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     colours = {"raw": "black", "chunked": "tab:blue", "streamed": "tab:orange", "follow": "tab:green", "reask": "tab:red"}
-    fig, grid = plt.subplots(2, len(table), figsize=(4.2 * len(table), 8), sharey="row", squeeze=False)
+    fig, grid = plt.subplots(2, len(table), figsize=(4.4 * len(table), 11), sharey="row", squeeze=False)
     for row, measure in enumerate(("calls", "wall")):
         for ax, (family, modes) in zip(grid[row], table.items(), strict=True):
             raw = modes["raw"]
@@ -186,6 +222,10 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path) 
                         color=colours[mode], label=label)
                 if found:
                     ax.plot([1 - found], [curve[found][measure] / raw[found][measure]], marker="*", ms=12, color=colours[mode])
+            if family == "95":
+                for mode, point in (points or {}).items():
+                    ax.plot([1 - point["p"]], [point[measure]], marker="X", ms=10, ls="none", color=colours[mode], markeredgecolor="black",
+                            label=f"{mode}, embedded 1.5B, MEASURED (first-try p {point['p']:.3f})")
             ax.axhline(MEETS, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -193,10 +233,11 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path) 
             ax.set_title(f"{family + ' steps' if family.isdigit() else 'production procedures'}: {MEASURES[measure]} (SIMULATED)",
                          fontsize=9)
             ax.set_xlabel("per-step error rate 1 - p (more accurate to the right)", fontsize=8)
-            ax.legend(fontsize=7, loc="upper right")
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: never over a curve
     grid[0][0].set_ylabel("model calls / raw's (raw: 1 call)")
     grid[1][0].set_ylabel(f"modelled wall / raw's ({CALL_S} s a call + {TOKEN_S} s an output token)")
-    fig.suptitle("What the guard costs against the model's per-step accuracy: seeded simulator, SIMULATED", fontsize=11)
+    fig.suptitle("What the guard costs against the model's per-step accuracy: seeded simulator, SIMULATED "
+                 "(X: the embedded 1.5B model's committed 95-step runs, MEASURED: calls, and measured seconds against raw's)", fontsize=10)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
@@ -208,11 +249,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--p", default=",".join(map(str, P_GRID)), help="per-step accuracies, comma-separated")
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "cost_curve.png")
     ap.add_argument("--json", type=Path, default=None, help="also write the means as JSON here")
+    ap.add_argument("--table", type=Path, default=None, help="draw from means a run wrote with --json, running nothing")
+    ap.add_argument("--stores", type=Path, default=ROOT / "benchmarks" / "stores" / "curve",
+                    help="the embedded model's committed 95-step stores, drawn as measured points")
     args = ap.parse_args(argv)
     logging.getLogger("instructor").setLevel(logging.CRITICAL)  # its given-up attempts are counted in the table
-    table = run(args.per_length, [float(p) for p in args.p.split(",")])
+    if args.table is not None:
+        saved = json.loads(args.table.read_text(encoding="utf-8"))
+        table = {f: {m: {float(p): v for p, v in c.items()} for m, c in ms.items()} for f, ms in saved.items()}
+    else:
+        table = run(args.per_length, [float(p) for p in args.p.split(",")])
     print_table(table)
-    draw(table, args.png)
+    points = measured(args.stores)
+    for mode, point in points.items():
+        print(f"embedded model, 95 steps, {mode} (measured, {args.stores}): first-try p {point['p']:.3f}, "
+              f"calls {point['calls']:.1f}x raw's, wall {point['wall']:.2f}x raw's (measured seconds)")
+    draw(table, args.png, points)
     if args.json is not None:
         args.json.write_text(json.dumps({f: {m: {str(p): v for p, v in c.items()} for m, c in ms.items()} for f, ms in table.items()},
                                         indent=1), encoding="utf-8")
