@@ -218,3 +218,23 @@ def test_the_langgraph_node_follows_the_model_when_its_config_says_so() -> None:
     graph.set_finish_point("invoice")
     out = graph.compile().invoke({"subtotal": "100.10", "rate": "0.1"})
     assert out["invoice"]["status"] == "verified" and out["invoice"]["usage"]["model_calls"] == 1  # the default: one a step
+
+
+def test_bench_run_follow_records_the_setting_and_takes_one_call_a_case_on_sim_perfect(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("invoice.yaml", "invoice.inputs.yaml"):
+        shutil.copy(ROOT / "benchmarks" / "production" / name, suite / name)
+    out = CliRunner().invoke(app, ["bench", "run", "--instances", str(suite), "--mode", "guarded", "--model", "sim:perfect",
+                                   "--follow", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert out.exit_code == 0, out.output
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["guard_config"]["follow"] is True
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert rows and all(r["status"] == "verified" and r["usage"]["model_calls"] == 1 for r in rows)
