@@ -40,6 +40,7 @@ def test_a_computed_step_is_never_asked_and_is_committed_as_computed(config: Gua
     result = Guard(model, config).run(PROC, {"x": 2})
     assert result.status == "verified" and result.values == {"a": 3, "b": 6, "c": 9, "d": 27, "e": 23}
     assert [s.provenance for s in result.steps] == ["model_verified", "computed", "model_verified", "computed", "model_verified"]
+    assert [s.grade for s in result.steps] == ["exact", "computed", "exact", "computed", "exact"]
     asked = [v for call in _asked(model) for v in call]
     assert "b" not in asked and "d" not in asked and sorted(set(asked)) == ["a", "c", "e"]
     assert all(len(call) == 1 for call in _asked(model))  # each chunk ends before a computed step

@@ -68,7 +68,7 @@ def context_block(context: Sequence[ChatMessage]) -> str:
 def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     """How many lines to write, naming the first and last step.
 
-    Measured on the embedded Qwen2.5-Coder-1.5B (docs/fidelity.md): with "Compute the steps in
+    Measured on the embedded Qwen2.5-Coder-1.5B (docs/lab/2026-11-29-fidelity.md): with "Compute the steps in
     order, one line each" it wrote 12 of 60 asked lines (it stopped after the first); with the
     count and the step names it wrote 60 of 60.
     """
@@ -88,16 +88,16 @@ answer shapes and correction notes, the rungs' sub-step prompts. It is part of
 refused by another, naming the prompts, instead of resuming with prompts it did not run
 (``tests/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a
 change to them fails there until this is bumped). 2: a copy step's answer shape
-(docs/fidelity.md, "A copy step's example"). 3: ``digits`` asks a step of several operations one
+(docs/lab/2026-11-29-fidelity.md, "A copy step's example"). 3: ``digits`` asks a step of several operations one
 operation a sub-step, and ``chain`` a last quotient with no finite value to the step's places
-(docs/production.md, "The suite with the digit rungs"). 4: ``digits`` asks a rounding at an exact tie
+(docs/lab/2026-11-30-production-suite.md, "The suite with the digit rungs"). 4: ``digits`` asks a rounding at an exact tie
 and a ``min``/``max`` as ``tie`` and ``choice`` do, neither ``chain`` nor ``digits`` asks one
 operation whose rounding folds into it (the step itself again), and ``divide`` carries a quotient by
 a decimal divisor three places past the step's scale. 5: a carry is added to a column's units as a
 sub-step of its own (``9 + 8``, then ``7 + 1``), a quotient digit is chosen by the larger of the
 remainder and each multiple of the divisor (the multiples the model's sums), to the fewest places
 past the scale that round right, and ``chain`` asks a conditional as its condition, then the branch
-chosen (docs/production.md, "The suite with the digit rungs"). 6: a digit sheet compares two whole
+chosen (docs/lab/2026-11-30-production-suite.md, "The suite with the digit rungs"). 6: a digit sheet compares two whole
 numbers of as many digits by the first place their digits differ, one single-digit choice
 (``max(6, 1)``, not ``max(60, 12)``); a multiple equal to the remainder, and a mixed-sign sum's
 magnitudes of different lengths, are read, not asked."""
