@@ -114,6 +114,19 @@ class SimPreset:
     max_step_rate: float = 0.5
     """Cap on any per-step probability after growth."""
 
+    @classmethod
+    def at_accuracy(cls, p: float) -> SimPreset:
+        """A preset whose every computed step is right with probability ``p``, independently of its
+        position and of the prompt (``arithmetic_base = 1 - p``, no other fault): ``sim:p=0.99``.
+        For cost curves (calls and tokens against ``p``), never a model's accuracy.
+
+        Raises:
+            ModelSpecError: ``p`` outside [0.5, 1] (the cap on a per-step rate is 0.5).
+        """
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.5 <= p <= 1:
+            raise ModelSpecError(f"a simulator's per-step accuracy p must be a number from 0.5 to 1, not {p!r}")
+        return cls(name=f"p={p:g}", arithmetic_base=1 - p)
+
 
 PRESETS: dict[str, SimPreset] = {
     "perfect": SimPreset(name="perfect"),
@@ -163,6 +176,14 @@ DEFAULT_PRESET = "paper"
 _Value = Number | bool | str
 _Env = dict[str, _Value]
 _FAILED = (EvaluationError, KeyError, TypeError, ValueError)  # a step that cannot be computed is left out
+
+
+def _accuracy(text: str) -> float:
+    """The accuracy of a ``sim:p=<accuracy>`` spec, a number (checked by :meth:`SimPreset.at_accuracy`)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ModelSpecError(f"a simulator's per-step accuracy p must be a number from 0.5 to 1, not {text!r}") from None
 
 
 class _Expr(NamedTuple):
@@ -443,8 +464,8 @@ class SimulatedExecutor(ClosableModel):
     """A :class:`~stepguard.model.ChatModel` that executes the prompt's procedure with injected faults.
 
     Args:
-        preset: a preset name from :data:`PRESETS` (``""`` selects :data:`DEFAULT_PRESET`) or a
-            :class:`SimPreset` with your own rates.
+        preset: a preset name from :data:`PRESETS` (``""`` selects :data:`DEFAULT_PRESET`), ``p=<accuracy>``
+            (:meth:`SimPreset.at_accuracy`: ``sim:p=0.99``) or a :class:`SimPreset` with your own rates.
         seed: executor seed, mixed into every call's random draw (different seeds: independent replies).
         latency_s: seconds each call waits before answering (default 0; ``time.sleep`` /
             ``asyncio.sleep``), to imitate a server in controller-overhead benchmarks.
@@ -470,9 +491,12 @@ class SimulatedExecutor(ClosableModel):
             self.preset = preset
         else:
             key = (preset or DEFAULT_PRESET).strip().lower()
-            if key not in PRESETS:
-                raise ModelSpecError(f"unknown simulator preset {preset!r}; known presets: {', '.join(PRESETS)}")
-            self.preset = PRESETS[key]
+            if key.startswith("p="):
+                self.preset = SimPreset.at_accuracy(_accuracy(key[2:]))
+            elif key not in PRESETS:
+                raise ModelSpecError(f"unknown simulator preset {preset!r}; known presets: {', '.join(PRESETS)}, or p=<accuracy>")
+            else:
+                self.preset = PRESETS[key]
         self.seed = int(seed)
         self.latency_s = float(latency_s)
         self.procedure = procedure

@@ -41,7 +41,7 @@ INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 CLI_FLAGS = {"chunk_size": "--chunk-size", "policy": "--policy", "on_exhausted": "--on-exhausted", "ladder": "--ladder",
              "max_reprompts_per_step": "--max-reprompts", "max_total_tokens": "--max-total-tokens",
              "max_wall_s": "--max-wall-s", "adaptive": ("--adaptive", "--no-adaptive"),
-             "inline_known": ("--inline-known", "--no-inline-known")}
+             "inline_known": ("--inline-known", "--no-inline-known"), "follow": ("--follow", "--no-follow")}
 """The options the CLI has flags for; the others (labels, temperature, seed, resample_temperature,
 max_reprompts_per_run, max_tokens_per_step) are set per run from the client, the proxy or Python."""
 
@@ -57,6 +57,8 @@ VALID: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({"labels": {"case": "a"}}, {"extra": {"case": "a"}}),
     ({"temperature": 0.5, "seed": 7, "resample_temperature": 1.0}, {"temperature": 0.5, "seed": 7, "resample_temperature": 1.0}),
     ({"max_reprompts_per_run": 4, "max_tokens_per_step": 64}, {"max_reprompts_per_run": 4, "max_tokens_per_step": 64}),
+    ({"follow": True}, {"follow": True}),
+    ({"follow": True, "window": 12}, {"follow": True, "window": 12}),
 ]
 
 # (options, the field named, what the message says)
@@ -74,6 +76,7 @@ INVALID: list[tuple[dict[str, Any], str, str]] = [
     ({"temperature": 3}, "temperature", "temperature must be a number from 0 to 2, not 3.0"),
     ({"seed": 1.5}, "seed", "seed must be a whole number from"),
     ({"adaptive": "false"}, "adaptive", "adaptive must be true or false, not 'false'"),
+    ({"follow": "yes"}, "follow", "follow must be true or false, not 'yes'"),
     ({"polcy": "flag"}, "polcy", "unknown option 'polcy'; the options are:"),
 ]
 

@@ -246,3 +246,30 @@ def test_response_metadata_usage_and_limits() -> None:
     with pytest.raises(ModelSpecError, match="perfect"):
         SimulatedExecutor("nonsense")
     assert SimulatedExecutor("").spec == f"sim:{DEFAULT_PRESET}" and SimulatedExecutor("mild").spec == "sim:mild"
+
+
+def test_a_per_step_accuracy_is_a_spec() -> None:
+    """``sim:p=<accuracy>`` (issue 43's cost curve): each computed step right with probability p, nothing else wrong."""
+    from stepguard.adapters import load_model
+
+    model = load_model("sim:p=0.8", seed=3)
+    assert model.model_name == "sim:p=0.8" and model.preset == SimPreset.at_accuracy(0.8)
+    right = total = 0
+    for i in range(300):
+        reply = model.complete(raw_prompt({"x": i, "y": 7}, [("S1", "x"), ("S2", "y"), ("S3", "S1 + S2"), ("S4", "S3 * 2")]))
+        values = step_values(reply.text)
+        assert set(values) == {"S1", "S2", "S3", "S4"} and ANSWER.search(reply.text)  # no other fault
+        right += (values["S3"] == i + 7) + (values["S4"] == 2 * values["S3"])
+        total += 2
+    assert abs(right / total - 0.8) < 0.05
+    perfect = load_model("sim:p=1")
+    prompt = raw_prompt({"x": 4, "y": 7}, [("S1", "x"), ("S2", "y"), ("S3", "S1 + S2")])
+    assert perfect.complete(prompt).text == SimulatedExecutor("perfect").complete(prompt).text
+
+
+@pytest.mark.parametrize("spec", ["sim:p=0.4", "sim:p=1.5", "sim:p=nan", "sim:p=high", "sim:p="])
+def test_a_per_step_accuracy_out_of_range_is_refused_naming_it(spec: str) -> None:
+    from stepguard.adapters import load_model
+
+    with pytest.raises(ModelSpecError, match="per-step accuracy p must be a number from 0.5 to 1"):
+        load_model(spec)

@@ -65,6 +65,7 @@ def guarded(
     max_tokens_per_step: int | None = None,
     streamed: bool | None = None,
     window: int | None = None,
+    follow: bool | None = None,
 ) -> Solver:
     """Guarded mode: stepguard's guard executes the procedure stepwise over Inspect's model, checking every value.
 

@@ -9,6 +9,7 @@ it was made. :func:`row_outcomes` reads a row back as the benchmark's measures: 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from stepguard.bench._rawcase import raw_case_row, raw_max_tokens, raw_request
@@ -31,6 +32,20 @@ OUTCOMES: tuple[str, ...] = ("correct", "first_answer", "exact", "verified", *FA
 """The measures :func:`row_outcomes` gives, in order: the three of ``bench compare``
 (:data:`~stepguard.bench.compare.METRIC_FIELDS`), the first answer right whatever its provenance,
 then one per raw-mode failure label (the deviation taxonomy, docs/benchmark.md)."""
+
+
+def refuse_computed(procedures: Iterable[Procedure]) -> None:
+    """Refuse guarded mode on a procedure with a step the evaluator computes (``execute: evaluator``):
+    the benchmark measures the model, and such a step's value is never the model's.
+
+    Raises:
+        ValueError: names the procedure and its first such step.
+    """
+    for procedure in procedures:
+        step = next((s for s, computed in zip(procedure.steps, procedure.evaluated, strict=True) if computed), None)
+        if step is not None:
+            raise ValueError(f"procedure {procedure.name!r}: step {step.var!r} is computed by the evaluator (execute: evaluator), "
+                             "and guarded mode measures the model: run it in raw mode, or remove execute: evaluator")
 
 
 def bound_model(model: ChatModel, procedure: Procedure) -> ChatModel:
@@ -90,6 +105,7 @@ async def arun_case(
         return raw_case_row(inst, resp, time.perf_counter() - t0)
     from stepguard.guard import Guard
 
+    refuse_computed([procedure])
     if guard is None or used is not model:
         guard = Guard(used, guard_config, observer=observer)
     try:

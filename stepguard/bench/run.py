@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from stepguard.bench._runmeta import RAW_TOKENS_PER_STEP, describe_model, instance_source, run_meta
 from stepguard.bench._select import count_lines, light, parse_configs, select
-from stepguard.bench.case import arun_case, raw_max_tokens
+from stepguard.bench.case import arun_case, raw_max_tokens, refuse_computed
 from stepguard.bench.rows import error_row
 from stepguard.bench.store import RunStore, TornLine
 from stepguard.bench.suites import is_suite
@@ -164,7 +164,9 @@ async def arun_benchmark(
     make, inst_meta = instance_source(instances)
     config: GuardConfig | None = None
     if mode == "guarded":
-        config = resolve_guard_config(guard_config, _run_procedures(make, inst_meta, instances))
+        procedures = _run_procedures(make, inst_meta, instances)
+        refuse_computed(procedures or ())  # before the store is created
+        config = resolve_guard_config(guard_config, procedures)
     _check_selection(make, inst_meta["file"] if inst_meta["file"] is not None or isinstance(instances, Sequence) else False,
                      wanted, limit)  # before the store is created or opened
     t0 = time.perf_counter()

@@ -35,6 +35,7 @@ __all__ = [
     "InlineKnown",
     "Streamed",
     "Window",
+    "Follow",
     "OnExhausted",
     "PolicyOption",
     "build_guard_config",
@@ -60,6 +61,9 @@ InlineKnown = Annotated[Optional[bool], typer.Option(
 Streamed = Annotated[Optional[bool], typer.Option(
     "--streamed/--chunked", help="Ask a window of steps in one streamed call, cut at the first deviation (docs/policies.md).")]
 Window = Annotated[Optional[int], typer.Option("--window", metavar="N", help="Most steps one streamed call covers.")]
+Follow = Annotated[Optional[bool], typer.Option(
+    "--follow/--no-follow", help="Follow the model: one streamed window while it is right; after a deviation, windows "
+                                 "sized by the accuracy measured in this run (docs/policies.md).")]
 
 GUARD_FIELDS: dict[str, str] = {
     "chunk_size": "chunk_size",
@@ -73,6 +77,7 @@ GUARD_FIELDS: dict[str, str] = {
     "inline_known": "inline_known",
     "streamed": "streamed",
     "window": "window",
+    "follow": "follow",
 }
 """Each guard option's parameter name and the :class:`~stepguard.guard.GuardConfig` field it sets."""
 
@@ -80,7 +85,8 @@ GUARD_FIELDS: dict[str, str] = {
 def guard_options(*, chunk_size: int | None = None, adaptive: bool | None = None, policy: str | None = None,
                   on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
                   max_total_tokens: int | None = None, max_wall_s: float | None = None,
-                  inline_known: bool | None = None, streamed: bool | None = None, window: int | None = None) -> GuardOptions:
+                  inline_known: bool | None = None, streamed: bool | None = None, window: int | None = None,
+                  follow: bool | None = None) -> GuardOptions:
     """The :class:`~stepguard.guard._options.GuardOptions` the guard flags ask for (``None``: not given).
 
     The flags are the options' names with dashes (``--max-reprompts`` sets ``max_reprompts_per_step``);
@@ -94,7 +100,7 @@ def guard_options(*, chunk_size: int | None = None, adaptive: bool | None = None
 
     given = {"chunk_size": chunk_size, "adaptive": adaptive, "policy": policy, "on_exhausted": on_exhausted,
              "max_reprompts": max_reprompts, "ladder": ladder, "max_total_tokens": max_total_tokens, "max_wall_s": max_wall_s,
-             "inline_known": inline_known, "streamed": streamed, "window": window}
+             "inline_known": inline_known, "streamed": streamed, "window": window, "follow": follow}
     try:
         return GuardOptions.parse({GUARD_FIELDS[name]: value for name, value in given.items()})
     except OptionError as exc:  # an option's value: a usage error, like typer's own
@@ -105,14 +111,14 @@ def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None =
                        on_exhausted: str | None = None, max_reprompts: int | None = None, ladder: str | None = None,
                        max_total_tokens: int | None = None, max_wall_s: float | None = None,
                        inline_known: bool | None = None, streamed: bool | None = None, window: int | None = None,
-                       defaults: Mapping[str, Any] | None = None,
+                       follow: bool | None = None, defaults: Mapping[str, Any] | None = None,
                        procedures: Any = None) -> GuardConfig:
     """The :class:`~stepguard.guard.GuardConfig` the guard flags ask for, resolved as every way in
     resolves options (:meth:`~stepguard.guard._options.GuardOptions.resolve`).
 
     Args:
         chunk_size, adaptive, policy, on_exhausted, max_reprompts, ladder, max_total_tokens, max_wall_s, inline_known,
-            streamed, window:
+            streamed, window, follow:
             the flags' values (:func:`guard_options`).
         defaults: GuardConfig fields a command sets differently (the benchmark's ``on_exhausted``).
         procedures: the procedure(s) run, for the defaults by procedure (``None``: none).
@@ -122,7 +128,8 @@ def build_guard_config(*, chunk_size: int | None = None, adaptive: bool | None =
     """
     options = guard_options(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                             max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                            max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window)
+                            max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window,
+                            follow=follow)
     try:
         return options.resolve(procedures, defaults=defaults)
     except ValueError as exc:

@@ -21,6 +21,7 @@ from stepguard.cli._guard_options import (
     BY_PROCEDURE,
     Adaptive,
     ChunkSize,
+    Follow,
     InlineKnown,
     Ladder,
     MaxReprompts,
@@ -124,6 +125,7 @@ def run_command(
     inline_known: InlineKnown = None,
     streamed: Streamed = None,
     window: Window = None,
+    follow: Follow = None,
     raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     timeout: Timeout = None,
@@ -147,7 +149,7 @@ def run_command(
         raise _fail(exc) from None
     options = guard_options(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, follow=follow,
     ) if mode == "guarded" else None  # resolved by run_benchmark, as from Python: defaults by procedure, then the benchmark's
     if mode == "guarded" and any(v is None for v in (chunk_size, ladder, inline_known)):
         try:
@@ -225,6 +227,7 @@ def demo_command(
     inline_known: InlineKnown = None,
     streamed: Streamed = None,
     window: Window = None,
+    follow: Follow = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
     timeout: Timeout = None,
 ) -> None:
@@ -241,7 +244,7 @@ def demo_command(
         raise _fail(exc) from None
     config = build_guard_config(
         chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, defaults=GUARDED_DEFAULTS,
+        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, follow=follow, defaults=GUARDED_DEFAULTS,
     )
     with open_model(model, timeout) as chat:
         plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)

@@ -20,6 +20,7 @@ from stepguard.cli._guard_options import (
     BY_PROCEDURE,
     Adaptive,
     ChunkSize,
+    Follow,
     InlineKnown,
     Ladder,
     MaxReprompts,
@@ -201,6 +202,7 @@ def run_command(
     inline_known: InlineKnown = None,
     streamed: Streamed = None,
     window: Window = None,
+    follow: Follow = None,
     checkpoint: Annotated[Optional[Path], typer.Option(
         "--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
     thread_id: Annotated[Optional[str], typer.Option(
@@ -248,7 +250,7 @@ def run_command(
             toolset = load_tools(tools) if tools else None
             config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
                                         max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                        max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, procedures=proc)
+                                        max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, follow=follow, procedures=proc)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 guard = Guard(chat, config, saver, observer=observer, tools=toolset)

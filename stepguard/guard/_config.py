@@ -179,6 +179,11 @@ class GuardConfig:
     docs/policies.md, "Streamed mode"."""
     window: int = 100
     """Most steps one streamed call covers (a window ends earlier before a step asked alone)."""
+    follow: bool = False
+    """Follow the model: streamed windows (whatever ``streamed`` says), the whole procedure in one
+    while the model is right; after a deviation each window is as wide as the per-step accuracy
+    measured in this run allows (:func:`stepguard.guard._window.follow_window`), widening as the model
+    holds. Replaces ``adaptive``'s rule. Not a default until measured: docs/policies.md, "Follow the model"."""
     prompt_dir: Path | None = None
     """A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones."""
     extra: dict[str, str] = field(default_factory=dict)
@@ -197,6 +202,11 @@ class GuardConfig:
         """
         return cls(**{**procedure_defaults(procedure), **fields})
 
+    @property
+    def streams(self) -> bool:
+        """Whether a first try asks a streamed window (``streamed`` or ``follow``), not a chunk."""
+        return self.streamed or self.follow
+
     def __post_init__(self) -> None:
         for name, low, high in _WHOLE:
             value = getattr(self, name)
@@ -213,7 +223,7 @@ class GuardConfig:
             raise ValueError(f"extra must map text to text (labels recorded with the result), not {self.extra!r}")
         if self.prompt_dir is not None and not isinstance(self.prompt_dir, (str, Path)):
             raise ValueError(f"prompt_dir must be a folder path (or None), not {self.prompt_dir!r}")
-        for name in ("adaptive", "inline_known", "streamed"):
+        for name in ("adaptive", "inline_known", "streamed", "follow"):
             if type(getattr(self, name)) is not bool:
                 raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
         for name in ("temperature", "resample_temperature"):

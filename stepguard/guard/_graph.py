@@ -35,7 +35,7 @@ from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
 from stepguard.guard._result import grade_of, outcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
-from stepguard.guard._window import StreamWatch, aread_window, next_window, read_window
+from stepguard.guard._window import StreamWatch, aread_window, first_try_tally, follow_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.kinds import KindVerdict, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
@@ -47,25 +47,61 @@ from stepguard.verify import Deviation, expected_value, verify_chunk
 __all__ = ["build_graph", "nested_thread"]
 
 def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone)."""
+    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone).
+
+    Steps at ``cursor`` the evaluator computes (``execute: evaluator``) are committed first, graded
+    ``computed`` (:func:`computed_steps`); a chunk ends before the next one. None left: no chunk.
+    """
     ctx = runtime.context
     n = len(ctx.procedure.steps)
-    cursor = state.cursor
+    computed = computed_steps(state, ctx)
+    cursor = computed.get("cursor", state.cursor)
+    if cursor >= n:
+        return computed
     size = state.chunk_size or ctx.config.chunk_size
     rung = _rung(state)
-    if rung is not None and (not rung.whole_chunk or ctx.config.streamed):
+    if rung is not None and (not rung.whole_chunk or ctx.config.streams):
         size = 1  # streamed: the ladder runs on the failing step alone, then the stream goes on after it
-    elif rung is None and ctx.config.streamed:
-        # a first try in streamed mode: the whole window (adaptive: as wide as next_window said), cut at the first deviation
-        size = (state.chunk_size or ctx.config.window) if ctx.config.adaptive else ctx.config.window
-    steps = ctx.procedure.steps
+    elif rung is None and ctx.config.streams:
+        # a first try in streamed mode: the whole window (adaptive, follow: as wide as the commit said), cut at the first deviation
+        size = (state.chunk_size or ctx.config.window) if ctx.config.adaptive or ctx.config.follow else ctx.config.window
+    steps, evaluated = ctx.procedure.steps, ctx.procedure.evaluated
     if kind_of(steps[cursor]).asked_alone:
         size = 1  # a tool, extract or text step is asked alone: its value is the tool's, or long text
-    else:  # a chunk ends before the next step that is asked alone
-        size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if kind_of(steps[k]).asked_alone), size)
+    else:  # a chunk ends before the next step that is asked alone or computed by the evaluator
+        size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if kind_of(steps[k]).asked_alone or evaluated[k]),
+                    size)
     end, chunk = min(n, cursor + size), state.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.rung, state.attempt)
-    return {"chunk_start": cursor, "chunk_end": end, "chunk_no": chunk}
+    return {**computed, "chunk_start": cursor, "chunk_end": end, "chunk_no": chunk}
+
+
+def computed_steps(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """The update committing the steps from ``cursor`` on that the evaluator computes (``execute: evaluator``),
+    up to the next the model is asked: each the evaluator's value (``expr``, its places and rounding),
+    provenance ``computed`` (``flagged`` where it reads a flagged value), never counted as the model's.
+    ``{}`` where the step at ``cursor`` is the model's.
+
+    Raises:
+        EvaluationError: a computed step's expression fails on the committed values, or its value
+            fails the step's own ``check`` (the step contradicts itself; names the step).
+    """
+    proc, i = ctx.procedure, state.cursor
+    if i >= len(proc.steps) or not proc.evaluated[i]:
+        return {}
+    env = dict(ctx.env(state))
+    values, prov, reprompts = dict(state.values), dict(state.provenance), dict(state.step_reprompts)
+    while i < len(proc.steps) and proc.evaluated[i]:
+        step = proc.steps[i]
+        value = proc.expected_value(i, env)  # its check too: a value the step's own predicate refuses raises
+        if value is None:  # refused at load: execute evaluator needs an expr
+            raise EvaluationError(f"step {step.var!r} (execute: evaluator) has no value to compute")
+        env[step.var], values[step.var] = value, format_value(value)
+        prov[step.var] = "flagged" if any(prov.get(n) == "flagged" for n in proc.reads(i)) else "computed"
+        reprompts[step.var] = 0
+        ctx.observer.step_checked(step.var, "pass", None, None)
+        i += 1
+    return {"values": values, "provenance": prov, "step_reprompts": reprompts, "cursor": i}
 
 
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
@@ -257,7 +293,7 @@ def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> 
     """The line-by-line check of a streamed first try of a window of chunked steps; ``None`` for a
     call asked whole (chunked mode, a re-ask, a step asked alone). Each step it verifies goes to
     ``write`` (the run's ``custom`` stream) as the :class:`StepOutcome` the window will commit."""
-    if not ctx.config.streamed or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
+    if not ctx.config.streams or state.rung is not None or kind_of(ctx.procedure.steps[state.cursor]).asked_alone:
         return None
     proc, prov = ctx.procedure, dict(state.provenance)
 
@@ -528,7 +564,10 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         out.update(attempt=0, rung=None, note=None)
     elif verified:  # the failing step is a new one: its ladder starts afresh
         out.update(attempt=0)
-    if ctx.config.adaptive and ctx.config.streamed:
+    if ctx.config.follow:  # the window the accuracy measured so far allows, after every commit (a re-ask's too)
+        right, wrong = first_try_tally(reprompts, prov, values, pending=state.deviation is not None)
+        out["chunk_size"] = follow_window(right, wrong, ctx.config.window)
+    elif ctx.config.adaptive and ctx.config.streamed:
         if state.rung is None and state.chunk_end - state.chunk_start > 1:  # a window read, not a re-ask or a step asked alone
             out["chunk_size"] = next_window(state.chunk_end - state.chunk_start, ctx.config.window, len(verified),
                                             state.deviation is not None)
@@ -596,7 +635,10 @@ def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route
 
 
 def route_after_plan(state: GuardState, runtime: Runtime[RunContext]) -> Route:
-    """Ask the model, unless a run-wide budget (tokens, wall time) forbids another call."""
+    """Ask the model, unless a run-wide budget (tokens, wall time) forbids another call; finish where
+    the steps the evaluator computed were the last."""
+    if state.cursor >= len(runtime.context.procedure.steps):
+        return "finish"
     return "exhausted" if _spent_before_call(state, runtime.context) else "ask"
 
 
@@ -741,7 +783,7 @@ def build_graph(use_async: bool = False) -> StateGraph[GuardState, RunContext, G
     for name, fn in nodes.items():
         g.add_node(name, _as_json(fn))
     g.add_edge(START, "plan")
-    g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted"])
+    g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted", "finish"])
     g.add_edge("ask", "verify")
     g.add_edge("verify", "intend")
     g.add_edge("intend", "act")

@@ -418,7 +418,7 @@ class Guard:
 
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
-        size = ctx.config.window if ctx.config.streamed else ctx.config.chunk_size  # streamed: the first window's width
+        size = ctx.config.window if ctx.config.streams else ctx.config.chunk_size  # streamed: the first window's width
         return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": size, "events": [], "identity": ctx.identity}
 
     def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float, stored: Mapping[str, Any]) -> GuardResult:
@@ -556,7 +556,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
     # flagged, not verified, so a status or exit code 0 never stands for a value nothing checked; a value
     # only a predicate bounded makes it bounded unless the procedure accepts that step (run_status)
-    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool")), None)
+    first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool", "computed")), None)
     status = run_status(steps, proc.accept_bounded)
     usage = state.usage
     events = list(state.events)

@@ -35,7 +35,7 @@ def _sha(text: str) -> str:
 
 
 _NOTHING = object()
-_ADDED_LATER = {"streamed": False, "window": 100}
+_ADDED_LATER = {"streamed": False, "window": 100, "follow": False}
 """Settings added after runs were first stored, left out at these (their defaults, what a run of an
 earlier version did), so a stored run or checkpoint of the same work still resumes."""
 

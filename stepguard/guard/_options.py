@@ -149,6 +149,8 @@ class GuardOptions:
     """Ask a window of steps in one streamed call, cut at the first deviation."""
     window: int | Unset = UNSET
     """Most steps one streamed call covers."""
+    follow: bool | Unset = UNSET
+    """Follow the model: one streamed window while it is right, windows sized by its measured accuracy after a deviation."""
     labels: Mapping[str, str] | Unset = UNSET
     """Free labels recorded with the result (added to ``GuardConfig.extra``)."""
 

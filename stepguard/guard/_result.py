@@ -194,7 +194,7 @@ def input_text(value: Any, places: int | None = None) -> str | bool:
     return format_number(value) if isinstance(value, (int, Fraction)) else str(value)
 
 
-Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool"]
+Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool", "computed"]
 """Where a step's value came from.
 
 - ``model_verified``: the model wrote it and its check passed (``reprompts`` says after how many re-prompts); how
@@ -206,6 +206,8 @@ Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "m
   type only; the run's status is then ``flagged``, never ``verified``.
 - ``missing``: no value (the run stopped before this step).
 - ``tool``: a tool step's value: the result of its tool, called once with arguments that every check passed.
+- ``computed``: the evaluator computed it itself (``execute: evaluator``); the model was never asked, and the
+  value is never counted as the model's.
 """
 
 
@@ -214,7 +216,7 @@ Grade = Literal["exact", "computed", "bounded", "matched", "tool", "free_text", 
 
 - ``exact``: the model wrote it and the evaluator computed the same value (a compute step's ``expr``, or a
   ``check`` that names no ``value``: an expected-value expression).
-- ``computed``: the evaluator computed it itself, the model's value unused (reserved: no setting gives it yet).
+- ``computed``: the evaluator computed it itself, the model's value unused (``execute: evaluator``, provenance ``computed``).
 - ``bounded``: only a predicate held (a ``check`` over ``value``, ``0 <= value <= subtotal``): any value in
   range passes, so the run is ``verified`` only when the procedure names the step in ``accept_bounded``.
 - ``matched``: an extract step's value, found whole in its source (after its label).
@@ -242,7 +244,7 @@ ACCEPTABLE_GRADES: frozenset[str] = frozenset({"bounded", "free_text"})
 
 _GRADE_OF_PROVENANCE: dict[str, Grade | None] = {
     "repaired": "repaired", "flagged": "flagged", "unverifiable": "unchecked", "missing": None, "tool": "tool",
-    "model_verified": "exact",
+    "model_verified": "exact", "computed": "computed",
 }
 """A grade read from provenance alone: for a result written before grades existed. Such a result's
 ``model_verified`` is read as ``exact``, what it then claimed (every store written before grades holds

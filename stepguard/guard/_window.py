@@ -25,6 +25,7 @@ does not hold, as a first try (the model wrote that step after the cut; it did n
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -36,7 +37,8 @@ from stepguard.procedure import Procedure, format_value
 from stepguard.trace import line_end, parse_trace
 from stepguard.verify import verify_chunk
 
-__all__ = ["MIN_WINDOW", "OnVerified", "StreamWatch", "aread_window", "next_window", "read_window"]
+__all__ = ["FOLLOW_TARGET", "MIN_WINDOW", "OnVerified", "StreamWatch", "aread_window", "first_try_tally", "follow_window",
+           "measured_accuracy", "next_window", "read_window"]
 
 MIN_WINDOW = 4
 """The narrowest window the adaptive rule asks after a deviation (:func:`next_window`)."""
@@ -57,6 +59,63 @@ def next_window(width: int, most: int, verified: int, deviated: bool) -> int:
         run of right steps before the deviation: docs/policies.md, "The window after a deviation".
     """
     return max(1, min(most, max(MIN_WINDOW, width // 2) if deviated else 2 * width))
+
+
+FOLLOW_TARGET = 0.9
+"""The chance that a whole window verifies which :func:`follow_window` sizes windows for."""
+
+
+def measured_accuracy(right: int, wrong: int) -> float:
+    """The per-step accuracy measured so far: the mean of a Beta(1, 1) prior updated with ``right``
+    steps verified at their first ask and ``wrong`` steps that deviated, ``(right + 1) / (right + wrong + 2)``
+    (Laplace's rule of succession), so a few steps never read as certainty. A probability in (0, 1)."""
+    if right < 0 or wrong < 0:
+        raise ValueError(f"step counts must not be negative, not right={right}, wrong={wrong}")
+    return (right + 1) / (right + wrong + 2)
+
+
+def follow_window(right: int, wrong: int, most: int, target: float = FOLLOW_TARGET) -> int:
+    """How many steps the next window asks with ``GuardConfig(follow=True)``.
+
+    While no step has deviated (``wrong == 0``): ``most``, one window over every step. After one:
+    the most steps ``w`` whose joint success ``p ** w`` is still at least ``target``, for the
+    accuracy ``p`` measured so far (:func:`measured_accuracy`)::
+
+        w = clamp(floor(ln(target) / ln(p)), 1, most)
+
+    the horizon of independent steps each right with probability ``p`` (a geometric run length;
+    issue 43 names it). It widens as the model holds (``p`` grows with every step verified at its
+    first ask). The derivation and the figures: docs/policies.md, "Follow the model".
+
+    Args:
+        right: steps verified at their first ask in this run.
+        wrong: steps that deviated in this run (each counted once, however many re-asks it took).
+        most: ``GuardConfig.window``, the widest window.
+        target: the chance a whole window verifies, in (0, 1).
+
+    Raises:
+        ValueError: a negative count, ``most`` below 1 or ``target`` outside (0, 1).
+    """
+    if most < 1 or not 0 < target < 1:
+        raise ValueError(f"follow_window needs most >= 1 and 0 < target < 1, not most={most}, target={target}")
+    p = measured_accuracy(right, wrong)
+    if wrong == 0:
+        return most
+    return max(1, min(most, math.floor(math.log(target) / math.log(p))))
+
+
+def first_try_tally(reprompts: Mapping[str, int], provenance: Mapping[str, str], values: Mapping[str, Any],
+                    pending: bool) -> tuple[int, int]:
+    """``(right, wrong)`` for :func:`follow_window`, read from a run's committed steps.
+
+    A committed step is wrong when it took a re-prompt or its value is not the model's verified one
+    (``repaired``, ``flagged``), else right, and a step the evaluator computed (``computed``) neither;
+    ``pending`` counts the deviating step not yet committed.
+    Read from the checkpointed state, so a resumed run measures what it measured before.
+    """
+    asked = [var for var in values if provenance.get(var) != "computed"]
+    wrong = sum(1 for var in asked if reprompts.get(var, 0) > 0 or provenance.get(var) in ("repaired", "flagged"))
+    return len(asked) - wrong, wrong + (1 if pending else 0)
 
 
 OnVerified = Callable[[str, str, int], None]

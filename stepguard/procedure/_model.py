@@ -160,6 +160,15 @@ _InputsForms = list[InputSpec | _Name] | Annotated[
 """The forms ``inputs`` accepts: a list of specs or names, or a mapping of name to type or fields."""
 
 
+Execute = Literal["model", "evaluator"]
+"""Who computes a step's value.
+
+- ``model``: the model writes it and the guard checks it (the default).
+- ``evaluator``: the guard computes the step's ``expr`` with the safe evaluator and commits it with
+  provenance ``computed``, never asking the model (a step the user says needs no model: docs/policies.md,
+  "Steps computed, not asked"). Only a step with an ``expr`` (a compute step) can be.
+"""
+
 DEFAULT_KIND = "compute"
 """The kind of a step that names none (``kind`` left out of a procedure file)."""
 
@@ -207,6 +216,8 @@ class Step(BaseModel):
         description="A predicate over `value` and earlier variables (`0 <= value <= subtotal`), or, when it "
         "does not mention `value`, a hidden expected-value expression the model's value must equal (`subtotal * rate`).",
     )
+    execute: Execute = Field("model", description="Who computes the value: model (the default), or evaluator (the guard computes "
+                             "`expr` itself and commits it graded computed, never the model's; a step with an expr only).")
 
     @field_validator("var")
     @classmethod
@@ -343,6 +354,8 @@ class Procedure(BaseModel):
         description="Steps whose value counts as verified on a predicate or format check alone (grade bounded or "
                     "free_text); without it such a value makes the run's status bounded (docs/concepts.md, Grades).",
     )
+    execute: Execute = Field("model", description="Who computes the steps that do not say: model (the default), or evaluator "
+                             "(every step with an expr computed by the guard, graded computed; the others asked).")
 
     @field_validator("inputs", mode="before", json_schema_input_type=_InputsForms)
     @classmethod
@@ -372,6 +385,9 @@ class Procedure(BaseModel):
                 what = "an input" if step.var in inputs else "an earlier step"
                 problems.append((f"steps[{i}].var", f"variable {step.var!r} is already defined by {what}"))
             problems.extend(self._kind_problems(i, step, inputs, known))
+            if step.execute == "evaluator" and step.expression is None:
+                problems.append((f"steps[{i}].execute ({step.var})", f"execute: evaluator computes a step's expr, and this {step.kind} "
+                                 "step has none: the model must give its value"))
             for field, src in step.expressions():
                 if src is None:
                     continue
@@ -436,6 +452,13 @@ class Procedure(BaseModel):
     def index_of(self) -> dict[str, int]:
         """``{var: 0-based step index}``."""
         return {s.var: i for i, s in enumerate(self.steps)}
+
+    @cached_property
+    def evaluated(self) -> tuple[bool, ...]:
+        """Per step: True when the guard computes its value instead of asking the model (``execute:
+        evaluator`` on the step, or on the procedure for a step with an ``expr`` that does not say)."""
+        return tuple(s.execute == "evaluator" if "execute" in s.model_fields_set or s.expression is None
+                     else self.execute == "evaluator" for s in self.steps)
 
     @cached_property
     def compiled(self) -> tuple[CompiledExpression | None, ...]:

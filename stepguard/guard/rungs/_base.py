@@ -127,7 +127,7 @@ class Rung:
         return replace(
             parent, chunk_size=1 if self.one_at_a_time else 64, inline_known=self.one_at_a_time,
             adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
-            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt, streamed=False,
+            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt, streamed=False, follow=False,
             max_total_tokens=None if tokens_left is None else max(1, tokens_left),
             max_wall_s=None if wall_left is None else max(1e-3, wall_left),
         )

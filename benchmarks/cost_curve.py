@@ -1,0 +1,276 @@
+"""The cost curve (issue 43): what the guard costs against the model's per-step accuracy p. SIMULATED.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/cost_curve.py [--per-length 6] [--png docs/img/cost_curve.png]
+
+Not a test: it prints a table and draws a figure. For each p of ``--p`` the seeded simulator
+``sim:p=<p>`` (:meth:`stepguard.adapters.sim.SimPreset.at_accuracy`: each computed step right with
+probability p, independently, nothing else wrong) executes every case in each mode:
+
+- ``raw``: one request (:func:`stepguard.bench.case.arun_case`, raw mode);
+- ``chunked``: the guard with the benchmark's defaults (:func:`stepguard.bench.run.resolve_guard_config`:
+  5 steps a call for generated instances, one for the production procedures; ``on_exhausted=flag``);
+- ``streamed``: the same, ``streamed=True``;
+- ``follow``: the same, ``follow=True`` (docs/policies.md, "Follow the model");
+- ``reask``: Instructor's re-ask loop (:mod:`stepguard.bench.reask`), generated instances only (a
+  suite's decimals need a schema per step); its JSON is the simulator's step lines written as JSON
+  (:class:`JsonSim`), each attempt an independent draw at p.
+
+The cases: generated 5-, 23- and 95-step instances (look-back 2 and 7, ``--per-length`` of each
+length) and the production procedures (benchmarks/production, each one's first input set). Per case:
+model calls, prompt and output tokens (the simulator counts 4 characters a token) and a modelled
+wall, ``CALL_S`` seconds a call plus ``TOKEN_S`` seconds an output token (calls in sequence, as the
+guard makes them). A mode *meets raw* on a measure (calls, prompt tokens, modelled wall) from the
+lowest p of the grid at which its mean, and every p above it, is within ``MEETS`` times raw's. The
+simulator's errors do not depend on how many steps a call asks: these figures are the controller's cost, never a model's accuracy.
+
+The embedded model's measured points (``--stores``, the committed 95-step runs of
+benchmarks/stores/curve: ``raw``, chunked ``digits``, ``streamed-digits``) go on the 95-step panels,
+marked apart: their p is the first-try accuracy measured there (1 - the steps that needed a re-ask,
+repair or flag / 95), their wall is the measured wall against raw's measured wall, not the model above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stepguard.adapters import load_model
+from stepguard.bench.case import arun_case
+from stepguard.bench.generate import generate_instance
+from stepguard.bench.instances import Instance
+from stepguard.bench.reask import arun_reask
+from stepguard.bench.run import GUARDED_DEFAULTS
+from stepguard.bench.suites import ProcedureCase, load_suite
+from stepguard.guard._options import GuardOptions
+from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+
+ROOT = Path(__file__).resolve().parents[1]
+P_GRID = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999)
+CALL_S = 0.5
+"""Modelled seconds a call costs before its first output token (a round trip and the prompt's prefill)."""
+TOKEN_S = 0.02
+"""Modelled seconds an output token costs (50 tokens a second)."""
+MEETS = 1.1
+"""Within this many times raw's modelled wall, a mode meets raw."""
+MODES = ("raw", "chunked", "streamed", "follow", "reask")
+GUARDED = {"chunked": {}, "streamed": {"streamed": True}, "follow": {"follow": True}}
+
+
+class JsonSim:
+    """The simulator answering Instructor's JSON request: it executes the procedure of the first user
+    message (raw mode) and writes its step values and final answer as the JSON Instructor asks for.
+    Each attempt (the assistant turns before it) is a fresh draw; usage counts every message sent."""
+
+    simulated = True
+    provider = "stepguard.sim"
+
+    def __init__(self, sim: Any, answer: str) -> None:
+        self.sim, self.answer = sim, answer
+        self.model_name = self.spec = f"{sim.model_name}+json"
+
+    async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        first = next(m for m in messages if m.get("role") == "user")
+        attempt = sum(1 for m in messages if m.get("role") == "assistant")
+        reply = await self.sim.acomplete([first], GenerationSettings(seed=attempt, temperature=0.0))
+        values = dict(re.findall(r"^(S\d+) = (\S+)$", reply.text, re.M))
+        data = {"steps": [{"var": var, "value": value} for var, value in values.items()],
+                "final_answer": values.get(self.answer, "0")}
+        text = "```json\n" + json.dumps(data, separators=(",", ":")) + "\n```"
+        sent = sum(len(str(m.get("content") or "")) for m in messages) // 4
+        return ChatResponse(text, Usage(sent, len(text) // 4), "stop", reply.latency_s, self.model_name, True)
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        return asyncio.run(self.acomplete(messages, settings))
+
+
+def cases(per_length: int) -> dict[str, list[Instance | ProcedureCase]]:
+    """The cases by family: ``"5"``, ``"23"``, ``"95"`` (generated) and ``"production"``."""
+    out: dict[str, list[Instance | ProcedureCase]] = {}
+    for n in (5, 23, 95):
+        out[str(n)] = [generate_instance(n, lb, seed=0, index=i) for lb in (2, 7) for i in range(per_length // 2)]
+    files = sorted(p for p in (ROOT / "benchmarks" / "production").glob("*.yaml") if ".inputs" not in p.name and ".prompt" not in p.name)
+    out["production"] = [load_suite(f)[0] for f in files]
+    return out
+
+
+async def measure(case: Instance | ProcedureCase, mode: str, p: float) -> dict[str, float] | None:
+    """One case in one mode at accuracy ``p``: calls, tokens, modelled wall and whether it came out right;
+    ``None`` where the mode does not run the case (reask on a suite's case)."""
+    sim = load_model(f"sim:p={p}", seed=0)
+    if mode == "reask":
+        if not isinstance(case, Instance):
+            return None
+        row = await arun_reask(case, JsonSim(sim, case.to_procedure().answer_var))
+    elif mode == "raw":
+        row = await arun_case(case, "raw", sim)
+    else:
+        # as the benchmark resolves it: a suite's procedure picks the defaults by procedure; generated integer sums none
+        procedure = case.to_procedure() if isinstance(case, ProcedureCase) else None
+        config = GuardOptions.parse(GUARDED[mode]).resolve(procedure, defaults=GUARDED_DEFAULTS)
+        row = await arun_case(case, "guarded", sim, guard_config=config)
+    usage = row["usage"]
+    calls, out = usage["model_calls"], usage["output_tokens"]
+    right = row["correct"] if mode in ("raw", "reask") else row["status"] == "verified" and row["correct"]
+    return {"calls": calls, "prompt": usage["input_tokens"], "output": out, "wall": CALL_S * calls + TOKEN_S * out,
+            "right": float(bool(right))}
+
+
+def run(per_length: int, grid: Sequence[float]) -> dict[str, dict[str, dict[float, dict[str, float]]]]:
+    """``{family: {mode: {p: means}}}``."""
+    table: dict[str, dict[str, dict[float, dict[str, float]]]] = {}
+    for family, group in cases(per_length).items():
+        for mode in MODES:
+            for p in grid:
+                rows = [r for r in (asyncio.run(measure(c, mode, p)) for c in group) if r is not None]
+                if rows:
+                    table.setdefault(family, {}).setdefault(mode, {})[p] = {k: statistics.fmean(r[k] for r in rows) for k in rows[0]}
+    return table
+
+
+MEASURES = {"calls": "calls", "prompt": "prompt tokens", "wall": "modelled wall"}
+
+
+def meets(curve: dict[float, dict[str, float]], raw: dict[float, dict[str, float]], measure: str = "wall") -> float | None:
+    """The lowest p from which the mode's ``measure`` stays within :data:`MEETS` times raw's, or ``None``."""
+    found = None
+    for p in sorted(curve, reverse=True):
+        if curve[p][measure] > MEETS * raw[p][measure]:
+            break
+        found = p
+    return found
+
+
+def print_table(table: dict[str, dict[str, dict[float, dict[str, float]]]]) -> None:
+    print(f"SIMULATED (sim:p=<p>, the controller's cost, never a model's accuracy); modelled wall = {CALL_S} s a call "
+          f"+ {TOKEN_S} s an output token")
+    print("| cases | p | mode | right | calls | prompt tokens | output tokens | modelled wall s | wall / raw's |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for family, modes in table.items():
+        for p in sorted(modes["raw"]):
+            for mode, curve in modes.items():
+                if p in curve:
+                    m, raw = curve[p], modes["raw"][p]["wall"]
+                    print(f"| {family} | {p:g} | {mode} | {m['right']:.0%} | {m['calls']:.1f} | {m['prompt']:,.0f} | {m['output']:,.0f} "
+                          f"| {m['wall']:.1f} | {m['wall'] / raw:.2f} |")
+    print(f"\nWhere each mode meets raw (within {MEETS}x of raw's calls / prompt tokens / modelled wall from this p up):")
+    print("| cases | " + " | ".join(m for m in MODES if m != "raw") + " |")
+    print("|---|" + "---|" * (len(MODES) - 1))
+    for family, modes in table.items():
+        cells = ["-" if mode not in modes else " / ".join(_at(meets(modes[mode], modes["raw"], k)) for k in MEASURES)
+                 for mode in MODES if mode != "raw"]
+        print(f"| {family} | " + " | ".join(cells) + " |")
+
+
+def _at(found: float | None) -> str:
+    return f"{found:g}" if found else "never"
+
+
+BAD = ("repaired", "flagged")
+MEASURED = {"chunked": "digits", "streamed": "streamed-digits"}
+"""The committed stores of the embedded model's 95-step runs, by the mode they ran (benchmarks/stores/curve)."""
+
+
+def measured(stores: Path) -> dict[str, dict[str, float]]:
+    """The embedded model's 95-step points: ``{mode: {p, calls, wall}}`` (calls and wall against raw's), from
+    the committed stores; ``{}`` where they are absent."""
+    def rows(name: str) -> list[dict[str, Any]]:
+        path = stores / name / "results.jsonl"
+        if not path.exists():
+            return []
+        return [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r.get("n_steps") == 95]
+
+    raw = rows("raw")
+    if not raw:
+        return {}
+    raw_calls = statistics.fmean(r["usage"]["model_calls"] for r in raw)
+    raw_wall = statistics.fmean(r["usage"]["wall_s"] for r in raw)
+    out = {}
+    for mode, name in MEASURED.items():
+        got = rows(name)
+        if not got:
+            continue
+        wrong = statistics.fmean(sum(1 for s in r["guard"]["steps"] if s.get("reprompts", 0) > 0 or s.get("provenance") in BAD)
+                                 for r in got)
+        out[mode] = {"p": 1 - wrong / 95, "calls": statistics.fmean(r["usage"]["model_calls"] for r in got) / raw_calls,
+                     "wall": statistics.fmean(r["usage"]["wall_s"] for r in got) / raw_wall}
+    return out
+
+
+def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, points: dict[str, dict[str, float]] | None = None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"raw": "black", "chunked": "tab:blue", "streamed": "tab:orange", "follow": "tab:green", "reask": "tab:red"}
+    fig, grid = plt.subplots(2, len(table), figsize=(4.4 * len(table), 11), sharey="row", squeeze=False)
+    for row, measure in enumerate(("calls", "wall")):
+        for ax, (family, modes) in zip(grid[row], table.items(), strict=True):
+            raw = modes["raw"]
+            for mode, curve in modes.items():
+                ps = sorted(curve)
+                found = meets(curve, raw, measure) if mode != "raw" else None
+                label = mode if mode == "raw" else f"{mode} (meets raw: {'p >= ' + _at(found) if found else 'never'})"
+                ax.plot([1 - p for p in ps], [curve[p][measure] / raw[p][measure] for p in ps], marker="o", ms=3,
+                        color=colours[mode], label=label)
+                if found:
+                    ax.plot([1 - found], [curve[found][measure] / raw[found][measure]], marker="*", ms=12, color=colours[mode])
+            if family == "95":
+                for mode, point in (points or {}).items():
+                    ax.plot([1 - point["p"]], [point[measure]], marker="X", ms=10, ls="none", color=colours[mode], markeredgecolor="black",
+                            label=f"{mode}, embedded 1.5B, MEASURED (first-try p {point['p']:.3f})")
+            ax.axhline(MEETS, color="grey", lw=0.8, ls=":")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.invert_xaxis()
+            ax.set_title(f"{family + ' steps' if family.isdigit() else 'production procedures'}: {MEASURES[measure]} (SIMULATED)",
+                         fontsize=9)
+            ax.set_xlabel("per-step error rate 1 - p (more accurate to the right)", fontsize=8)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: never over a curve
+    grid[0][0].set_ylabel("model calls / raw's (raw: 1 call)")
+    grid[1][0].set_ylabel(f"modelled wall / raw's ({CALL_S} s a call + {TOKEN_S} s an output token)")
+    fig.suptitle("What the guard costs against the model's per-step accuracy: seeded simulator, SIMULATED "
+                 "(X: the embedded 1.5B model's committed 95-step runs, MEASURED: calls, and measured seconds against raw's)", fontsize=10)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--per-length", type=int, default=6, help="generated instances a length (half look-back 2, half 7)")
+    ap.add_argument("--p", default=",".join(map(str, P_GRID)), help="per-step accuracies, comma-separated")
+    ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "cost_curve.png")
+    ap.add_argument("--json", type=Path, default=None, help="also write the means as JSON here")
+    ap.add_argument("--table", type=Path, default=None, help="draw from means a run wrote with --json, running nothing")
+    ap.add_argument("--stores", type=Path, default=ROOT / "benchmarks" / "stores" / "curve",
+                    help="the embedded model's committed 95-step stores, drawn as measured points")
+    args = ap.parse_args(argv)
+    logging.getLogger("instructor").setLevel(logging.CRITICAL)  # its given-up attempts are counted in the table
+    if args.table is not None:
+        saved = json.loads(args.table.read_text(encoding="utf-8"))
+        table = {f: {m: {float(p): v for p, v in c.items()} for m, c in ms.items()} for f, ms in saved.items()}
+    else:
+        table = run(args.per_length, [float(p) for p in args.p.split(",")])
+    print_table(table)
+    points = measured(args.stores)
+    for mode, point in points.items():
+        print(f"embedded model, 95 steps, {mode} (measured, {args.stores}): first-try p {point['p']:.3f}, "
+              f"calls {point['calls']:.1f}x raw's, wall {point['wall']:.2f}x raw's (measured seconds)")
+    draw(table, args.png, points)
+    if args.json is not None:
+        args.json.write_text(json.dumps({f: {m: {str(p): v for p, v in c.items()} for m, c in ms.items()} for f, ms in table.items()},
+                                        indent=1), encoding="utf-8")
+    print(f"\nfigure: {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
