@@ -499,10 +499,7 @@ class Procedure(BaseModel):
         _check_type(step, value, found[0][0])
         predicate = self.compiled_checks[index] if check is None else None
         if predicate is not None and predicate.evaluate({**env, "value": value}) is not True:
-            raise EvaluationError(
-                f"step {step.var} contradicts itself: its check {step.check!r} is false for the value its "
-                f"expr {step.expression!r} gives ({_show(value)}), so no value can pass both"
-            )
+            raise CheckIsFalse(step, value, reads_values=any(n in env for n in self.reads(index)))
         return value
 
     def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
@@ -525,11 +522,55 @@ class Procedure(BaseModel):
                 continue
             try:
                 value = self.expected_value(i, env)
+            except CheckIsFalse as exc:
+                given = ", ".join(f"{n} = {_show(env[n])}" for n in self._inputs_of(i) if n in env)
+                if not given:  # it reads no input: the procedure itself is at fault
+                    raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
+                raise ProcedureError(
+                    f"{given} give step {step.var} no value that passes its check: its expr {step.expression!r} "
+                    f"gives {_show(exc.value)}, for which its check {step.check!r} is false; check the inputs",
+                    "inputs") from None
             except EvaluationError as exc:
                 raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
             if value is not None:
                 out[step.var] = env[step.var] = value
         return out
+
+    def _inputs_of(self, index: int) -> list[str]:
+        """The inputs step ``index`` reads, directly or through the steps it reads, in declaration order."""
+        inputs = {i.name for i in self.inputs}
+        found: set[str] = set()
+        todo = [index]
+        while todo:
+            for name in self.reads(todo.pop()):
+                if name in inputs:
+                    found.add(name)
+                elif name in self.index_of and name not in found:
+                    found.add(name)
+                    todo.append(self.index_of[name])
+        return [i.name for i in self.inputs if i.name in found]
+
+
+class CheckIsFalse(EvaluationError):
+    """A step's check (a predicate on ``value``) is false for the value its ``expr`` gives.
+
+    Where the step reads values (inputs, earlier steps), the cause is those values, not the step: the
+    message says so; where it reads none, the step contradicts itself.
+
+    Attributes:
+        step: the step.
+        value: the value its ``expr`` gives.
+    """
+
+    def __init__(self, step: Step, value: Number | str, *, reads_values: bool) -> None:
+        self.step, self.value = step, value
+        if reads_values:
+            message = (f"step {step.var}: its check {step.check!r} is false for the value its expr {step.expression!r} "
+                       f"gives ({_show(value)}) on the values it reads")
+        else:
+            message = (f"step {step.var} contradicts itself: its check {step.check!r} is false for the value its "
+                       f"expr {step.expression!r} gives ({_show(value)}), so no value can pass both")
+        super().__init__(message)
 
 
 def _check_type(step: Step, value: Number | str, field: str = "expr") -> None:
