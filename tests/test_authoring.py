@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -114,6 +115,13 @@ def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
                                  "--ladder", "restate,narrow"])
     assert out.exit_code == 0, out.output
     # beyond integer sums, one step a call with the values written into the line (defaults by procedure)
-    assert "re-prompt 1 (restate): Your line `tax = 1000 + 6000 + 3703.7" in out.output
-    assert "re-prompt 2 (narrow): " in out.output
-    assert "status verified" in out.output and "re-prompts 2" in out.output
+    # on stderr, each under its chunk, step, attempt and rung: stdout stays the result (--json too)
+    assert re.search(r"--- re-prompt \(chunk \d+, step \d+, attempt 1, restate\) ---\nYour line `tax = 1000 \+ 6000 \+ 3703.7",
+                     out.stderr), out.stderr
+    assert re.search(r"--- re-prompt \(chunk \d+, step \d+, attempt 2, narrow\) ---\n", out.stderr)
+    assert "--- re-prompt" not in out.stdout
+    assert "status verified" in out.stdout and "re-prompts 2" in out.stdout
+    model.faults = {"tax": ["wrong", "wrong"]}
+    as_json = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted",
+                                       "--show-prompts", "--ladder", "restate,narrow", "--json"])
+    assert json.loads(as_json.stdout)["status"] == "verified"  # --show-prompts no longer breaks --json

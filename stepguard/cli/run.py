@@ -121,9 +121,9 @@ class _PromptEcho:
     """An observer that prints what ``--show-prompts`` / ``--show-replies`` ask, then forwards every hook to ``inner``.
 
     ``prompts``: each re-prompt's correction note, the first paragraph of its user message
-    (``correction.txt`` starts with ``$note``), on stdout. ``replies``: each model reply as the
-    model wrote it, on stderr (stdout stays the result, ``--json`` included), headed by its chunk,
-    steps and attempt. Nothing is captured in spans: content capture stays off unless asked for
+    (``correction.txt`` starts with ``$note``), headed by its chunk, steps, attempt and rung (a derived
+    rung's sub-steps each under their own). ``replies``: each model reply as the model wrote it, headed
+    likewise. Both on stderr: stdout stays the result, ``--json`` included. Nothing is captured in spans: content capture stays off unless asked for
     (docs/tracing.md). Like every observer it never raises.
     """
 
@@ -153,7 +153,7 @@ class _PromptEcho:
             try:
                 note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
                 if not note.startswith("Known values"):  # a derived rung's first sub-prompt has no note
-                    typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
+                    typer.echo(f"--- re-prompt ({self._where}) ---\n{note}", err=True)
             except Exception:  # noqa: BLE001 - an observer never breaks a run
                 pass
         with self.inner.model_call(messages, settings) as record:
@@ -206,7 +206,7 @@ def run_command(
         "Print no progress on stderr (by default each step as it commits and each deviation, as the run goes)."))] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
-    show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+    show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent, on stderr.")] = False,
     show_replies: Annotated[bool, typer.Option("--show-replies", help=(
         "Print each model reply as the model wrote it, on stderr (spans still hold no content; docs/tracing.md)."))] = False,
     tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help=(
