@@ -125,3 +125,15 @@ def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
     as_json = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted",
                                        "--show-prompts", "--ladder", "restate,narrow", "--json"])
     assert json.loads(as_json.stdout)["status"] == "verified"  # --show-prompts no longer breaks --json
+
+
+def test_the_starter_runs_on_the_simulator_as_written(tmp_path: Path) -> None:
+    """init's template said `--model local`, which a newcomer on the fast path has not installed (issue 45);
+    its Run line now works as written, with no set-up."""
+    path = tmp_path / "mine.yaml"
+    assert CliRunner().invoke(app, ["init", str(path)]).exit_code == 0
+    run_line = next(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# Run:"))
+    args = run_line.split("stepguard ", 1)[1].split()
+    assert "--model" in args and args[args.index("--model") + 1] == "sim:paper"
+    out = CliRunner().invoke(app, [*args, "-q"])
+    assert out.exit_code == 0 and "status verified" in out.stdout, out.output

@@ -23,7 +23,10 @@ __all__ = ["STARTER", "check_command", "describe_step", "init_command", "registe
 STARTER = """\
 # A stepguard procedure. Reference: docs/procedures.md; JSON Schema: docs/schemas/procedure.schema.json
 # Validate:  stepguard check {name}
-# Run:       stepguard run {name} -i subtotal=100.10 -i rate=0.1 --model local
+# Run:       stepguard run {name} -i subtotal=100.10 -i rate=0.1 --model sim:paper
+#            (sim:paper: the simulated executor, seconds, no set-up; a real model: --model local once
+#            `bash scripts/setup.sh` installed it, or --model http://HOST:PORT/v1#NAME for any
+#            OpenAI-compatible endpoint)
 
 # name: used in traces, reports and the GuardResult.
 name: {stem}
