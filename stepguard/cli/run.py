@@ -93,10 +93,12 @@ def print_result(result: GuardResult) -> None:
     """
     sim = "  [SIMULATED model: not a model's accuracy]" if result.simulated else ""
     typer.echo(f"procedure {result.procedure}  model {result.model}{sim}")
-    typer.echo(f"{'step':<12} {'value':>14}  {'provenance':<15} reprompts")
-    for s in result.steps:
-        text = s.text if s.text is not None else "-"
-        typer.echo(f"{s.var:<12} {text:>14}  {s.provenance:<15} {s.reprompts}")
+    texts = [s.text if s.text is not None else "-" for s in result.steps]
+    name_w = max([12, *(len(s.var) for s in result.steps)])  # columns as wide as the longest name and value
+    value_w = max([14, *(len(t) for t in texts if "\n" not in t)])
+    typer.echo(f"{'step':<{name_w}} {'value':>{value_w}}  {'provenance':<15} reprompts")
+    for s, text in zip(result.steps, texts, strict=True):
+        typer.echo(f"{s.var:<{name_w}} {text:>{value_w}}  {s.provenance:<15} {s.reprompts}")
     for d in result.deviations:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
     u = result.spent  # this run's: a resumed finished thread made no calls now

@@ -383,8 +383,11 @@ class Procedure(BaseModel):
                 problems.extend((f"steps[{i}].{field} ({step.var})", m) for m in _choice_problems(compiled.tree, {**choices_of, **own}))
                 for name in compiled.names:
                     if name not in allowed:
-                        later = any(s.var == name for s in self.steps[i:])
-                        why = "is defined by a later step" if later else "is not an input or an earlier variable"
+                        later = any(s.var == name for s in self.steps[i + 1:])
+                        why = ("is this step's own variable: a step cannot read its own value (to state a condition "
+                               "on the model's value, write a check over value)" if name == step.var and not is_check
+                               else "is defined by a later step" if later
+                               else "is not an input or an earlier variable")
                         problems.append((f"steps[{i}].{field} ({step.var})", f"reads {name!r}, which {why}"))
             known.add(step.var)
             if step.type == "one_of" and step.choices is not None:
