@@ -245,7 +245,7 @@ def _deviation_table(run: RunAggregate, by_procedure: dict[str, Cell] | None = N
 
 OVERLAY_CAPTION = ("Raw first-answer accuracy and guarded verified completion vs procedure length: a solid line per run "
                    "(all look-backs pooled, k/n at each point, 95% Wilson interval shaded) and a thin line per look-back; "
-                   "stars: the paper's reported raw means (61% at 5 steps, 20% at 95; arXiv 2605.00817, on its data, "
+                   "stars: the paper's reported raw means (61% at 5 steps, 20% at 95; arXiv 2605.00817v1, on its data, "
                    "not this reconstruction).")
 
 
