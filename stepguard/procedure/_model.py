@@ -513,8 +513,15 @@ class Procedure(BaseModel):
         ``scale``/``rounding``. Other steps are left out (their value is the model's, checked by
         a predicate), and so is every later step that reads one.
 
+        Returns:
+            ``{var: value}``, numbers exact as the evaluator holds them: ``int`` or ``Fraction``
+            (``Fraction(523, 5)`` for a 2-place ``104.60``: no trailing zeros), where a
+            :class:`~stepguard.guard.GuardResult` gives ``Decimal("104.60")``; compare as numbers
+            (``Fraction(decimal) == fraction`` is exact).
+
         Raises:
-            ProcedureError: bad inputs, or a step fails to evaluate or contradicts itself (names the step).
+            ProcedureError: bad inputs (named ``inputs`` where a check is false for every value they
+                allow a step), or a step fails to evaluate or contradicts itself (names the step).
         """
         env: dict[str, Any] = self.bind_inputs(inputs)
         out: dict[str, Number | str] = {}
