@@ -137,3 +137,19 @@ def test_the_starter_runs_on_the_simulator_as_written(tmp_path: Path) -> None:
     assert "--model" in args and args[args.index("--model") + 1] == "sim:paper"
     out = CliRunner().invoke(app, [*args, "-q"])
     assert out.exit_code == 0 and "status verified" in out.stdout, out.output
+
+
+def test_show_prompts_heads_a_derived_rungs_sub_step_notes_as_such(monkeypatch, tmp_path: Path) -> None:
+    """Under split, the nested run's sub-step re-prompts all printed as `re-prompt 1 (split)` (issue 45)."""
+    import stepguard.adapters
+    from tests._fakes import ScriptedModel
+
+    model = ScriptedModel(faults={"S3": ["wrong", "wrong"], "t2": ["wrong"]})
+    monkeypatch.setattr(stepguard.adapters, "load_model", lambda spec, **kw: model)
+    (tmp_path / "sums.yaml").write_text("name: sums\ninputs: [x, y]\nsteps:\n  - {var: S1, expr: x}\n  - {var: S2, expr: y}\n"
+                                        "  - {var: S3, expr: S1 + S2 + 4567}\n", encoding="utf-8")
+    out = CliRunner().invoke(app, ["run", str(tmp_path / "sums.yaml"), "-i", "x=1234", "-i", "y=5678", "--model", "scripted",
+                                   "--show-prompts", "--ladder", "split,resample", "-q"])
+    assert out.exit_code == 0, out.output
+    assert re.search(r"--- sub-step re-prompt 1 inside split \(chunk \d+, step 3, attempt 1, split\) ---\nYour line `t2 = ",
+                     out.stderr), out.stderr

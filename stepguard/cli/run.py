@@ -136,6 +136,7 @@ class _PromptEcho:
         self.prompts, self.replies = prompts, replies
         self._rung: str | None = None
         self._step = ""
+        self._notes = 0
         self._where = ""
 
     def __getattr__(self, name: str) -> Any:
@@ -143,7 +144,7 @@ class _PromptEcho:
 
     def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
         """Remember the rung and the steps; forward."""
-        self._rung, self._step = rung, f"{attempt}"
+        self._rung, self._step, self._notes = rung, f"{attempt}", 0
         steps = f"step {start + 1}" if end - start == 1 else f"steps {start + 1}-{end}"
         self._where = f"chunk {chunk}, {steps}, attempt {attempt}" + (f", {rung}" if rung else "")
         self.inner.chunk_started(chunk, start, end, rung, attempt)
@@ -155,11 +156,26 @@ class _PromptEcho:
             try:
                 note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
                 if not note.startswith("Known values"):  # a derived rung's first sub-prompt has no note
-                    typer.echo(f"--- re-prompt ({self._where}) ---\n{note}", err=True)
+                    self._notes += 1
+                    typer.echo(f"--- {self._heading()} ---\n{note}", err=True)
             except Exception:  # noqa: BLE001 - an observer never breaks a run
                 pass
         with self.inner.model_call(messages, settings) as record:
             yield _ReplyEcho(record, self._where) if self.replies else record
+
+
+    def _heading(self) -> str:
+        """``re-prompt (chunk 1, step 3, attempt 1, restate)``; under a derived rung (``split``), whose
+        nested run re-asks its own sub-steps, ``sub-step re-prompt 2 inside split (chunk 1, ...)``."""
+        from stepguard.guard.rungs import get_rung
+
+        try:
+            derived = self._rung is not None and get_rung(self._rung).derives
+        except Exception:  # noqa: BLE001 - an unknown rung: the plain heading
+            derived = False
+        if derived:
+            return f"sub-step re-prompt {self._notes} inside {self._rung} ({self._where})"
+        return f"re-prompt ({self._where})"
 
 
 class _ReplyEcho:
