@@ -6,6 +6,7 @@ a short table (unchanged widths)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -63,3 +64,21 @@ def test_an_inputs_file_yaml_error_names_the_file(tmp_path: Path) -> None:
                                    "--model", "sim:perfect"])
     assert out.exit_code == 5 and "<unicode string>" not in out.output
     assert f"{tmp_path / 'in.yaml'}: not valid YAML: did not find expected ',' or ']' at line 2" in out.output
+
+
+def test_the_accuracy_figures_look_back_lines_are_told_apart(sim_runs: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines of look-backs that agree (all at 100%) hid each other (issue 45): each now has its own
+    marker and line style (the first drawn largest), side by side by a share of the axis."""
+    from stepguard.bench import plots
+    from stepguard.bench.aggregate import aggregate_run
+
+    seen: list[Any] = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: seen.append(fig) or path)
+    plots.plot_accuracy([aggregate_run(sim_runs.guarded)], tmp_path / "accuracy.png")
+    bars = [c for c in seen[0].axes[0].containers if str(c.get_label()).startswith("look-back")]
+    markers = {c.get_label(): c.lines[0].get_marker() for c in bars}
+    assert len(markers) == 2 and len(set(markers.values())) == 2, markers
+    assert len({c.lines[0].get_linestyle() for c in bars}) == 2
+    firsts = sorted(c.lines[0].get_xdata()[0] for c in bars)
+    assert firsts[0] < 5 < firsts[1]  # side by side about their length
