@@ -66,3 +66,20 @@ def test_the_cli_and_the_proxy_refuse_it_too(tmp_path: Path) -> None:
         reply = proxy.post("/v1/chat/completions", json={"model": "stepguard/ratio", "messages": [],
                                                           "stepguard": {"inputs": {"a": 1, "b": 3}}})
     assert reply.status_code == 400 and REFUSED in reply.json()["error"]["message"]
+
+
+def test_a_streamed_call_is_refused_before_its_stream_starts() -> None:
+    """Refused where every way in reads expected values (Procedure.expected_values): the proxy answers a
+    stream=true request 400, not an error event after the stream began."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from stepguard.serve import create_app
+    from stepguard.serve._upstream import Upstream
+
+    with TestClient(create_app(Upstream("sim:perfect"), {"ratio": parse_procedure(RATIO, "ratio.yaml")})) as proxy:
+        reply = proxy.post("/v1/chat/completions", json={"model": "stepguard/ratio", "messages": [], "stream": True,
+                                                          "stepguard": {"inputs": {"a": 1, "b": 3}}})
+    assert reply.status_code == 400 and REFUSED in reply.json()["error"]["message"]
+    with pytest.raises(ProcedureError, match=REFUSED):
+        parse_procedure(RATIO, "ratio.yaml").expected_values({"a": 1, "b": 3})

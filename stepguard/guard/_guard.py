@@ -141,9 +141,7 @@ class Guard:
         if stop is not None:
             ctx.closed = stop
         self._check_tools(procedure)
-        expected = procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
-        if self._depth == 0:
-            _refuse_unwritable(procedure, expected)
+        procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
         # a nested run's budgets are what its parent had left when it began (the wall time differs on
         # every resume): its parent's identity keys the budgets, and its thread is named from the parent's
         keyed = replace(config, max_total_tokens=None, max_wall_s=None) if self._depth else config
@@ -595,35 +593,3 @@ def _refuse_other_work(tid: str, diff: list[str]) -> None:
             f"checkpoint thread {tid!r} holds a run of other work ({'; '.join(diff)}); "
             "use a new thread id for this run, or the same procedure, inputs, settings and model to resume it"
         )
-
-
-def _refuse_unwritable(procedure: Procedure, expected: Mapping[str, Any]) -> None:
-    """Refuse, before any call, a run whose expected value no model can write: a ``number`` step's
-    quotient with no finite decimal form (``1 / 3``; a ``decimal`` step with a ``scale`` is rounded).
-
-    Raises:
-        ProcedureError: names the step, the value and the two ways to fix the file.
-    """
-    from fractions import Fraction
-
-    from stepguard.evaluator import format_number
-
-    for i, step in enumerate(procedure.steps):
-        value = expected.get(step.var)
-        if not isinstance(value, Fraction) or step.scale is not None or _finite_decimal(value):
-            continue
-        source = step.expression or step.check
-        raise ProcedureError(
-            f"its {'expr' if step.expression else 'check'} {source!r} gives {format_number(value)} on these inputs, which "
-            "has no finite decimal form, so no model can write it as a value: declare type: decimal with a scale "
-            f"(scale: 2: the guard rounds it) or round it in the expression (round({source}, 2))",
-            f"steps[{i}] ({step.var})")
-
-
-def _finite_decimal(value: Any) -> bool:
-    """Whether a Fraction has a finite decimal form (its reduced denominator has no prime factor but 2 and 5)."""
-    d = value.denominator
-    for p in (2, 5):
-        while d % p == 0:
-            d //= p
-    return bool(d == 1)

@@ -6,6 +6,7 @@ import ast
 import re
 import types
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -521,7 +522,8 @@ class Procedure(BaseModel):
 
         Raises:
             ProcedureError: bad inputs (named ``inputs`` where a check is false for every value they
-                allow a step), or a step fails to evaluate or contradicts itself (names the step).
+                allow a step), a step fails to evaluate or contradicts itself, or a step without a
+                ``scale`` gets a value with no finite decimal form (``1/3``: no model can write it; names the step).
         """
         env: dict[str, Any] = self.bind_inputs(inputs)
         out: dict[str, Number | str] = {}
@@ -542,6 +544,13 @@ class Procedure(BaseModel):
                     "inputs") from None
             except EvaluationError as exc:
                 raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
+            if isinstance(value, Fraction) and step.scale is None and not _finite_decimal(value):
+                source = step.expression or step.check
+                raise ProcedureError(
+                    f"its {'expr' if step.expression else 'check'} {source!r} gives {_show(value)} on these inputs, "
+                    "which has no finite decimal form, so no model can write it as a value: declare type: decimal "
+                    f"with a scale (scale: 2: the guard rounds it) or round it in the expression (round({source}, 2))",
+                    f"steps[{i}] ({step.var})")
             if value is not None:
                 out[step.var] = env[step.var] = value
         return out
@@ -612,6 +621,15 @@ def _check_type(step: Step, value: Number | str, field: str = "expr") -> None:
                     "write it over value (such as value > 0)")
         raise EvaluationError(f"step {step.var} is declared {step.type}, but its {field} gives {_show(value)} "
                               f"on these inputs ({field}: {source!r}){hint}")
+
+
+def _finite_decimal(value: Fraction) -> bool:
+    """Whether a fraction has a finite decimal form (its reduced denominator has no prime factor but 2 and 5)."""
+    d = value.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
 
 
 def _same(a: Number | str, b: Number | str) -> bool:
