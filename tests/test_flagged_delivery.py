@@ -218,3 +218,20 @@ def test_the_langgraph_node_withholds_flagged_values_unless_asked(deliver: bool)
         else:
             assert out["values"]["tax"] is None and out["total"] is None
             assert out["values"]["discount"] == "5.01"  # a verified value is written
+
+
+def test_an_unverifiable_step_withholds_its_value_too() -> None:
+    """A step with neither expr nor check is unverifiable: the run is flagged, never verified, and its
+    value is the model's, unchecked: withheld as a flagged one is, through the proxy on sim:perfect."""
+    from stepguard.procedure import parse_procedure
+
+    proc = parse_procedure("name: note\ninputs: [a]\nsteps:\n  - {var: b, expr: a + 1}\n"
+                           "  - {var: c, instruction: Add 2 to b., type: integer}\n", "note.yaml")
+    with TestClient(create_app(Upstream("sim:perfect"), {"note": proc})) as proxy:
+        body = {"model": "stepguard/note", "messages": [], "stepguard": {"inputs": {"a": 1}},
+                "response_format": {"type": "json_object"}}
+        data = proxy.post("/v1/chat/completions", json=body).json()
+    assert data["stepguard"]["status"] == "flagged", data
+    content = json.loads(data["choices"][0]["message"]["content"])
+    assert (content["values"]["b"], content["values"]["c"], content["answer"]) == (2, None, None)
+    assert data["choices"][0]["finish_reason"] == "content_filter"
