@@ -13,7 +13,8 @@
 
 The node reads the procedure's inputs from the user's state keys and writes back the
 :class:`~stepguard.guard.GuardResult` as a JSON-able dict (``output_key``), optionally the answer
-text (``answer_key``) and ``{var: value}`` (``values_key``). A failed run is reported there too
+text (``answer_key``) and ``{var: value}`` (``values_key``); a flagged run's unchecked answer and
+values are ``None`` there unless ``deliver_flagged=True``. A failed run is reported there too
 (``status`` ``"failed"`` and ``error``), not raised, unless ``on_failure="raise"``; a graph state
 with no such key is refused (a ``ValueError`` when built with ``state_schema``, else at the first
 run), since LangGraph drops an update for a key its state lacks. With a ``checkpointer`` (pass the
@@ -167,6 +168,7 @@ def guarded_node(
     checkpointer: Any | None = None,
     tools: Any | None = None,
     on_failure: Literal["report", "raise"] = "report",
+    deliver_flagged: bool = False,
     state_schema: Any | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """Build a LangGraph node (sync and async) that runs ``procedure`` under the guard.
@@ -190,6 +192,11 @@ def guarded_node(
         on_failure: ``"report"`` (default): a run that ends in a raised deviation or a spent budget
             writes its partial result (``status`` ``"failed"``, with ``error``: the message) to
             ``output_key``, so a graph branches on ``status``; ``"raise"``: the error propagates.
+        deliver_flagged: ``False`` (default): a run whose status is ``flagged`` (or ``failed``)
+            writes ``None`` to ``answer_key``, and ``None`` for each flagged (or unverifiable) value
+            in ``values_key``, so a graph that reads those keys never takes an unchecked value for
+            a checked one (the values stay in ``output_key``, each with its provenance); ``True``:
+            write them as a verified run's.
         state_schema: the graph's state type, to refuse here a state with no ``output_key``
             (``answer_key``, ``values_key``); without it the node checks the running graph's
             state at its first run.
@@ -254,10 +261,12 @@ def guarded_node(
 
     def write(result: GuardResult) -> dict[str, Any]:
         out: dict[str, Any] = {output_key: result.model_dump(mode="json")}
+        hold = not deliver_flagged and result.status in ("flagged", "failed")
         if answer_key is not None:
-            out[answer_key] = result.answer_text
+            out[answer_key] = None if hold else result.answer_text
         if values_key is not None:
-            out[values_key] = result.texts
+            out[values_key] = {s.var: None if hold and s.provenance in ("flagged", "unverifiable") else s.text
+                               for s in result.steps}
         return out
 
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .openai_compat import OpenAICompatibleModel
 
 __all__ = [
+    "KNOWN_MODELS",
     "LocalModel",
     "LocalModelInfo",
     "LocalServer",
@@ -40,6 +41,7 @@ __all__ = [
     "check_runtime",
     "free_port",
     "list_local_models",
+    "model_cache_dir",
     "native_binary",
     "resolve_model",
     "runtime_default",
@@ -96,6 +98,15 @@ def _info(model: files.KnownModel, verify: bool) -> LocalModelInfo:
         size = path.stat().st_size
     status: Checksum = "unverified" if digest is None else ("ok" if digest == model.sha256 else "mismatch")
     return LocalModelInfo(model.name, model.title, True, size, status, path, model.requirement)
+
+
+KNOWN_MODELS = files.KNOWN_MODELS
+"""The models stepguard knows how to assemble from registry packages, with their pinned sha256."""
+
+
+def model_cache_dir() -> Path:
+    """The folder a model in parts is assembled into (``STEPGUARD_CACHE_DIR``, else ~/.cache/stepguard/models)."""
+    return files.cache_dir()
 
 
 def list_local_models(verify: bool = False) -> list[LocalModelInfo]:

@@ -20,8 +20,10 @@ shown to the model as context at the top of every chunk prompt (and key the run 
 JSON gives the values as JSON; the caller's sampling options are honoured as
 :mod:`stepguard.wire._guarded_call` says. Errors are both stepguard's and ``openai.OpenAIError``
 (:mod:`stepguard.wire._client_errors`). Always read ``resp.stepguard.status``: only
-``verified`` means every value was checked (``repaired``/``flagged`` results are returned too,
-never silently). docs/drop-in-client.md is the guide.
+``verified`` means every value was checked (``repaired`` results are returned as they are; a
+``flagged`` or ``failed`` run's answer is withheld: content ``None``, ``finish_reason``
+``"content_filter"``, unless ``deliver_flagged`` asks for it; :func:`stepguard.wire.withheld`).
+docs/drop-in-client.md is the guide.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from stepguard.wire import (
     chunks,
     client_error,
     completion,
+    finish_reason,
     guarded_spec,
     read_call,
 )
@@ -248,7 +251,7 @@ class _Completions:
             result = guard.run(*args, context=call.context)
         except StepguardError as exc:
             raise client_error(exc) from exc
-        return completion(result, call.model, ContentWriter(call.shape).whole(result))
+        return completion(result, call.model, ContentWriter(call.shape).whole(result), finish=finish_reason(result, call.shape))
 
     async def _acreate(self, kwargs: dict[str, Any]) -> Any:
         call = self._owner._read(kwargs)
@@ -262,7 +265,7 @@ class _Completions:
             result = await guard.arun(*args, context=call.context)
         except StepguardError as exc:
             raise client_error(exc) from exc
-        return completion(result, call.model, ContentWriter(call.shape).whole(result))
+        return completion(result, call.model, ContentWriter(call.shape).whole(result), finish=finish_reason(result, call.shape))
 
 
 def _check_inputs(call: GuardedCall) -> None:

@@ -132,7 +132,7 @@ PRESETS: dict[str, SimPreset] = {
     "perfect": SimPreset(name="perfect"),
     # Tuned (benchmarks/calibrate_sim.py) so raw first-answer accuracy, averaged over look-backs
     # 1, 2, 3, 5, 7, falls from about 61% at 5 steps to about 20% at 95 steps: the paper's reported
-    # means over 14 models (arXiv 2605.00817), and look-back 1 -> 7 costs about 18 points (paper:
+    # means over 14 models (arXiv 2605.00817v1; its v3 reports 63% at 5 steps), and look-back 1 -> 7 costs about 18 points (paper:
     # 18.43). These rates were chosen to match those headline means; they are not measured from
     # any model. Calibration (200 per configuration, seed 0): 59% at 5 steps, 19% at 95, 18.6
     # points. In 5-step chunk replies with restated operands about 1% of steps go wrong.

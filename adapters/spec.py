@@ -7,7 +7,8 @@ Valid forms (see :data:`VALID_FORMS`)::
     local:/path/to/model.gguf              your own GGUF file (not checksummed)
     sim:<preset>                           the seeded simulated executor (never a model's accuracy)
     openai:gpt-4o-mini                     $OPENAI_BASE_URL, else api.openai.com; key from OPENAI_API_KEY
-    http://127.0.0.1:8000/v1#model-name    any OpenAI-compatible base URL; model after '#'
+    http://127.0.0.1:8000/v1#model-name    any OpenAI-compatible base URL; model after '#' (a URL of the
+                                           chat endpoint itself, .../v1/chat/completions, is read as its base)
     replay:/path/cassette.jsonl            answers recorded earlier (see stepguard.adapters.replay)
 """
 
@@ -57,6 +58,20 @@ def _fail(spec: str, why: str) -> ModelSpecError:
     return ModelSpecError(f"invalid model specification {spec!r}: {why}. Valid forms:\n  {forms}")
 
 
+_ENDPOINTS = ("/chat/completions", "/completions")
+"""Paths of an endpoint that a URL may end with where its base URL is meant (the client adds them)."""
+
+
+def _base_url(url: str) -> str:
+    """``url`` as a base URL: a trailing ``/`` and an endpoint's own path (``/chat/completions``, which
+    the OpenAI client adds to the base URL itself) taken off: ``http://h/v1/chat/completions`` is ``http://h/v1``."""
+    base = url.rstrip("/")
+    for path in _ENDPOINTS:
+        if base.lower().endswith(path):
+            return base[: -len(path)].rstrip("/")
+    return base
+
+
 def parse_model_spec(spec: str) -> ModelSpec:
     """Parse one model specification string.
 
@@ -83,7 +98,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
             raise _fail(raw, "the URL has no host")
         if not sep or not model.strip():
             raise _fail(raw, "an endpoint needs the model name after '#'")
-        return ModelSpec("http", base.rstrip("/"), model.strip(), raw)
+        return ModelSpec("http", _base_url(base), model.strip(), raw)
     kind, sep, target = raw.partition(":")
     kind, target = kind.strip().lower(), target.strip()
     if kind == "local":

@@ -3,7 +3,7 @@
 Builds raw-mode prompts from ``stepguard/guard/prompts/raw.txt`` for N in {5, 14, ..., 95} x
 L in {1, 2, 3, 5, 7}, asks the simulated executor, scores the first ``Final answer:`` and prints
 first-answer accuracy per length (mean over look-backs) next to the paper's reported means
-(61% at 5 steps, 20% at 95; Panda et al., arXiv 2605.00817, means over 14 models), and per
+(61% at 5 steps, 20% at 95; Panda et al., arXiv 2605.00817v1, means over 14 models), and per
 look-back (the paper reports L 1 -> 7 costing 18.43 points).
 
 Instances come from ``stepguard.bench.generate.generate_grid`` when it is importable, else from a

@@ -34,6 +34,28 @@ How a step is verified:
   line (`eligible = true`, `tier = gold`); booleans accept true/false/yes/no, `one_of` matches a
   choice (case-insensitively when unambiguous).
 
+Expressions (`expr`, `check`, a tool's `args`) are computed exactly, as fractions, never as
+floats: a decimal literal is the decimal written (`0.1` is one tenth). What each operator gives:
+
+| expression | value | rule |
+|---|---|---|
+| `7 / 2` | `3.5` | true division, exact; `1 / 3` is the fraction 1/3 (below) |
+| `-7 // 2` | `-4` | floor division: rounds toward minus infinity, as Python's |
+| `-7 % 2` | `1` | the remainder of floor division: it has the divisor's sign |
+| `round(2.5)` | `2` | `round` halves to even (banker's rounding), as Python's |
+| `round(3.5)` | `4` | halves to even |
+| `round(0.125, 2)` | `0.12` | halves to even at the places asked |
+| `round(2.675, 2)` | `2.68` | exactly: `2.675` is the decimal written, never the float 2.67499... |
+| `2 ** -1` | `0.5` | a power with a whole exponent, exact |
+
+No model can write 1/3 as a value: give a step that divides `type: decimal` and a `scale` (the
+guard rounds the quotient), or round it in the expression (`round(a / b, 2)`); `stepguard check`
+warns of a `/` that nothing rounds, and a run on inputs that give such a value is refused before
+any call.
+
+A step's `rounding` (`ROUND_HALF_EVEN`, the default, or `ROUND_HALF_UP`) applies where its
+`scale` rounds the value; `round(...)` inside an expression always halves to even.
+
 Step kinds (`kind`, default `compute`; [agent workflows](agent-workflows.md) shows each end to end):
 
 * `compute`: the model computes the value; verified as above.

@@ -112,3 +112,22 @@ def test_openai_specs_follow_the_clients_base_url_convention(monkeypatch) -> Non
     assert load_model("openai:gpt-4o-mini").base_url.rstrip("/") == "http://127.0.0.1:9/v1"
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert load_model("openai:gpt-4o-mini").base_url.rstrip("/") == "https://api.openai.com/v1"
+
+
+@pytest.mark.parametrize("url", [
+    "http://h:8000/v1/chat/completions#m", "http://h:8000/v1/chat/completions/#m", "http://h:8000/v1/Chat/Completions#m",
+    "http://h:8000/v1/completions#m", "http://h:8000/v1/#m", "http://h:8000/v1#m",
+])
+def test_a_url_of_the_chat_endpoint_is_read_as_its_base(url: str) -> None:
+    """``.../v1/chat/completions#m`` posted to ``.../chat/completions/chat/completions`` (issue 45): the
+    client adds the endpoint's path to the base URL itself."""
+    assert parse_model_spec(url).target == "http://h:8000/v1"
+
+
+def test_a_chat_endpoint_url_reaches_the_endpoint() -> None:
+    from stepguard.adapters import load_model
+    from tests._stub_server import StubServer
+
+    with StubServer() as stub:
+        model = load_model(f"{stub.base_url}/chat/completions#sim")
+        assert model.complete([{"role": "user", "content": "S1 = 2 + 3"}]).text  # a 404 before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -114,6 +115,41 @@ def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
                                  "--ladder", "restate,narrow"])
     assert out.exit_code == 0, out.output
     # beyond integer sums, one step a call with the values written into the line (defaults by procedure)
-    assert "re-prompt 1 (restate): Your line `tax = 1000 + 6000 + 3703.7" in out.output
-    assert "re-prompt 2 (narrow): " in out.output
-    assert "status verified" in out.output and "re-prompts 2" in out.output
+    # on stderr, each under its chunk, step, attempt and rung: stdout stays the result (--json too)
+    assert re.search(r"--- re-prompt \(chunk \d+, step \d+, attempt 1, restate\) ---\nYour line `tax = 1000 \+ 6000 \+ 3703.7",
+                     out.stderr), out.stderr
+    assert re.search(r"--- re-prompt \(chunk \d+, step \d+, attempt 2, narrow\) ---\n", out.stderr)
+    assert "--- re-prompt" not in out.stdout
+    assert "status verified" in out.stdout and "re-prompts 2" in out.stdout
+    model.faults = {"tax": ["wrong", "wrong"]}
+    as_json = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted",
+                                       "--show-prompts", "--ladder", "restate,narrow", "--json"])
+    assert json.loads(as_json.stdout)["status"] == "verified"  # --show-prompts no longer breaks --json
+
+
+def test_the_starter_runs_on_the_simulator_as_written(tmp_path: Path) -> None:
+    """init's template said `--model local`, which a newcomer on the fast path has not installed (issue 45);
+    its Run line now works as written, with no set-up."""
+    path = tmp_path / "mine.yaml"
+    assert CliRunner().invoke(app, ["init", str(path)]).exit_code == 0
+    run_line = next(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# Run:"))
+    args = run_line.split("stepguard ", 1)[1].split()
+    assert "--model" in args and args[args.index("--model") + 1] == "sim:paper"
+    out = CliRunner().invoke(app, [*args, "-q"])
+    assert out.exit_code == 0 and "status verified" in out.stdout, out.output
+
+
+def test_show_prompts_heads_a_derived_rungs_sub_step_notes_as_such(monkeypatch, tmp_path: Path) -> None:
+    """Under split, the nested run's sub-step re-prompts all printed as `re-prompt 1 (split)` (issue 45)."""
+    import stepguard.adapters
+    from tests._fakes import ScriptedModel
+
+    model = ScriptedModel(faults={"S3": ["wrong", "wrong"], "t2": ["wrong"]})
+    monkeypatch.setattr(stepguard.adapters, "load_model", lambda spec, **kw: model)
+    (tmp_path / "sums.yaml").write_text("name: sums\ninputs: [x, y]\nsteps:\n  - {var: S1, expr: x}\n  - {var: S2, expr: y}\n"
+                                        "  - {var: S3, expr: S1 + S2 + 4567}\n", encoding="utf-8")
+    out = CliRunner().invoke(app, ["run", str(tmp_path / "sums.yaml"), "-i", "x=1234", "-i", "y=5678", "--model", "scripted",
+                                   "--show-prompts", "--ladder", "split,resample", "-q"])
+    assert out.exit_code == 0, out.output
+    assert re.search(r"--- sub-step re-prompt 1 inside split \(chunk \d+, step 3, attempt 1, split\) ---\nYour line `t2 = ",
+                     out.stderr), out.stderr

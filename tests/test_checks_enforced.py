@@ -44,7 +44,8 @@ def test_an_expected_check_is_enforced_on_the_models_value() -> None:
 def test_a_predicate_false_for_the_exprs_own_value_refuses_the_run_before_any_call() -> None:
     proc = _proc({"var": "s", "expr": "a - b", "check": "value >= 0"})
     model = ScriptedModel()
-    with pytest.raises(ProcedureError, match=r"check 'value >= 0' is false for the value its expr 'a - b' gives \(-1\)"):
+    with pytest.raises(ProcedureError, match=r"a = 3, b = 4 give step s no value that passes its check: its expr 'a - b' "
+                                             r"gives -1, for which its check 'value >= 0' is false; check the inputs"):
         Guard(model).run(proc, {"a": 3, "b": 4})
     assert model.calls == []
     assert Guard(ScriptedModel()).run(proc, {"a": 4, "b": 3}).status == "verified"

@@ -184,20 +184,21 @@ def test_run_says_did_you_mean_and_shows_a_value_as_written(tmp_path: Path) -> N
 
 
 def test_a_failed_run_with_no_answer_has_content_null_both_ways(client: GuardedOpenAI, proxy: TestClient) -> None:
-    """A failed run under on_exhausted=flag answers content null (not ""), finish_reason stop and status
-    failed, through the client and the proxy, streamed or not; a verified run's content is unchanged."""
+    """A failed run under on_exhausted=flag answers content null (not ""), finish_reason content_filter (the
+    guard withheld what it could not verify, never "stop") and status failed, through the client and the
+    proxy, streamed or not; a verified run's content is unchanged."""
     run = {"inputs": {"subtotal": "100.10", "rate": "0.1"}, "on_exhausted": "flag", "max_total_tokens": 1}
     messages = [{"role": "user", "content": "go"}]
     reply = client.chat.completions.create(model="sim", messages=messages, extra_body={"stepguard": {"procedure": "invoice", **run}})
-    assert (reply.stepguard.status, reply.choices[0].message.content, reply.choices[0].finish_reason) == ("failed", None, "stop")
+    assert (reply.stepguard.status, reply.choices[0].message.content, reply.choices[0].finish_reason) == ("failed", None, "content_filter")
     body = {"model": "stepguard/invoice", "messages": messages, "stepguard": run}
     data = proxy.post("/v1/chat/completions", json=body).json()
     assert (data["stepguard"]["status"], data["choices"][0]["message"]["content"], data["choices"][0]["finish_reason"]) == (
-        "failed", None, "stop")
+        "failed", None, "content_filter")
     stream = client.chat.completions.create(model="sim", messages=messages, stream=True,
                                             extra_body={"stepguard": {"procedure": "invoice", **run}})
     last = list(stream)[-1]
-    assert (last.choices[0].delta.content, last.choices[0].finish_reason, last.stepguard.status) == (None, "stop", "failed")
+    assert (last.choices[0].delta.content, last.choices[0].finish_reason, last.stepguard.status) == (None, "content_filter", "failed")
     json_reply = client.chat.completions.create(model="sim", messages=messages, response_format={"type": "json_object"},
                                                 extra_body={"stepguard": {"procedure": "invoice", **run}})
     assert json.loads(json_reply.choices[0].message.content or "")["answer"] is None  # JSON content: its answer is null

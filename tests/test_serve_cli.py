@@ -147,3 +147,22 @@ def test_a_timeout_not_above_zero_is_a_usage_error_before_anything_starts(timeou
     """`serve --timeout 0` printed its base URL, then a ValueError traceback, exit 1."""
     out = CliRunner().invoke(app, ["serve", "--upstream", "http://127.0.0.1:9/v1#m", "--port", "0", "--timeout", timeout])
     assert out.exit_code == 2 and "--timeout" in out.output and "base URL" not in out.output, out.output
+
+
+@pytest.mark.parametrize(("host", "token", "warned"), [
+    ("0.0.0.0", None, True), ("0.0.0.0", "s3cret", False), ("127.0.0.1", None, False), ("localhost", None, False),
+])
+def test_listening_beyond_this_machine_with_no_token_is_warned_of(monkeypatch: pytest.MonkeyPatch, host: str,
+                                                                   token: str | None, warned: bool) -> None:
+    """``--host 0.0.0.0`` with no token started without a word (issue 45): anyone on the network could
+    run procedures on the upstream (and its key). A token, or a loopback address, says nothing."""
+    import stepguard.serve as serve
+
+    monkeypatch.setattr(serve, "serve", lambda **kwargs: None)
+    args = ["serve", "--upstream", "sim:perfect", "--host", host, "--port", "0", *(["--token", token] if token else [])]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    said = [line for line in out.output.splitlines() if line.startswith("warning: listening on")]
+    assert bool(said) is warned, out.output
+    if warned:
+        assert "with no token" in said[0] and "STEPGUARD_PROXY_TOKEN" in said[0]

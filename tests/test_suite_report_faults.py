@@ -144,3 +144,29 @@ def test_rows_written_before_rows_named_their_procedure_are_cases_only_of_a_suit
             runs.append(run)
         assert (aggregate_run(runs[0]).suite_rows == 1) is suite
         assert [p.procedure for p in compare_runs(*runs).configs] == (["p"] if suite else [None])
+
+
+def test_a_suite_run_and_a_generated_run_are_refused_together(tmp_path: Path, sim_runs: Any) -> None:
+    """A generated benchmark and a user's suite (issue 45) made one report without a word: its headline
+    counted the suite's guarded cases as n = 0 of any length. Refused, naming both and what to do;
+    each kind alone still builds its report, and nothing is written for the refused pair."""
+    suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n")
+    guarded = _run(suite, tmp_path / "suite-guarded", "guarded")
+    for dirs in ([sim_runs.raw, guarded], [guarded, sim_runs.raw, sim_runs.guarded]):
+        with pytest.raises(ValueError, match="of generated instances and .*suite-guarded a run of a procedure suite: "
+                                             "they do not belong in one report; build one report for each"):
+            build_report(dirs, tmp_path / "mixed")
+    assert not (tmp_path / "mixed").exists()
+    build_report([guarded], tmp_path / "suite-report")
+    build_report([sim_runs.raw], tmp_path / "bench-report")
+
+
+def test_the_cli_refuses_the_mix_with_a_usage_exit(tmp_path: Path, sim_runs: Any) -> None:
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    suite = _suite(tmp_path / "s", "- {id: a, inputs: {qty: 3, rate: '1.50', note: x}}\n")
+    guarded = _run(suite, tmp_path / "suite-guarded", "guarded")
+    out = CliRunner().invoke(app, ["bench", "report", str(sim_runs.raw), str(guarded), "--out", str(tmp_path / "r")])
+    assert out.exit_code != 0 and "do not belong in one report" in out.output

@@ -140,3 +140,13 @@ else:
 """
     out = _run([sys.executable, "-c", code], ROOT)
     assert "pip install 'stepguard[bench]'" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--model", "sim:paper", "--help"]])
+def test_demo_help_prints_usage_and_sets_up_nothing(args: list[str]) -> None:
+    """``bash scripts/demo.sh --help`` ran the whole set-up, model packages included (issue 45)."""
+    env = {**os.environ, "STEPGUARD_DRY_RUN": "1"}  # were it to set up, it would say "would install"
+    env.pop("STEPGUARD_EXTRAS", None)
+    out = _run(["bash", "scripts/demo.sh", *args], ROOT, env)
+    assert out.returncode == 0 and out.stdout.startswith("usage: bash scripts/demo.sh")
+    assert "would install" not in out.stdout and "sim:paper" in out.stdout

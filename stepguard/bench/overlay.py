@@ -34,7 +34,7 @@ PAPER_RAW_MEANS: tuple[tuple[int, float], ...] = ((5, 0.61), (95, 0.20))
 """(steps, mean first-answer accuracy) reported by Panda et al., arXiv 2605.00817 v1 (14 models;
 v3: 63% at 5 steps); docs/benchmark.md. Their benchmark, not this reconstruction of it."""
 
-PAPER_LABEL = "paper's reported raw mean, 14 models (arXiv 2605.00817; its data, not ours)"
+PAPER_LABEL = "paper's reported raw mean, 14 models (arXiv 2605.00817v1; its data, not ours)"
 METRIC_NAMES = {"raw": "first-answer accuracy", "guarded": "verified completion", "reask": "answer right after re-asks"}
 """What each mode's curve measures (raw: ``correct``; guarded: ``verified_correct``; reask, Instructor's
 re-ask loop: ``correct``, the answer it delivered right)."""
@@ -248,7 +248,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
 
 MODELS_CAPTION = ("Per model, all look-backs pooled: raw first-answer accuracy (solid, circles) and guarded verified "
                   "completion (dashed, squares) vs procedure length, one colour per model, 95% Wilson interval shaded; "
-                  "stars: the paper's reported raw means over its 14 models (arXiv 2605.00817, on its data, not this "
+                  "stars: the paper's reported raw means over its 14 models (arXiv 2605.00817v1, on its data, not this "
                   "reconstruction). A model marked SIMULATED is stepguard's simulated executor: a simulation, never a "
                   "model's accuracy.")
 

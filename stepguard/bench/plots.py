@@ -55,6 +55,12 @@ def _axes(fig: Figure, rows: int, cols: int) -> list[list[Any]]:  # matplotlib's
     return [list(r) for r in grid]
 
 
+_LOOKBACK_MARKERS = ("o", "s", "^", "D", "v", "P")
+"""The accuracy figure's marker per look-back line (in look-back order)."""
+_LOOKBACK_LINES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1)))
+"""Its line style per look-back line."""
+
+
 def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
     """First-answer accuracy (raw runs) or verified completion (guarded runs: verified, every value
     model-verified and right, nothing repaired) on top, exact-step rate below, vs steps, one line per
@@ -67,13 +73,19 @@ def plot_accuracy(runs: Sequence[RunAggregate], path: Path) -> Path:
         for row, (key, name) in enumerate((top, ("exact_step_rate", "exact-step rate"))):
             a = ax[row][col]
             lookbacks = sorted({lb for _, lb in run.configs})
+            lengths = sorted({n for n, _ in run.configs})
+            span = (lengths[-1] - lengths[0]) if len(lengths) > 1 else 10
             for j, lb in enumerate(lookbacks):
                 pts = sorted((n, run.configs[(n, lb)].metrics(run.mode)[key]) for (n, l2) in run.configs if l2 == lb)
-                shift = (j - (len(lookbacks) - 1) / 2) * 0.6  # side by side, so intervals do not hide each other
+                # side by side, by a share of the axis, each in its own marker and line style, the first drawn
+                # largest: lines that agree (all at 100%) stay told apart instead of hiding each other
+                shift = (j - (len(lookbacks) - 1) / 2) * span * 0.012
                 xs = [n + shift for n, _ in pts]
                 ys = [m["value"] for _, m in pts]
                 err = [[m["value"] - m["low"] for _, m in pts], [m["high"] - m["value"] for _, m in pts]]
-                a.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"look-back {lb}" if lb else "no look-back")
+                a.errorbar(xs, ys, yerr=err, marker=_LOOKBACK_MARKERS[j % len(_LOOKBACK_MARKERS)],
+                           linestyle=_LOOKBACK_LINES[j % len(_LOOKBACK_LINES)], markersize=max(3.0, 8.0 - 1.2 * j),
+                           capsize=3, label=f"look-back {lb}" if lb else "no look-back")
             a.set_ylim(-0.03, 1.03)
             _step_ticks(a, sorted({n for n, _ in run.configs}))
             a.set_xlabel("procedure length (steps)")

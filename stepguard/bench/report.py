@@ -219,7 +219,7 @@ def _deviation_table(run: RunAggregate, by_procedure: dict[str, Cell] | None = N
 
 OVERLAY_CAPTION = ("Raw first-answer accuracy and guarded verified completion vs procedure length: a solid line per run "
                    "(all look-backs pooled, k/n at each point, 95% Wilson interval shaded) and a thin line per look-back; "
-                   "stars: the paper's reported raw means (61% at 5 steps, 20% at 95; arXiv 2605.00817, on its data, "
+                   "stars: the paper's reported raw means (61% at 5 steps, 20% at 95; arXiv 2605.00817v1, on its data, "
                    "not this reconstruction).")
 
 
@@ -263,6 +263,20 @@ def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], p
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
+def _refuse_mixed_kinds(runs: Sequence[RunAggregate]) -> None:
+    """ValueError when runs of a user's suite and runs of generated instances are given together: one
+    report compares runs of one kind of work (a suite's per-case table, or the decline with length),
+    and neither can show the other's rows (a suite's cases would count as no instance of any length)."""
+    suite = [r for r in runs if is_suite_run(r)]
+    other = [r for r in runs if not is_suite_run(r)]
+    if suite and other:
+        raise ValueError(
+            f"{', '.join(str(r.rundir) for r in other)} {'is a run' if len(other) == 1 else 'are runs'} of generated "
+            f"instances and {', '.join(str(r.rundir) for r in suite)} {'a run' if len(suite) == 1 else 'runs'} of a "
+            "procedure suite: they do not belong in one report; build one report for each "
+            "(stepguard bench report RUNDIR... --out DIR, once per kind)")
+
+
 def _refuse_repeats(rundirs: Sequence[str | Path]) -> None:
     """ValueError when one run folder is given twice (it would be shown, and paired, twice)."""
     first: dict[Path, int] = {}
@@ -288,7 +302,8 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
             without a usable field (names file and line).
         InstancesDiffer: a raw and a guarded run share ids whose instances differ, or two runs of a
             user's suite do (their per-case table would show two cases as one; a ValueError).
-        ValueError: no run folders given, or one given twice.
+        ValueError: no run folders given, one given twice, or runs of a user's suite given with runs of
+            generated instances (they belong in two reports).
 
     Nothing is created in ``outdir`` (nor ``outdir`` itself) before every run folder has been read.
     """
@@ -297,6 +312,7 @@ def build_report(rundirs: Sequence[str | Path], outdir: str | Path) -> Report:
     _refuse_repeats(rundirs)
     runs = [aggregate_run(d) for d in rundirs]
     distinct_labels(runs)
+    _refuse_mixed_kinds(runs)
     if all(is_suite_run(r) for r in runs):
         return _build_suite_report(runs, Path(outdir))
     n_head = headline_steps(runs)

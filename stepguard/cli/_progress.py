@@ -50,7 +50,7 @@ class Progress:
         """Print the run's header: procedure, steps, model (resolved), chunk size and ladder."""
         self._t0 = time.perf_counter()
         self._steps = len(procedure.steps)
-        self._echo(f"procedure {procedure.name} ({self._steps} steps)  model {model_label(spec, model)}  "
+        self._echo(f"procedure {procedure.name} ({self._steps} step{'s' if self._steps != 1 else ''})  model {model_label(spec, model)}  "
                    f"chunk {chunk_size}  ladder {', '.join(ladder)}")
 
     def show(self, update: GuardUpdate) -> None:

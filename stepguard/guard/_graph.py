@@ -364,6 +364,16 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # the stream was cut because the wall-time budget ran out while the model wrote this step
         verdict.deviation = Deviation(kind="budget_exhausted", step=dev.step,
                                       detail=f"the wall_time budget ran out while the model was writing step {dev.step}")
+    tokens = _tokens_left(state, ctx)
+    cut_line = trace.records[-1].var if trace.records else None
+    if (state.finish_reason == "length" and tokens is not None and tokens <= 0 and dev is not None
+            and (dev.kind in ("under_executed", "truncated") or dev.step == cut_line)):
+        # the call was capped at the tokens left of max_total_tokens, and the reply ran out on this step
+        # (no line, or its last line cut short: "patient_share = 900.00 - 72" is no wrong value)
+        verdict.deviation = Deviation(kind="budget_exhausted", step=dev.step, got=dev.got,
+                                      detail=f"the tokens budget ran out while the model was writing step {dev.step}")
+    if verdict.deviation is not None and verdict.deviation.kind == "check_failed":
+        verdict.deviation = _blame_flagged(verdict.deviation, state, ctx.procedure)
     if state.restated is not None:  # the window's reply ends before a verified step written again
         verdict.deviation = _past_the_reply(verdict.deviation, verdict.verified, trace, ctx.procedure, state.cursor)
         var, line = state.restated
@@ -383,6 +393,20 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "kept_value": kept,
         "events": notes,
     }
+
+
+def _blame_flagged(dev: Deviation, state: GuardState, procedure: Procedure) -> Deviation:
+    """``dev``, its detail naming the values it rests on that were flagged earlier (kept unverified
+    under ``flag``): there the cause is upstream, not the step's own expression or check."""
+    if dev.step not in procedure.index_of:
+        return dev
+    flagged = [n for n in procedure.reads(procedure.index_of[dev.step])
+               if state.provenance.get(n) in ("flagged", "unverifiable")]
+    if not flagged:
+        return dev
+    names = ", ".join(flagged)
+    return dev.model_copy(update={"detail": f"{dev.step} rests on {names}, flagged earlier (the model's "
+                                            f"value{'s' if len(flagged) > 1 else ''}, kept unverified): {dev.detail}"})
 
 
 def _past_the_reply(dev: Deviation | None, verified: list[Any], trace: Any, procedure: Procedure, cursor: int) -> Deviation | None:

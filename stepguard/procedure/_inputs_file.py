@@ -50,7 +50,7 @@ from yaml.scanner import Scanner
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import parse_number
-from stepguard.procedure._io import LoadLimits, check_yaml_events, json_depth, no_duplicate_keys, read_file_text
+from stepguard.procedure._io import LoadLimits, check_yaml_events, json_depth, no_duplicate_keys, read_file_text, yaml_problem
 
 __all__ = ["load_inputs_file", "parse_inputs_text"]
 
@@ -292,7 +292,7 @@ def parse_inputs_text(text: str, where: str = "<text>", fmt: Literal["yaml", "js
         try:
             return loader.get_single_data()
         except yaml.YAMLError as exc:
-            raise ProcedureError(f"not valid YAML: {exc}", where) from None
+            raise ProcedureError(f"not valid YAML: {yaml_problem(exc)}", where) from None
         finally:
             loader.dispose()
     except _Refused as exc:

@@ -74,7 +74,20 @@ def check_yaml_events(text: str, limits: LoadLimits, where: str, what: str = "pr
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 stack.pop()
     except yaml.YAMLError as exc:
-        raise ProcedureError(f"not valid YAML: {exc}", where) from None
+        raise ProcedureError(f"not valid YAML: {yaml_problem(exc)}", where) from None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line, with its lines and columns, and without PyYAML's ``in "<unicode string>"``
+    (the file is named by the error's location): ``did not find expected ',' or '}' at line 5, column 1
+    (while parsing a flow mapping at line 4, column 5)``."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        def at(mark: Any) -> str:
+            return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+        context = f" ({exc.context}{at(exc.context_mark)})" if exc.context else ""
+        return f"{exc.problem}{at(exc.problem_mark)}{context}"
+    return " ".join(str(exc).replace('in "<unicode string>", ', "").split())
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -249,7 +262,7 @@ def parse_procedure(text: str, where: str = "<text>", fmt: str = "yaml", limits:
         try:
             data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader, aliases already refused
         except yaml.YAMLError as exc:
-            raise ProcedureError(f"not valid YAML: {exc}", where) from None
+            raise ProcedureError(f"not valid YAML: {yaml_problem(exc)}", where) from None
         except (ValueError, OverflowError) as exc:  # e.g. an integer over Python's 4,300-digit limit
             raise ProcedureError(f"not valid YAML: {exc}", where) from None
     if not isinstance(data, dict):

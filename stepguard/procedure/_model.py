@@ -6,6 +6,7 @@ import ast
 import re
 import types
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -403,8 +404,11 @@ class Procedure(BaseModel):
                 problems.extend((f"steps[{i}].{field} ({step.var})", m) for m in _choice_problems(compiled.tree, {**choices_of, **own}))
                 for name in compiled.names:
                     if name not in allowed:
-                        later = any(s.var == name for s in self.steps[i:])
-                        why = "is defined by a later step" if later else "is not an input or an earlier variable"
+                        later = any(s.var == name for s in self.steps[i + 1:])
+                        why = ("is this step's own variable: a step cannot read its own value (to state a condition "
+                               "on the model's value, write a check over value)" if name == step.var and not is_check
+                               else "is defined by a later step" if later
+                               else "is not an input or an earlier variable")
                         problems.append((f"steps[{i}].{field} ({step.var})", f"reads {name!r}, which {why}"))
             known.add(step.var)
             if step.type == "one_of" and step.choices is not None:
@@ -541,10 +545,7 @@ class Procedure(BaseModel):
         _check_type(step, value, found[0][0])
         predicate = self.compiled_checks[index] if check is None else None
         if predicate is not None and predicate.evaluate({**env, "value": value}) is not True:
-            raise EvaluationError(
-                f"step {step.var} contradicts itself: its check {step.check!r} is false for the value its "
-                f"expr {step.expression!r} gives ({_show(value)}), so no value can pass both"
-            )
+            raise CheckIsFalse(step, value, reads_values=any(n in env for n in self.reads(index)))
         return value
 
     def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
@@ -555,8 +556,16 @@ class Procedure(BaseModel):
         ``scale``/``rounding``. Other steps are left out (their value is the model's, checked by
         a predicate), and so is every later step that reads one.
 
+        Returns:
+            ``{var: value}``, numbers exact as the evaluator holds them: ``int`` or ``Fraction``
+            (``Fraction(523, 5)`` for a 2-place ``104.60``: no trailing zeros), where a
+            :class:`~stepguard.guard.GuardResult` gives ``Decimal("104.60")``; compare as numbers
+            (``Fraction(decimal) == fraction`` is exact).
+
         Raises:
-            ProcedureError: bad inputs, or a step fails to evaluate or contradicts itself (names the step).
+            ProcedureError: bad inputs (named ``inputs`` where a check is false for every value they
+                allow a step), a step fails to evaluate or contradicts itself, or a step without a
+                ``scale`` gets a value with no finite decimal form (``1/3``: no model can write it; names the step).
         """
         env: dict[str, Any] = self.bind_inputs(inputs)
         out: dict[str, Number | str] = {}
@@ -567,11 +576,62 @@ class Procedure(BaseModel):
                 continue
             try:
                 value = self.expected_value(i, env)
+            except CheckIsFalse as exc:
+                given = ", ".join(f"{n} = {_show(env[n])}" for n in self._inputs_of(i) if n in env)
+                if not given:  # it reads no input: the procedure itself is at fault
+                    raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
+                raise ProcedureError(
+                    f"{given} give step {step.var} no value that passes its check: its expr {step.expression!r} "
+                    f"gives {_show(exc.value)}, for which its check {step.check!r} is false; check the inputs",
+                    "inputs") from None
             except EvaluationError as exc:
                 raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
+            if isinstance(value, Fraction) and step.scale is None and not _finite_decimal(value):
+                source = step.expression or step.check
+                raise ProcedureError(
+                    f"its {'expr' if step.expression else 'check'} {source!r} gives {_show(value)} on these inputs, "
+                    "which has no finite decimal form, so no model can write it as a value: declare type: decimal "
+                    f"with a scale (scale: 2: the guard rounds it) or round it in the expression (round({source}, 2))",
+                    f"steps[{i}] ({step.var})")
             if value is not None:
                 out[step.var] = env[step.var] = value
         return out
+
+    def _inputs_of(self, index: int) -> list[str]:
+        """The inputs step ``index`` reads, directly or through the steps it reads, in declaration order."""
+        inputs = {i.name for i in self.inputs}
+        found: set[str] = set()
+        todo = [index]
+        while todo:
+            for name in self.reads(todo.pop()):
+                if name in inputs:
+                    found.add(name)
+                elif name in self.index_of and name not in found:
+                    found.add(name)
+                    todo.append(self.index_of[name])
+        return [i.name for i in self.inputs if i.name in found]
+
+
+class CheckIsFalse(EvaluationError):
+    """A step's check (a predicate on ``value``) is false for the value its ``expr`` gives.
+
+    Where the step reads values (inputs, earlier steps), the cause is those values, not the step: the
+    message says so; where it reads none, the step contradicts itself.
+
+    Attributes:
+        step: the step.
+        value: the value its ``expr`` gives.
+    """
+
+    def __init__(self, step: Step, value: Number | str, *, reads_values: bool) -> None:
+        self.step, self.value = step, value
+        if reads_values:
+            message = (f"step {step.var}: its check {step.check!r} is false for the value its expr {step.expression!r} "
+                       f"gives ({_show(value)}) on the values it reads")
+        else:
+            message = (f"step {step.var} contradicts itself: its check {step.check!r} is false for the value its "
+                       f"expr {step.expression!r} gives ({_show(value)}), so no value can pass both")
+        super().__init__(message)
 
 
 def _check_type(step: Step, value: Number | str, field: str = "expr") -> None:
@@ -603,6 +663,15 @@ def _check_type(step: Step, value: Number | str, field: str = "expr") -> None:
                     "write it over value (such as value > 0)")
         raise EvaluationError(f"step {step.var} is declared {step.type}, but its {field} gives {_show(value)} "
                               f"on these inputs ({field}: {source!r}){hint}")
+
+
+def _finite_decimal(value: Fraction) -> bool:
+    """Whether a fraction has a finite decimal form (its reduced denominator has no prime factor but 2 and 5)."""
+    d = value.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
 
 
 def _same(a: Number | str, b: Number | str) -> bool:

@@ -19,6 +19,7 @@ The request's own fields follow the client's rule too
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,7 +157,8 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
         raise RequestError(400, str(exc), exc.field, "invalid_value") from None
     config = run.options.over(fields.options).resolve(procedures[name], base=base)
     try:
-        shape = response_shape(body.get("response_format"), procedures[name])
+        shape = dataclasses.replace(response_shape(body.get("response_format"), procedures[name]),
+                                    deliver_flagged=run.deliver_flagged)
     except InvalidGuardedCall as exc:
         raise _bad(str(exc), exc.location, "invalid_response_format") from None
     messages = body.get("messages")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
 from stepguard.procedure import json_text
-from stepguard.wire import ContentWriter, ResponseShape, completion_body, usage_body
+from stepguard.wire import ContentWriter, ResponseShape, completion_body, finish_reason, usage_body
 
 if TYPE_CHECKING:
     from stepguard.model import ChatResponse
@@ -36,13 +36,15 @@ def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[st
     Returns:
         ``{"id", "object": "chat.completion", "created", "model", "choices": [{"message": {"role":
         "assistant", "content": ...}, "finish_reason": "stop"}], "usage", "stepguard": result JSON}``;
+        a flagged or failed run's answer is withheld (content ``null``, ``finish_reason``
+        ``"content_filter"``) unless the request asked ``deliver_flagged`` (:func:`stepguard.wire.withheld`);
         ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked, and
         ``bounded`` that some passed a predicate or format check only), ``steps`` with values, provenance
         and grade, ``deviations``, ``reprompts`` and usage.
     """
     spent = result.spent  # this call's: a finished thread given back from its checkpoint spent nothing
     body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
-        spent.input_tokens, spent.output_tokens, spent.cached_tokens))
+        spent.input_tokens, spent.output_tokens, spent.cached_tokens), finish=finish_reason(result, shape))
     body[KEY] = result.model_dump(mode="json")
     return body
 

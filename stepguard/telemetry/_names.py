@@ -205,6 +205,22 @@ OI_OUTPUT_VALUE: Final = "output.value"
 OI_PROJECT_NAME: Final = "openinference.project.name"
 """Resource attribute: the Phoenix project the spans land in (``default`` when absent)."""
 
+# --- each step's verdict on spans (for backends that drop span events) ---------------------
+CHECKED_STEPS: Final = "stepguard.evaluation.steps"
+"""Chunk span: the steps checked in the chunk, in order (the ``gen_ai.evaluation.result`` events'
+``stepguard.step``, one per check); the three attributes below are parallel to it."""
+CHECKED_LABELS: Final = "stepguard.evaluation.labels"
+"""Chunk span: each checked step's verdict, ``pass`` or ``fail`` (the events' score label)."""
+CHECKED_KINDS: Final = "stepguard.evaluation.deviation_kinds"
+"""Chunk span: each checked step's deviation kind (``""`` where it passed)."""
+CHECKED_ACTIONS: Final = "stepguard.evaluation.actions"
+"""Chunk span: each checked step's policy action (``reprompt``, ``flag``...; ``""`` where it passed)."""
+RESULT_STEPS: Final = "stepguard.result.steps"
+"""Run span: every step of the procedure, in order; :data:`RESULT_PROVENANCE` is parallel to it."""
+RESULT_PROVENANCE: Final = "stepguard.result.provenance"
+"""Run span: each step's provenance in the result (``model_verified``, ``repaired``, ``flagged``,
+``unverifiable``, ``missing``, ``tool``)."""
+
 # --- metrics ------------------------------------------------------------------------------
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 """GenAI v1.41 histogram, unit ``{token}``, one record per call and token type.

@@ -3,7 +3,8 @@
 Span tree of one run (names and attributes in :mod:`stepguard.telemetry._names`)::
 
     invoke_workflow {procedure}          INTERNAL  gen_ai.operation.name=invoke_workflow, stepguard.*
-      stepguard.chunk                    INTERNAL  steps, rung, attempt; gen_ai.evaluation.result events
+      stepguard.chunk                    INTERNAL  steps, rung, attempt; gen_ai.evaluation.result events, and the
+                                                   same verdicts as stepguard.evaluation.* arrays (_verdicts.py)
         chat {model}                     CLIENT    gen_ai.operation.name=chat, gen_ai.request.* / response.* / usage.*
         run_guardrail stepguard          INTERNAL  the check of the reply: gen_ai.guardrail.verdict / action /
                                                    policy / rule; a gen_ai.guardrail.security.finding event a deviation
@@ -38,6 +39,7 @@ from stepguard.telemetry import _names as n
 from stepguard.telemetry._content import capture_from_env, input_messages_json, output_messages_json, scrub_url, server_of
 from stepguard.telemetry._metrics import Instruments
 from stepguard.telemetry._records import Call, Chunk, NullRecord, Run, ToolRun, clean, finish_run_span, mark_error, quiet_context
+from stepguard.telemetry._verdicts import checked_attributes, result_attributes
 
 __all__ = ["OtelObserver"]
 
@@ -141,6 +143,7 @@ class OtelObserver:
                 return
             try:
                 self._emit_chunk(run, None, error)
+                run.span.set_attributes(result_attributes(result))  # each step's provenance, beside the status
                 finish_run_span(run.span, result, error, self.capture_content)
             finally:
                 with self._lock:
@@ -174,6 +177,8 @@ class OtelObserver:
             if run is None:
                 return
             chunk = run.chunk
+            if chunk is not None and var is not None:  # on the span too: backends that drop events show it
+                chunk.verdicts.append((var, outcome, kind or "", action or ""))
             if outcome == "pass" and chunk is not None:
                 chunk.passed += 1  # one counter add per chunk, not per step
                 if self.step_events != "all":
@@ -213,7 +218,8 @@ class OtelObserver:
         if chunk is None:
             return
         span = self._tracer.start_span(n.CHUNK_SPAN, context=run.ctx, kind=SpanKind.INTERNAL,
-                                       attributes={**chunk.attrs, **chunk.outcome}, start_time=chunk.start_ns)
+                                       attributes={**chunk.attrs, **chunk.outcome, **checked_attributes(chunk.verdicts)},
+                                       start_time=chunk.start_ns)
         ctx = trace.set_span_in_context(span)
         for call in chunk.calls:
             self._emit_call(call, ctx)

@@ -31,6 +31,7 @@ class Chunk:
         attrs: the chunk span's attributes at its start.
         calls: its model calls, ended.
         events: ``(attributes, time_ns)`` of its ``gen_ai.evaluation.result`` events.
+        verdicts: each check of a step, carried on the span as attributes too.
         passed: steps that passed (one counter add per chunk).
         outcome: attributes known when the chunk's reply was checked.
     """
@@ -43,6 +44,8 @@ class Chunk:
     outcome: dict[str, Any] = field(default_factory=dict)
     tools: list[ToolRun] = field(default_factory=list)
     """Its executed tool calls (``execute_tool`` spans)."""
+    verdicts: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """Each check of a step: ``(step, pass | fail, deviation kind, action)`` (:mod:`._verdicts`)."""
 
 
 @dataclass

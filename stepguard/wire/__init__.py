@@ -46,6 +46,7 @@ from stepguard.wire._client_errors import (
     client_error,
 )
 from stepguard.wire._completion import (
+    WITHHELD,
     AsyncGuardedStream,
     Chunker,
     ContentWriter,
@@ -58,9 +59,11 @@ from stepguard.wire._completion import (
     chunks,
     completion,
     completion_body,
+    finish_reason,
     new_id,
     response_shape,
     usage_body,
+    withheld,
 )
 from stepguard.wire._errors import RequestError
 from stepguard.wire._guarded_call import (
@@ -95,6 +98,7 @@ __all__ = [
     "REFUSED_MESSAGE",
     "RUN_KEYS",
     "SEED_RANGE",
+    "WITHHELD",
     "SENT_AS_GIVEN",
     "TOKENS_RANGE",
     "AsyncGuardedStream",
@@ -128,6 +132,7 @@ __all__ = [
     "client_error",
     "completion",
     "completion_body",
+    "finish_reason",
     "context_of",
     "flag_field",
     "guarded_spec",
@@ -144,4 +149,5 @@ __all__ = [
     "response_shape",
     "shown",
     "usage_body",
+    "withheld",
 ]

@@ -7,9 +7,7 @@ with the result under a ``stepguard`` key.
 One rule ties the two together: the content a stream's deltas add up to is the content the
 ``ChatCompletion`` holds, byte for byte (both are written by one :class:`ContentWriter`):
 
-- text (no ``response_format``): the answer's text, ``"104.60"``, in the final chunk; a run with no
-  answer (failed, under ``on_exhausted="flag"``) has content ``null`` (the final delta's too), with
-  ``finish_reason`` ``"stop"`` and ``status`` ``"failed"`` in the result;
+- text (no ``response_format``): the answer's text, ``"104.60"``, in the final chunk;
 - ``{"type": "json_object"}``: ``{"values": {step: value, ...}, "answer": ..., "status": ...,
   "first_unverified": ...}``, each step's ``"name": value`` as a delta when the step is committed;
 - ``{"type": "json_schema"}``: an object with the schema's properties (step names, and any of
@@ -24,6 +22,15 @@ step not committed (a failed run), or a value its property cannot take, is ``nul
 the schema does not require the key). Each progress chunk carries what it reports as
 ``chunk.stepguard`` (a :class:`StepOutcome` or :class:`DeviationEvent`); the final chunk, with
 ``finish_reason`` and ``usage``, carries the :class:`GuardResult`, as does ``completion.stepguard``.
+
+A value the guard could not check is never delivered as a bare value: where the run's ``status`` is
+``flagged`` or ``failed`` (:func:`withheld`), ``finish_reason`` is ``"content_filter"`` (the guard
+withheld what it could not verify) instead of ``"stop"``, a text content is ``null``, and a JSON
+content writes ``null`` for each flagged (or unverifiable) step and for ``answer`` (its ``status``
+and ``first_unverified`` as they are). The values stay in the result (``.stepguard``), each with its
+provenance. A caller who wants the model's unchecked values as the content asks for them with
+``deliver_flagged: true`` in the ``stepguard`` object (:attr:`ResponseShape.deliver_flagged`):
+the content is then written as for a verified run, with ``finish_reason`` ``"stop"``.
 """
 
 from __future__ import annotations
@@ -59,9 +66,11 @@ __all__ = [
     "chunks",
     "completion",
     "completion_body",
+    "finish_reason",
     "new_id",
     "response_shape",
     "usage_body",
+    "withheld",
 ]
 
 REPORT_ATTRIBUTE = "stepguard"
@@ -70,6 +79,11 @@ openai's models keep extra attributes, which their types do not declare."""
 
 _RESULT_KEYS = ("answer", "status", "first_unverified")
 _STATUSES = ("verified", "bounded", "repaired", "flagged", "failed")
+_UNCHECKED = ("flagged", "unverifiable")
+"""Provenances of a value the guard did not check (withheld from the content unless asked for)."""
+WITHHELD = "content_filter"
+"""The ``finish_reason`` of a content that withholds what the guard could not verify (OpenAI's word
+for content left out because it was flagged)."""
 _INTEGER = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _JSON_TYPES = ("string", "number", "integer", "boolean", "null", "array", "object")
@@ -138,12 +152,27 @@ class ResponseShape:
             (the type: the one JSON type its property asks for, other than null, or None).
         extras: the result keys the JSON holds after the steps (``answer``, ``status``, ``first_unverified``).
         slots: ``json_schema`` only: ``{key: Slot}`` for every key of the content, what each takes.
+        deliver_flagged: write a flagged or failed run's unchecked values into the content as a
+            verified run's, with ``finish_reason`` ``"stop"`` (the caller's ``deliver_flagged: true``);
+            ``False`` (the default): withhold them (:func:`withheld`).
     """
 
     kind: Literal["text", "json_object", "json_schema"] = "text"
     steps: tuple[tuple[str, str | None], ...] = ()
     extras: tuple[str, ...] = ()
     slots: Mapping[str, Slot] = field(default_factory=dict)
+    deliver_flagged: bool = False
+
+
+def withheld(result: GuardResult, shape: ResponseShape) -> bool:
+    """Whether the content withholds the run's answer: its ``status`` is ``flagged`` or ``failed`` and the
+    caller did not ask for ``deliver_flagged`` (then ``finish_reason`` is ``"content_filter"``)."""
+    return not shape.deliver_flagged and result.status in ("flagged", "failed")
+
+
+def finish_reason(result: GuardResult, shape: ResponseShape) -> str:
+    """``"stop"``, or ``"content_filter"`` where the content withholds the answer (:func:`withheld`)."""
+    return WITHHELD if withheld(result, shape) else "stop"
 
 
 def _types(prop: Mapping[str, Any], where: str) -> frozenset[str] | None:
@@ -373,15 +402,18 @@ class ContentWriter:
         if self.shape.kind == "text" or outcome.var not in self._wanted or outcome.var in self._written:
             return ""
         self._written.add(outcome.var)
-        return self._pair(outcome.var, outcome.value, outcome.shape)
+        unchecked = outcome.provenance in _UNCHECKED and not self.shape.deliver_flagged
+        return self._pair(outcome.var, None if unchecked else outcome.value, outcome.shape)
 
     def finish(self, result: GuardResult) -> str:
         """The rest of the content once the run has ended."""
+        hold = withheld(result, self.shape)
         if self.shape.kind == "text":
-            return result.answer_text or ""
+            return "" if hold else result.answer_text or ""
         out = [self.step(s.model_copy(update={"value": None})) for s in result.steps
                if s.var in self._wanted and s.var not in self._written]
-        fields = {"answer": result.answer, "status": result.status, "first_unverified": result.first_unverified}
+        fields = {"answer": None if hold else result.answer, "status": result.status,
+                  "first_unverified": result.first_unverified}
         answer: ValueShape = next((s.shape for s in result.steps if s.var == result.answer_var), "scalar")
         if self.shape.kind == "json_object":  # the values object closes, the result keys follow
             out.append("}" if self._open else '{"values": {}')
@@ -395,9 +427,9 @@ class ContentWriter:
 
     def whole(self, result: GuardResult) -> str | None:
         """The whole content of a finished run (what a stream of it adds up to), or ``None`` for a text
-        answer to a run that has none (a failed run under ``on_exhausted="flag"``): the message's
+        answer to a run that has none or whose answer is withheld (:func:`withheld`): the message's
         ``content`` is then ``null``, never a ``""`` a caller could store or parse as the answer."""
-        if self.shape.kind == "text" and result.answer_text is None:
+        if self.shape.kind == "text" and (result.answer_text is None or withheld(result, self.shape)):
             return None
         return "".join(self.step(s) for s in result.steps if s.provenance != "missing") + self.finish(result)
 
@@ -434,14 +466,15 @@ def completion_body(
     }
 
 
-def completion(result: GuardResult, model: str, content: str | None, *, id: str | None = None) -> ChatCompletion:
-    """A ``ChatCompletion`` whose message content is ``content`` (``None``: ``null``, a run with no answer);
-    ``.stepguard`` is the result.
+def completion(result: GuardResult, model: str, content: str | None, *, id: str | None = None,
+               finish: str = "stop") -> ChatCompletion:
+    """A ``ChatCompletion`` whose message content is ``content`` (``None``: ``null``, a run with no answer
+    or one withheld) and whose ``finish_reason`` is ``finish`` (:func:`finish_reason`); ``.stepguard`` is the result.
 
     ``usage`` sums every model call this call made (re-prompts and derived sub-steps included; none for a
     finished thread given back from its checkpoint).
     """
-    resp = ChatCompletion.model_validate(completion_body(model, content, _usage(result), id=id))
+    resp = ChatCompletion.model_validate(completion_body(model, content, _usage(result), id=id, finish=finish))
     setattr(resp, REPORT_ATTRIBUTE, result)
     return resp
 
@@ -504,9 +537,12 @@ class Chunker:
             return chunk_body(self.id, self.model, self.created, {"content": self.writer.step(item)})
         if isinstance(item, DeviationEvent):
             return chunk_body(self.id, self.model, self.created, {"content": ""})
-        if isinstance(item, GuardResult):  # no answer to a text call: the last delta has content null
-            last = None if self.writer.shape.kind == "text" and item.answer_text is None else self.writer.finish(item)
-            return chunk_body(self.id, self.model, self.created, {"content": last}, finish="stop", result=item)
+        if isinstance(item, GuardResult):  # no answer to a text call (or one withheld): the last delta has content null
+            shape = self.writer.shape
+            last = (None if shape.kind == "text" and (item.answer_text is None or withheld(item, shape))
+                    else self.writer.finish(item))
+            return chunk_body(self.id, self.model, self.created, {"content": last}, finish=finish_reason(item, shape),
+                              result=item)
         return None
 
     def first(self) -> ChatCompletionChunk:

@@ -97,8 +97,9 @@ def read_request_fields(fields: Mapping[str, Any], *, others_sent: bool, own: tu
                          caps[0][0] if caps else "max_tokens", sent)
 
 
-RUN_KEYS = ("procedure", "inputs", "thread_id")
-"""The keys of a ``stepguard`` object that say what to run; every other key is a :class:`GuardOptions` field."""
+RUN_KEYS = ("procedure", "inputs", "thread_id", "deliver_flagged")
+"""The keys of a ``stepguard`` object that say what to run and how its answer is delivered; every other
+key is a :class:`GuardOptions` field."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,9 @@ class RunObject:
     inputs: dict[str, Any] | None
     thread_id: str | None
     options: GuardOptions
+    deliver_flagged: bool = False
+    """Write a flagged or failed run's unchecked values into the content, ``finish_reason`` ``"stop"``
+    (default: withheld, ``"content_filter"``; :attr:`~stepguard.wire.ResponseShape.deliver_flagged`)."""
 
 
 def read_run_object(raw: Mapping[str, Any]) -> RunObject:
@@ -117,7 +121,7 @@ def read_run_object(raw: Mapping[str, Any]) -> RunObject:
     Raises:
         OptionError: an unknown key (the message lists the keys), a ``procedure`` or ``thread_id``
             that is not text, a ``thread_id`` empty or white space, ``inputs`` that are not an object,
-            or an option refused; ``field`` names it.
+            a ``deliver_flagged`` that is not a boolean, or an option refused; ``field`` names it.
     """
     from stepguard.guard import OPTION_NAMES, check_thread_id
 
@@ -131,5 +135,9 @@ def read_run_object(raw: Mapping[str, Any]) -> RunObject:
     inputs = raw.get("inputs")
     if inputs is not None and not isinstance(inputs, Mapping):
         raise OptionError("inputs", f"inputs must be an object of input values, not {inputs!r}")
+    deliver = raw.get("deliver_flagged", False)
+    if deliver is not None and type(deliver) is not bool:  # "false" would deliver
+        raise OptionError("deliver_flagged", f"deliver_flagged must be true or false, not {deliver!r}")
     options = GuardOptions.parse({k: v for k, v in raw.items() if k not in RUN_KEYS})
-    return RunObject(raw.get("procedure"), None if inputs is None else dict(inputs), raw.get("thread_id"), options)
+    return RunObject(raw.get("procedure"), None if inputs is None else dict(inputs), raw.get("thread_id"), options,
+                     bool(deliver))
