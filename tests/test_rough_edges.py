@@ -33,8 +33,8 @@ def test_the_run_table_stays_aligned_for_long_names_and_values(tmp_path: Path) -
 def test_a_short_table_keeps_its_widths() -> None:
     out = CliRunner().invoke(app, ["run", "examples/invoice.yaml", "-i", "subtotal=100.10", "-i", "rate=0.1", "--model",
                                    "sim:perfect", "-q"])
-    assert "step                  value  provenance      reprompts" in out.stdout
-    assert "discount               5.01  model_verified  0" in out.stdout
+    assert "step                  value  provenance      grade      reprompts" in out.stdout
+    assert "discount               5.01  model_verified  exact      0" in out.stdout
 
 
 def test_an_expr_that_names_its_own_step_says_so() -> None:

@@ -69,9 +69,9 @@ def add_committed_evidence(report: Report, runs: Sequence[RunAggregate], cells: 
     md = report.report_md.read_text(encoding="utf-8")
     report.report_md.write_text(md.rstrip("\n") + f"\n\n## This demo beside the committed measurement\n\n"
                                 f"![{path.stem}]({path.name})\n\n{caption}\n", encoding="utf-8")
-    from stepguard.bench.report import _img
+    from stepguard.bench.report import img_html
 
     page = report.report_html.read_text(encoding="utf-8")
-    section = f"<h2>This demo beside the committed measurement</h2>{_img(path)}<p>{html.escape(caption)}</p>"
+    section = f"<h2>This demo beside the committed measurement</h2>{img_html(path)}<p>{html.escape(caption)}</p>"
     report.report_html.write_text(page.replace("</body></html>", section + "</body></html>", 1), encoding="utf-8")
     return path

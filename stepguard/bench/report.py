@@ -241,7 +241,7 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table
         "{text-align:left}.sim{background:#fff3cd;border:1px solid #d39e00;padding:.6em 1em;font-weight:bold}img{max-width:100%}")
 
 
-def _img(p: Path) -> str:
+def img_html(p: Path) -> str:
     data = base64.b64encode(p.read_bytes()).decode("ascii")
     return f"<h3>{html.escape(p.stem)}</h3><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'>"
 
@@ -256,9 +256,9 @@ def _write_html(path: Path, runs: Sequence[RunAggregate], tables: list[Table], p
     parts.append("<ul>" + "".join(f"<li><code>{html.escape(str(r.rundir))}</code>: {html.escape(r.label)}, {r.overall.n} rows</li>"
                                   for r in runs) + "</ul>")
     lead, rest = plots[0], plots[1:]
-    parts += [_img(lead), f"<p>{html.escape(caption + _sim(runs))}</p>"]
+    parts += [img_html(lead), f"<p>{html.escape(caption + _sim(runs))}</p>"]
     parts += [t.html() for t in tables]
-    parts += [_img(p) for p in rest]
+    parts += [img_html(p) for p in rest]
     parts.append("</body></html>\n")
     path.write_text("\n".join(parts), encoding="utf-8")
 

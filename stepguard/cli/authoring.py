@@ -217,8 +217,7 @@ _WHY = {"bounded": "its only check is a predicate, which any value in range pass
 def bounded_warnings(procedure: Procedure) -> list[str]:
     """One ``warning:`` line for each step graded ``bounded`` or ``free_text`` that the procedure does not
     name in ``accept_bounded``: a run with its value ends ``bounded``, not ``verified`` (docs/concepts.md, Grades)."""
-    from stepguard.guard import bounded_steps
-    from stepguard.kinds import kind_of
+    from stepguard.kinds import bounded_steps, kind_of
 
     out = []
     for var in bounded_steps(procedure):

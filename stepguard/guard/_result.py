@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import format_number, parse_number
-from stepguard.kinds import kind_of
+from stepguard.kinds import ACCEPTABLE_GRADES, bounded_steps, kind_of
 from stepguard.procedure import Procedure, Step, ValueShape, ValueType, json_text
 from stepguard.verify import DeviationKind
 
@@ -239,8 +239,6 @@ RunStatus = Literal["verified", "bounded", "repaired", "flagged", "failed"]
 STRONG_GRADES: frozenset[str] = frozenset({"exact", "computed", "matched", "tool"})
 """The grades a ``verified`` run may hold without an opt-in: the value is the one the guard knows is right."""
 
-ACCEPTABLE_GRADES: frozenset[str] = frozenset({"bounded", "free_text"})
-"""The grades a procedure may accept step by step (``accept_bounded``); any other grade never is."""
 
 _GRADE_OF_PROVENANCE: dict[str, Grade | None] = {
     "repaired": "repaired", "flagged": "flagged", "unverifiable": "unchecked", "missing": None, "tool": "tool",
@@ -272,13 +270,6 @@ def grade_of(procedure: Procedure, index: int, provenance: str) -> Grade | None:
             raise ValueError(f"step kind {procedure.steps[index].kind!r} gives grade {grade!r}, not one of {', '.join(_GRADES)}")
         return cast(Grade, grade)  # one of the Literal's values: checked above
     return provenance_grade(provenance)
-
-
-def bounded_steps(procedure: Procedure) -> tuple[str, ...]:
-    """The steps of ``procedure`` whose verified value is graded ``bounded`` or ``free_text`` and that its
-    ``accept_bounded`` does not name, in order: a run with a value of one ends ``bounded``, not ``verified``."""
-    return tuple(s.var for i, s in enumerate(procedure.steps)
-                 if s.var not in procedure.accept_bounded and kind_of(s).grade(procedure, i) in ACCEPTABLE_GRADES)
 
 
 def run_status(steps: Sequence[StepOutcome], accept_bounded: Collection[str] = ()) -> RunStatus:

@@ -10,7 +10,18 @@ executed and committed (:class:`Kind`). The built-in kinds:
 * ``text`` (:mod:`stepguard.kinds.text`): text, a list or JSON, checked by rules.
 """
 
-from stepguard.kinds._base import Kind, Value, get_kind, kind_of, parse_committed, register_kind, step_kinds, unregister_kind
+from stepguard.kinds._base import (
+    ACCEPTABLE_GRADES,
+    Kind,
+    Value,
+    bounded_steps,
+    get_kind,
+    kind_of,
+    parse_committed,
+    register_kind,
+    step_kinds,
+    unregister_kind,
+)
 from stepguard.kinds._reading import ArgVerdict, KindVerdict
 from stepguard.kinds.compute import Compute, ComputeStep
 from stepguard.kinds.extract import Extract, ExtractStep, verify_extract
@@ -18,6 +29,7 @@ from stepguard.kinds.text import Text, TextStep, verify_text
 from stepguard.kinds.tool import Tool, ToolArg, ToolStep, verify_tool_call
 
 __all__ = [
+    "ACCEPTABLE_GRADES",
     "ArgVerdict",
     "Compute",
     "ComputeStep",
@@ -31,6 +43,7 @@ __all__ = [
     "ToolArg",
     "ToolStep",
     "Value",
+    "bounded_steps",
     "get_kind",
     "kind_of",
     "parse_committed",

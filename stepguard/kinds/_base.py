@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from stepguard.tools import ToolCall, ToolSet
     from stepguard.verify import Deviation
 
-__all__ = ["Kind", "Value", "get_kind", "kind_of", "parse_committed", "register_kind", "step_kinds", "unregister_kind"]
+__all__ = ["ACCEPTABLE_GRADES", "Kind", "Value", "bounded_steps", "get_kind", "kind_of", "parse_committed", "register_kind", "step_kinds",
+           "unregister_kind"]
 
 Value = Any
 """A committed value as the evaluator reads it: a number (``int``, ``Fraction``), a ``bool``, a
@@ -263,3 +264,14 @@ def kind_of(step: Step) -> Kind:
 def step_kinds() -> tuple[Kind, ...]:
     """Every registered kind, in registration order."""
     return tuple(_KINDS.values())
+
+
+ACCEPTABLE_GRADES: frozenset[str] = frozenset({"bounded", "free_text"})
+"""Grades a procedure may accept by name (``accept_bounded``): a check that held, but one that proves no one value."""
+
+
+def bounded_steps(procedure: Procedure) -> tuple[str, ...]:
+    """The steps of ``procedure`` whose verified value is graded ``bounded`` or ``free_text`` and that its
+    ``accept_bounded`` does not name, in order: a run with a value of one ends ``bounded``, not ``verified``."""
+    return tuple(s.var for i, s in enumerate(procedure.steps)
+                 if s.var not in procedure.accept_bounded and kind_of(s).grade(procedure, i) in ACCEPTABLE_GRADES)
