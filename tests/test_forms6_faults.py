@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from stepguard import Guard, GuardConfig
 from stepguard.guard import LadderWarning, _prompts
 from stepguard.guard._prompts import PROMPT_FORMS
-from stepguard.guard.rungs._digits import Sheet, larger_at_first_difference
+from stepguard.guard.rungs.arith._digits import Sheet, larger_at_first_difference
 from tests._fakes import ScriptedModel
 from tests.test_digit_rungs import _step
 
@@ -46,7 +46,7 @@ _EXAMPLE = re.compile(r"`{1,2}(\d+)`{1,2} and `{1,2}(\d+)`{1,2}(?::| as)\s+`{1,2
 
 def _comparison_examples() -> list[tuple[str, int, int, str]]:
     """Every ``A`` and ``B``: ``max(x, y)`` the rungs' docstrings and the docs give as a comparison by position."""
-    files = [*sorted((_ROOT / "stepguard" / "guard" / "rungs").glob("*.py")), *sorted((_ROOT / "docs").glob("*.md"))]
+    files = [*sorted((_ROOT / "stepguard" / "guard" / "rungs" / "arith").glob("*.py")), *sorted((_ROOT / "docs").glob("*.md"))]
     return [(f.name, int(m[1]), int(m[2]), m[3]) for f in files for m in _EXAMPLE.finditer(" ".join(f.read_text(encoding="utf-8").split()))]
 
 

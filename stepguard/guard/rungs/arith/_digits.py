@@ -1,7 +1,7 @@
 """What the digit rungs share: a sheet of digit-level sub-steps, and reading a number from them by position.
 
-A digit rung (:mod:`~stepguard.guard.rungs.columns`, :mod:`~stepguard.guard.rungs.multiply`,
-:mod:`~stepguard.guard.rungs.longdiv`) writes a failing step as the sub-steps done on paper, each one
+A digit rung (:mod:`~stepguard.guard.rungs.arith.columns`, :mod:`~stepguard.guard.rungs.arith.multiply`,
+:mod:`~stepguard.guard.rungs.arith.longdiv`) writes a failing step as the sub-steps done on paper, each one
 operation on a few digits over literals (``d3 = 5 + 8 + 1``), each checked by the evaluator. The
 step's value is then *read*: the last digit of each verified column value, in place order, the
 leading digits of the most significant one, the point placed, the sign taken from a sign sub-step
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Literal
 
 from stepguard.errors import StepguardError
 from stepguard.evaluator import Number, format_number
-from stepguard.guard.rungs._arith import _NAME, decimal_places, leaf_values
-from stepguard.guard.rungs._base import Read, Rung
+from stepguard.guard.rungs import Read, Rung
+from stepguard.guard.rungs.arith._arith import _NAME, decimal_places, leaf_values
 from stepguard.procedure import Procedure
 
 if TYPE_CHECKING:
-    from stepguard.guard._config import GuardConfig
+    from stepguard.guard import GuardConfig
 
 __all__ = ["DIGIT_CHUNK", "DIGIT_LADDER", "MAX_SUB_STEPS", "DigitRung", "Place", "Reading", "Sheet", "binary_operands", "column_difference",
            "column_sum", "digits_of", "finite", "larger_at_first_difference", "multiply_row", "scaled"]

@@ -48,8 +48,9 @@ from typing import Any
 
 from stepguard.errors import StepguardError
 from stepguard.evaluator import CompiledExpression, Number, format_number
-from stepguard.guard.rungs._arith import decimal_places, derived
-from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import decimal_places, derived
+from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
 from stepguard.procedure import Procedure
 
 __all__ = ["Chain", "chain_steps", "quotient_last"]

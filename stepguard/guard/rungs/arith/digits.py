@@ -2,7 +2,7 @@
 
 It derives the failing step with the first of ``columns`` (a sum or difference), ``long_multiply``
 (a product) and ``long_divide`` (a quotient) that applies; the step's value is read by position from
-the model's verified sub-steps (:mod:`~stepguard.guard.rungs._digits`), and the result's ``read``
+the model's verified sub-steps (:mod:`~stepguard.guard.rungs.arith._digits`), and the result's ``read``
 event names the rung and records every sub-step and digit. It comes last in the default ladders,
 after the cheaper rungs (:class:`~stepguard.guard.GuardConfig`), so it costs nothing where they
 succeed.
@@ -26,13 +26,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._base import Rung, get_rung, register
-from stepguard.guard.rungs._digits import DigitRung, Sheet
-from stepguard.guard.rungs.chain import chain_steps
+from stepguard.guard.rungs import Rung, get_rung, register
+from stepguard.guard.rungs.arith._digits import DigitRung, Sheet
+from stepguard.guard.rungs.arith.chain import chain_steps
 from stepguard.procedure import Procedure
 
 if TYPE_CHECKING:
-    from stepguard.guard._config import GuardConfig
+    from stepguard.guard import GuardConfig
 
 __all__ = ["DIGIT_CHAIN_LADDER", "DIGIT_ORDER", "NON_DIGIT_ORDER", "Digits"]
 
@@ -65,7 +65,7 @@ class Digits(DigitRung):
 
     def derive(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
         """The sheet of the step's one operation; for a step of several, the ``chain`` sub-steps
-        (:func:`~stepguard.guard.rungs.chain.chain_steps`, whose last sub-step is the step's value,
+        (:func:`~stepguard.guard.rungs.arith.chain.chain_steps`, whose last sub-step is the step's value,
         so nothing is read by position); else the first derivation of :data:`NON_DIGIT_ORDER` (the
         same); ``None`` where none applies."""
         sub = super().derive(procedure, index, env) or chain_steps(procedure, index, env)
@@ -78,7 +78,7 @@ class Digits(DigitRung):
         """A sheet's as :class:`DigitRung`'s; ``chain`` sub-steps' one a call with the values they read
         written in (as ``chain`` asks them), each failing one through :data:`DIGIT_CHAIN_LADDER`;
         those of :data:`NON_DIGIT_ORDER` as their rung asks them. Which derivation ``sub`` is, its
-        name's last part says (:func:`~stepguard.guard.rungs._arith.derived` ends it with the
+        name's last part says (:func:`~stepguard.guard.rungs.arith._arith.derived` ends it with the
         derivation's rung, a sheet's with ``digits``), whatever the procedure and step are named."""
         form = None if sub is None else sub.name.rsplit(":", 1)[-1]
         if form in NON_DIGIT_ORDER:
