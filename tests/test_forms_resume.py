@@ -179,3 +179,24 @@ def test_a_bad_forms_file_is_refused_naming_the_file_and_the_field(tmp_path: Pat
     with pytest.raises(StepguardError) as err:
         load_forms(path)
     assert str(err.value) == f"{path}: {said}"
+
+
+def test_a_run_store_records_the_forms_and_names_them_when_it_refuses(tmp_path: Path) -> None:
+    """A store is not resumed across forms (its calls, tokens and re-prompts measure the wording); its refusal names them."""
+    from stepguard.bench.store import RunStore
+    from stepguard.errors import RunStoreError
+
+    meta = {"model": {"spec": "sim"}, "mode": "guarded", "guard_config": {}, "generation": {}, "instances_sha256": "i",
+            "raw_prompt": None, "prompts_sha256": "a", "prompt_forms": 6}
+    RunStore.open(tmp_path, meta).close()
+    with pytest.raises(RunStoreError, match=r"prompts_sha256: stored 'a', now 'b'; prompt forms: stored 6, now 7"):
+        RunStore.open(tmp_path, {**meta, "prompts_sha256": "b", "prompt_forms": 7})
+
+
+def test_a_guarded_runs_meta_records_the_forms_version_and_a_raw_runs_none() -> None:
+    from stepguard.adapters import load_model
+    from stepguard.bench._runmeta import run_meta
+
+    inst = {"file": None, "sha256": "i"}
+    assert run_meta("guarded", load_model("sim:paper"), GuardConfig(), inst)["prompt_forms"] == _prompts.PROMPT_FORMS
+    assert run_meta("raw", load_model("sim:paper"), None, inst)["prompt_forms"] is None

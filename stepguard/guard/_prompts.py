@@ -100,6 +100,11 @@ class PromptSet:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = Path(folder) if folder else _BUILTIN
 
+    @staticmethod
+    def forms_version() -> int:
+        """The version of the prompt forms in use (:data:`PROMPT_FORMS`)."""
+        return PROMPT_FORMS
+
     def fingerprint(self, *, forms: bool = True, version: int | None = None) -> str:
         """The sha256 (hex) of every template's text in use, in a fixed order, and with ``forms``
         of :data:`PROMPT_FORMS` (from version 2 on): a run identity's ``prompts``. A run that sends
