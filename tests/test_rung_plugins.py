@@ -16,6 +16,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
+
 from stepguard.guard.rungs import ENTRY_POINT_GROUP, rung_names, rung_origin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,3 +154,15 @@ def test_the_arithmetic_rungs_import_only_the_public_rung_api_and_the_core_not_t
         if arith in path.parents or (path.parent.name == "rungs" and path.name in moved):
             continue
         assert not [m for m in _imports(path) if m.startswith("stepguard.guard.rungs.arith")], f"{path} imports the arithmetic plugin"
+
+
+def test_stepguards_own_plugin_loads_where_its_entry_point_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source tree run with no installed metadata, or an editable install made before the entry
+    point existed, still has the arithmetic rungs the default ladders name, loaded first."""
+    from importlib.metadata import EntryPoint
+
+    from stepguard.guard.rungs import _base
+
+    other = EntryPoint("mine", "myrung_plugin", ENTRY_POINT_GROUP)
+    monkeypatch.setattr(_base, "entry_points", lambda group: [other] if group == ENTRY_POINT_GROUP else [])
+    assert [(ep.name, ep.value) for ep in _base._plugins()] == [("arith", "stepguard.guard.rungs.arith"), ("mine", "myrung_plugin")]

@@ -166,13 +166,25 @@ def _said(ep: EntryPoint) -> str:
     return f"{ep.name} = {ep.value}" + (f" (distribution {dist.name})" if dist is not None else "")
 
 
+OWN_PLUGIN = "stepguard.guard.rungs.arith"
+"""The module stepguard's own entry point names (its arithmetic rungs)."""
+
+
 def _plugins() -> list[EntryPoint]:
-    """The group's entry points: stepguard's own first, then by distribution and name (a fixed order)."""
+    """The group's entry points: stepguard's own first, then by distribution and name (a fixed order).
+
+    Where no entry point names :data:`OWN_PLUGIN` (stepguard run from a source tree with no
+    installed metadata, or an editable install made before the entry point existed), it is loaded
+    as if one did, with no distribution named: the default ladders need its rungs.
+    """
     def key(ep: EntryPoint) -> tuple[bool, str, str]:
         dist = getattr(ep, "dist", None)
         name = dist.name if dist is not None else ""
-        return (name != "stepguard", name, ep.name)
-    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=key)
+        return (ep.value != OWN_PLUGIN, name, ep.name)
+    found = list(entry_points(group=ENTRY_POINT_GROUP))
+    if not any(ep.value == OWN_PLUGIN for ep in found):
+        found.append(EntryPoint("arith", OWN_PLUGIN, ENTRY_POINT_GROUP))
+    return sorted(found, key=key)
 
 
 def load_rung_plugins() -> None:
