@@ -26,7 +26,8 @@ from .replay import RecordingModel, ReplayModel, request_key
 from .spec import VALID_FORMS, ModelSpec, parse_model_spec
 
 if TYPE_CHECKING:
-    from ._client_errors import (
+    from stepguard.wire import (
+        AsyncGuardedStream,
         GuardedBudgetExhausted,
         GuardedCallError,
         GuardedCheckpointError,
@@ -36,10 +37,11 @@ if TYPE_CHECKING:
         GuardedModelUnavailable,
         GuardedProcedureError,
         GuardedStepDeviation,
+        GuardedStream,
         InvalidGuardedCall,
+        StepguardOptions,
     )
-    from ._completion import AsyncGuardedStream, GuardedStream
-    from ._guarded_call import StepguardOptions
+
     from .langgraph_node import guarded_node
     from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
     from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
@@ -91,8 +93,8 @@ _LAZY = {
     "OPENAI_BASE_URL": "openai_compat", "OpenAICompatibleModel": "openai_compat",
     "provider_for_url": "openai_compat",
     "GuardedOpenAI": "openai_wrapper", "ClientChatModel": "openai_wrapper", "guarded_node": "langgraph_node",
-    "GuardedStream": "_completion", "AsyncGuardedStream": "_completion", "StepguardOptions": "_guarded_call",
-    **{name: "_client_errors" for name in (
+    **{name: "stepguard.wire" for name in (
+        "GuardedStream", "AsyncGuardedStream", "StepguardOptions",
         "GuardedBudgetExhausted", "GuardedCallError", "GuardedCheckpointError", "GuardedModelError",
         "GuardedModelOutputTruncated", "GuardedModelTimeout", "GuardedModelUnavailable", "GuardedProcedureError",
         "GuardedStepDeviation", "InvalidGuardedCall")},
@@ -103,7 +105,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        home = _LAZY[name]
+        return getattr(importlib.import_module(home if home.startswith("stepguard.") else f".{home}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

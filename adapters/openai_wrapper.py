@@ -18,8 +18,8 @@ reach an unwrapped client as a ``TypeError``. In a guarded call the caller's ``m
 shown to the model as context at the top of every chunk prompt (and key the run identity);
 ``stream=True`` gives an ``openai.Stream`` of chunks as steps are verified; ``response_format``
 JSON gives the values as JSON; the caller's sampling options are honoured as
-:mod:`stepguard.adapters._guarded_call` says. Errors are both stepguard's and ``openai.OpenAIError``
-(:mod:`stepguard.adapters._client_errors`). Always read ``resp.stepguard.status``: only
+:mod:`stepguard.wire._guarded_call` says. Errors are both stepguard's and ``openai.OpenAIError``
+(:mod:`stepguard.wire._client_errors`). Always read ``resp.stepguard.status``: only
 ``verified`` means every value was checked (``repaired``/``flagged`` results are returned too,
 never silently). docs/drop-in-client.md is the guide.
 """
@@ -38,11 +38,23 @@ from stepguard.guard import Guard, GuardConfig
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, check_tools
+from stepguard.wire import (
+    NOT_IN_IDENTITY,
+    AsyncGuardedStream,
+    Chunker,
+    ContentWriter,
+    GuardedCall,
+    GuardedStream,
+    InvalidGuardedCall,
+    achunks,
+    chunks,
+    client_error,
+    completion,
+    guarded_spec,
+    read_call,
+)
 
 from ._attempts import map_error
-from ._client_errors import InvalidGuardedCall, client_error
-from ._completion import AsyncGuardedStream, Chunker, ContentWriter, GuardedStream, achunks, chunks, completion
-from ._guarded_call import NOT_IN_IDENTITY, GuardedCall, guarded_spec, read_call
 from ._reply import ReplyError, content_text, quote
 from ._streaming import AsyncChunkStream, ChunkStream, input_estimate
 
@@ -219,7 +231,7 @@ class _Completions:
             A call without ``extra_body["stepguard"]`` returns whatever the client returns.
 
         Raises:
-            GuardedCallError: see :mod:`stepguard.adapters._client_errors` (also ``openai.OpenAIError``).
+            GuardedCallError: see :mod:`stepguard.wire._client_errors` (also ``openai.OpenAIError``).
         """
         if guarded_spec(kwargs) is None:
             return self._inner.create(**kwargs)

@@ -106,7 +106,7 @@ REPLIES: dict[str, str] = {
     # the one reader's refusals at scale (issue 41): separators, corrections, other line breaks, signs
     "separator_chains": "S1 = 7 | S2 = 10 → S1 = 7 <br> S2 = 10\n" * 30_000,
     "long_chain_head": "S2 = " + "S1 + " * 100_000 + "(" * 50_000 + "= 10",
-    "other_line_breaks": "S1 = 7\u2028S2 = 10\rS1 = 7\x85" * 50_000,
+    "other_line_breaks": "S1 = 7\u2028S2 = 11\rS1 = 8\x85" * 50_000,
     "accounting_and_dashes": "S1 = (7)\nS2 = \u201310\nFinal answer: (10)\n" * 30_000,
 }
 """Untrusted model replies: parsed or labelled, never evaluated, never a crash."""

@@ -39,7 +39,7 @@ def _run(*args: str) -> object:
 def test_verified_exits_0_and_prints_two_places() -> None:
     out = _run("--model", "sim:perfect")
     assert out.exit_code == ExitCode.OK == 0, out.output
-    assert "total                104.60  model_verified  0" in out.stdout
+    assert "total                104.60  model_verified  exact      0" in out.stdout
     assert "answer total = 104.60" in out.stdout
     js = _run("--model", "sim:perfect", "--json")
     assert js.exit_code == 0, js.output
@@ -135,8 +135,8 @@ def test_reprompts_column_shows_each_steps_count() -> None:
     with runner.isolation() as (stdout, _stderr, *_):
         print_result(result)
         text = stdout.getvalue().decode()
-    assert "a                   1221.00  model_verified  2" in text
-    assert "b                         3  model_verified  0" in text
+    assert "a                   1221.00  model_verified  exact      2" in text
+    assert "b                         3  model_verified  exact      0" in text
 
 
 def test_an_answer_nothing_checked_is_flagged_not_verified(stub: StubServer, tmp_path: Path) -> None:
@@ -155,6 +155,7 @@ def test_an_answer_nothing_checked_is_flagged_not_verified(stub: StubServer, tmp
     data = json.loads(out.stdout)
     assert data["status"] == "flagged" and data["first_unverified"] == "total"
     assert [s["provenance"] for s in data["steps"]] == ["model_verified", "unverifiable"]
+    assert [s["grade"] for s in data["steps"]] == ["exact", "unchecked"]
 
 
 def test_a_thread_id_without_a_checkpoint_file_is_a_usage_error() -> None:

@@ -31,8 +31,8 @@ def test_each_step_prints_on_stderr_as_it_commits_and_stdout_is_unchanged() -> N
     assert re.fullmatch(r"\[\d+\.\ds\] procedure invoice \(4 steps\)  model sim:paper  chunk 1  ladder split, resample, resample, digits",
                         lines[0]), lines[0]
     steps = [re.sub(r"^\[\d+\.\ds\] ", "", line) for line in lines[1:]]
-    assert steps == ["step 1/4 discount = 5.01  model_verified", "step 2/4 net = 95.09  model_verified",
-                     "step 3/4 tax = 9.51  model_verified", "step 4/4 total = 104.60  model_verified"]
+    assert steps == ["step 1/4 discount = 5.01  model_verified (exact)", "step 2/4 net = 95.09  model_verified (exact)",
+                     "step 3/4 tax = 9.51  model_verified (exact)", "step 4/4 total = 104.60  model_verified (exact)"]
     assert quiet.stderr == ""
 
 

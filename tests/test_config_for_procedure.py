@@ -106,8 +106,8 @@ def test_stepguard_run_picks_the_defaults_by_procedure_and_an_option_given_wins(
 
 def test_the_drop_in_client_and_the_proxy_pick_the_same_defaults_by_procedure() -> None:
     """A guarded call with no configuration on the client or proxy runs as Guard(model) would."""
-    from adapters._guarded_call import read_call
     from stepguard.serve._options import guarded_request
+    from stepguard.wire import read_call
 
     products = _proc("a * b")
     sums = _proc("a + b")

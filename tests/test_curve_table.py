@@ -1,6 +1,7 @@
 """benchmarks/curve_table.py: the raw decline curve's table is computed from the committed run store,
-and docs/fidelity.md shows exactly that table, and the 95-step paired table of the same store (so the
-page cannot drift from the data behind it)."""
+and docs/fidelity.md shows exactly that table, and the 95-step paired table of the same store against
+today's guarded store (so the page cannot drift from the data behind it); the lab notes show the pairs
+of the earlier guarded store as that store gives them."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from tests._scripts import load_script
 
 ROOT = Path(__file__).parent.parent
 STORE = ROOT / "benchmarks" / "stores" / "curve" / "raw"
-GUARDED = STORE.parent / "guarded"
 PAGE = ROOT / "docs" / "fidelity.md"
+LAB = ROOT / "docs" / "lab" / "2026-11-29-fidelity.md"
 COMMAND = "python benchmarks/curve_table.py benchmarks/stores/curve/raw --planned 6"
-PAIRS_COMMAND = ("stepguard bench compare benchmarks/stores/curve/raw benchmarks/stores/curve/guarded "
-                 "--metric verified --markdown")
+PAIRS = [  # (page, guarded store): today's default ladder on the page, the ladder before the digit rungs in the lab notes
+    (PAGE, "digits"),
+    (LAB, "guarded"),
+]
 
 
 def _script() -> Any:
@@ -48,17 +51,20 @@ def test_the_page_shows_the_committed_stores_table() -> None:
     assert COMMAND in page
 
 
-def test_the_page_shows_the_committed_stores_paired_table() -> None:
-    if _writing(STORE) or _writing(GUARDED):
+@pytest.mark.parametrize(("page", "guarded"), PAIRS)
+def test_the_page_shows_the_committed_stores_paired_table(page: Path, guarded: str) -> None:
+    store = STORE.parent / guarded
+    if _writing(STORE) or _writing(store):
         pytest.skip("a measurement is appending to the store: commit its rows with the page's table")
     from stepguard.bench.compare import compare_runs
     from stepguard.bench.report import paired_table
 
-    table = paired_table(compare_runs(STORE, GUARDED, "verified"), "raw", "guarded").markdown()
+    command = f"stepguard bench compare benchmarks/stores/curve/raw benchmarks/stores/curve/{guarded} --metric verified --markdown"
+    table = paired_table(compare_runs(STORE, store, "verified"), "raw", "guarded").markdown()
     rows = table.split("\n\n", 1)[1]  # the header and rows, without the title naming the folders
-    page = PAGE.read_text(encoding="utf-8")
-    assert rows in page, f"docs/fidelity.md's 95-step paired table differs from `{PAIRS_COMMAND}`"
-    assert PAIRS_COMMAND in page
+    text = page.read_text(encoding="utf-8")
+    assert rows in text, f"{page.relative_to(ROOT)}'s 95-step paired table differs from `{command}`"
+    assert command in text
 
 
 def _row(n: int, lb: int, i: int, correct: bool, tokens: int = 100) -> dict[str, Any]:

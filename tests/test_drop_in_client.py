@@ -18,9 +18,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from stepguard import BudgetExhausted, ModelError, StepDeviation
 from stepguard.adapters import GuardedOpenAI, GuardedStream, InvalidGuardedCall, load_model
-from stepguard.adapters._client_errors import GuardedCheckpointError, GuardedModelError, GuardedProcedureError
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, sqlite_checkpointer
 from stepguard.procedure import load_procedure
+from stepguard.wire import GuardedCheckpointError, GuardedModelError, GuardedProcedureError
 from tests._stub_server import StubServer
 
 INVOICE = load_procedure("examples/invoice.yaml")

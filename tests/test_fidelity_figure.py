@@ -1,6 +1,7 @@
-"""scripts/fidelity_figure.py and the recorded cells behind docs/fidelity.md's figure: the cells agree
-with the page's table, the figure is drawn from them (not SIMULATED) or from run folders (SIMULATED on
-sim:paper), and the page shows the committed PNG."""
+"""scripts/fidelity_figure.py and the recorded cells behind the fidelity figures: the cells agree with
+the table of the lab notes that recorded them (docs/lab/2026-11-29-fidelity.md, "Results (2026-11-30)"),
+the figure is drawn from them (not SIMULATED) or from run folders (SIMULATED on sim:paper), and the
+pages show the committed PNGs."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from tests.conftest import SimRuns
 ROOT = Path(__file__).parent.parent
 CELLS = ROOT / "docs" / "data" / "fidelity_cells.json"
 PAGE = ROOT / "docs" / "fidelity.md"
+LAB = ROOT / "docs" / "lab" / "2026-11-29-fidelity.md"
+"""The lab notes that recorded the cells (the first guarded measurement, 2026-11-30)."""
 
 
 def _script() -> Any:
@@ -42,7 +45,7 @@ def titles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_recorded_cells_agree_with_the_fidelity_page() -> None:
     data = json.loads(CELLS.read_text(encoding="utf-8"))
     assert data["simulated"] is False and data["commands"] and data["recorded"]
-    rows = {m.group(1): m.group(2).split("|") for m in re.finditer(r"^\| (\d+ x \d+) \|(.*)$", PAGE.read_text(), re.M)}
+    rows = {m.group(1): m.group(2).split("|") for m in re.finditer(r"^\| (\d+ x \d+) \|(.*)$", LAB.read_text(), re.M)}
     column = {"raw": 0, "guarded": 1}
     checked = 0
     for run in data["runs"]:
@@ -60,13 +63,13 @@ def test_recorded_pairs_and_their_mcnemar_p() -> None:
     got = paired_from_cells(json.loads(CELLS.read_text(encoding="utf-8")))
     assert [g[:5] for g in got] == [("5", 10, 0, 0, 0), ("23", 3, 0, 0, 7), ("50 and 95", 0, 1, 0, 3), ("all", 13, 1, 0, 10)]
     assert [g[5] for g in got] == pytest.approx([1.0, 2 / 2**7, 2 / 2**3, 2 / 2**10])
-    page = PAGE.read_text()
+    page = LAB.read_text()
     assert "| 23 | 10 | 3 | 0 | 0 | 7 | 0.0156 |" in page and "| all | 24 | 13 | 1 | 0 | 10 | 0.00195 |" in page
 
 
-@pytest.mark.parametrize("figure", ["fidelity.png", "decline.png"])
-def test_the_page_shows_the_committed_figure(figure: str) -> None:
-    assert f"](img/{figure})" in PAGE.read_text()
+@pytest.mark.parametrize(("page", "link", "figure"), [(PAGE, "img/", "decline.png"), (LAB, "../img/", "fidelity.png")])
+def test_the_page_shows_the_committed_figure(page: Path, link: str, figure: str) -> None:
+    assert f"]({link}{figure})" in page.read_text()
     assert (ROOT / "docs" / "img" / figure).stat().st_size > 10_000
 
 

@@ -61,6 +61,9 @@ class Upper(Kind):
         out.value = raw.strip()
         return out
 
+    def grade(self, procedure: Procedure, index: int) -> str:
+        return "exact"  # its check computes the one right value (the default, bounded, would say it proves none)
+
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         return [f"upper: the value must be input {procedure.steps[index].source} in capital letters"]  # type: ignore[attr-defined]
 
@@ -107,6 +110,15 @@ def test_it_runs_guarded_on_sim_perfect_and_its_value_keeps_flowing(upper: type[
     result = Guard(load_model("sim:perfect", procedure=proc)).run(proc, {"who": "Ada Lovelace"})
     assert result.status == "verified", result.deviations
     assert [(s.var, s.value, s.provenance) for s in result.steps] == [("shout", "ADA LOVELACE", "model_verified"), ("n", 12, "model_verified")]
+    assert result.grades == {"shout": "exact", "n": "exact"}  # the kind's own grade
+
+
+def test_a_kind_that_names_no_grade_is_bounded(upper: type[Kind], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind's check proves one value only where the kind says so: by default its values are bounded."""
+    monkeypatch.delattr(Upper, "grade")
+    proc = parse_procedure(FILE)
+    result = Guard(load_model("sim:perfect", procedure=proc)).run(proc, {"who": "Ada Lovelace"})
+    assert result.grades == {"shout": "bounded", "n": "exact"} and result.status == "bounded"
 
 
 def test_a_wrong_reply_is_re_asked_with_the_kinds_note(upper: type[Kind]) -> None:

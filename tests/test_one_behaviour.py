@@ -19,11 +19,11 @@ pytest.importorskip("starlette", reason="the serve extra is not installed: pip i
 from starlette.testclient import TestClient
 
 from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall
-from stepguard.adapters._client_errors import GuardedProcedureError
 from stepguard.cli import app
 from stepguard.procedure import load_procedure, parse_procedure
 from stepguard.serve import create_app
 from stepguard.serve._upstream import Upstream
+from stepguard.wire import GuardedProcedureError
 from tests._stub_server import StubServer
 
 ROOT = Path(__file__).parent.parent

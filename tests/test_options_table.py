@@ -21,7 +21,6 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 import stepguard.guard
-from adapters._client_errors import InvalidGuardedCall
 from adapters.openai_wrapper import GuardedOpenAI
 from stepguard.adapters import load_model
 from stepguard.bench.run import GUARDED_DEFAULTS, run_benchmark
@@ -32,6 +31,7 @@ from stepguard.guard._options import GuardOptions, OptionError
 from stepguard.procedure import load_procedure
 from stepguard.serve import create_app
 from stepguard.serve._upstream import Upstream
+from stepguard.wire import InvalidGuardedCall
 
 ROOT = Path(__file__).parent.parent
 INVOICE_FILE = ROOT / "examples" / "invoice.yaml"

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion
 
-from adapters._completion import ContentWriter, completion_body, response_shape
 from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall, load_model
 from stepguard.guard import GuardResult, StepOutcome
 from stepguard.procedure import load_procedure
+from stepguard.wire import ContentWriter, completion_body, response_shape
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -257,7 +257,7 @@ WRAPPED_ENDS = {
     "error200": GuardedModelUnavailable, "error400": GuardedModelUnavailable, "error500": GuardedModelUnavailable,
     "html502": GuardedModelUnavailable, "reset": GuardedModelUnavailable, "hang": GuardedModelTimeout,
 }
-"""Each ends as stepguard's error of that kind that is also an ``openai.OpenAIError`` (adapters/_client_errors.py)."""
+"""Each ends as stepguard's error of that kind that is also an ``openai.OpenAIError`` (stepguard/wire/_client_errors.py)."""
 
 
 def _guarded_create(client: Any, name: str) -> Any:

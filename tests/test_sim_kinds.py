@@ -38,6 +38,8 @@ KINDS = {  # one step kind each, after `net` (95.10 for the inputs above)
     "one_of_conditional": "{var: size, type: one_of, choices: [small, medium, large], expr: \"'large' if net >= 1000 else 'medium' if net >= 50 else 'small'\"}",
     "one_of_instruction": "{var: size, instruction: Classify by net., type: one_of, choices: [small, medium, large], check: \"value == ('large' if net >= 1000 else 'medium' if net >= 50 else 'small')\"}",
 }
+BOUNDED = ("instruction_predicate", "instruction_predicate_far")
+"""The kinds whose only check is a predicate over value (a ``value == ...`` check pins one value: exact)."""
 LATER = "  - {var: after, expr: \"1 if %s else 0\", type: integer}\n"  # a later step reads the kind's value
 
 
@@ -57,7 +59,9 @@ def test_every_kind_verifies_on_sim_perfect(kind: str, chunk_size: int) -> None:
     model = load_model("sim:perfect", procedure=proc)
     result = Guard(model, GuardConfig(chunk_size=chunk_size)).run(proc, INPUTS)
     unverifiable = {s.var for s in proc.steps if s.expr is None and s.check is None}  # presence and type only
-    assert result.status == ("flagged" if unverifiable else "verified"), result.deviations  # nothing checked it
+    # nothing checked an unverifiable value; a predicate alone bounds a value, proving none (issue 41.3)
+    assert result.status == ("flagged" if unverifiable else "bounded" if kind in BOUNDED else "verified"), result.deviations
+    assert result.grades[proc.steps[1].var] == ("unchecked" if unverifiable else "bounded" if kind in BOUNDED else "exact")
     assert result.first_unverified == next(iter(unverifiable), None)
     assert result.reprompts == 0
     assert [s.provenance for s in result.steps] == ["unverifiable" if s.var in unverifiable else "model_verified" for s in proc.steps]
@@ -76,7 +80,8 @@ def _same(value: object, expected: object) -> bool:
 def test_every_kind_verifies_async(kind: str) -> None:
     proc = _procedure(kind)
     result = asyncio.run(Guard(SimulatedExecutor("perfect", procedure=proc)).arun(proc, INPUTS))
-    assert result.status == ("flagged" if kind == "instruction_unverifiable" else "verified"), result.deviations
+    assert result.status == ("flagged" if kind == "instruction_unverifiable" else "bounded" if kind in BOUNDED else "verified"), \
+        result.deviations
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

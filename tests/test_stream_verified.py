@@ -197,8 +197,8 @@ def test_the_langgraph_node_surfaces_each_verified_step_in_the_custom_stream(stu
     assert [d["stepguard"]["step"]["var"] for d in seen] == list(RIGHT)
     assert seen[0]["stepguard"] == {"node": "sums", "procedure": "sums",
                                     "step": {"var": "s1", "value": RIGHT["s1"], "type": "number", "scale": None,
-                                             "provenance": "model_verified", "reprompts": 0, "chunk": 0, "index": 0,
-                                             "shape": "scalar"}}
+                                             "provenance": "model_verified", "grade": "exact", "reprompts": 0, "chunk": 0,
+                                             "index": 0, "shape": "scalar"}}
 
 
 @pytest.mark.parametrize("tail", ["s1 = 99\n", "s1 = 99"])  # a line of its own, or the reply's last, unfinished

@@ -45,6 +45,7 @@ steps:
     kind: text
     format: json
     instruction: Write the order as JSON.
+accept_bounded: [names, doc]
 """
 DOC = '{"n": 3, "price": 2.50, "big": 10.0000000000000001, "exp": 1E+2, "tags": ["a"], "ok": true, "none": null, "s": "2.50"}'
 REPLIES = ['names = ["red", "yellow", "blue"]', "count = 3", "price = 2.50", f"doc = {DOC}"]
@@ -259,7 +260,7 @@ def test_guarded_openai_gives_the_typed_result_and_json_content() -> None:
 
 def test_a_json_schema_property_for_a_list_step_must_take_an_array() -> None:
     from stepguard.adapters import InvalidGuardedCall
-    from stepguard.adapters._completion import response_shape
+    from stepguard.wire import response_shape
 
     proc = parse_procedure(PROC)
 

@@ -29,6 +29,7 @@ steps:
   - var: num_names
     expr: len(names)
     type: integer
+accept_bounded: [names]
 """
 
 
@@ -87,6 +88,7 @@ steps:
   - var: n
     expr: len(card)
     type: integer
+accept_bounded: [card]
 """
 
 

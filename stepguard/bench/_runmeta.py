@@ -17,10 +17,14 @@ if TYPE_CHECKING:
     from stepguard.bench.suites import ProcedureCase
     from stepguard.guard import GuardConfig
 
-__all__ = ["RAW_SEED", "RAW_TEMPERATURE", "RAW_TOKENS_PER_STEP", "describe_model", "instance_source", "run_meta"]
+__all__ = ["MAX_RETRIES", "RAW_SEED", "RAW_TEMPERATURE", "RAW_TOKENS_PER_STEP", "describe_model", "instance_source", "run_meta"]
 
 RAW_TEMPERATURE, RAW_SEED = 0.0, 0
 """Raw-mode sampling: greedy, fixed seed (benchmark.md, "Raw mode")."""
+
+MAX_RETRIES = 3
+"""Re-ask mode's Instructor ``max_retries`` (:mod:`stepguard.bench.reask`): re-asks after the first
+attempt (Instructor 1.17 counts so: at most four calls in all)."""
 
 RAW_TOKENS_PER_STEP = 40
 """Raw-mode token allowance per step (*ours*). Measured here: Qwen2.5-Coder-1.5B answers the raw
@@ -172,8 +176,6 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         if inst_meta.get("answer_not_last"):  # the prompt names the answer variable (stepguard.bench._raw): another run
             generation["final_answer"] = "the answer variable's value, after the last step"
     elif mode == "reask":
-        from stepguard.bench.reask import MAX_RETRIES
-
         generation = {"temperature": RAW_TEMPERATURE, "seed": RAW_SEED, "max_tokens": f"{raw_tokens_per_step}*n_steps+64",
                       "instructor": {"mode": "md_json", "max_retries": MAX_RETRIES}}
     else:

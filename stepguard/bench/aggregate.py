@@ -16,7 +16,7 @@ from typing import Any
 
 from stepguard.bench._results import numbered_results, row_error
 from stepguard.bench.compare import procedure_of
-from stepguard.bench.rows import ACTIONS, ENDINGS, caught_deviations
+from stepguard.bench.rows import ACTIONS, ENDINGS, caught_deviations, row_grades
 from stepguard.bench.stats import rate as stats_rate
 from stepguard.bench.store import ERRORS, iter_rows, read_meta
 from stepguard.verify import DEVIATION_KINDS, FAILURE_LABELS
@@ -70,6 +70,9 @@ class Cell:
     """Guarded: how each caught deviation ended (:data:`stepguard.bench.rows.ENDINGS`)."""
     rows_with_deviations: int = 0
     """Guarded: instances with at least one caught deviation."""
+    grades: Counter[str] = field(default_factory=Counter)
+    """Guarded: committed values by grade (:data:`stepguard.guard.Grade`); a row written before grades: read
+    from its steps' provenance (``model_verified`` as ``exact``)."""
 
     def add(self, row: dict[str, Any]) -> None:
         """Fold one result row in (a run-store row of either mode, or a raw-mode score's fields)."""
@@ -94,6 +97,7 @@ class Cell:
         for k in _USAGE:
             self.usage[k] += usage.get(k) or 0
         if row.get("mode") == "guarded":
+            self.grades.update(row_grades(row))
             caught = caught_deviations(row)
             self.rows_with_deviations += bool(caught)
             for d in caught:
@@ -120,7 +124,8 @@ class Cell:
         ``mean_first_error_position``
         (1-based, over instances with an error), ``per_instance`` (means of calls, tokens, seconds,
         and in guarded mode re-prompts, chunks, repaired values); guarded mode adds
-        ``answer_right_any_provenance``, ``verified_correct_rate`` and ``instances_with_repairs``.
+        ``answer_right_any_provenance``, ``verified_correct_rate``, ``instances_with_repairs`` and ``grades``
+        (committed values by grade).
         """
         out: dict[str, Any] = {
             "n": self.n,
@@ -140,6 +145,7 @@ class Cell:
             out["answer_right_any_provenance"] = rate(self.first_answer_correct, self.n)
             out["verified_correct_rate"] = rate(self.verified_correct, self.n)
             out["instances_with_repairs"] = self.repaired_rows
+            out["grades"] = dict(sorted(self.grades.items()))
             out["deviations"] = self.deviation_metrics()
         return out
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from stepguard.bench._runmeta import RAW_SEED, RAW_TEMPERATURE, RAW_TOKENS_PER_STEP
+from stepguard.bench._rawcase import raw_case_row, raw_max_tokens, raw_request
+from stepguard.bench._runmeta import RAW_TOKENS_PER_STEP
 from stepguard.bench.compare import METRIC_FIELDS
-from stepguard.bench.rows import guarded_row, raw_row
+from stepguard.bench.rows import guarded_row
 from stepguard.errors import BudgetExhausted, ModelOutputTruncated, StepDeviation
-from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
+from stepguard.model import ChatModel, ChatResponse, Usage
 from stepguard.verify import FAILURE_LABELS
 
 if TYPE_CHECKING:
@@ -30,23 +31,6 @@ OUTCOMES: tuple[str, ...] = ("correct", "first_answer", "exact", "verified", *FA
 """The measures :func:`row_outcomes` gives, in order: the three of ``bench compare``
 (:data:`~stepguard.bench.compare.METRIC_FIELDS`), the first answer right whatever its provenance,
 then one per raw-mode failure label (the deviation taxonomy, docs/benchmark.md)."""
-
-
-def raw_max_tokens(n_steps: int, per_step: int = RAW_TOKENS_PER_STEP) -> int:
-    """Raw-mode cap on generated tokens: ``per_step`` per step plus 64. A reply cut there is
-    recorded with ``finish_reason == "length"`` and counted in the report's truncation rate."""
-    return per_step * n_steps + 64
-
-
-def raw_request(inst: Instance | ProcedureCase, raw_tokens_per_step: int = RAW_TOKENS_PER_STEP
-                ) -> tuple[list[Any], GenerationSettings]:
-    """Raw mode's one request for ``inst``: ``(messages, settings)``, temperature 0, seed 0, the
-    token cap of :func:`raw_max_tokens` (or the one a suite's prompt file declares)."""
-    from stepguard.bench._raw import case_messages
-
-    messages, max_tokens, _ = case_messages(inst)
-    return messages, GenerationSettings(temperature=RAW_TEMPERATURE, seed=RAW_SEED,
-                                        max_tokens=max_tokens or raw_max_tokens(inst.n_steps, raw_tokens_per_step))
 
 
 def bound_model(model: ChatModel, procedure: Procedure) -> ChatModel:
@@ -115,21 +99,6 @@ async def arun_case(
     except BudgetExhausted as exc:
         return guarded_row(inst, exc.result, f"budget:{exc.budget}")
     return guarded_row(inst, result)
-
-
-def raw_case_row(inst: Instance | ProcedureCase, resp: ChatResponse, wall_s: float = 0.0) -> dict[str, Any]:
-    """The raw-mode row of a reply to :func:`raw_request`: scored as ``bench run --mode raw`` scores it
-    (:func:`stepguard.verify.score_generation`; a suite's prompt file read as it declares).
-
-    Args:
-        inst: the case.
-        resp: the reply (a harness that keeps only the text: ``ChatResponse(text)``).
-        wall_s: seconds from the request to the score.
-    """
-    from stepguard.bench._raw import score_case
-
-    score, extra = score_case(inst, resp.text)
-    return {**raw_row(inst, resp, score, wall_s), **extra}
 
 
 def row_outcomes(row: dict[str, Any]) -> dict[str, int]:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
-from stepguard.bench.case import raw_case_row, raw_request
+from stepguard.bench._rawcase import raw_case_row, raw_request
+from stepguard.bench._runmeta import MAX_RETRIES
 from stepguard.errors import EvaluationError, ModelError
 from stepguard.evaluator import compile_expression, parse_number
 from stepguard.model import ChatModel, ChatResponse, GenerationSettings, Usage
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_RETRIES", "Execution", "StepValue", "arun_reask", "reask_messages"]
 
-MAX_RETRIES = 3
-"""Instructor's ``max_retries``: re-asks after the first attempt (Instructor 1.17 counts so: at most
-four calls in all)."""
 
 _FORMAT = ("Compute each step in order, from the inputs and the values of earlier steps. Answer with every "
            "step's value, in order, and the final answer (the value of {answer}).")

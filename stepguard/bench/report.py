@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stepguard.bench._table import Table
 from stepguard.bench.aggregate import LABEL_HEADINGS, Cell, RunAggregate, aggregate_run, distinct_labels
 from stepguard.bench.compare import METRIC_HEADINGS, Comparison, NoSharedInstances, compare_runs
 from stepguard.bench.overlay import MODELS_CAPTION, curves_from_runs, plot_models, plot_overlay
@@ -51,38 +52,6 @@ __all__ = ["Report", "Table", "build_report", "headline_steps", "paired_table"]
 NOTE = ("Benchmark: stepguard's reconstruction of the procedural-execution benchmark of Panda et al. "
         "(arXiv 2605.00817); generator, prompt and scoring rules are ours, so these are not the paper's numbers.")
 SIM_BANNER = "SIMULATED: at least one run used the simulated executor; its numbers measure the harness, not a model."
-
-
-def _md_line(text: str) -> str:
-    """``text`` on one Markdown line: line breaks as ``<br>``."""
-    return "<br>".join(text.splitlines()) if "\n" in text or "\r" in text else text
-
-
-def _md_cell(text: str) -> str:
-    """``text`` as one cell of a Markdown table: ``|`` escaped, line breaks as ``<br>``."""
-    return _md_line(text.replace("|", "\\|"))
-
-
-@dataclass
-class Table:
-    """A titled table rendered to both Markdown and HTML."""
-
-    title: str
-    header: list[str]
-    rows: list[list[str]]
-
-    def markdown(self) -> str:
-        """The table as GitHub-flavoured Markdown under a ``###`` title; a cell's ``|`` escaped and its
-        line breaks written ``<br>``, so a value with either (an input, a model's answer) stays in its cell."""
-        lines = [f"### {_md_line(self.title)}", "", "| " + " | ".join(map(_md_cell, self.header)) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in self.rows]
-        return "\n".join(lines) + "\n"
-
-    def html(self) -> str:
-        """The table as an HTML ``<table>`` under an ``<h3>`` title (escaped)."""
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
-        return f"<h3>{html.escape(self.title)}</h3>\n<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
 
 
 @dataclass
@@ -203,7 +172,7 @@ def _run_table(run: RunAggregate) -> Table:
     header = ["steps", "look-back", "n", "first-answer [95% CI]", "exact-step [95% CI]", "step values", "1st error at"]
     header += [] if guarded else [f"{LABEL_HEADINGS[lb]} %" for lb in FAILURE_LABELS]
     header += ["cut at max tokens %", "tokens / inst", "calls / inst"]
-    header += ["re-prompts / inst", "repaired"] if guarded else []
+    header += ["re-prompts / inst", "repaired", "values by grade"] if guarded else []
     rows = []
     for (n, lb), cell in sorted(run.configs.items()):
         m = cell.metrics(run.mode)
@@ -213,10 +182,15 @@ def _run_table(run: RunAggregate) -> Table:
                "-" if sva is None else f"{100 * sva:.1f}%", _num(m["mean_first_error_position"])]
         row += [] if guarded else [f"{100 * m['labels'][lb2]['value']:.1f}" for lb2 in FAILURE_LABELS]
         row += [f"{100 * m['truncated']['value']:.1f}", _num(per["total_tokens"], 0), _num(per["model_calls"])]
-        row += [_num(per["reprompts"]), str(cell.repaired)] if guarded else []
+        row += [_num(per["reprompts"]), str(cell.repaired), _grades(cell)] if guarded else []
         rows.append(row)
     what = "outcomes; the deviations caught are in the next table" if guarded else "failure labels as % of instances"
     return Table(f"{run.label}: per configuration ({what})", header, rows)
+
+
+def _grades(cell: Cell) -> str:
+    """A guarded cell's committed values by grade (``exact 460, bounded 5``), or ``-``."""
+    return ", ".join(f"{g} {k}" for g, k in sorted(cell.grades.items(), key=lambda x: (-x[1], x[0]))) or "-"
 
 
 def _deviation_table(run: RunAggregate, by_procedure: dict[str, Cell] | None = None) -> Table:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from stepguard.verify import Score
 
 __all__ = ["ACTIONS", "ENDINGS", "MAX_TEXT_CHARS", "CaughtDeviation", "caught_deviations", "error_row", "guarded_row", "instance_sha256",
-           "raw_row", "same_value"]
+           "raw_row", "row_grades", "same_value"]
 
 MAX_TEXT_CHARS = 100_000
 """Raw-mode generations are stored up to this many characters (``text_truncated`` marks a cut)."""
@@ -88,6 +88,18 @@ def caught_deviations(row: dict[str, Any]) -> list[CaughtDeviation]:
         end = provenance.get(d.get("step")) if d.get("step") in provenance else status
         out.append(CaughtDeviation(str(d.get("kind")), str(d.get("action", "reprompt")), _ENDING_OF.get(str(end))))
     return out
+
+
+def row_grades(row: dict[str, Any]) -> Counter[str]:
+    """A guarded row's committed values by grade: its ``grades``, or for a row written before grades, its
+    steps' grades read from their provenance (:func:`stepguard.guard.provenance_grade`)."""
+    given = row.get("grades")
+    if isinstance(given, dict):
+        return Counter({str(k): int(v) for k, v in given.items()})
+    from stepguard.guard import provenance_grade
+
+    steps = (row.get("guard") or {}).get("steps") or ()
+    return Counter(g for s in steps if isinstance(s, dict) for g in [s.get("grade") or provenance_grade(str(s.get("provenance")))] if g)
 
 
 def same_value(text: str | None, expected: Any) -> bool:
@@ -178,7 +190,8 @@ def guarded_row(inst: Instance | ProcedureCase, result: GuardResult, stopped: st
     Returns:
         A JSON-ready dict: the shared keys (``labels`` are the raw-mode kinds the guard caught,
         ``deviation_counts`` every kind), ``first_answer_correct``, ``verified_correct``,
-        ``status``, ``reprompts``, ``chunks``, ``repaired``, ``steps_model_verified``,
+        ``status``, ``reprompts``, ``chunks``, ``repaired``, ``steps_model_verified``, ``grades`` (how
+        many committed values have each grade: ``{"bounded": 1, "exact": 4}``),
         ``step_values_correct``, ``first_error_step`` / ``first_error_position`` (the first step
         not model-verified), and ``guard``: the whole :class:`~stepguard.guard.GuardResult`.
     """
@@ -199,6 +212,7 @@ def guarded_row(inst: Instance | ProcedureCase, result: GuardResult, stopped: st
         "labels": [k for k in FAILURE_LABELS if kinds.get(k)],
         "deviation_counts": dict(sorted(kinds.items())),
         "steps_model_verified": sum(s.provenance == "model_verified" for s in result.steps),
+        "grades": dict(sorted(Counter(s.grade for s in result.steps if s.grade is not None).items())),
         "step_values_correct": sum(right),
         "first_error_step": result.steps[first_bad].var if first_bad is not None else None,
         "first_error_position": first_bad + 1 if first_bad is not None else None,

@@ -23,14 +23,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stepguard.bench._results import numbered_results
+from stepguard.bench._table import Table
 from stepguard.bench.aggregate import Cell, RunAggregate, rate
 from stepguard.bench.compare import procedure_of
-
-if TYPE_CHECKING:
-    from stepguard.bench.report import Table
 
 __all__ = ["SUITE_NOTE", "SuiteRun", "case_table", "check_same_cases", "is_suite_run", "plot_procedures", "procedure_table", "suite_run"]
 
@@ -117,8 +115,6 @@ def procedures_of(runs: Sequence[SuiteRun]) -> list[str]:
 def procedure_table(runs: Sequence[SuiteRun]) -> Table:
     """Per procedure and over all cases: cases, steps, and each run's rate with its 95% Wilson interval
     (raw: the answer right; guarded: verified completion), and guarded runs' calls per case."""
-    from stepguard.bench.report import Table
-
     header = ["procedure", "cases", "steps"]
     for r in runs:
         header.append(f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')} [95% CI]")
@@ -155,6 +151,9 @@ def _verdict(row: dict[str, Any] | None, mode: str) -> str:
         if row.get("verified_correct"):
             return "verified"
         extra = f", {row['repaired']} repaired" if row.get("repaired") else ""
+        if status == "bounded":
+            weak = sum(k for g, k in (row.get("grades") or {}).items() if g in ("bounded", "free_text"))
+            extra += f", {weak} value{'s' if weak != 1 else ''} bounded only"
         return f"{status}{extra}" + ("" if row.get("first_answer_correct") else ", answer wrong")
     cut = " (cut at max tokens)" if row.get("finish_reason") == "length" else ""
     if row.get("correct"):
@@ -189,8 +188,6 @@ def _where(row: dict[str, Any] | None, mode: str) -> str:
 def case_table(runs: Sequence[SuiteRun]) -> Table:
     """One line per case: procedure, case, inputs, expected answer, then per run its answer, verdict
     and where it first went wrong (module docstring)."""
-    from stepguard.bench.report import Table
-
     header = ["procedure", "case", "inputs", "expected"]
     for r in runs:
         header += [f"{r.agg.label}: answer", f"{r.agg.label}: verdict", f"{r.agg.label}: where it went wrong"]

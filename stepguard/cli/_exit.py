@@ -29,7 +29,7 @@ class ExitCode(IntEnum):
     """What ``stepguard``'s exit status means."""
 
     OK = 0
-    """``run``: the result is verified (every value model-verified); other commands: done."""
+    """``run``: the result is verified (every value graded exact, matched or tool, or accepted bounded); other commands: done."""
     FAILED = 1
     """``run``: the guard stopped the run (a deviation under ``--policy raise``, a spent budget) or steps are missing."""
     USAGE = 2
@@ -44,6 +44,9 @@ class ExitCode(IntEnum):
     """The model or its server failed (unreachable, timed out, cut off, could not start)."""
     DATA = 7
     """A checkpoint, run store or other data file is unreadable, invalid or cannot be written."""
+    BOUNDED = 8
+    """``run``: finished, every value checked, but some only by a predicate or format (grade ``bounded`` or
+    ``free_text``) on a step the procedure does not name in ``accept_bounded`` (``bounded``)."""
     INTERRUPTED = 130
     """Interrupted (Ctrl-C)."""
 
@@ -59,19 +62,21 @@ EXIT_CODES_HELP = "Exit codes: " + "; ".join(
         (ExitCode.PROCEDURE, "invalid procedure or inputs"),
         (ExitCode.MODEL, "model or server error"),
         (ExitCode.DATA, "unreadable or unwritable checkpoint, run store or data file"),
+        (ExitCode.BOUNDED, "bounded (a value only a predicate or format checked)"),
         (ExitCode.INTERRUPTED, "interrupted"),
     )
 ) + "."
 """One line for help texts (and so docs/cli.md)."""
 
-_STATUS = {"verified": ExitCode.OK, "repaired": ExitCode.REPAIRED, "flagged": ExitCode.FLAGGED, "failed": ExitCode.FAILED}
+_STATUS = {"verified": ExitCode.OK, "repaired": ExitCode.REPAIRED, "flagged": ExitCode.FLAGGED, "failed": ExitCode.FAILED,
+           "bounded": ExitCode.BOUNDED}
 
 
 def exit_for_status(status: str) -> ExitCode:
     """The exit code of a finished run with :attr:`stepguard.guard.GuardResult.status` ``status``.
 
     Raises:
-        KeyError: ``status`` is not one of verified, repaired, flagged, failed.
+        KeyError: ``status`` is not one of verified, bounded, repaired, flagged, failed.
     """
     return _STATUS[status]
 

@@ -30,8 +30,8 @@ def model_label(spec: str, model: Any) -> str:
 class Progress:
     """Prints a run's progress on stderr: :meth:`header` once, then :meth:`show` for each update.
 
-    Lines: ``[12.3s] step 2/4 net = 95.09  verified`` for a committed step (value as its step
-    declares it, provenance, re-prompts where any) and ``[12.3s] deviation at tax: arithmetic_error
+    Lines: ``[12.3s] step 2/4 net = 95.09  model_verified (exact)`` for a committed step (value as its
+    step declares it, provenance, grade, re-prompts where any) and ``[12.3s] deviation at tax: arithmetic_error
     -> reprompt (split)`` for a deviation and what the policy did (the rung taking the re-prompt).
     Seconds count from :meth:`header`. Nothing is printed when ``quiet``.
     """
@@ -61,7 +61,8 @@ class Progress:
             self._done += 1
             again = f"  after {update.reprompts} re-prompt{'s' if update.reprompts != 1 else ''}" if update.reprompts else ""
             text = update.text if update.text is not None else "-"
-            self._echo(f"step {self._done}/{self._steps} {update.var} = {text}  {update.provenance}{again}")
+            grade = f" ({update.grade})" if update.grade else ""
+            self._echo(f"step {self._done}/{self._steps} {update.var} = {text}  {update.provenance}{grade}{again}")
         elif isinstance(update, DeviationEvent):
             rung = f" ({update.rung})" if update.rung else ""
             self._echo(f"deviation at {update.step or '-'}: {update.kind} -> {update.action}{rung}: {update.detail}")

@@ -18,7 +18,7 @@ from stepguard.errors import ProcedureError
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["STARTER", "check_command", "describe_step", "init_command", "register"]
+__all__ = ["STARTER", "bounded_warnings", "check_command", "describe_step", "init_command", "register"]
 
 STARTER = """\
 # A stepguard procedure. Reference: docs/procedures.md; JSON Schema: docs/schemas/procedure.schema.json
@@ -114,6 +114,9 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
     lines.append(f"type: {kind}")
     if step.computes and not step.expression and not step.check:
         lines.append("unverifiable: presence, order and type only (a run with it is flagged, not verified)")
+    grade = kind_of(step).grade(procedure, index)
+    accepted = "  (accepted: named in accept_bounded)" if step.var in procedure.accept_bounded and grade in _WEAK else ""
+    lines.append(f"grade: {grade}{accepted}")
     reads = procedure.reads(index)
     if reads:
         lines.append(f"reads: {', '.join(reads)}")
@@ -173,6 +176,28 @@ def check_command(
         typer.echo(f"  {i + 1}. {step.var}")
         for line in describe_step(proc, i):
             typer.echo(f"       {line}")
+    for line in bounded_warnings(proc):
+        typer.echo(line)
+
+
+_WEAK = ("bounded", "free_text")
+_WHY = {"bounded": "its only check is a predicate, which any value in range passes",
+        "free_text": "only its format is checked (length, pattern, choices, schema, predicate)"}
+
+
+def bounded_warnings(procedure: Procedure) -> list[str]:
+    """One ``warning:`` line for each step graded ``bounded`` or ``free_text`` that the procedure does not
+    name in ``accept_bounded``: a run with its value ends ``bounded``, not ``verified`` (docs/concepts.md, Grades)."""
+    from stepguard.guard import bounded_steps
+    from stepguard.kinds import kind_of
+
+    out = []
+    for var in bounded_steps(procedure):
+        i = procedure.index_of[var]
+        grade = kind_of(procedure.steps[i]).grade(procedure, i)
+        out.append(f"warning: step {var} is graded {grade}: {_WHY[grade]}, so it proves no one value; a run "
+                   f"ends bounded (exit 8), not verified, unless the procedure accepts it: accept_bounded: [{var}]")
+    return out
 
 
 def register(app: typer.Typer) -> None:

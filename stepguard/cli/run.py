@@ -93,10 +93,10 @@ def print_result(result: GuardResult) -> None:
     """
     sim = "  [SIMULATED model: not a model's accuracy]" if result.simulated else ""
     typer.echo(f"procedure {result.procedure}  model {result.model}{sim}")
-    typer.echo(f"{'step':<12} {'value':>14}  {'provenance':<15} reprompts")
+    typer.echo(f"{'step':<12} {'value':>14}  {'provenance':<15} {'grade':<10} reprompts")
     for s in result.steps:
         text = s.text if s.text is not None else "-"
-        typer.echo(f"{s.var:<12} {text:>14}  {s.provenance:<15} {s.reprompts}")
+        typer.echo(f"{s.var:<12} {text:>14}  {s.provenance:<15} {s.grade or '-':<10} {s.reprompts}")
     for d in result.deviations:
         typer.echo(f"  deviation at {d.step}: {d.kind} -> {d.action}{' (' + d.rung + ')' if d.rung else ''}: {d.detail}")
     u = result.spent  # this run's: a resumed finished thread made no calls now
@@ -106,6 +106,10 @@ def print_result(result: GuardResult) -> None:
         f"re-prompts {result.reprompts}  repaired {result.repaired}  calls {u.model_calls}  "
         f"tokens in/out {u.input_tokens}/{u.output_tokens}  wall {u.wall_s:.2f}s"
     )
+    if result.status == "bounded":
+        weak = ", ".join(f"{s.var} ({s.grade})" for s in result.steps if s.grade in ("bounded", "free_text"))
+        typer.echo(f"bounded: {weak} passed a predicate or format check only, which proves no one value; "
+                   "a procedure accepts such a step by naming it in accept_bounded")
     if result.resumed is not None:
         t = result.usage
         how = ("it had finished: given back from the checkpoint, nothing asked again" if result.resumed == "finished"
@@ -218,7 +222,7 @@ def run_command(
 
     Values print with the places their step declares (1221.00), in the table and with --json.
     Progress goes to stderr as the run goes (each step as it commits, each deviation); --quiet
-    turns it off. Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired (see `stepguard --help`).
+    turns it off. Exit status: 0 verified, 1 failed, 3 flagged, 4 repaired, 8 bounded (see `stepguard --help`).
     """
     from stepguard.guard import Guard, GuardResult, sqlite_checkpointer
     from stepguard.procedure import load_procedure

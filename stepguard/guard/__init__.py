@@ -25,17 +25,30 @@ from stepguard.guard._options import (
 )
 from stepguard.guard._postgres import postgres_checkpointer
 from stepguard.guard._prompts import PromptSet, context_block, format_value as format_value, render_raw_prompt
-from stepguard.guard._result import DeviationEvent, GuardResult, Provenance, StepOutcome, StepValue, UsageTotals, value_text as value_text
+from stepguard.guard._result import (
+    DeviationEvent,
+    Grade,
+    GuardResult,
+    Provenance,
+    StepOutcome,
+    StepValue,
+    UsageTotals,
+    bounded_steps as bounded_steps,
+    provenance_grade as provenance_grade,
+    value_text as value_text,
+)
 from stepguard.guard.rungs import Rung, get_rung, register as register_rung, rung_names
 
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
 # package's private modules (tests/test_layering.py), but not public: build_result, format_value,
-# identity_digest (adapters.langgraph_node), value_text (adapters' replies), PRODUCTION_SETTINGS
+# identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
+# old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
 # (the CLI's help), OPTION_NAMES and thread_needs_checkpointer (the ways in that read options).
 
 __all__ = [
     "DeviationEvent",
     "ExhaustedAction",
+    "Grade",
     "Guard",
     "GuardConfig",
     "GlobalTelemetry",

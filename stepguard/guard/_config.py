@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
 __all__ = ["DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "LadderWarning", "Policy",
-           "beyond_integer_sums", "ladder_mismatch"]
+           "beyond_integer_sums", "ladder_mismatch", "procedure_defaults"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -168,7 +169,7 @@ class GuardConfig:
     inline_known: bool = False
     """Write the values a step reads into its line (``t3 = 0.05 if False else 0``) instead of
     listing them as known values: the ``chain`` rung's nested runs, one sub-step a call, ask so
-    (why, measured: docs/production.md)."""
+    (why, measured: docs/lab/2026-11-30-production-suite.md)."""
     max_tokens_per_step: int = 48
     """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
     streamed: bool = False
@@ -194,8 +195,6 @@ class GuardConfig:
         Raises:
             ValueError: a field out of range (as the constructor).
         """
-        from stepguard.guard._options import procedure_defaults  # the one place they are decided
-
         return cls(**{**procedure_defaults(procedure), **fields})
 
     def __post_init__(self) -> None:
@@ -232,3 +231,24 @@ class GuardConfig:
         for rung in self.ladder:
             if rung not in rung_names():
                 raise ValueError(f"unknown ladder rung {rung!r}: use one of {', '.join(rung_names())}")
+
+
+def procedure_defaults(procedures: Procedure | Iterable[Procedure] | None) -> dict[str, Any]:
+    """The defaults by procedure: :data:`PRODUCTION_SETTINGS` where any of ``procedures`` is beyond
+    integer sums (:func:`beyond_integer_sums`), else none (GuardConfig's own).
+
+    One configuration serves a run, so a run mixing both kinds (a suite) gets the production settings:
+    their ``split`` rung asks an integer sum through ``bridge`` and ``decompose`` too.
+
+    Args:
+        procedures: one procedure, several, or ``None`` (generated integer sums: no procedure to read).
+
+    Returns:
+        GuardConfig fields by name (empty for integer sums).
+    """
+    if procedures is None:
+        return {}
+    from stepguard.procedure import Procedure
+
+    many = [procedures] if isinstance(procedures, Procedure) else list(procedures)
+    return dict(PRODUCTION_SETTINGS) if any(beyond_integer_sums(p) for p in many) else {}

@@ -33,7 +33,7 @@ from langgraph.runtime import Runtime
 from stepguard.errors import BudgetExhausted, EvaluationError, RunClosed, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
-from stepguard.guard._result import outcome
+from stepguard.guard._result import grade_of, outcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
@@ -110,7 +110,7 @@ MAX_NESTING = 2
 A derived sub-procedure can hold the operation it came from (``divide`` writes a quotient, and a
 failing quotient goes through ``single`` to ``divide`` again), so without a bound a model that
 keeps failing would recurse without end. What each depth costs a model wrong on every sub-step:
-docs/production.md, "Nesting"."""
+docs/lab/2026-11-30-production-suite.md, "Nesting"."""
 
 
 def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | None:
@@ -253,8 +253,8 @@ def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> 
     def verified(var: str, text: str, index: int) -> None:
         step = proc.steps[index]
         prov[var] = _provenance(ctx, prov, index)
-        write(outcome(step, text, provenance=prov[var], reprompts=state.attempt if index == state.cursor else 0,
-                      chunk=state.chunk_no - 1, index=index))
+        write(outcome(step, text, provenance=prov[var], grade=grade_of(proc, index, prov[var]),
+                      reprompts=state.attempt if index == state.cursor else 0, chunk=state.chunk_no - 1, index=index))
 
     wall = _wall_left(ctx)
     return StreamWatch(proc, state.cursor, state.chunk_end, ctx.env(state), verified,

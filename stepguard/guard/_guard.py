@@ -20,7 +20,7 @@ from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._prompts import PromptSet
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, input_text, outcome
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, grade_of, input_text, outcome, run_status
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage, ChatModel
@@ -502,8 +502,9 @@ class _Progress:
         for i, s in enumerate(self.ctx.procedure.steps):
             if s.var in committed and s.var not in self.steps:
                 self.steps.add(s.var)
-                yield outcome(s, committed[s.var], provenance=prov.get(s.var, "missing"), reprompts=rep.get(s.var, 0),
-                              chunk=chunk.get(s.var), index=i)
+                how = prov.get(s.var, "missing")
+                yield outcome(s, committed[s.var], provenance=how, grade=grade_of(self.ctx.procedure, i, how),
+                              reprompts=rep.get(s.var, 0), chunk=chunk.get(s.var), index=i)
 
 
 def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any], tid: str, wall_s: float,
@@ -542,22 +543,15 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     proc = ctx.procedure
     values, prov, reprompts, chunks = state.values, state.provenance, state.step_reprompts, state.step_chunk
     steps = [
-        outcome(s, values.get(s.var), provenance=prov.get(s.var, "missing"), reprompts=reprompts.get(s.var, 0),
-                chunk=chunks.get(s.var), index=i)
+        outcome(s, values.get(s.var), provenance=prov.get(s.var, "missing"), grade=grade_of(proc, i, prov.get(s.var, "missing")),
+                reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var), index=i)
         for i, s in enumerate(proc.steps)
     ]
     # an unverifiable value (a step with neither expr nor check) is the model's, unchecked: the run is
-    # flagged, not verified, so a status or exit code 0 never stands for a value nothing checked
+    # flagged, not verified, so a status or exit code 0 never stands for a value nothing checked; a value
+    # only a predicate bounded makes it bounded unless the procedure accepts that step (run_status)
     first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool")), None)
-    kinds = {s.provenance for s in steps}
-    if "missing" in kinds:
-        status = "failed"
-    elif "flagged" in kinds or "unverifiable" in kinds:
-        status = "flagged"
-    elif "repaired" in kinds:
-        status = "repaired"
-    else:
-        status = "verified"
+    status = run_status(steps, proc.accept_bounded)
     usage = state.usage
     events = list(state.events)
     return GuardResult(

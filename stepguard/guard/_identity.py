@@ -80,7 +80,7 @@ def run_identity(
     if not any(s.tools_needed() for s in procedure.steps):
         places = None
     out: dict[str, Any] = {
-        "procedure": _sha(procedure.model_dump_json()),
+        "procedure": _sha(procedure.model_dump_json(exclude={"accept_bounded"})),  # the opt-in names a status, not work
         "inputs": {k: _input_text(v, (places or {}).get(k)) for k, v in sorted(inputs.items())},
         "settings": json.loads(json.dumps(settings, default=str, sort_keys=True)),
         "prompts": prompts.fingerprint(),

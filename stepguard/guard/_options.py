@@ -10,7 +10,7 @@ The CLI's flags, ``GuardedOpenAI``'s ``extra_body["stepguard"]``, the proxy's ``
 Resolution, in one place, lowest first:
 
 1. :class:`GuardConfig`'s own defaults;
-2. the defaults by procedure (:func:`procedure_defaults`: :data:`PRODUCTION_SETTINGS` where a
+2. the defaults by procedure (:func:`~stepguard.guard._config.procedure_defaults`: :data:`PRODUCTION_SETTINGS` where a
    procedure of the run is beyond integer sums);
 3. the way in's own defaults (the benchmark's ``on_exhausted="flag"``);
 4. a ``base`` configuration a caller gave (``GuardedOpenAI(config=...)``, ``create_app(config=...)``),
@@ -32,13 +32,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Union
 
-from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, beyond_integer_sums
+from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, procedure_defaults
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["BY_PROCEDURE", "OPTION_NAMES", "UNSET", "GuardOptions", "OptionError", "Unset", "procedure_defaults",
-           "thread_needs_checkpointer"]
+__all__ = ["BY_PROCEDURE", "OPTION_NAMES", "UNSET", "GuardOptions", "OptionError", "Unset", "thread_needs_checkpointer"]
 
 
 class Unset:
@@ -75,30 +74,9 @@ class OptionError(ValueError):
 
 
 BY_PROCEDURE: tuple[str, ...] = tuple(PRODUCTION_SETTINGS)
-"""The fields whose default depends on the procedure (:func:`procedure_defaults`)."""
+"""The fields whose default depends on the procedure (:func:`~stepguard.guard._config.procedure_defaults`)."""
 
 _FLOATS = ("max_wall_s", "temperature", "resample_temperature")
-
-
-def procedure_defaults(procedures: Procedure | Iterable[Procedure] | None) -> dict[str, Any]:
-    """The defaults by procedure: :data:`PRODUCTION_SETTINGS` where any of ``procedures`` is beyond
-    integer sums (:func:`~stepguard.guard._config.beyond_integer_sums`), else none (GuardConfig's own).
-
-    One configuration serves a run, so a run mixing both kinds (a suite) gets the production settings:
-    their ``split`` rung asks an integer sum through ``bridge`` and ``decompose`` too.
-
-    Args:
-        procedures: one procedure, several, or ``None`` (generated integer sums: no procedure to read).
-
-    Returns:
-        GuardConfig fields by name (empty for integer sums).
-    """
-    if procedures is None:
-        return {}
-    from stepguard.procedure import Procedure
-
-    many = [procedures] if isinstance(procedures, Procedure) else list(procedures)
-    return dict(PRODUCTION_SETTINGS) if any(beyond_integer_sums(p) for p in many) else {}
 
 
 def thread_needs_checkpointer(how: str) -> OptionError:

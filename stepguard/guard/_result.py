@@ -22,21 +22,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Literal, Self, TypeAlias
+from typing import Any, Literal, Self, TypeAlias, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import format_number, parse_number
 from stepguard.kinds import kind_of
-from stepguard.procedure import Step, ValueShape, ValueType, json_text
+from stepguard.procedure import Procedure, Step, ValueShape, ValueType, json_text
 from stepguard.verify import DeviationKind
 
 __all__ = [
-    "DeviationEvent", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals",
-    "committed_value", "outcome", "typed_value", "value_text",
+    "DeviationEvent", "Grade", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals",
+    "bounded_steps", "committed_value", "grade_of", "outcome", "provenance_grade", "run_status", "typed_value", "value_text",
 ]
 
 StepValue: TypeAlias = Decimal | int | bool | str | Fraction | list[Any] | dict[str, Any]
@@ -196,7 +197,9 @@ def input_text(value: Any, places: int | None = None) -> str | bool:
 Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "missing", "tool"]
 """Where a step's value came from.
 
-- ``model_verified``: the model wrote it and the evaluator agreed (``reprompts`` says after how many re-prompts).
+- ``model_verified``: the model wrote it and its check passed (``reprompts`` says after how many re-prompts); how
+  strong that check was is the step's :data:`Grade` (``exact``: the evaluator computed the same value;
+  ``bounded``: only a predicate held).
 - ``repaired``: the guard supplied the evaluator's value (``repair`` policy or ``on_exhausted``): never the model's.
 - ``flagged``: the model's value, kept unverified in shadow mode or after a spent budget with ``flag``.
 - ``unverifiable``: the model's value for a step with neither ``expr`` nor ``check``, checked for presence, order and
@@ -204,6 +207,93 @@ Provenance = Literal["model_verified", "repaired", "flagged", "unverifiable", "m
 - ``missing``: no value (the run stopped before this step).
 - ``tool``: a tool step's value: the result of its tool, called once with arguments that every check passed.
 """
+
+
+Grade = Literal["exact", "computed", "bounded", "matched", "tool", "free_text", "unchecked", "repaired", "flagged"]
+"""How strong the check of a committed value was (docs/concepts.md, "Grades").
+
+- ``exact``: the model wrote it and the evaluator computed the same value (a compute step's ``expr``, or a
+  ``check`` that names no ``value``: an expected-value expression).
+- ``computed``: the evaluator computed it itself, the model's value unused (reserved: no setting gives it yet).
+- ``bounded``: only a predicate held (a ``check`` over ``value``, ``0 <= value <= subtotal``): any value in
+  range passes, so the run is ``verified`` only when the procedure names the step in ``accept_bounded``.
+- ``matched``: an extract step's value, found whole in its source (after its label).
+- ``tool``: a tool step's value, its tool's result for arguments that every check passed.
+- ``free_text``: a text step's value, checked for its format only (length, pattern, choices, schema, predicate);
+  accepted like ``bounded`` only when named in ``accept_bounded``.
+- ``unchecked``: the model's value for a step with neither ``expr`` nor ``check`` (provenance ``unverifiable``):
+  presence, order and type only; the run is ``flagged``.
+- ``repaired``: the guard supplied the evaluator's value; the run is ``repaired``.
+- ``flagged``: the model's value, kept unverified; the run is ``flagged``.
+
+A step with no value (provenance ``missing``) has no grade (``None``).
+"""
+
+_GRADES: tuple[str, ...] = get_args(Grade)
+
+RunStatus = Literal["verified", "bounded", "repaired", "flagged", "failed"]
+"""A run's status (:attr:`GuardResult.status`; :func:`run_status` decides it)."""
+
+STRONG_GRADES: frozenset[str] = frozenset({"exact", "computed", "matched", "tool"})
+"""The grades a ``verified`` run may hold without an opt-in: the value is the one the guard knows is right."""
+
+ACCEPTABLE_GRADES: frozenset[str] = frozenset({"bounded", "free_text"})
+"""The grades a procedure may accept step by step (``accept_bounded``); any other grade never is."""
+
+_GRADE_OF_PROVENANCE: dict[str, Grade | None] = {
+    "repaired": "repaired", "flagged": "flagged", "unverifiable": "unchecked", "missing": None, "tool": "tool",
+    "model_verified": "exact",
+}
+"""A grade read from provenance alone: for a result written before grades existed. Such a result's
+``model_verified`` is read as ``exact``, what it then claimed (every store written before grades holds
+compute steps with an ``expr``: benchmarks/stores)."""
+
+
+def provenance_grade(provenance: str) -> Grade | None:
+    """The grade a value written before grades is read with, from its provenance alone: ``model_verified``
+    as ``exact`` (what it claimed then), ``tool``, ``repaired`` and ``flagged`` as themselves,
+    ``unverifiable`` as ``unchecked``, ``missing`` (or anything unknown) as None."""
+    return _GRADE_OF_PROVENANCE.get(provenance)
+
+
+def grade_of(procedure: Procedure, index: int, provenance: str) -> Grade | None:
+    """The grade of step ``index``'s value committed with ``provenance``: the policy's (``repaired``,
+    ``flagged``), ``unchecked`` for ``unverifiable``, ``None`` for ``missing``, else the step's kind's
+    (:meth:`stepguard.kinds.Kind.grade`: the strength of the check that its verified values pass).
+
+    Raises:
+        ValueError: the kind gives a grade that is not a :data:`Grade`.
+    """
+    if provenance in ("model_verified", "tool"):
+        grade = kind_of(procedure.steps[index]).grade(procedure, index)
+        if grade not in _GRADES:
+            raise ValueError(f"step kind {procedure.steps[index].kind!r} gives grade {grade!r}, not one of {', '.join(_GRADES)}")
+        return cast(Grade, grade)  # one of the Literal's values: checked above
+    return provenance_grade(provenance)
+
+
+def bounded_steps(procedure: Procedure) -> tuple[str, ...]:
+    """The steps of ``procedure`` whose verified value is graded ``bounded`` or ``free_text`` and that its
+    ``accept_bounded`` does not name, in order: a run with a value of one ends ``bounded``, not ``verified``."""
+    return tuple(s.var for i, s in enumerate(procedure.steps)
+                 if s.var not in procedure.accept_bounded and kind_of(s).grade(procedure, i) in ACCEPTABLE_GRADES)
+
+
+def run_status(steps: Sequence[StepOutcome], accept_bounded: Collection[str] = ()) -> RunStatus:
+    """A run's status from its steps' provenance and grades (see :attr:`GuardResult.status`):
+    ``failed`` with a step missing, else ``flagged`` with a flagged or unchecked value, else ``repaired``
+    with a repaired one, else ``bounded`` with a ``bounded`` or ``free_text`` value of a step not named in
+    ``accept_bounded`` (the procedure's opt-in), else ``verified``."""
+    provenance = {s.provenance for s in steps}
+    if "missing" in provenance:
+        return "failed"
+    if "flagged" in provenance or "unverifiable" in provenance:
+        return "flagged"
+    if "repaired" in provenance:
+        return "repaired"
+    if any(s.grade not in STRONG_GRADES and not (s.grade in ACCEPTABLE_GRADES and s.var in accept_bounded) for s in steps):
+        return "bounded"
+    return "verified"
 
 
 def _scalar_json(value: StepValue | None) -> Any:
@@ -254,9 +344,21 @@ class StepOutcome(_ExactJson):
     scale: int | None = Field(None, description="The step's declared decimal places, or None.")
     shape: ValueShape = Field("scalar", description="scalar (typed by `type`), list (of strings) or json (a JSON value).")
     provenance: Provenance = "missing"
+    grade: Grade | None = Field(
+        None, description="How strong the check of the value was (exact, bounded, matched, tool, free_text, ...); "
+                          "None for no value. A result written before grades: read from its provenance.")
     reprompts: int = Field(0, description="Re-prompts this step needed before it verified.")
     chunk: int | None = Field(None, description="0-based chunk (model call group) that committed it.")
     index: int | None = Field(None, description="0-based position of the step in the procedure.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grade_of_old_results(cls, data: Any) -> Any:
+        """No ``grade`` given (a result written before grades, or built from provenance alone): the grade
+        its provenance gives (``model_verified`` as ``exact``, what it claimed then; ``_GRADE_OF_PROVENANCE``)."""
+        if isinstance(data, dict) and "grade" not in data:
+            return {**data, "grade": provenance_grade(str(data.get("provenance", "missing")))}
+        return data
 
     @model_validator(mode="after")
     def _typed(self) -> StepOutcome:
@@ -314,11 +416,14 @@ class UsageTotals(BaseModel):
 class GuardResult(_ExactJson):
     """The result of :meth:`stepguard.guard.Guard.run`.
 
-    ``status`` is ``verified`` only when every step is ``model_verified`` (or ``tool``);
-    ``repaired`` when the run completed with guard-supplied values; ``flagged`` when deviations
-    were recorded but not corrected, or a step's value could not be checked (``unverifiable``: no
-    ``expr`` and no ``check``); ``failed`` when the run stopped early (``first_unverified`` names
-    the first step whose value is not verified). No value is returned without its provenance.
+    ``status`` is ``verified`` only when every value's :data:`Grade` is ``exact``, ``matched`` or
+    ``tool`` (or ``bounded``/``free_text`` for a step the procedure names in ``accept_bounded``);
+    ``bounded`` when every value passed its check but some only a predicate or a format
+    (``bounded``/``free_text``, not accepted by the procedure); ``repaired`` when the run completed
+    with guard-supplied values; ``flagged`` when deviations were recorded but not corrected, or a
+    step's value could not be checked (``unverifiable``: no ``expr`` and no ``check``); ``failed``
+    when the run stopped early (``first_unverified`` names the first step whose value is not
+    verified). No value is returned without its provenance and its grade.
 
     ``answer`` and :attr:`values` are typed as the procedure declares (:data:`StepValue`);
     ``answer_text`` and :attr:`texts` give the same values as text with their places (``"1221.00"``).
@@ -334,7 +439,7 @@ class GuardResult(_ExactJson):
     model: str
     simulated: bool = False
     inputs: dict[str, str | bool] = Field(description="The inputs as written: numbers as text with their places, booleans as booleans.")
-    status: Literal["verified", "repaired", "flagged", "failed"]
+    status: RunStatus
     answer: StepValue | None = Field(None, description="The answer step's value, typed like its StepOutcome.value.")
     answer_var: str
     first_unverified: str | None = Field(None, description="First step that is not model-verified, or None.")
@@ -398,6 +503,11 @@ class GuardResult(_ExactJson):
     def values(self) -> dict[str, StepValue | None]:
         """``{var: value}`` for every step, typed as declared (``Decimal('1221.00')``, ``42``, ``True``)."""
         return {s.var: s.value for s in self.steps}
+
+    @property
+    def grades(self) -> dict[str, Grade | None]:
+        """``{var: grade}`` for every step (``{"subtotal": "exact", "discount": "bounded"}``; None: no value)."""
+        return {s.var: s.grade for s in self.steps}
 
     @property
     def texts(self) -> dict[str, str | None]:

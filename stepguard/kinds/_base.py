@@ -1,8 +1,8 @@
 """The step-kind protocol: what the controller asks of a kind, and the registry that holds them.
 
 A step kind decides how one kind of step gets its value: how its steps are written into a prompt,
-how a reply is read and checked, what a re-prompt says about a deviation, the provenance of its
-committed values, whether its steps are asked alone, and, for a kind that acts, how its action is
+how a reply is read and checked, what a re-prompt says about a deviation, the provenance and grade of
+its committed values, whether its steps are asked alone, and, for a kind that acts, how its action is
 executed. The controller (:mod:`stepguard.guard`) calls the kind of the step at hand and never
 compares a kind's name; a procedure file's step is validated by the kind's own step model.
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
 from stepguard.evaluator import Number, parse_number
-from stepguard.procedure import Procedure, Step, ValueShape, use_step_models
+from stepguard.procedure import BUILT_IN_STEP_MODELS, Procedure, Step, ValueShape, use_step_models
 
 if TYPE_CHECKING:
     from stepguard.kinds._reading import KindVerdict
@@ -106,6 +106,12 @@ class Kind:
     def provenance(self, procedure: Procedure, index: int) -> str:
         """The provenance of a verified value of step ``index`` (:data:`stepguard.guard.Provenance`)."""
         return "model_verified"
+
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """The grade of a verified value of step ``index`` (:data:`stepguard.guard.Grade`): how strong the
+        check it passed is. By default ``bounded``: a kind's own check held, which proves no one value
+        (a kind whose check does give one says so: ``exact``, ``matched``, ``tool``)."""
+        return "bounded"
 
     def value_of(self, step: Step, text: str) -> Value:
         """The committed value text of ``step`` as the evaluator reads it (``"7/2"`` -> ``Fraction(7, 2)``).
@@ -217,7 +223,7 @@ def register_kind(cls: _K) -> _K:
         raise ProcedureError(f"step kind {name!r}: its step model's kind must be Literal[{name!r}], "
                              f"not {model.model_fields['kind'].annotation}")
     _KINDS[name] = cls()
-    use_step_models({k: type(v).step_model for k, v in _KINDS.items()})
+    use_step_models({**BUILT_IN_STEP_MODELS, **{k: type(v).step_model for k, v in _KINDS.items()}})
     return cls
 
 
@@ -231,7 +237,7 @@ def unregister_kind(name: str) -> None:
     if name in _BUILT_IN or name not in _KINDS:
         raise KeyError(f"{name!r} is {'a built-in step kind' if name in _BUILT_IN else 'not a registered step kind'}")
     del _KINDS[name]
-    use_step_models({k: type(v).step_model for k, v in _KINDS.items()})
+    use_step_models({**BUILT_IN_STEP_MODELS, **{k: type(v).step_model for k, v in _KINDS.items()}})
 
 
 _BUILT_IN = frozenset({"compute", "tool", "extract", "text"})

@@ -8,40 +8,15 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Literal
-
-from pydantic import Field
 
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._prompting import NUMBER, inline
-from stepguard.procedure import Procedure, Step, format_value
+from stepguard.procedure import ComputeStep, Procedure, Step, format_value
 from stepguard.verify import Deviation
 
 __all__ = ["Compute", "ComputeStep"]
 
 _MAX_GOT = 120
-
-
-class ComputeStep(Step):
-    """A computed step: ``expr`` is the expected-value expression over inputs and earlier variables
-    (``S3 - S1``, ``subtotal * rate``); the guard computes it with the safe evaluator and shows it to
-    the model. A step with neither ``expr`` nor ``check`` is **unverifiable**: the guard checks only
-    that the model wrote it, in order, with its type, and marks its value ``unverifiable``; a run with
-    such a step is ``flagged``, never ``verified`` (``stepguard check`` names each one)."""
-
-    computes: ClassVar[bool] = True
-
-    kind: Literal["compute"] = Field("compute", description="compute: the model computes the value (the default).")
-    expr: str | None = Field(None, max_length=2000, description="Expected-value expression over earlier variables and inputs.")
-
-    @property
-    def expression(self) -> str | None:
-        """``expr``."""
-        return self.expr
-
-    def expressions(self) -> list[tuple[str, str | None]]:
-        """``expr`` and ``check``."""
-        return [("expr", self.expr), ("check", self.check)]
 
 
 def _copies(step: Step) -> bool:
@@ -54,6 +29,22 @@ def _copies(step: Step) -> bool:
     except SyntaxError:
         return False
     return isinstance(body, ast.Name)
+
+
+def _pins_value(node: ast.expr) -> bool:
+    """Whether a predicate is ``value == E`` (or ``E == value``) with ``E`` not reading ``value``: it holds
+    for one value only, the one the evaluator computes from ``E``."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+        return False
+    left, right = node.left, node.comparators[0]
+
+    def is_value(n: ast.expr) -> bool:
+        return isinstance(n, ast.Name) and n.id == "value"
+
+    def reads_value(n: ast.expr) -> bool:
+        return any(isinstance(x, ast.Name) and x.id == "value" for x in ast.walk(n))
+
+    return (is_value(left) and not reads_value(right)) or (is_value(right) and not reads_value(left))
 
 
 @register_kind
@@ -78,7 +69,7 @@ class Compute(Kind):
 
         A step over numbers alone (``t1 = 219 - 19``, as the derived rungs write them) shows its
         expression before the result: with ``t1 = <result>`` the embedded model copied the
-        expression and stopped (docs/fidelity.md, the derived rungs).
+        expression and stopped (docs/lab/2026-11-29-fidelity.md, the derived rungs).
         """
         step = procedure.steps[index]
         expr = None if step.expression is None else inline(step.expression, values)
@@ -93,7 +84,7 @@ class Compute(Kind):
         shows ``S2 = y = <result>``: shown ``S2 = y = <the numbers substituted> = <result>``, the
         embedded model wrote ``S2 = y = 19 = 38`` on every re-ask. A chunk that opens with copies keeps
         its first step's shape: shown the first operation's instead, the model began at that step
-        and skipped the copies (docs/fidelity.md, "A copy step's example")."""
+        and skipped the copies (docs/lab/2026-11-29-fidelity.md, "A copy step's example")."""
         step = procedure.steps[indices[0]]
         expr = None if step.expression is None else inline(step.expression, values)
         if len(indices) == 1 and expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):
@@ -129,6 +120,18 @@ class Compute(Kind):
         """``unverifiable`` for a step with neither ``expr`` nor ``check``, else ``model_verified``."""
         unchecked = procedure.compiled[index] is None and procedure.compiled_checks[index] is None
         return "unverifiable" if unchecked else "model_verified"
+
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``exact`` for a step with an ``expr`` or an expected-value ``check`` (one naming no ``value``, or
+        ``value == E`` with ``E`` naming no ``value``: the evaluator computed the value the model's must
+        equal), ``bounded`` for one whose only check is a predicate over ``value`` (``0 <= value <=
+        subtotal``: any value in range passes), ``unchecked`` for neither."""
+        check = procedure.compiled_checks[index]
+        if procedure.compiled[index] is not None or procedure.check_is_expected[index]:
+            return "exact"
+        if check is None:
+            return "unchecked"
+        return "exact" if _pins_value(check.tree.body) else "bounded"
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Nothing beyond the expected value, predicate and type lines every step has."""

@@ -42,15 +42,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import Field, model_validator
+from typing import Any
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, show_value, step_line
-from stepguard.procedure import Procedure, Step, apply_scale, field_error, format_value
+from stepguard.procedure import ExtractStep, Occurrence, Procedure, Step, apply_scale, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
 from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, number_text, scan_numbers
@@ -58,51 +56,6 @@ from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, num
 __all__ = ["Extract", "ExtractStep", "Occurrence", "dates_in", "fields_after", "label_places", "label_tails", "normal_value",
            "numbers_in", "one_date", "source_numbers", "verify_extract"]
 
-Occurrence = Literal["first", "last"] | Annotated[int, Field(ge=1, strict=True)]
-"""Which copy of an extract step's ``label`` its value is read at, when the label occurs more than once:
-
-* ``first``, ``last``: the first or last copy that gives a value;
-* a whole number ``n`` (1 or more): the n-th copy that gives a value.
-"""
-
-
-class ExtractStep(Step):
-    """An extract step: its value is read from the string input ``source``, after ``label`` when given."""
-
-    value_from: ClassVar[str] = "source text"
-
-    kind: Literal["extract"] = Field(description="extract: the model reads the value from a text input, source.")
-    source: str = Field(description="The string input the value is read from; the value must occur in it.")
-    label: str | None = Field(
-        None, max_length=200, description="The value must follow this label on a line of the source (`Total`)."
-    )
-    percent: Percent | None = Field(
-        None,
-        description="How a number the source writes as a percent reads: `fraction` (15% is 0.15) or `points` "
-        "(15% is 15). Without it such a number gives no value.",
-    )
-    occurrence: Occurrence | None = Field(
-        None,
-        description="Which copy of `label` the value is read at when the label occurs more than once: `first`, "
-        "`last` or a count from 1 (copies that give a value). Without it, copies with different values make "
-        "the source ambiguous and no value passes.",
-    )
-
-    @model_validator(mode="after")
-    def _reads_a_value(self) -> ExtractStep:
-        if self.type == "boolean":
-            raise field_error("type", "an extract step reads a number or a string, not a boolean")
-        if self.percent is not None and self.type in ("string", "one_of"):
-            raise field_error("percent", f"percent applies only to a number, and this step is of type {self.type}")
-        if self.percent == "fraction" and self.type == "integer":
-            raise field_error("percent", "percent: fraction reads 15% as 0.15, which an integer cannot hold; use points or type decimal")
-        if self.occurrence is not None and not self.label:
-            raise field_error("occurrence", "occurrence says which copy of the label to read, and this step has no label")
-        return self
-
-    def text_inputs(self) -> tuple[str, ...]:
-        """``source``."""
-        return (self.source,)
 
 
 _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
@@ -502,6 +455,10 @@ class Extract(Kind):
         yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
         detail = deviation.detail.split(" [", 1)[0]
         return f"{yours}: {detail}. Copy the value for {step.var} exactly as it is written in {step.source}."
+
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``matched``: the value is one the source writes, found whole (after its label)."""
+        return "matched"
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Where the value must occur."""

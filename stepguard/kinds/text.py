@@ -13,84 +13,17 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import Field, model_validator
+from typing import Any
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import normalize
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
-from stepguard.procedure import Procedure, Step, ValueShape, ValueType, field_error, json_text, no_duplicate_keys
+from stepguard.procedure import Procedure, Step, TextFormat, TextStep, ValueShape, json_text, no_duplicate_keys
 from stepguard.tools import ToolCall
 from stepguard.verify import Deviation
 
 __all__ = ["Text", "TextFormat", "TextStep", "dumps_exact", "evaluable", "loads_exact", "verify_text"]
-
-TextFormat = Literal["text", "list", "json"]
-"""``text`` (one line), ``list`` (a JSON list of strings) or ``json`` (a JSON value)."""
-
-
-class TextStep(Step):
-    """A text step: free text, a list or JSON the model writes, checked by its rules and predicate."""
-
-    value_from: ClassVar[str] = "model's text"
-
-    choices_per_item: ClassVar[bool] = True
-
-    kind: Literal["text"] = Field(description="text: free text, a list or JSON the model writes, checked by rules.")
-    type: ValueType = Field("string", description="A text step's value is a string.")
-    source: str | None = Field(None, description="The string input the text is written from, if any.")
-    format: TextFormat = Field("text", description="`text` (one line), `list` (a JSON list of strings) or `json` (a JSON value).")
-    min_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(None, description="Fewest characters (text, json) or items (list).")
-    max_length: Annotated[int, Field(ge=0, le=100_000)] | None = Field(None, description="Most characters (text, json) or items (list).")
-    pattern: str | None = Field(None, max_length=500, description="A regular expression each text (or list item) must match in full.")
-    json_schema: dict[str, Any] | None = Field(
-        None, alias="schema", description="format json: a JSON Schema the value must satisfy (needs the jsonschema package)."
-    )
-
-    @model_validator(mode="after")
-    def _rules(self) -> TextStep:
-        if self.type != "string":
-            raise field_error("type", f"a text step's value is a string, not {self.type}")
-        if self.scale is not None:
-            raise field_error("scale", "scale does not apply to a text step")
-        if self.json_schema is not None and self.format != "json":
-            raise field_error("schema", "schema applies only to format json")
-        if self.format == "json":  # every rule a file states is enforced, or the file is refused
-            for name in ("pattern", "choices"):
-                if getattr(self, name) is not None:
-                    raise field_error(name, f"{name} applies only to format text or list (a JSON value is checked by schema)")
-        if self.pattern is not None:
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise field_error("pattern", f"not a valid regular expression: {exc}") from None
-        if self.json_schema is not None:
-            problem = _schema_problem(self.json_schema)
-            if problem:
-                raise field_error("schema", f"not a valid JSON Schema: {problem}")
-        return self
-
-    def text_inputs(self) -> tuple[str, ...]:
-        """``source``, where given."""
-        return (self.source,) if self.source else ()
-
-
-def _schema_problem(schema: Mapping[str, Any]) -> str | None:
-    """Why ``schema`` is not a valid draft 2020-12 schema, or ``None`` (also ``None`` without jsonschema:
-    the check then fails when a run reaches the step, naming the missing package)."""
-    try:
-        import jsonschema
-    except ImportError:
-        return None
-    try:
-        jsonschema.Draft202012Validator.check_schema(dict(schema))
-    except jsonschema.SchemaError as exc:
-        where = "/".join(map(str, exc.absolute_path)) or "the schema"
-        return f"{where}: {exc.message[:200]}"
-    return None
-
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
@@ -302,6 +235,10 @@ class Text(Kind):
         value), else ``scalar`` (the text)."""
         assert isinstance(step, TextStep)
         return _RESULT_SHAPES[step.format]
+
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``free_text``: the value passed its format rules and predicate, which prove no one value."""
+        return "free_text"
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """Its shape, length, pattern, membership and schema rules."""

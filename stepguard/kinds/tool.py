@@ -26,70 +26,17 @@ import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from typing import Any
 
 from stepguard.errors import EvaluationError, ProcedureError, StepguardError, ToolError
 from stepguard.evaluator import DEFAULT_MAX_BITS, CompiledExpression, Number, check_size, compile_expression, format_number
 from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import ArgVerdict, KindVerdict, same_value, show_value
-from stepguard.procedure import Procedure, Step, ValueType, apply_scale, coerce_value, format_value
+from stepguard.procedure import Procedure, Step, ToolArg, ToolStep, apply_scale, coerce_value, format_value
 from stepguard.tools import ToolCall, ToolSet, call_kwargs, kwargs_from_json, kwargs_json
 from stepguard.verify import Deviation
 
 __all__ = ["Tool", "ToolArg", "ToolStep", "verify_tool_call"]
-
-_TOOL_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
-_ArgName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
-
-
-class ToolArg(BaseModel):
-    """A free argument of a tool step: the model chooses its value, which must pass ``check``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: ValueType = Field("string", description="Value type of the argument.")
-    check: str | None = Field(
-        None, max_length=2000,
-        description="A predicate over `value` and earlier variables the argument must satisfy (`len(value) <= 80`).",
-    )
-    description: str | None = Field(None, max_length=2000, description="What the argument means (shown to the model).")
-
-
-class ToolStep(Step):
-    """A tool step: ``tool`` is called with ``args``, each an expression over earlier values
-    (checked exactly) or a free argument the model chooses (:class:`ToolArg`)."""
-
-    value_from: ClassVar[str] = "tool"
-
-    kind: Literal["tool"] = Field(description="tool: a named tool is called with checked arguments; its result is the value.")
-    tool: Annotated[str, StringConstraints(pattern=_TOOL_NAME)] = Field(
-        description="The name of the tool to call (given to the guard, never imported by the file)."
-    )
-    args: dict[_ArgName, str | ToolArg] | None = Field(
-        None, max_length=64,
-        description="Each argument as an expression over earlier values (checked exactly) "
-        "or as a free argument {type, check} the model chooses.",
-    )
-
-    def expressions(self) -> list[tuple[str, str | None]]:
-        """``check``, each expression argument (``args.sku``) and each free argument's predicate (``args.note.check``)."""
-        out: list[tuple[str, str | None]] = [("check", self.check)]
-        for name, arg in (self.args or {}).items():
-            out.append((f"args.{name}", arg) if isinstance(arg, str) else (f"args.{name}.check", arg.check))
-        return out
-
-    def tools_needed(self) -> frozenset[str]:
-        """The step's tool."""
-        return frozenset({self.tool})
-
-    @cached_property
-    def compiled_args(self) -> dict[str, CompiledExpression | ToolArg]:
-        """Each argument compiled (an expression) or as its :class:`ToolArg` (free)."""
-        return {k: compile_expression(v) if isinstance(v, str) else v for k, v in (self.args or {}).items()}
-
 
 def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], calls: Sequence[ToolCall], reply: str = "") -> KindVerdict:
     """Check the tool call(s) a reply holds for tool step ``index``, before anything is executed.
@@ -387,6 +334,10 @@ class Tool(Kind):
             return None
         return Deviation(kind="tool_error", step=step.var,
                          detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
+
+    def grade(self, procedure: Procedure, index: int) -> str:
+        """``tool``: the value is its tool's result, for arguments every check passed."""
+        return "tool"
 
     def describe(self, procedure: Procedure, index: int) -> list[str]:
         """The tool, each argument's rule, and what a failing tool does."""

@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from stepguard.errors import ProcedureError
-from stepguard.procedure._model import DEFAULT_KIND, InputSpec, Procedure, Step, procedure_error
+from stepguard.procedure._model import DEFAULT_KIND, InputSpec, Procedure, Step, procedure_error, step_models
 
 __all__ = ["LoadLimits", "load_procedure", "parse_procedure", "procedure_errors", "procedure_json_schema", "save_procedure"]
 
@@ -118,9 +118,7 @@ _FIELDS = {"inputs": InputSpec}
 def _untagged(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """``loc`` without the step kind's tag that pydantic puts after a step's index (``steps.2.tool.args``)."""
     if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[1], int) and isinstance(loc[2], str):
-        from stepguard.kinds import step_kinds
-
-        if loc[2] in {k.name for k in step_kinds()}:
+        if loc[2] in step_models():
             return loc[:2] + loc[3:]
     return loc
 
@@ -130,12 +128,7 @@ def _step_model(loc: tuple[Any, ...], data: dict[str, Any]) -> type[Step] | None
     steps = data.get("steps")
     if not (isinstance(steps, list) and loc[1] < len(steps) and isinstance(steps[loc[1]], dict)):
         return None
-    from stepguard.kinds import get_kind
-
-    try:
-        return get_kind(str(steps[loc[1]].get("kind", DEFAULT_KIND))).step_model
-    except KeyError:
-        return None
+    return step_models().get(str(steps[loc[1]].get("kind", DEFAULT_KIND)))
 
 
 def _shown(value: Any) -> str:

@@ -15,8 +15,9 @@ from typing_extensions import TypedDict
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number, normalize
+from stepguard.procedure._values import round_to_scale
 
-__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ValueType", "field_error", "use_step_models"]
+__all__ = ["InputSpec", "Procedure", "Step", "StepKind", "ValueType", "apply_scale", "field_error", "step_models", "use_step_models"]
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _RESERVED = frozenset({"value", "abs", "min", "max", "round", "len", "words", "and", "or", "not", "if", "else", "in", "True", "False"})
@@ -167,7 +168,7 @@ class Step(BaseModel):
     """One step: the variable it produces and how its value is verified; the base of every step kind's model.
 
     A step's ``kind`` names a registered step kind (:mod:`stepguard.kinds`), and a procedure file's
-    step is validated by that kind's own model (``compute``: :class:`stepguard.kinds.ComputeStep`,
+    step is validated by that kind's own model (``compute``: :class:`stepguard.procedure.ComputeStep`,
     the default; ``tool``, ``extract``, ``text``), so a file's errors name that kind's fields.
     The fields here are common to every kind.
 
@@ -217,18 +218,16 @@ class Step(BaseModel):
     def _foreign_fields(cls, data: Any) -> Any:
         """Refuse a field of another kind by name: ``source applies only to kind extract or text``."""
         if isinstance(data, Mapping) and cls is not Step:
-            from stepguard.kinds import step_kinds
-
             mine = {n for n, f in cls.model_fields.items()} | {f.alias for f in cls.model_fields.values() if f.alias}
             for key in data:
                 if key in mine or not isinstance(key, str):
                     continue
-                owners = [k for k in step_kinds() if key in _field_names(k.step_model)]
+                owners = {name: model for name, model in _STEP_MODELS.items() if key in _field_names(model)}
                 kind = data.get("kind", DEFAULT_KIND)
-                if owners and all(k.step_model.computes for k in owners):
+                if owners and all(model.computes for model in owners.values()):
                     raise field_error(key, f"a {kind} step has no {key}: its value comes from the {cls.value_from}")
                 if owners:
-                    which = " or ".join(sorted(k.name for k in owners))
+                    which = " or ".join(sorted(owners))
                     raise field_error(key, f"{key} applies only to kind {which}, and this step is of kind {kind}")
         return data
 
@@ -339,6 +338,11 @@ class Procedure(BaseModel):
     )
     steps: tuple[Step, ...] = Field(description="Ordered steps.", max_length=100_000, json_schema_extra={"minItems": 1})
     answer: str | None = Field(None, description="Variable holding the final answer; default: the last step's.")
+    accept_bounded: tuple[str, ...] = Field(
+        (), max_length=100_000,
+        description="Steps whose value counts as verified on a predicate or format check alone (grade bounded or "
+                    "free_text); without it such a value makes the run's status bounded (docs/concepts.md, Grades).",
+    )
 
     @field_validator("inputs", mode="before", json_schema_input_type=_InputsForms)
     @classmethod
@@ -394,9 +398,25 @@ class Procedure(BaseModel):
 
             hint = did_you_mean(self.answer, [s.var for s in self.steps])
             problems.append(("answer", f"answer {self.answer!r} is not a step variable{hint}"))
+        problems.extend(self._accept_problems(known - inputs))
         if problems:
             raise procedure_error(problems)
         return self
+
+    def _accept_problems(self, variables: set[str]) -> list[tuple[str, str]]:
+        """``accept_bounded`` names that are no step's variable, or named twice."""
+        from stepguard.procedure._values import did_you_mean
+
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for i, name in enumerate(self.accept_bounded):
+            if name not in variables:
+                hint = did_you_mean(name, [s.var for s in self.steps])
+                out.append((f"accept_bounded[{i}]", f"{name!r} is not a step variable{hint}"))
+            elif name in seen:
+                out.append((f"accept_bounded[{i}]", f"{name!r} is named twice"))
+            seen.add(name)
+        return out
 
     def _kind_problems(self, i: int, step: Step, inputs: frozenset[str], known: set[str]) -> list[tuple[str, str]]:
         """What a step of a kind states that this procedure cannot satisfy (:meth:`Step.problems`)."""
@@ -479,7 +499,6 @@ class Procedure(BaseModel):
                 name), or ``expr`` and the expected-value ``check`` give different values (the
                 step contradicts itself: no value could pass both; the message gives both).
         """
-        from stepguard.procedure._values import apply_scale
 
         step = self.steps[index]
         found: list[tuple[str, Number | str]] = []
@@ -571,9 +590,30 @@ def _show(value: Number | str) -> str:
     return value if isinstance(value, str) else format_number(value)
 
 
+def apply_scale(value: Number | str, step: Step) -> Number | str:
+    """Round ``value`` per the step's ``scale``/``rounding`` when the step has a scale.
+
+    An integer step is never rounded here: a non-integer expected value for it is refused
+    (:meth:`stepguard.procedure.Procedure.expected_value`), since no rule for it is stated.
+    """
+    if step.scale is not None and not isinstance(value, (str, bool)):
+        return round_to_scale(value, step.scale, step.rounding)
+    return value
+
+
+_STEP_MODELS: dict[str, type[Step]] = {}
+"""The step models procedures are validated against, by kind name (set by :func:`use_step_models`)."""
+
+
+def step_models() -> Mapping[str, type[Step]]:
+    """The step models procedures are validated against now, by kind name (``compute`` -> :class:`ComputeStep`)."""
+    return types.MappingProxyType(_STEP_MODELS)
+
+
 def use_step_models(models: Mapping[str, type[Step]]) -> None:
     """Validate every procedure's steps as the union of ``models`` (kind name -> step model),
     told apart by ``kind`` (default ``compute``): what :func:`stepguard.kinds.register_kind` calls.
+    Until it is first called, a procedure's steps are validated as the built-in kinds' models.
 
     Raises:
         ProcedureError: a model is not a :class:`Step` subclass.
@@ -583,6 +623,10 @@ def use_step_models(models: Mapping[str, type[Step]]) -> None:
     for name, model in models.items():
         if not (isinstance(model, type) and issubclass(model, Step)):
             raise ProcedureError(f"step kind {name!r}: its step model must subclass stepguard.procedure.Step")
+    if dict(models) == _STEP_MODELS:
+        return  # the same models: nothing to rebuild
+    _STEP_MODELS.clear()
+    _STEP_MODELS.update(models)
     names = ", ".join(sorted(models))
 
     def kind_of(value: Any) -> str | None:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stepguard.errors import EvaluationError, ProcedureError
 from stepguard.evaluator import Number, normalize, parse_number
 
-if TYPE_CHECKING:
-    from stepguard.procedure._model import Step
-
-__all__ = ["apply_scale", "as_written", "check_input_names", "coerce_value", "did_you_mean", "round_to_scale", "unknown_procedure"]
+__all__ = ["as_written", "check_input_names", "coerce_value", "did_you_mean", "round_to_scale", "unknown_procedure"]
 
 _ROUNDING = {"ROUND_HALF_EVEN": ROUND_HALF_EVEN, "ROUND_HALF_UP": ROUND_HALF_UP}
 
@@ -171,14 +168,3 @@ def round_to_scale(value: Number, scale: int, rounding: str = "ROUND_HALF_EVEN")
     if twice > den or twice == den and (rounding == "ROUND_HALF_UP" or whole % 2 == 1):
         whole += 1
     return normalize(Fraction(-whole if frac < 0 else whole, unit))
-
-
-def apply_scale(value: Number | str, step: Step) -> Number | str:
-    """Round ``value`` per the step's ``scale``/``rounding`` when the step has a scale.
-
-    An integer step is never rounded here: a non-integer expected value for it is refused
-    (:meth:`stepguard.procedure.Procedure.expected_value`), since no rule for it is stated.
-    """
-    if step.scale is not None and not isinstance(value, (str, bool)):
-        return round_to_scale(value, step.scale, step.rounding)
-    return value

@@ -34,18 +34,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from stepguard.adapters._completion import Chunker, chunk_body
 from stepguard.errors import BudgetExhausted, CheckpointError, EvaluationError, ModelError, ModelTimeout, ProcedureError, StepDeviation
 from stepguard.guard import Guard, GuardConfig, GuardResult, GuardUpdate
 from stepguard.model import GenerationSettings
 from stepguard.procedure import Procedure, check_input_names
 from stepguard.serve import _responses as out
-from stepguard.serve._body import SEED_RANGE, TOKENS_RANGE, check_tree, flag_field, integer_field, number_field, read_body
 from stepguard.serve._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, check_max_bytes
 from stepguard.serve._options import MODEL_PREFIX, GuardedRequest, RequestError, guarded_request, names_a_procedure
 from stepguard.serve._sending import sending_model
 from stepguard.serve._upstream import Upstream
 from stepguard.tools import ToolSet, as_toolset, missing_tools
+from stepguard.wire import SEED_RANGE, TOKENS_RANGE, Chunker, check_tree, chunk_body, flag_field, integer_field, number_field, read_body
 
 __all__ = ["ProxyState", "create_app"]
 

@@ -7,12 +7,12 @@ object of its body (what the ``openai`` client's ``extra_body={"stepguard": {...
      "stepguard": {"inputs": {"subtotal": "120.00", "rate": 0.2}, "policy": "repair", "thread_id": "inv-42"}}
 
 The ``stepguard`` object is read as the drop-in client reads ``extra_body["stepguard"]``
-(:func:`stepguard.adapters._request_fields.read_run_object`, the options by
+(:func:`stepguard.wire._request_fields.read_run_object`, the options by
 :class:`~stepguard.guard.GuardOptions`): an unknown key, or a value of the wrong type
 (``"false"`` for a boolean, ``5.0`` for an integer) or out of range (``NaN``, ``1e400``, a temperature
 over 2), is a :class:`RequestError` (HTTP 400) naming ``stepguard.<key>``, with the client's message.
 The request's own fields follow the client's rule too
-(:func:`~stepguard.adapters._request_fields.read_request_fields`): ``temperature``, ``seed``,
+(:func:`~stepguard.wire._request_fields.read_request_fields`): ``temperature``, ``seed``,
 ``stream`` and ``max_tokens`` read, ``top_p`` and the rest sent, ``n``, ``stop``, ``tools``,
 ``logprobs``... refused, ``param`` naming the field.
 """
@@ -23,15 +23,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepguard.adapters._client_errors import InvalidGuardedCall
-from stepguard.adapters._completion import ResponseShape, response_shape
-from stepguard.adapters._guarded_call import MessageInputs, context_of, inputs_from_messages
-from stepguard.adapters._request_fields import RUN_KEYS, read_request_fields, read_run_object
 from stepguard.guard import OPTION_NAMES, GuardConfig, OptionError, thread_needs_checkpointer
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure
-from stepguard.serve._body import check_tree
-from stepguard.serve._errors import RequestError
+from stepguard.wire import (
+    RUN_KEYS,
+    InvalidGuardedCall,
+    MessageInputs,
+    RequestError,
+    ResponseShape,
+    check_tree,
+    context_of,
+    inputs_from_messages,
+    read_request_fields,
+    read_run_object,
+    response_shape,
+)
 
 __all__ = ["MODEL_PREFIX", "OPTION_KEYS", "GuardedRequest", "RequestError", "guarded_request", "names_a_procedure"]
 
@@ -61,12 +68,12 @@ class GuardedRequest:
     """What the content is: the answer's text, or with a JSON ``response_format`` the values as JSON."""
     context: tuple[ChatMessage, ...] = ()
     """The request's messages, shown to the model as context in every chunk prompt (as the drop-in
-    client's, :func:`~stepguard.adapters._guarded_call.context_of`); where the inputs came from the
+    client's, :func:`~stepguard.wire._guarded_call.context_of`); where the inputs came from the
     last user message, that message is the inputs, not context."""
     max_tokens: int | None = None
     """The request's ``max_tokens`` / ``max_completion_tokens``: a cap on every model call, or ``None``."""
     sent: dict[str, Any] = field(default_factory=dict)
-    """The request's fields sent with every model call as given (``top_p``...; :mod:`stepguard.adapters._request_fields`)."""
+    """The request's fields sent with every model call as given (``top_p``...; :mod:`stepguard.wire._request_fields`)."""
 
 
 def _bad(message: str, param: str | None, code: str = "invalid_option") -> RequestError:
@@ -75,7 +82,7 @@ def _bad(message: str, param: str | None, code: str = "invalid_option") -> Reque
 
 def _inputs_from_messages(messages: Any) -> MessageInputs:
     """The inputs in the last user message, as the drop-in client reads them (one function:
-    :func:`~stepguard.adapters._guarded_call.inputs_from_messages`), checked as the body is.
+    :func:`~stepguard.wire._guarded_call.inputs_from_messages`), checked as the body is.
 
     Raises:
         RequestError: 400 ``missing_inputs`` (``param`` ``stepguard.inputs``), or ``invalid_json``
@@ -109,7 +116,7 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     Raises:
         RequestError: 400 for an unknown option, a value of the wrong type or out of range (the
             request's ``temperature``, ``seed`` and ``stream`` too), a body nested deeper than
-            :data:`~stepguard.serve._body.MAX_DEPTH` or with text that is not Unicode, no inputs,
+            :data:`~stepguard.wire._body.MAX_DEPTH` or with text that is not Unicode, no inputs,
             a ``thread_id`` without a checkpointer, a ``stepguard.procedure`` that contradicts the
             model name, or a ``response_format`` the guard cannot honour (as the drop-in client's); 404
             for an unknown procedure (the error lists the known ones under ``known``).

@@ -1,7 +1,7 @@
 """The proxy's answers on the wire: JSON bodies with the result under ``stepguard``, errors, SSE framing.
 
 The ChatCompletion and chunk bodies themselves are the drop-in client's
-(:mod:`stepguard.adapters._completion`: :func:`completion_body`, :class:`Chunker`), so a guarded
+(:mod:`stepguard.wire._completion`: :func:`completion_body`, :class:`Chunker`), so a guarded
 call gets the same content, usage and chunk sequence through ``GuardedOpenAI`` and through the
 proxy. What is the proxy's own: the ``stepguard`` key that carries the result (or a stream's
 event) in the JSON, the OpenAI error shape, and server-sent event framing.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepguard.adapters._completion import ContentWriter, ResponseShape, completion_body, usage_body
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome
 from stepguard.procedure import json_text
+from stepguard.wire import ContentWriter, ResponseShape, completion_body, usage_body
 
 if TYPE_CHECKING:
     from stepguard.model import ChatResponse
@@ -31,13 +31,14 @@ def completion(result: GuardResult, model: str, shape: ResponseShape) -> dict[st
         result: the guard's result.
         model: the ``model`` field to answer with (the one the request named).
         shape: what the content is (the request's ``response_format``): the answer's text
-            (``"104.60"``, places kept), or the values as JSON (see :mod:`stepguard.adapters._completion`).
+            (``"104.60"``, places kept), or the values as JSON (see :mod:`stepguard.wire._completion`).
 
     Returns:
         ``{"id", "object": "chat.completion", "created", "model", "choices": [{"message": {"role":
         "assistant", "content": ...}, "finish_reason": "stop"}], "usage", "stepguard": result JSON}``;
-        ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked),
-        ``steps`` with values and provenance, ``deviations``, ``reprompts`` and usage.
+        ``stepguard`` holds ``status`` (read it: only ``verified`` means every value was checked, and
+        ``bounded`` that some passed a predicate or format check only), ``steps`` with values, provenance
+        and grade, ``deviations``, ``reprompts`` and usage.
     """
     spent = result.spent  # this call's: a finished thread given back from its checkpoint spent nothing
     body = completion_body(model, ContentWriter(shape).whole(result), usage_body(
@@ -57,7 +58,7 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     """What a streamed chunk carries under ``stepguard`` for one item of :meth:`stepguard.Guard.stream`.
 
     Returns:
-        A committed step: ``{"event": "step", "var", "value", "provenance", "index"}``, the value as
+        A committed step: ``{"event": "step", "var", "value", "provenance", "grade", "index"}``, the value as
         text with its places, or a list or JSON value as itself (its numbers exact, :func:`json_body`);
         ``index``: the step's 0-based position in the procedure;
         a deviation: ``{"event": "deviation", "step", "kind", "action", ...}`` (a
@@ -65,7 +66,8 @@ def event(item: StepOutcome | DeviationEvent | GuardResult) -> dict[str, Any]:
     """
     if isinstance(item, StepOutcome):
         value = item.text if item.shape == "scalar" else item.model_dump(mode="json")["value"]
-        return {"event": "step", "var": item.var, "value": value, "provenance": item.provenance, "index": item.index}
+        return {"event": "step", "var": item.var, "value": value, "provenance": item.provenance, "grade": item.grade,
+                "index": item.index}
     if isinstance(item, DeviationEvent):
         return {"event": "deviation", **item.model_dump(mode="json")}
     return item.model_dump(mode="json")

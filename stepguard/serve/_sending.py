@@ -1,9 +1,9 @@
 """The model a guarded proxy request talks to: the upstream's, with the request's cap and sent fields.
 
 The drop-in client sends a call's ``top_p`` (and the rest of
-:data:`~stepguard.adapters._request_fields.SENT_AS_GIVEN`) with every model call and caps each call's
+:data:`~stepguard.wire._request_fields.SENT_AS_GIVEN`) with every model call and caps each call's
 ``max_tokens`` at the caller's; the proxy does the same for a request's fields, by one rule
-(:mod:`stepguard.adapters._request_fields`). An upstream with no endpoint to send fields to (``sim``,
+(:mod:`stepguard.wire._request_fields`). An upstream with no endpoint to send fields to (``sim``,
 ``replay``, ``local``) refuses them, naming the field, rather than drop them.
 """
 
@@ -23,7 +23,7 @@ from stepguard.model import (
     aopen_stream,
     open_stream,
 )
-from stepguard.serve._errors import RequestError
+from stepguard.wire import RequestError
 
 __all__ = ["CappedModel", "sending_model"]
 

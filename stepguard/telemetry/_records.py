@@ -124,6 +124,7 @@ def finish_run_span(span: Span, result: Any, error: BaseException | None, captur
         span.set_attributes(clean({
             n.RESULT_STATUS: result.status, n.REPROMPTS: result.reprompts, n.REPAIRED: result.repaired,
             n.CHUNKS: result.chunks, n.FIRST_UNVERIFIED: result.first_unverified,
+            n.RESULT_GRADES: [f"{s.var}={s.grade}" for s in result.steps if s.grade is not None] or None,
             n.USAGE_MODEL_CALLS: u.model_calls, n.USAGE_INPUT_TOKENS: u.input_tokens, n.USAGE_OUTPUT_TOKENS: u.output_tokens,
         }))
         if capture_content:

@@ -26,19 +26,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Literal
 
 from stepguard.evaluator import Number, normalize
+from stepguard.procedure import Percent
 from stepguard.trace import SCALE_AFTER
 
 __all__ = ["Percent", "SourceNumbers", "after_label", "number_text", "scan_numbers"]
 
-Percent = Literal["fraction", "points"]
-"""How a number written as a percent reads:
-
-* ``fraction``: ``15%`` is 0.15 (a rate to multiply by);
-* ``points``: ``15%`` is 15 (the number as written, in percentage points).
-"""
 
 # hyphen-minus, minus, hyphens, figure, en, em dash, super/subscript minus, small and full-width
 _DASHES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u207b\u208b\ufe63\uff0d"

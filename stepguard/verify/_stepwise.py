@@ -163,6 +163,218 @@ def _type_ok(value: Number | str | None, type_: str, choices: Sequence[str] | No
     return isinstance(value, str)
 
 
+@dataclass
+class _Walk:
+    """One chunk's check in progress: the values committed so far and where the walk stands."""
+
+    procedure: Procedure
+    start: int
+    end: int
+    trace: Trace
+    local: dict[str, Number | str]
+    pos: int
+    verdict: ChunkVerdict = field(default_factory=ChunkVerdict)
+    seen_lines: dict[str, Record] = field(default_factory=dict)
+    """The chunk's steps whose record the walk has taken, by variable."""
+    last_line: int = -1
+    """The line of the last verified record."""
+    last_record: int = -1
+    """The index of the last verified record (records, not lines: ``u = t * 2 = 22, t = 12`` is two)."""
+
+    @property
+    def step(self) -> Step:
+        """The step the walk expects next."""
+        return self.procedure.steps[self.pos]
+
+    def fail(self, dev: Deviation, value: Number | str | None = None) -> ChunkVerdict:
+        """End the walk at ``dev``, the model's value (if it wrote one) beside it."""
+        self.verdict.deviation, self.verdict.step_index, self.verdict.model_value = dev, self.pos, value
+        return self.verdict
+
+
+# ---- a record of another variable than the step the walk expects ----------------------------------
+
+def _written_again(w: _Walk, rec: Record) -> Deviation | None:
+    """A step already verified (or committed before the chunk) written again: a harmless restatement
+    of its value passes; another value, or none, is ``extra_steps``."""
+    steps, index = w.procedure.steps, w.procedure.index_of
+    again = _restated(rec, steps[index[rec.var]])
+    if again is not None and _same(again, w.local.get(rec.var)):
+        return None  # 5.005 after 5.01, rounded as the step rounds
+    how = "with a different value" if again is not None else "without a value"
+    return Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again {how}", got=rec.text)
+
+
+def _ahead(w: _Walk, rec: Record) -> Deviation:
+    """A later step of the chunk written before the expected one: ``out_of_order`` when the expected
+    step comes later in the reply, else ``under_executed`` (it was skipped)."""
+    want = w.step.var
+    later = any(r.var == want for r in w.trace.records if r.line > rec.line)
+    kind = "out_of_order" if later else "under_executed"
+    detail = f"{rec.var} was written before {want}" if later else f"step {want} was skipped"
+    return Deviation(kind=kind, step=want, detail=detail, got=rec.text)
+
+
+def _other_record(w: _Walk, rec: Record) -> Deviation | None:
+    """The deviation a record of another variable makes, or None to pass over it (an input restated,
+    a step beyond the chunk)."""
+    index = w.procedure.index_of
+    if rec.var in w.seen_lines or (rec.var in w.local and rec.var in index):
+        return _written_again(w, rec)
+    if rec.var in (s.var for s in w.procedure.steps[w.pos + 1 : w.end]):
+        return _ahead(w, rec)
+    if rec.var not in index:
+        return Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} is not a step of this procedure", got=rec.text)
+    return None
+
+
+# ---- the expected step's record: its value read, then checked in order ----------------------------
+
+def _read_value(w: _Walk, rec: Record) -> tuple[Number | str | None, Deviation | None]:
+    """The record's value as the step's type reads it (rounded by the step's rule), or the deviation
+    of a line that gives none: ``type_error`` (not a word of the step's type), ``under_executed``
+    (no number: nothing computed), ``arithmetic_error`` (a number that cannot be read exactly)."""
+    step, var = w.step, w.step.var
+    value: Number | str | None = rec.value
+    if step.type in _NON_NUMERIC:
+        value = read_raw_value(rec, step.type, step.choices)
+        if value is None:
+            among = f" (one of {', '.join(step.choices)})" if step.choices else ""
+            return None, Deviation(kind="type_error", step=var, detail=f"{var} must be of type {step.type}{among}", got=rec.text)
+    if value is None and rec.error in (None, "no number"):
+        return None, Deviation(kind="under_executed", step=var, detail=f"no value for {var}: the line holds no number", got=rec.text)
+    if value is None:  # 12,5; 12 thousand; S1 = 5 | S2 = 8
+        return None, Deviation(kind="arithmetic_error", step=var, detail=f"no readable value for {var} ({rec.error})", got=rec.text)
+    if step.scale is not None:
+        value = apply_scale(value, step)  # the procedure's rounding rule, applied exactly: 5.005 -> 5.01 (HALF_UP)
+    return value, None
+
+
+def _against_expected(w: _Walk, rec: Record, value: Number | str, want: Number | str | None) -> Deviation | None:
+    """A value other than the evaluator's, classified by its substitution: a wrong operand is a
+    ``lookback_confusion``, right operands an ``arithmetic_error``. A right value passes whatever
+    form its working took (``-517 - (-168) = -517 + 168 = -349``)."""
+    if want is None or (value == want and isinstance(value, bool) == isinstance(want, bool)):
+        return None
+    operand = _check_operands(w.procedure, w.pos, rec, w.local)
+    if operand is not None:
+        return operand
+    step = w.step
+    expr = f" = {step.expression}" if step.expression else ""
+    return Deviation(kind="arithmetic_error", step=step.var, got=rec.text,
+                     detail=f"{step.var}{expr} was computed as {_shown(value, rec, step)}, which is wrong")
+
+
+def _declared_type(w: _Walk, rec: Record, value: Number | str, want: Number | str | None) -> Deviation | None:
+    """A step with no expected value: its value must be of the declared type."""
+    step = w.step
+    if want is not None or _type_ok(value, step.type, step.choices):
+        return None
+    return Deviation(kind="type_error", step=step.var, detail=f"{step.var} must be of type {step.type}", got=rec.text)
+
+
+def _predicate(w: _Walk, rec: Record, value: Number | str, want: Number | str | None) -> Deviation | None:
+    """The step's ``check`` predicate (one that is not an expected value), on the value."""
+    check = w.procedure.compiled_checks[w.pos]
+    if check is None or w.procedure.check_is_expected[w.pos]:
+        return None
+    step = w.step
+    try:
+        ok = check.evaluate({**w.local, "value": value})
+    except EvaluationError as exc:
+        ok, why = False, str(exc)
+    else:
+        why = f"check {step.check!r} is false"
+    if ok is True:
+        return None
+    return Deviation(kind="check_failed", step=step.var, detail=f"{step.var} = {value}: {why}", got=rec.text)
+
+
+_VALUE_CHECKS = (_against_expected, _declared_type, _predicate)
+"""The checks of a read value, in order; the first deviation ends the walk."""
+
+
+def _expected(w: _Walk) -> tuple[Number | str | None, Deviation | None]:
+    """The evaluator's value of the expected step on the committed values, or the ``check_failed``
+    deviation of a step that cannot be evaluated on them (a flag policy may have kept one wrong)."""
+    try:
+        return expected_value(w.procedure, w.pos, w.local), None
+    except EvaluationError as exc:
+        read = ", ".join(f"{n} = {format_value(w.local[n])}" for n in w.procedure.reads(w.pos) if n in w.local)
+        var = w.step.var
+        return None, Deviation(kind="check_failed", step=var, detail=f"{var} cannot be evaluated on the values it reads ({read}): {exc}")
+
+
+def _take(w: _Walk, rec: Record) -> tuple[Number | str | None, Deviation | None]:
+    """Read and check the expected step's record: its value and None, or the first deviation."""
+    value, dev = _read_value(w, rec)
+    if dev is not None or value is None:
+        return None, dev
+    want, dev = _expected(w)
+    if dev is not None:
+        return value, dev
+    for check in _VALUE_CHECKS:
+        dev = check(w, rec, value, want)
+        if dev is not None:
+            return value, dev
+    return value, None
+
+
+# ---- after the walk: a missing tail, what follows the chunk's steps, early answers -----------------
+
+def _missing(w: _Walk, truncated: bool) -> Deviation:
+    """Why the reply ends before the chunk's steps do: code instead of steps, the token limit, or a missing step."""
+    var = w.step.var
+    if w.trace.has_code and not w.verdict.verified:
+        return Deviation(kind="code_instead_of_steps", step=var, detail="the reply holds code or program output instead of step lines")
+    if truncated:
+        return Deviation(kind="truncated", step=var, detail="the reply was cut at the token limit")
+    tail = w.trace.records[-1].text if w.trace.records else ""
+    return Deviation(kind="under_executed", step=var, detail=f"step {var} is missing", got=tail or None)
+
+
+def _after_chunk(w: _Walk) -> ChunkVerdict | None:
+    """Records after the chunk's last verified one: a step of this chunk written again with another
+    value refuses it (which value is meant?); an earlier chunk's step written again, or steps the
+    procedure does not have, are noted in ``others``, not taken."""
+    steps, index, verdict = w.procedure.steps, w.procedure.index_of, w.verdict
+    invented: list[Record] = []
+    for rec in w.trace.records[w.last_record + 1:]:
+        if rec.var not in index and rec.var not in w.local:  # neither a step nor an input: a step the model made up
+            invented.append(rec)
+            continue
+        if rec.var not in index or rec.var not in w.local:
+            continue
+        again = _restated(rec, steps[index[rec.var]])
+        if again is None or _same(again, w.local.get(rec.var)):
+            continue
+        if rec.var in w.seen_lines:  # this chunk's step: neither value is taken
+            verdict.verified = verdict.verified[:next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)]
+            w.pos = index[rec.var]
+            return w.fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
+                                    got=rec.text))
+        # a step committed before this chunk: this chunk's values were checked against the committed one
+        verdict.others.append(Deviation(kind="extra_steps", step=rec.var, got=rec.text,
+                                        detail=f"{rec.var} was written again with a different value after this chunk's steps; "
+                                               f"its committed value stands"))
+    if invented:
+        names = list(dict.fromkeys(r.var for r in invented))
+        past = "past the procedure's last step" if w.end == len(steps) else "after this chunk's steps"
+        verdict.others.append(Deviation(kind="extra_steps", step=invented[0].var, got=invented[0].text,
+                                        detail=f"{', '.join(names)} {'is not a step' if len(names) == 1 else 'are not steps'} "
+                                               f"of this procedure, written {past}; not taken"))
+    return None
+
+
+def _early_answer(w: _Walk) -> None:
+    """A final answer before the chunk's last step: noted in ``others`` (the chunk's steps decide)."""
+    final_step_in_chunk = w.end == len(w.procedure.steps)
+    for ans in w.trace.answers:
+        if ans.line <= w.last_line and not (final_step_in_chunk and ans.line == w.last_line):
+            w.verdict.others.append(Deviation(kind="premature_answer", detail="a final answer came before the last step of the chunk"))
+            return
+
+
 def verify_chunk(
     procedure: Procedure,
     start: int,
@@ -173,6 +385,11 @@ def verify_chunk(
     truncated: bool = False,
 ) -> ChunkVerdict:
     """Check a parsed reply that should hold steps ``start..end-1`` of ``procedure``.
+
+    The walk takes the reply's records in generation order. A record of another variable is passed
+    over or ends the walk (:func:`_other_record`); the expected step's record is read and its value
+    checked by :data:`_VALUE_CHECKS` in order (each one small function); after the walk, a missing
+    tail, the records after the chunk's steps and early answers are looked at.
 
     Args:
         procedure: the procedure being executed.
@@ -195,129 +412,31 @@ def verify_chunk(
         and steps the procedure does not have written after the chunk's steps (``S96 = ...`` past a
         95-step procedure's end: one ``extra_steps`` naming them; an input restated is not one).
     """
-    steps = procedure.steps
-    chunk_vars = [s.var for s in steps[start:end]]
-    all_vars = procedure.index_of
-    local: dict[str, Number | str] = dict(env)
-    verdict = ChunkVerdict()
-    pos = start
-    seen_lines: dict[str, Record] = {}
-    last_line_of_chunk = -1
-    last_record_of_chunk = -1  # records, not lines: "u = t * 2 = 22, t = 12" is two records on one line
-
-    def fail(dev: Deviation, value: Number | str | None = None) -> ChunkVerdict:
-        verdict.deviation, verdict.step_index, verdict.model_value = dev, pos, value
-        return verdict
-
+    w = _Walk(procedure, start, end, trace, dict(env), start)
     for rec_no, rec in enumerate(trace.records):
-        if pos >= end:
+        if w.pos >= end:
             break
-        want_var = steps[pos].var
-        if rec.var != want_var:
-            if rec.var in seen_lines or (rec.var in local and rec.var in all_vars):
-                again = _restated(rec, steps[all_vars[rec.var]])
-                if again is not None and _same(again, local.get(rec.var)):
-                    continue  # a harmless restatement of a verified value (5.005 after 5.01, rounded as the step rounds)
-                how = "with a different value" if again is not None else "without a value"
-                return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again {how}", got=rec.text))
-            if rec.var in chunk_vars[pos - start + 1 :]:
-                later = any(r.var == want_var for r in trace.records if r.line > rec.line)
-                kind = "out_of_order" if later else "under_executed"
-                detail = f"{rec.var} was written before {want_var}" if later else f"step {want_var} was skipped"
-                return fail(Deviation(kind=kind, step=want_var, detail=detail, got=rec.text))
-            if rec.var not in all_vars:
-                return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} is not a step of this procedure", got=rec.text))
-            continue  # a variable outside this chunk (an input restated, or beyond the chunk): ignored
-        seen_lines[rec.var] = rec
-        step = steps[pos]
-        value: Number | str | None = rec.value
-        if step.type in _NON_NUMERIC:
-            value = read_raw_value(rec, step.type, step.choices)
-            if value is None:
-                among = f" (one of {', '.join(step.choices)})" if step.choices else ""
-                return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}{among}",
-                                      got=rec.text))
-        if value is None and rec.error in (None, "no number"):  # nothing computed: a missing value, not a wrong one
-            return fail(Deviation(kind="under_executed", step=want_var, detail=f"no value for {want_var}: the line holds no number",
-                                  got=rec.text))
-        if value is None:  # a number written that cannot be read exactly (12,5; 12 thousand): a wrong value
-            return fail(Deviation(kind="arithmetic_error", step=want_var, detail=f"no readable value for {want_var} ({rec.error})",
-                                  got=rec.text))
-        if step.scale is not None:
-            value = apply_scale(value, step)  # the procedure's rounding rule, applied exactly: 5.005 -> 5.01 (HALF_UP)
-        try:
-            want = expected_value(procedure, pos, local)
-        except EvaluationError as exc:  # on the values committed so far, which a flag policy may have kept wrong
-            read = ", ".join(f"{n} = {format_value(local[n])}" for n in procedure.reads(pos) if n in local)
-            return fail(Deviation(kind="check_failed", step=want_var,
-                                  detail=f"{want_var} cannot be evaluated on the values it reads ({read}): {exc}"), value)
-        if want is not None and (value != want or isinstance(value, bool) != isinstance(want, bool)):
-            # A wrong value is classified by its substitution: a wrong operand is a look-back
-            # confusion, right operands mean an arithmetic error. A right value is accepted
-            # whatever form its working took ("-517 - (-168) = -517 + 168 = -349" is fine).
-            dev = _check_operands(procedure, pos, rec, local)
+        if rec.var != w.step.var:
+            dev = _other_record(w, rec)
             if dev is not None:
-                return fail(dev, value)
-            expr = f" = {step.expression}" if step.expression else ""
-            return fail(Deviation(kind="arithmetic_error", step=want_var, got=rec.text,
-                                  detail=f"{want_var}{expr} was computed as {_shown(value, rec, step)}, which is wrong"), value)
-        if want is None and not _type_ok(value, step.type, step.choices):
-            return fail(Deviation(kind="type_error", step=want_var, detail=f"{want_var} must be of type {step.type}", got=rec.text), value)
-        check = procedure.compiled_checks[pos]
-        if check is not None and not procedure.check_is_expected[pos]:
-            try:
-                ok = check.evaluate({**local, "value": value})
-            except EvaluationError as exc:
-                ok, why = False, str(exc)
-            else:
-                why = f"check {step.check!r} is false"
-            if ok is not True:
-                return fail(Deviation(kind="check_failed", step=want_var, detail=f"{want_var} = {value}: {why}", got=rec.text), value)
-        local[want_var] = value
-        verdict.verified.append((want_var, value))
-        last_line_of_chunk, last_record_of_chunk = rec.line, rec_no
-        pos += 1
-    if pos < end:
-        if trace.has_code and not verdict.verified:
-            return fail(Deviation(kind="code_instead_of_steps", step=steps[pos].var,
-                                  detail="the reply holds code or program output instead of step lines"))
-        if truncated:
-            return fail(Deviation(kind="truncated", step=steps[pos].var, detail="the reply was cut at the token limit"))
-        tail = trace.records[-1].text if trace.records else ""
-        return fail(Deviation(kind="under_executed", step=steps[pos].var, detail=f"step {steps[pos].var} is missing", got=tail or None))
-    invented: list[Record] = []
-    for rec in trace.records[last_record_of_chunk + 1:]:  # a verified step written again, after the chunk, with another value
-        if rec.var not in all_vars and rec.var not in local:  # neither a step nor an input: a step the model made up
-            invented.append(rec)
+                return w.fail(dev)
             continue
-        if rec.var not in all_vars or rec.var not in local:
-            continue
-        again = _restated(rec, steps[all_vars[rec.var]])
-        if again is None or _same(again, local.get(rec.var)):
-            continue
-        if rec.var in seen_lines:  # this chunk's step: which of its two values is meant? neither is taken
-            verdict.verified = verdict.verified[:next(i for i, (var, _) in enumerate(verdict.verified) if var == rec.var)]
-            pos = all_vars[rec.var]
-            return fail(Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again with a different value",
-                                  got=rec.text))
-        # a step committed before this chunk (verified, or flagged or repaired by the policy): this
-        # chunk's values were checked against the committed one, so nothing rests on the new line;
-        # it is noted, not taken
-        verdict.others.append(Deviation(kind="extra_steps", step=rec.var, got=rec.text,
-                                        detail=f"{rec.var} was written again with a different value after this chunk's steps; "
-                                               f"its committed value stands"))
-    if invented:  # after every step of the chunk was verified: nothing here rests on them; noted, not taken
-        names = list(dict.fromkeys(r.var for r in invented))
-        past = "past the procedure's last step" if end == len(steps) else "after this chunk's steps"
-        verdict.others.append(Deviation(kind="extra_steps", step=invented[0].var, got=invented[0].text,
-                                        detail=f"{', '.join(names)} {'is not a step' if len(names) == 1 else 'are not steps'} "
-                                               f"of this procedure, written {past}; not taken"))
-    final_step_in_chunk = end == len(steps)
-    for ans in trace.answers:
-        if ans.line <= last_line_of_chunk and not (final_step_in_chunk and ans.line == last_line_of_chunk):
-            verdict.others.append(Deviation(kind="premature_answer", detail="a final answer came before the last step of the chunk"))
-            break
-    return verdict
+        w.seen_lines[rec.var] = rec
+        value, dev = _take(w, rec)
+        if dev is not None:
+            return w.fail(dev, value)
+        assert value is not None  # _take gives a value or a deviation
+        w.local[rec.var] = value
+        w.verdict.verified.append((rec.var, value))
+        w.last_line, w.last_record = rec.line, rec_no
+        w.pos += 1
+    if w.pos < end:
+        return w.fail(_missing(w, truncated))
+    cut = _after_chunk(w)
+    if cut is not None:
+        return cut
+    _early_answer(w)
+    return w.verdict
 
 
 def _shown(value: Number | str, rec: Record, step: Step) -> str:

@@ -4,7 +4,7 @@ Everything here runs before any model call; a request the guard cannot honour is
 :class:`InvalidGuardedCall` naming the argument, never half-honoured.
 
 Which settings win (docs/drop-in-client.md has the table), by one rule shared with the proxy
-(:mod:`stepguard.adapters._request_fields`):
+(:mod:`stepguard.wire._request_fields`):
 
 - ``extra_body["stepguard"]``'s options (:class:`~stepguard.guard.GuardOptions`, the same
   names, parsing and messages as the CLI and the proxy) over the call's ``temperature`` and ``seed``,
@@ -13,11 +13,11 @@ Which settings win (docs/drop-in-client.md has the table), by one rule shared wi
   resends the same request.
 - ``max_tokens`` / ``max_completion_tokens``: a cap on every model call; the guard asks for less where
   its own allowance (``max_tokens_per_step`` x steps + 32, or the token budget left) is smaller.
-- ``top_p`` and the others of :data:`~stepguard.adapters._request_fields.SENT_AS_GIVEN`,
+- ``top_p`` and the others of :data:`~stepguard.wire._request_fields.SENT_AS_GIVEN`,
   ``extra_headers``, ``extra_query``, ``timeout`` and ``extra_body``'s other keys: sent with every
   model call as given.
 - ``n`` other than 1, ``tools``, ``stop``, ``logprobs`` and the others of
-  :data:`~stepguard.adapters._request_fields.REFUSED`, and any other argument: refused.
+  :data:`~stepguard.wire._request_fields.REFUSED`, and any other argument: refused.
 - ``thread_id`` on a client without a checkpointer: refused (nothing would keep the thread).
 
 Inputs: ``extra_body["stepguard"]["inputs"]``, else the JSON object of the last user message, read
@@ -208,8 +208,8 @@ def inputs_from_messages(messages: Any) -> MessageInputs:
         InvalidGuardedCall: there is no user message, or its content is not text, not JSON, or not
             an object; ``location`` is ``"inputs"`` and the message :data:`MISSING_INPUTS` and why.
     """
-    from stepguard.serve._body import json_kind, parse_json  # pure Python: no serve extra needed
-    from stepguard.serve._errors import RequestError
+    from stepguard.wire._body import json_kind, parse_json
+    from stepguard.wire._errors import RequestError
 
     listed = [m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else m for m in messages] \
         if isinstance(messages, (list, tuple)) else []
@@ -235,7 +235,7 @@ def read_call(kwargs: Mapping[str, Any], procedures: Mapping[str, Procedure], ba
               *, checkpoints: bool = True) -> GuardedCall:
     """Read and check a guarded call's arguments (``extra_body["stepguard"]`` present).
 
-    The call's fields follow :mod:`stepguard.adapters._request_fields` (the proxy's rule too); the
+    The call's fields follow :mod:`stepguard.wire._request_fields` (the proxy's rule too); the
     options resolve as :meth:`~stepguard.guard.GuardOptions.resolve` says: ``base`` (else the
     defaults by procedure), then the call's ``temperature``/``seed``, then ``extra_body["stepguard"]``'s.
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from stepguard.serve._errors import RequestError
+from stepguard.wire._errors import RequestError
 
 __all__ = ["MAX_DEPTH", "SEED_RANGE", "TOKENS_RANGE", "check_tree", "flag_field", "integer_field", "json_kind",
            "number_field", "parse_json", "read_body", "shown"]

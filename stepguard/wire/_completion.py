@@ -40,7 +40,7 @@ from typing import Any, Literal
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, value_text
+from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, bounded_steps, value_text
 from stepguard.kinds import kind_of
 from stepguard.procedure import Procedure, Step, ValueShape, json_text
 
@@ -69,7 +69,7 @@ REPORT_ATTRIBUTE = "stepguard"
 openai's models keep extra attributes, which their types do not declare."""
 
 _RESULT_KEYS = ("answer", "status", "first_unverified")
-_STATUSES = ("verified", "repaired", "flagged", "failed")
+_STATUSES = ("verified", "bounded", "repaired", "flagged", "failed")
 _INTEGER = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _JSON_TYPES = ("string", "number", "integer", "boolean", "null", "array", "object")
@@ -298,8 +298,9 @@ def response_shape(response_format: Any, procedure: Procedure) -> ResponseShape:
             what = (f"{'the answer, ' if name not in by_var else ''}step {step.var!r} is a {step.type} value"
                     f"{f' with {step.scale} places' if step.scale else ''}")
             _check_slot(slot, values, few, "when a run stops before it (status failed)", what, at)
-        elif name == "status":
-            _check_slot(slot, list(_STATUSES), True, None, f"status is one of {', '.join(_STATUSES)}", at)
+        elif name == "status":  # bounded only where a step's value may be graded so (issue 41.3)
+            statuses = [st for st in _STATUSES if st != "bounded" or bounded_steps(procedure)]
+            _check_slot(slot, statuses, True, None, f"status is one of {', '.join(statuses)}", at)
         else:
             _check_slot(slot, list(procedure.variables), True, "when the run is verified",
                         "first_unverified names a step", at)
