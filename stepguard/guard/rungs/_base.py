@@ -12,7 +12,7 @@ from stepguard.evaluator import Number
 from stepguard.procedure import Procedure
 
 if TYPE_CHECKING:
-    from stepguard.guard._config import GuardConfig
+    from stepguard.guard import GuardConfig  # the public face: no cycle with _config, which reads the registry
 
 __all__ = ["ENTRY_POINT_GROUP", "Read", "Rung", "RungPluginWarning", "get_rung", "load_rung_plugins", "register", "rung_names",
            "rung_origin"]
