@@ -85,7 +85,7 @@ def test_a_flagged_value_refuses_the_resume_naming_both_forms_and_the_step(tmp_p
     now = _bump(monkeypatch, tmp_path / "forms")
     guard = Guard(ScriptedModel(), GuardConfig(chunk_size=2, policy="flag"), checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
     with pytest.raises(CheckpointError, match=rf"written under prompt forms {written} and resumed under prompt forms {now}: "
-                                              r"step S3's committed value is the model's own \(flagged\)"):
+                                              r"step S3's committed value is graded flagged \(the model's own, kept unverified\)"):
         guard.run(_procedure(8), INPUTS, thread_id="t")
     with pytest.raises(CheckpointError, match="step S3's committed value"):  # the proxy's check before a run says the same
         guard.check_thread(_procedure(8), INPUTS, "t")
@@ -137,8 +137,10 @@ def test_which_committed_values_depend_on_the_wording(provenance: str, extra: di
     why = _forms_resume.forms_refusal(state, proc, 6, 7)
     assert (why is None) is allowed, why
     if not allowed:
-        assert why == (f"written under prompt forms 6 and resumed under prompt forms 7: step b's committed value is the model's own "
-                       f"({provenance}), not one the evaluator verified, so it depends on the forms' wording")
+        grade = {"flagged": "flagged (the model's own, kept unverified)",
+                 "unverifiable": "unchecked (the model's, with nothing to check it)"}
+        assert why == (f"written under prompt forms 6 and resumed under prompt forms 7: step b's committed value is graded "
+                       f"{grade[provenance]}, not decided exactly by the evaluator, so it depends on the forms' wording")
 
 
 def test_a_value_read_by_position_depends_on_the_wording() -> None:
@@ -153,7 +155,7 @@ def test_a_value_checked_by_a_predicate_depends_on_the_wording_and_a_hidden_expe
     proc = _one([{"var": "b", "check": "value > a"}, {"var": "c", "expr": "b * 2"}])
     state = GuardState(cursor=1, values={"b": "9"}, provenance={"b": "model_verified"})
     why = _forms_resume.forms_refusal(state, proc, 6, 7)
-    assert why is not None and "step b's committed value was checked by a predicate, not computed exactly" in why
+    assert why is not None and "step b's committed value is graded bounded (only a predicate over it held)" in why
     hidden = _one([{"var": "b", "check": "a * 3"}, {"var": "c", "expr": "b * 2"}])
     assert _forms_resume.forms_refusal(state, hidden, 6, 7) is None
 

@@ -8,18 +8,18 @@ model was asked changed, not what was accepted. The rule:
 * a checkpoint written under forms N resumes under forms M when its templates are today's, it
   stopped at a step boundary (no step in the middle of its re-prompts), and every committed value
   is independent of the wording;
-* a committed value is independent of the wording when the evaluator decided it exactly: a
-  computed step (``expr``, or a ``check`` that is a hidden expected value) the model wrote and the
-  evaluator verified, a value the guard repaired with the evaluator's, or a tool step's result
-  (its arguments passed every check);
-* it depends on the wording when it is the model's own unverified value (flagged, unverifiable),
-  was matched or checked by a predicate rather than computed (an extract step, a text step, a
-  ``check`` predicate over ``value``), or was read by position from a digit rung's sub-steps (what a rung
-  derives is part of the forms);
+* a committed value is independent of the wording when the evaluator decided it exactly, by its
+  grade (:data:`stepguard.guard.Grade`): ``exact`` (a computed step the model wrote and the
+  evaluator verified), ``computed``, ``repaired`` (the evaluator's value), ``tool`` (its tool's
+  result for arguments that passed every check);
+* it depends on the wording at any other grade (``bounded``, ``matched``, ``free_text``,
+  ``unchecked``, ``flagged``: the model's choice among values a check let pass, or its own), and
+  where it was read by position from a digit rung's sub-steps (what a rung derives is part of the
+  forms);
 * otherwise it is refused, the reason naming both forms versions and the step.
 
 Both are read from what every checkpoint holds already (the identity's ``prompts``, the state's
-``provenance``, its ``read`` events, its cursor and attempt), so a checkpoint written before the
+``provenance``, which with the procedure gives the grade, its ``read`` events, its cursor and attempt), so a checkpoint written before the
 rule existed is judged by it too.
 """
 
@@ -28,12 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stepguard.errors import EvaluationError
-from stepguard.evaluator import compile_expression
 from stepguard.guard import _prompts
 from stepguard.guard._prompts import PromptSet
+from stepguard.guard._result import grade_of
 from stepguard.guard._state import GuardState
-from stepguard.procedure import Procedure, Step
+from stepguard.procedure import Procedure
 
 __all__ = ["TEMPLATES_CHANGED", "forms_change", "forms_refusal"]
 
@@ -43,8 +42,13 @@ TEMPLATES_CHANGED = "the prompt templates' text"
 _SEARCH = 64
 """Forms versions past today's that a stored fingerprint is tried against (a checkpoint of a newer stepguard)."""
 
-_INDEPENDENT = frozenset({"repaired", "tool"})
-"""Provenances whose value the evaluator or a checked tool call decided, whatever the model was asked."""
+_INDEPENDENT = frozenset({"exact", "computed", "repaired", "tool"})
+"""Grades (:data:`stepguard.guard.Grade`) of values the evaluator or a checked tool call decided, whatever the model was asked."""
+
+_WHY = {"bounded": "only a predicate over it held", "matched": "found in its source, which copy the model's choice",
+        "free_text": "text checked by its rules", "unchecked": "the model's, with nothing to check it",
+        "flagged": "the model's own, kept unverified"}
+"""What each other grade says of the value, for the refusal."""
 
 
 def forms_change(stored: Mapping[str, Any] | None, now: Mapping[str, Any], prompts: PromptSet) -> tuple[int, int] | None:
@@ -79,34 +83,21 @@ def forms_refusal(state: GuardState, procedure: Procedure, stored: int, now: int
         return (f"{head}: step {var} stopped in the middle of its re-prompts (re-prompt {state.attempt}{rung}), "
                 "and what a re-prompt asks depends on the forms")
     read = {e.step: e.rung for e in state.events if e.action == "read" and e.step}
-    for step in procedure.steps:
+    for index, step in enumerate(procedure.steps):
         if step.var not in state.values:
             continue
-        why = _depends(step, state.provenance.get(step.var, "missing"), read)
+        why = _depends(procedure, index, state.provenance.get(step.var, "missing"), read)
         if why:
             return f"{head}: step {step.var}'s committed value {why}, so it depends on the forms' wording"
     return None
 
 
-def _hidden_expected(check: str | None) -> bool:
-    """Whether ``check`` is a hidden expected-value expression (it does not read ``value``): the model's value must equal it exactly."""
-    if check is None:
-        return False
-    try:
-        return "value" not in compile_expression(check).names
-    except EvaluationError:
-        return False
-
-
-def _depends(step: Step, provenance: str, read: Mapping[str, str | None]) -> str | None:
-    """How the committed value of ``step`` depends on the wording, in words; ``None`` where it does not."""
-    if step.var in read:
-        return f"was read by position from the sub-steps of the {read[step.var] or 'digit'} rung"
-    if provenance in _INDEPENDENT:
+def _depends(procedure: Procedure, index: int, provenance: str, read: Mapping[str, str | None]) -> str | None:
+    """How the committed value of step ``index`` depends on the wording, in words; ``None`` where it does not."""
+    var = procedure.steps[index].var
+    if var in read:
+        return f"was read by position from the sub-steps of the {read[var] or 'digit'} rung"
+    grade = grade_of(procedure, index, provenance)
+    if grade in _INDEPENDENT:
         return None
-    if provenance != "model_verified":
-        return f"is the model's own ({provenance}), not one the evaluator verified"
-    if step.kind == "compute" and (step.expression is not None or _hidden_expected(step.check)):
-        return None
-    how = {"extract": "was matched against its source", "text": "is text checked by its rules"}.get(step.kind, "was checked by a predicate")
-    return f"{how}, not computed exactly"
+    return f"is graded {grade} ({_WHY.get(str(grade), 'no value')}), not decided exactly by the evaluator"
