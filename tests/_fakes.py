@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 
 from stepguard.evaluator import compile_expression, format_number, parse_number
-from stepguard.guard.rungs._digits import MAX_SUB_STEPS
+from stepguard.guard.rungs.arith._digits import MAX_SUB_STEPS
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 
 _NOTE = re.compile(r"[ \t]{2,}\((.*)\)[ \t]*$")

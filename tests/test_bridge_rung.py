@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.evaluator import compile_expression
-from stepguard.guard.rungs.bridge import bridge_step
+from stepguard.guard.rungs.arith.bridge import bridge_step
 from tests._fakes import ScriptedModel
 
 

@@ -14,7 +14,7 @@ import pytest
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.evaluator import parse_number
 from stepguard.guard.rungs import get_rung
-from stepguard.guard.rungs.chain import chain_steps
+from stepguard.guard.rungs.arith.chain import chain_steps
 from tests._fakes import ScriptedModel
 
 

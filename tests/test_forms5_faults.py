@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stepguard import Guard, GuardConfig, Procedure
-from stepguard.guard.rungs._digits import MAX_SUB_STEPS
-from stepguard.guard.rungs.chain import chain_steps
+from stepguard.guard.rungs.arith._digits import MAX_SUB_STEPS
+from stepguard.guard.rungs.arith.chain import chain_steps
 from stepguard.procedure import round_to_scale
 from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
 from tests.test_digit_rungs import _operand, _read, _rung, _step, _texts, _want

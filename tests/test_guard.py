@@ -232,7 +232,7 @@ def test_commute_rung_asks_the_step_alone_over_swapped_operand_values():
 ])
 def test_commute_step_swaps_operands_and_folds_signs_without_changing_the_value(expr, env, asked):
     from stepguard.evaluator import compile_expression
-    from stepguard.guard.rungs.commute import commute_step
+    from stepguard.guard.rungs.arith.commute import commute_step
 
     proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [{"var": "S1", "expr": expr}]})
     sub = commute_step(proc, 0, env)
@@ -241,7 +241,7 @@ def test_commute_step_swaps_operands_and_folds_signs_without_changing_the_value(
 
 
 def test_commute_step_leaves_other_expressions_to_the_plain_single_step_ask():
-    from stepguard.guard.rungs.commute import commute_step
+    from stepguard.guard.rungs.arith.commute import commute_step
 
     proc = Procedure.model_validate({"inputs": ["a", "b"], "steps": [{"var": "S1", "expr": "max(a, b)"}]})
     assert commute_step(proc, 0, {"a": 1, "b": 2}) is None

@@ -23,7 +23,7 @@ from stepguard.adapters import load_model
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import compile_expression, parse_number
 from stepguard.guard import get_rung
-from stepguard.guard.rungs.chain import quotient_last
+from stepguard.guard.rungs.arith.chain import quotient_last
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from tests._fakes import ScriptedModel
 

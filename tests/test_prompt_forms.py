@@ -61,7 +61,7 @@ def _derived() -> set[str]:
     cases = [(inst.to_procedure(), inst.inputs), *((case.procedure, case.inputs) for case in _first_cases()), *_edges()]
     texts = set()
     for procedure, inputs in cases:
-        values = procedure.expected_values(inputs)
+        values = procedure.expected_values(inputs, writable=False)  # the edges hold a step no run is given whole
         env: dict[str, Any] = {**inputs, **values}
         for i in range(len(procedure.steps)):
             for name in rung_names():

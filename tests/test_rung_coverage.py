@@ -20,7 +20,7 @@ from stepguard.adapters.sim_slips import SlippingExecutor, columns_carry, produc
 from stepguard.bench.stepgen import GeneratedStep, forms_of, generate_steps
 from stepguard.evaluator import CompiledExpression, compile_expression, parse_number
 from stepguard.guard import get_rung
-from stepguard.guard.rungs.chain import quotient_last
+from stepguard.guard.rungs.arith.chain import quotient_last
 
 N = 40
 

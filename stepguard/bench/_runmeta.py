@@ -144,7 +144,8 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
              raw_tokens_per_step: int = RAW_TOKENS_PER_STEP) -> dict[str, Any]:
     """The run.json of a new run (``model``, ``mode``, ``guard_config``, ``generation``,
     ``instances_sha256`` and ``prompts_sha256``, the templates' text, are its identity: see
-    :data:`stepguard.bench.store.IDENTITY_KEYS`).
+    :data:`stepguard.bench.store.IDENTITY_KEYS`; ``prompt_forms``, the forms version a guarded run
+    asks in, is in ``prompts_sha256`` and recorded to name it when a store is refused).
 
     Args:
         mode: ``"raw"``, ``"guarded"`` or ``"reask"``.
@@ -201,5 +202,6 @@ def run_meta(mode: str, model: ChatModel, guard_config: GuardConfig | None, inst
         "generation": generation, "seed": seed, "raw_prompt": inst_meta.get("raw_prompt") if mode == "raw" else None,
         "instances": inst_meta["file"], "instances_sha256": inst_meta["sha256"],
         "prompts_sha256": PromptSet(guard_config.prompt_dir if guard_config else None).fingerprint(forms=mode == "guarded"),
+        "prompt_forms": PromptSet.forms_version() if mode == "guarded" else None,
         "stepguard_version": getattr(stepguard, "__version__", "unknown"), "python": platform.python_version(),
     }

@@ -215,7 +215,7 @@ def generate_steps(n: int, seed: int = 0, max_draws: int | None = None) -> Gener
         spec, step, inputs = _draw(rng, draw)
         try:
             probe = Procedure.model_validate(spec)
-            value = probe.expected_values({k: Fraction(v) for k, v in inputs.items()})["v"]
+            value = probe.expected_values({k: Fraction(v) for k, v in inputs.items()}, writable=False)["v"]  # a scale follows
         except StepguardError as exc:  # refused by the evaluator over these inputs
             out.skipped[_reason(str(exc))] += 1
             continue

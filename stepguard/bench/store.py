@@ -129,6 +129,9 @@ class RunStore:
             diff = [k for k in IDENTITY_KEYS if old.get(k) != meta.get(k)]
             if diff:
                 details = "; ".join(_differences(k, old.get(k), meta.get(k)) for k in diff)
+                if "prompts_sha256" in diff and old.get("prompt_forms") != meta.get("prompt_forms"):
+                    # unlike a checkpoint, a store is not resumed across forms: its calls, tokens and re-prompts measure the wording
+                    details += f"; prompt forms: stored {old.get('prompt_forms', '(not recorded)')}, now {meta.get('prompt_forms')}"
                 raise RunStoreError(
                     f"{path}: this run directory holds a different run ({details}); "
                     "use another --out directory, or the same settings to resume"

@@ -37,7 +37,7 @@ RUNGS: tuple[str, ...] = rung_names()
 - ``decompose``: the failing step as place-value sub-steps, each checked.
 - ``commute``: the failing step over its operand values, swapped, signs folded.
 - ``digits`` (and ``columns``, ``long_multiply``, ``long_divide``): the failing step digit by digit,
-  every digit the model's, its value read by position (:mod:`stepguard.guard.rungs.digits`).
+  every digit the model's, its value read by position (:mod:`stepguard.guard.rungs.arith.digits`).
 
 A rung registered later (:func:`stepguard.guard.rungs.register`) is accepted in a ladder too.
 """

@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from stepguard.errors import BudgetExhausted, CheckpointError, ProcedureError, StepDeviation, StepguardError
 from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
 from stepguard.guard._config import GuardConfig, LadderWarning, ladder_mismatch
+from stepguard.guard._forms_resume import TEMPLATES_CHANGED, forms_change, forms_refusal
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
@@ -145,7 +146,8 @@ class Guard:
         if stop is not None:
             ctx.closed = stop
         self._check_tools(procedure)
-        procedure.expected_values(ctx.inputs)  # a step that fails or contradicts itself on these inputs: before any call
+        # a step that fails or contradicts itself on these inputs, or that no model can write: before any call
+        procedure.expected_values(ctx.inputs, writable=not self._depth)
         # a nested run's budgets are what its parent had left when it began (the wall time differs on
         # every resume): its parent's identity keys the budgets, and its thread is named from the parent's
         keyed = replace(config, max_total_tokens=None, max_wall_s=None) if self._depth else config
@@ -195,9 +197,11 @@ class Guard:
                 prompts or model differ); the message names each difference. Or an unfinished run
                 whose recorded actions forbid going on (:func:`_refuse_unsafe_actions`).
         """
-        _refuse_other_work(tid, identity_diff(values.get("identity"), ctx.identity))
+        forms_changed = self._check_work(tid, values, ctx.identity, ctx.procedure)
         check_against(GuardState.of(values), ctx.procedure)
         start, finished = self._plan_start(values)
+        if forms_changed and not finished:
+            start["identity"] = ctx.identity  # what it commits from here on is asked under today's forms
         if not finished:
             _refuse_unsafe_actions(tid, ctx, GuardState.of(values))
         return start, finished
@@ -222,7 +226,30 @@ class Guard:
             pass
         stored = self._graph.get_state({"configurable": {"thread_id": thread_id}}).values
         if stored:
-            _refuse_other_work(thread_id, identity_diff(stored.get("identity"), identity))
+            self._check_work(thread_id, stored, identity, procedure)
+
+    def _check_work(self, tid: str, values: Mapping[str, Any], identity: Mapping[str, Any], procedure: Procedure) -> bool:
+        """Refuse a thread that holds other work (:func:`_refuse_other_work`); ``True`` where it holds
+        this work written under other prompt forms and may resume under today's
+        (:mod:`stepguard.guard._forms_resume`).
+
+        Raises:
+            CheckpointError: other work, or a forms change its committed values do not allow (the
+                message names both forms versions and the step).
+        """
+        diff = identity_diff(values.get("identity"), identity)
+        change = forms_change(values.get("identity"), identity, self._prompts) if TEMPLATES_CHANGED in diff else None
+        if change is not None:
+            said = f"prompt forms: stored {change[0]}, now {change[1]}"
+            diff = [said if d == TEMPLATES_CHANGED else d for d in diff]
+            if diff == [said]:
+                why = forms_refusal(GuardState.of(values), procedure, *change)
+                if why is not None:
+                    raise CheckpointError(f"checkpoint thread {tid!r} was {why}; use a new thread id to run it under "
+                                          f"prompt forms {change[1]}")
+                return True
+        _refuse_other_work(tid, diff)
+        return False
 
     @staticmethod
     def _plan_start(values: dict[str, Any]) -> tuple[dict[str, Any], bool]:

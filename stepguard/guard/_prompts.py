@@ -9,11 +9,12 @@ from pathlib import Path
 from string import Template
 
 from stepguard.evaluator import Number
+from stepguard.guard._forms import PromptForms, current_forms
 from stepguard.kinds import kind_of
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure, format_value
 
-__all__ = ["PROMPT_FORMS", "PromptSet", "context_block", "format_value", "render_raw_prompt"]
+__all__ = ["FORMS", "PROMPT_FORMS", "PromptSet", "context_block", "format_value", "render_raw_prompt"]
 
 _BUILTIN = Path(__file__).parent / "prompts"
 
@@ -26,9 +27,6 @@ def _read(folder: Path, name: str) -> Template:
     return Template(path.read_text(encoding="utf-8"))
 
 
-_ROUNDING_WORDS = {"ROUND_HALF_EVEN": "half to even", "ROUND_HALF_UP": "half up"}
-
-
 def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | str] | None = None) -> str:
     """The step's line (its kind's :meth:`~stepguard.kinds.Kind.line`) with, after a gap in
     parentheses, the instruction, the kind's notes, any rounding rule and the value's type; the
@@ -38,16 +36,13 @@ def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | s
     notes = [step.instruction.rstrip(". ")] if step.instruction else []
     notes += kind.notes(procedure, index)
     if step.scale is not None:
-        notes.append(f"round {_ROUNDING_WORDS[step.rounding]} to {step.scale} decimal places")
+        notes.append(FORMS.text("rounding_note", rule=FORMS.rounding(step.rounding), scale=step.scale))
     if step.type == "one_of" and step.choices:
-        notes.append("one of: " + ", ".join(step.choices))
+        notes.append(FORMS.text("choices_note", choices=", ".join(step.choices)))
     elif step.type in ("boolean", "string", "integer") and kind.names_type:
-        notes.append(f"a {step.type}" if step.type != "integer" else "a whole number")
+        notes.append(FORMS.text("type_note", type=step.type) if step.type != "integer" else FORMS.text("integer_note"))
     note = f"    ({'; '.join(notes)})" if notes else ""
     return kind.line(procedure, index, values or {}, note)
-
-
-_CONTEXT_HEAD = "Context (the caller's messages; the steps below decide every value):"
 
 
 def context_block(context: Sequence[ChatMessage]) -> str:
@@ -60,7 +55,7 @@ def context_block(context: Sequence[ChatMessage]) -> str:
     """
     if not context:
         return ""
-    lines = [_CONTEXT_HEAD]
+    lines = [FORMS.text("context_head")]
     lines += [f"[{m['role']}] {str(m['content']).strip()}" for m in context]
     return "\n".join(lines)
 
@@ -77,34 +72,23 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     if own is not None:
         return own
     if len(indices) == 1:
-        return f"Write one line, for step {first}, as"
-    return f"Write {len(indices)} lines, one for each step from {first} to {last}, in order, each as"
+        return FORMS.text("count_one", first=first)
+    return FORMS.text("count_many", n=len(indices), first=first, last=last)
 
 
-PROMPT_FORMS = 7
+FORMS: PromptForms = current_forms()
+"""The prompt forms the code writes: the wording of ``stepguard/guard/prompts/forms/<version>.json``
+of the highest version (:mod:`stepguard.guard._forms`, which says what each version changed)."""
+
+PROMPT_FORMS: int = FORMS.version
 """The version of the prompt text the code writes around the templates: the kinds' step lines,
-answer shapes and correction notes, the rungs' sub-step prompts. It is part of
-:meth:`PromptSet.fingerprint`, so a run store or a checkpointed thread made under one version is
-refused by another, naming the prompts, instead of resuming with prompts it did not run
-(``tests/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a
-change to them fails there until this is bumped). 2: a copy step's answer shape
-(docs/lab/2026-11-29-fidelity.md, "A copy step's example"). 3: ``digits`` asks a step of several operations one
-operation a sub-step, and ``chain`` a last quotient with no finite value to the step's places
-(docs/lab/2026-11-30-production-suite.md, "The suite with the digit rungs"). 4: ``digits`` asks a rounding at an exact tie
-and a ``min``/``max`` as ``tie`` and ``choice`` do, neither ``chain`` nor ``digits`` asks one
-operation whose rounding folds into it (the step itself again), and ``divide`` carries a quotient by
-a decimal divisor three places past the step's scale. 5: a carry is added to a column's units as a
-sub-step of its own (``9 + 8``, then ``7 + 1``), a quotient digit is chosen by the larger of the
-remainder and each multiple of the divisor (the multiples the model's sums), to the fewest places
-past the scale that round right, and ``chain`` asks a conditional as its condition, then the branch
-chosen (docs/lab/2026-11-30-production-suite.md, "The suite with the digit rungs"). 6: a digit sheet compares two whole
-numbers of as many digits by the first place their digits differ, one single-digit choice
-(``max(6, 1)``, not ``max(60, 12)``); a multiple equal to the remainder, and a mixed-sign sum's
-magnitudes of different lengths, are read, not asked. 7: ``chain`` asks more steps in exact rewrites
-(a sum over one divisor, a power as its product, a remainder by its floor quotient, a comparison
-times its divisor's square, ``min``/``max`` of three as two choices, of a quotient as a conditional),
-a chained comparison as ``and`` of its links, a text compared or chosen as a literal, and
-``round(x / y, k)`` as one quotient to ``k`` places (docs/rung-coverage.md)."""
+answer shapes and correction notes, the rungs' sub-step prompts, and the texts of :data:`FORMS`. It
+is part of :meth:`PromptSet.fingerprint`, so a run store made under one version is refused by
+another, naming the prompts, and a checkpointed thread resumes under another only where none of
+its committed values depends on the wording (:mod:`stepguard.guard._forms_resume`).
+``tests/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a change
+to them fails there until a new forms file is written. What each version changed: the file's
+``history``."""
 
 
 class PromptSet:
@@ -116,13 +100,21 @@ class PromptSet:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = Path(folder) if folder else _BUILTIN
 
-    def fingerprint(self, *, forms: bool = True) -> str:
+    @staticmethod
+    def forms_version() -> int:
+        """The version of the prompt forms in use (:data:`PROMPT_FORMS`)."""
+        return PROMPT_FORMS
+
+    def fingerprint(self, *, forms: bool = True, version: int | None = None) -> str:
         """The sha256 (hex) of every template's text in use, in a fixed order, and with ``forms``
         of :data:`PROMPT_FORMS` (from version 2 on): a run identity's ``prompts``. A run that sends
-        no guarded request (raw mode) leaves ``forms`` out, so the guard's forms do not close it."""
+        no guarded request (raw mode) leaves ``forms`` out, so the guard's forms do not close it.
+        ``version``: the fingerprint these templates had under that forms version (``None``: today's),
+        which tells a checkpoint's forms from its identity (:mod:`stepguard.guard._forms_resume`)."""
         h = hashlib.sha256()
-        if forms:
-            h.update(f"forms {PROMPT_FORMS}\0".encode())
+        number = PROMPT_FORMS if version is None else version
+        if forms and number >= 2:
+            h.update(f"forms {number}\0".encode())
         for name in ("system.txt", "chunk.txt", "correction.txt", "raw.txt"):
             h.update(name.encode() + b"\0" + _read(self.folder, name).template.encode("utf-8") + b"\0")
         return h.hexdigest()

@@ -548,7 +548,7 @@ class Procedure(BaseModel):
             raise CheckIsFalse(step, value, reads_values=any(n in env for n in self.reads(index)))
         return value
 
-    def expected_values(self, inputs: Mapping[str, Any]) -> dict[str, Number | str]:
+    def expected_values(self, inputs: Mapping[str, Any], *, writable: bool = True) -> dict[str, Number | str]:
         """Evaluate every step with an expected value (in order) and return ``{var: value}``.
 
         A step's expected value is its ``expr`` and its ``check`` when that does not mention
@@ -565,7 +565,9 @@ class Procedure(BaseModel):
         Raises:
             ProcedureError: bad inputs (named ``inputs`` where a check is false for every value they
                 allow a step), a step fails to evaluate or contradicts itself, or a step without a
-                ``scale`` gets a value with no finite decimal form (``1/3``: no model can write it; names the step).
+                ``scale`` gets a value with no finite decimal form (``1/3``: no model can write it; names the
+                step), unless ``writable`` is False: a rung's derived sub-procedure, whose endless intermediate
+                values are carried exactly and never asked as written.
         """
         env: dict[str, Any] = self.bind_inputs(inputs)
         out: dict[str, Number | str] = {}
@@ -586,7 +588,7 @@ class Procedure(BaseModel):
                     "inputs") from None
             except EvaluationError as exc:
                 raise ProcedureError(str(exc), f"steps[{i}] ({step.var})") from None
-            if isinstance(value, Fraction) and step.scale is None and not _finite_decimal(value):
+            if writable and isinstance(value, Fraction) and step.scale is None and not _finite_decimal(value):
                 source = step.expression or step.check
                 raise ProcedureError(
                     f"its {'expr' if step.expression else 'check'} {source!r} gives {_show(value)} on these inputs, "

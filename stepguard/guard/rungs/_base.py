@@ -1,26 +1,21 @@
-"""What a rung is, and the registry that names them."""
+"""What a rung is, and the registry that names them: the rungs of the core, then those of plugins found by entry point."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepguard.evaluator import Number
 from stepguard.procedure import Procedure
 
 if TYPE_CHECKING:
-    from stepguard.guard._config import GuardConfig
+    from stepguard.guard import GuardConfig  # the public face: no cycle with _config, which reads the registry
 
-SUB_STEP_LADDER: tuple[str, ...] = ("single", "resample", "resample", "resample", "digits")
-"""The nested ladder of the rungs over production expressions: a failing sub-step through the rung for
-its operation (``single``), then sampled anew three times, because sampling at the resample
-temperature reaches values that temperature 0 repeats wrongly (the probe's figures: docs/lab/2026-11-30-production-suite.md,
-"What stops the rungs"), then, last, digit by digit (``digits``; docs/lab/2026-11-30-production-suite.md, "Digit rungs").
-A derived run stops at its first sub-step no try verified, so the extra tries cost calls only where
-a sub-step keeps failing."""
-
-__all__ = ["SUB_STEP_LADDER", "Read", "Rung", "get_rung", "register", "rung_names"]
+__all__ = ["ENTRY_POINT_GROUP", "Read", "Rung", "RungPluginWarning", "get_rung", "load_rung_plugins", "register", "rung_names",
+           "rung_origin"]
 
 
 @dataclass(frozen=True)
@@ -40,8 +35,8 @@ class Read:
 class Rung:
     """One rung of the re-prompt ladder: how the guard re-asks a failing step.
 
-    Subclass it in one module under ``stepguard/guard/rungs/``, decorate the class with
-    :func:`register`, and import the module in ``stepguard/guard/rungs/__init__.py``; the
+    Subclass it, decorate the class with :func:`register`, and name the module that holds it in an
+    entry point of the group :data:`ENTRY_POINT_GROUP` (docs/policies.md, "Writing a rung"); the
     controller reads only these attributes and never switches on rung names.
 
     Attributes:
@@ -91,14 +86,14 @@ class Rung:
         Only meaningful where :meth:`derive` returned ``None``."""
         if not self.derives:
             return "asks the step as it is (derives no sub-steps)"
-        from stepguard.guard.rungs._arith import form_of
+        from stepguard.guard.rungs._form import form_of
 
         return f"re-asks {self.applies_to or 'another form'} only, not {form_of(procedure, index, env)}"
 
     def read(self, procedure: Procedure, index: int, env: Mapping[str, Number | str], texts: Mapping[str, str | None]) -> Read | None:
         """The step's value read by position from the verified sub-step values ``texts`` (``{var: value text}``)
         of :meth:`derive`'s sub-procedure, for a rung whose sub-procedure does not end in the step's
-        variable (the digit rungs: :mod:`stepguard.guard.rungs.digits`); ``None`` (the default): the
+        variable (the digit rungs: :mod:`stepguard.guard.rungs.arith.digits`); ``None`` (the default): the
         sub-procedure's last step is the step's value, as the model wrote it.
         """
         return None
@@ -136,35 +131,137 @@ class Rung:
         return f"<rung {self.name}>"
 
 
+ENTRY_POINT_GROUP = "stepguard.rungs"
+"""The entry point group a distribution names its rung modules in (``pyproject.toml``:
+``[project.entry-points."stepguard.rungs"]``, ``name = "package.module"``); importing the module
+registers its rungs (:func:`register`). stepguard's own arithmetic rungs are found so too."""
+
+
+class RungPluginWarning(UserWarning):
+    """A rung plugin's entry point failed to load (it raised, or registered a name taken); its rungs
+    are not available, and every other rung is."""
+
+
 _REGISTRY: dict[str, Rung] = {}
+_ORIGIN: dict[str, str] = {}
+_FAILED: dict[str, str] = {}
+"""Entry point (``name = value``) -> why it failed to load, for the unknown-rung message."""
+_LOAD: dict[str, Any] = {"core": False, "done": False, "loading": None}
+"""``core``: the core's own rungs are registered; ``done``: the plugins were looked for (once a process);
+``loading``: the entry point being loaded (the origin its registrations record)."""
 R = TypeVar("R", bound=type[Rung])
 
 
 def register(cls: R) -> R:
     """Class decorator: make the rung available by its ``name`` in every ladder.
 
+    The plugins are loaded first (:func:`load_rung_plugins`), so a name a plugin holds is taken.
+
     Raises:
         ValueError: the class has no name, or another rung has that name.
     """
+    if _LOAD["core"] and _LOAD["loading"] is None:
+        load_rung_plugins()
     if not cls.name or cls.name in _REGISTRY:
-        raise ValueError(f"a rung needs a unique name; {cls.name!r} is {'taken' if cls.name else 'empty'}")
+        taken = f"taken (by {_ORIGIN[cls.name]})" if cls.name in _REGISTRY else "empty"
+        raise ValueError(f"a rung needs a unique name; {cls.name!r} is {taken}")
     _REGISTRY[cls.name] = cls()
+    _ORIGIN[cls.name] = _LOAD["loading"] or cls.__module__
     return cls
+
+
+def _core_registered() -> None:
+    """Called once the core's own rungs are registered: from then on a registration loads the plugins first."""
+    _LOAD["core"] = True
+
+
+def _said(ep: EntryPoint) -> str:
+    """An entry point as messages name it: ``arith = stepguard.guard.rungs.arith (distribution stepguard)``."""
+    dist = getattr(ep, "dist", None)
+    return f"{ep.name} = {ep.value}" + (f" (distribution {dist.name})" if dist is not None else "")
+
+
+OWN_PLUGIN = "stepguard.guard.rungs.arith"
+"""The module stepguard's own entry point names (its arithmetic rungs)."""
+
+
+def _plugins() -> list[EntryPoint]:
+    """The group's entry points: stepguard's own first, then by distribution and name (a fixed order).
+
+    Where no entry point names :data:`OWN_PLUGIN` (stepguard run from a source tree with no
+    installed metadata, or an editable install made before the entry point existed), it is loaded
+    as if one did, with no distribution named: the default ladders need its rungs.
+    """
+    def key(ep: EntryPoint) -> tuple[bool, str, str]:
+        dist = getattr(ep, "dist", None)
+        name = dist.name if dist is not None else ""
+        return (ep.value != OWN_PLUGIN, name, ep.name)
+    found = list(entry_points(group=ENTRY_POINT_GROUP))
+    if not any(ep.value == OWN_PLUGIN for ep in found):
+        found.append(EntryPoint("arith", OWN_PLUGIN, ENTRY_POINT_GROUP))
+    return sorted(found, key=key)
+
+
+def load_rung_plugins() -> None:
+    """Import every module named in the entry point group :data:`ENTRY_POINT_GROUP`, once a process.
+
+    Lookups (:func:`get_rung`, :func:`rung_names`) and registrations call it; a caller needs it
+    only to see a plugin's failure early. A plugin that raises while loading, or registers a name
+    another rung holds, is skipped with a :class:`RungPluginWarning` naming its entry point and
+    the error; the rungs of the others, and of the core, stay available.
+    """
+    if _LOAD["done"]:
+        return
+    _LOAD["done"] = True
+    for ep in _plugins():
+        _LOAD["loading"] = f"entry point {_said(ep)}"
+        try:
+            ep.load()
+        except Exception as exc:  # noqa: BLE001 - a plugin may raise anything; it must not break stepguard
+            _FAILED[_said(ep)] = f"{type(exc).__name__}: {exc}"
+            warnings.warn(RungPluginWarning(
+                f"the rung plugin {_said(ep)} (entry point group {ENTRY_POINT_GROUP!r}) failed to load, so its rungs "
+                f"are not available: {type(exc).__name__}: {exc}"), stacklevel=3)
+        finally:
+            _LOAD["loading"] = None
 
 
 def get_rung(name: str) -> Rung:
     """The registered rung called ``name``.
 
     Raises:
-        KeyError: no rung has that name (the message lists those that exist).
+        KeyError: no rung has that name (the message lists those that exist, and any plugin that failed to load).
     """
+    load_rung_plugins()
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown ladder rung {name!r}: use one of {', '.join(rung_names())}") from None
+        failed = "".join(f"; the rung plugin {ep} failed to load ({why})" for ep, why in _FAILED.items())
+        raise KeyError(f"unknown ladder rung {name!r}: use one of {', '.join(rung_names())}{failed}") from None
 
 
 def rung_names() -> tuple[str, ...]:
-    """Every registered rung's name, in registration order."""
+    """Every registered rung's name, in registration order: the core's, then each plugin's (:func:`load_rung_plugins`)."""
+    load_rung_plugins()
     return tuple(_REGISTRY)
 
+
+def rung_origin(name: str) -> str:
+    """Where the rung ``name`` came from: its module for a rung of the core or one registered by an
+    import, ``entry point <name> = <module> (distribution <dist>)`` for a plugin's.
+
+    Raises:
+        KeyError: no rung has that name.
+    """
+    get_rung(name)
+    return _ORIGIN[name]
+
+
+def __getattr__(name: str) -> Any:
+    """``SUB_STEP_LADDER`` moved to the arithmetic plugin (:mod:`stepguard.guard.rungs.arith`); read
+    from there for imports written before the move."""
+    if name == "SUB_STEP_LADDER":
+        from stepguard.guard.rungs.arith import SUB_STEP_LADDER
+
+        return SUB_STEP_LADDER
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,8 +28,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, split_power_of_ten, text
-from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import decimal_places, derived, leaf_values, point_steps, split_power_of_ten, text
+from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
 from stepguard.procedure import Procedure, round_to_scale
 
 __all__ = ["Divide", "divide_steps"]

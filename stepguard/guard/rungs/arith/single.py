@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, get_rung, register
+from stepguard.guard.rungs import Rung, get_rung, register
+from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
 from stepguard.procedure import Procedure
 
 __all__ = ["SINGLE_ORDER", "Single"]
@@ -43,6 +44,6 @@ class Single(Rung):
 
     def refusal(self, procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
         """None of :data:`SINGLE_ORDER` re-asks the step's form (``a floor quotient with a decimal operand``)."""
-        from stepguard.guard.rungs._arith import form_of
+        from stepguard.guard.rungs import form_of
 
         return f"none of {', '.join(SINGLE_ORDER)} re-asks {form_of(procedure, index, env)}"

@@ -2,7 +2,7 @@
 
 ``43 x 18.75`` becomes ``43 * 1875`` (= 80625), then ``t1 / 10`` and ``t2 / 10``: the
 multiplication a model does with whole numbers, and the point moved by the count of decimal
-places, one place a sub-step (:func:`~stepguard.guard.rungs._arith.point_steps`). A sum or difference is
+places, one place a sub-step (:func:`~stepguard.guard.rungs.arith._arith.point_steps`). A sum or difference is
 scaled to the operands' common places: ``57 + 2.7`` becomes ``570 + 27``, then ``t1 / 10`` (the
 embedded model wrote ``57 + 2.7 = 60.7`` inside a partial-products chain; docs/lab/2026-11-30-production-suite.md).
 Every sub-step is checked.
@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, derived, leaf_values, point_steps, text
-from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import decimal_places, derived, leaf_values, point_steps, text
+from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
 from stepguard.procedure import Procedure
 
 __all__ = ["Scale", "scaled_product"]

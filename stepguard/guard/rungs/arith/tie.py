@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import derived, leaf_value, text
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import derived, leaf_value, text
 from stepguard.procedure import Procedure
 
 __all__ = ["Tie", "tie_steps"]

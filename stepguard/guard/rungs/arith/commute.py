@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import _NAME, operands
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import _NAME, operands
 from stepguard.procedure import Procedure
 
 __all__ = ["Commute", "commute_step"]

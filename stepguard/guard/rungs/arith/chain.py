@@ -57,8 +57,9 @@ from typing import Any
 
 from stepguard.errors import StepguardError
 from stepguard.evaluator import CompiledExpression, Number, format_number
-from stepguard.guard.rungs._arith import decimal_places, derived
-from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import decimal_places, derived
+from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
 from stepguard.procedure import Procedure
 
 __all__ = ["Chain", "chain_refusal", "chain_steps", "quotient_last"]
@@ -554,7 +555,7 @@ def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], co
     sub = derived(procedure, index, steps, "chain")
     if sub is None:
         return "a sub-step does not evaluate or our limits refuse the sub-procedure"
-    for var, v in sub.expected_values({}).items():
+    for var, v in sub.expected_values({}, writable=False).items():
         if var != step.var and not _finite(v):
             reader = next((s for s in sub.steps if re.search(rf"\b{var}\b", s.expression or "")), None)
             return ("an intermediate value is not a finite decimal (no model can write it exactly)"

@@ -14,8 +14,8 @@ import ast
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import derived, leaf_values, text
-from stepguard.guard.rungs._base import Rung, register
+from stepguard.guard.rungs import Rung, register
+from stepguard.guard.rungs.arith._arith import derived, leaf_values, text
 from stepguard.procedure import Procedure
 
 __all__ = ["Choice", "choice_steps"]

@@ -12,7 +12,7 @@ a sub-step (fewer digits than the remainder, read from the lengths as a place is
 and of those whose digit it named the remainder's over. Each choice is asked after the one before
 verified, so where the scan stops is the model's; a remainder with fewer digits than the divisor is a
 0 read from the lengths, not asked. The remainder less the
-digit's multiple is a column subtraction (:func:`~stepguard.guard.rungs._digits.column_difference`).
+digit's multiple is a column subtraction (:func:`~stepguard.guard.rungs.arith._digits.column_difference`).
 The quotient is read from those digits with the point placed, to one, two or three places beyond the
 step's scale, the fewest whose reading rounds as the exact quotient does (checked from the expression,
 before asking); the step's rounding is then its own last sub-step over the number read
@@ -34,9 +34,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places, split_power_of_ten, text
-from stepguard.guard.rungs._base import register
-from stepguard.guard.rungs._digits import (
+from stepguard.guard.rungs import register
+from stepguard.guard.rungs.arith._arith import decimal_places, split_power_of_ten, text
+from stepguard.guard.rungs.arith._digits import (
     DigitRung,
     Place,
     Sheet,

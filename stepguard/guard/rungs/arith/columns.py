@@ -8,9 +8,9 @@ column's two digits and the carry from the column before written in::
     d3 = 4 + 2          (6)
 
 and the guard reads 696 from the model's verified values: the last digit of each column, the
-most significant column whole (:mod:`~stepguard.guard.rungs._digits`). A difference of magnitudes
+most significant column whole (:mod:`~stepguard.guard.rungs.arith._digits`). A difference of magnitudes
 (mixed signs) first asks which magnitude is larger, by the first place their digits differ
-(:func:`~stepguard.guard.rungs._digits.larger_at_first_difference`: ``472`` and ``226`` as
+(:func:`~stepguard.guard.rungs.arith._digits.larger_at_first_difference`: ``472`` and ``226`` as
 ``d1 = max(4, 2)``; magnitudes of different lengths are read from them, not asked), then columns with a
 borrowed ten (``14 - 8``, then the borrow as its own sub-step, ``6 - 1``); an operand below zero adds the sign as its own choice sub-step,
 ``max(L, 0)`` of the operand of larger magnitude (``-280 - 14``: ``max(-280, 0)``), read as negative
@@ -24,9 +24,9 @@ import ast
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places
-from stepguard.guard.rungs._base import register
-from stepguard.guard.rungs._digits import (
+from stepguard.guard.rungs import register
+from stepguard.guard.rungs.arith._arith import decimal_places
+from stepguard.guard.rungs.arith._digits import (
     DigitRung,
     Sheet,
     binary_operands,

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._base import SUB_STEP_LADDER, Rung, get_rung, register
+from stepguard.guard.rungs import Rung, get_rung, register
+from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
 from stepguard.procedure import Procedure
 
 __all__ = ["Split", "composed_refusal"]

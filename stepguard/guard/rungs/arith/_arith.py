@@ -6,10 +6,10 @@ import ast
 import re
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
 
 from stepguard.errors import StepguardError
 from stepguard.evaluator import Number, format_number
+from stepguard.guard.rungs import form_of, leaf_value
 from stepguard.procedure import Procedure
 
 __all__ = [
@@ -95,23 +95,6 @@ def leaf_values(procedure: Procedure, index: int, env: Mapping[str, Number | str
     return node, values
 
 
-def leaf_value(node: ast.AST, env: Mapping[str, Number | str]) -> Number | None:
-    """The number a leaf of an expression stands for (a name's committed value, a constant, a negated
-    constant), or ``None`` for anything else: an operation, a boolean, a text value."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        operand: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
-        v: object = -operand
-    elif isinstance(node, ast.Name):
-        v = env.get(node.id)
-    elif isinstance(node, ast.Constant):
-        v = node.value
-    else:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, Fraction)):
-        return None
-    return v
-
-
 def point_steps(first: int, shift: int) -> list[dict[str, object]]:
     """Sub-steps moving the point of ``t{first - 1}`` by ``shift`` places, one place a sub-step:
     ``t2 = t1 / 10``, ``t3 = t2 / 10`` (``shift > 0``), or ``* 10`` each (``shift < 0``).
@@ -166,7 +149,7 @@ def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], ru
         last.update(scale=step.scale, rounding=step.rounding)
     try:
         sub = Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{step.var}:{rung}", "steps": [*steps[:-1], last]})
-        sub.expected_values({})
+        sub.expected_values({}, writable=False)
     except (ValueError, StepguardError):
         return None
     return sub
@@ -174,43 +157,3 @@ def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], ru
 
 def _rename(text_: str) -> str:
     return re.sub(r"\bt(\d+)\b", r"u\1", text_)
-
-
-_FORMS = {ast.Add: "a sum", ast.Sub: "a difference", ast.Mult: "a product", ast.Div: "a quotient", ast.FloorDiv: "a floor quotient",
-          ast.Mod: "a remainder", ast.Pow: "a power"}
-
-
-def form_of(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> str:
-    """Step ``index``'s form in words, for a refusal that a table groups by: ``a sum with a decimal
-    operand``, ``an integer product``, ``abs() of one value``, ``a chained comparison``, ``several operations``."""
-    compiled = procedure.compiled[index]
-    if compiled is None:
-        return "a step with no expression"
-    node = compiled.tree.body
-    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
-        node = node.operand
-    ops = sum(isinstance(n, (ast.BinOp, ast.Call, ast.Compare, ast.BoolOp, ast.IfExp)) or
-              (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant)) for n in ast.walk(node))
-    if ops > 1:
-        return "several operations"
-    if isinstance(node, ast.BinOp):
-        values = [leaf_value(side, env) for side in (node.left, node.right)]
-        if any(v is None for v in values):
-            return _FORMS[type(node.op)]
-        kinds = {decimal_places(Fraction(v)) for v in values if v is not None}
-        if None in kinds:
-            return f"{_FORMS[type(node.op)]} with an operand that is not a finite decimal"
-        return f"{_FORMS[type(node.op)]} with a decimal operand" if kinds - {0} else f"an integer {_FORMS[type(node.op)][2:]}"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return f"{node.func.id}() of one value" if len(node.args) == 1 else f"{node.func.id}() of {len(node.args)} values"
-    if isinstance(node, ast.UnaryOp):
-        return "not of a value" if isinstance(node.op, ast.Not) else "a sign change"
-    if isinstance(node, ast.Compare):
-        if len(node.ops) > 1:
-            return "a chained comparison"
-        return "an equality test" if isinstance(node.ops[0], (ast.Eq, ast.NotEq)) else "a comparison"
-    if isinstance(node, ast.BoolOp):
-        return "and/or of values"
-    if isinstance(node, ast.IfExp):
-        return "a conditional"
-    return "one value (a copy or a constant)"

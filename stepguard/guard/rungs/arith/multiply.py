@@ -5,7 +5,7 @@ multiplier (the factor with fewer non-zero digits), each digit of the other fact
 single-digit product (``d1 = 5 * 5``), the carry added as its own sub-step (``d3 = 45 + 2``); a row's
 digits are the last digits of the model's values, its carry their leading digits. Each row is
 placed by position (shifted by its digit's place: reading, not arithmetic) and added to the running
-total two at a time by column addition (:func:`~stepguard.guard.rungs._digits.column_sum`). The
+total two at a time by column addition (:func:`~stepguard.guard.rungs.arith._digits.column_sum`). The
 guard reads the product from the last addition's columns and places the point; a negative factor
 adds the sign as a single-digit product of the factors' signs (``(-1) * 1``). Every sub-step is checked.
 """
@@ -16,9 +16,9 @@ import ast
 from collections.abc import Mapping
 
 from stepguard.evaluator import Number
-from stepguard.guard.rungs._arith import decimal_places
-from stepguard.guard.rungs._base import register
-from stepguard.guard.rungs._digits import DigitRung, Place, Sheet, binary_operands, column_sum, digits_of, multiply_row
+from stepguard.guard.rungs import register
+from stepguard.guard.rungs.arith._arith import decimal_places
+from stepguard.guard.rungs.arith._digits import DigitRung, Place, Sheet, binary_operands, column_sum, digits_of, multiply_row
 from stepguard.procedure import Procedure
 
 __all__ = ["LongMultiply", "long_multiplication"]
