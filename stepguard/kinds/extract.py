@@ -427,6 +427,37 @@ def _extract_step(procedure: Procedure, index: int) -> ExtractStep:
     return step
 
 
+def _candidates(step: ExtractStep, text: str) -> list[Any]:
+    """The values ``text`` offers for ``step``, in order: its fields (after the label; a choice as
+    spelled), or its exact numbers (after the label)."""
+    candidates: list[Any]
+    if step.type in ("string", "one_of"):
+        lines = label_tails(text, step.label) if step.label else text.splitlines()
+        candidates = [f for ln in lines for f in (fields_after(ln) if step.label else [_plain(ln)]) if f]
+        if step.type == "one_of":
+            candidates = [c for c in (_choice(f, step.choices or ()) for f in candidates) if c is not None]
+    else:
+        candidates = list(source_numbers(text, step.label, step.percent).exact)
+    return candidates
+
+
+def _first_checked(step: ExtractStep, env: Mapping[str, Value], replies: Sequence[str], candidates: Sequence[Any]) -> str | None:
+    """The first of ``replies`` whose value (``candidates``, in step) the step's check accepts; a check
+    that cannot be evaluated on a value passes over it."""
+    check = None
+    if step.check is not None:
+        from stepguard.evaluator import compile_expression
+
+        check = compile_expression(step.check)
+    for reply, value in zip(replies, candidates, strict=True):
+        try:
+            if check is None or check.evaluate({**env, "value": value}) is True:
+                return reply
+        except EvaluationError:
+            continue
+    return None
+
+
 _SOURCE = re.compile(r"read it from ([A-Za-z]\w*)(?:, after '([^']*)')?(?:, occurrence (first|last|[1-9][0-9]{0,8}))?")
 
 
@@ -501,30 +532,12 @@ class Extract(Kind):
         text = env.get(step.source)
         if not isinstance(text, str):
             return None
-        candidates: list[Any]
-        if step.type in ("string", "one_of"):
-            lines = label_tails(text, step.label) if step.label else text.splitlines()
-            candidates = [f for ln in lines for f in (fields_after(ln) if step.label else [_plain(ln)]) if f]
-            if step.type == "one_of":
-                candidates = [c for c in (_choice(f, step.choices or ()) for f in candidates) if c is not None]
-        else:
-            candidates = list(source_numbers(text, step.label, step.percent).exact)
+        candidates = _candidates(step, text)
         replies = [f"{step.var} = {v if isinstance(v, str) else format_number(v)}" for v in candidates]
         if procedure is not None and step.var in procedure.index_of:
             index = procedure.index_of[step.var]
             return next((r for r in replies if verify_extract(procedure, index, env, r).deviation is None), None)
-        check = None
-        if step.check is not None:
-            from stepguard.evaluator import compile_expression
-
-            check = compile_expression(step.check)
-        for reply, value in zip(replies, candidates, strict=True):
-            try:
-                if check is None or check.evaluate({**env, "value": value}) is True:
-                    return reply
-            except EvaluationError:
-                continue
-        return None
+        return _first_checked(step, env, replies, candidates)
 
     def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
         """``var = ?    (read it from receipt, after 'Total', ...)`` as an :class:`ExtractStep`."""
