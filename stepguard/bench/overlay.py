@@ -287,6 +287,28 @@ _MODE_LINES = {"raw": "-", "guarded": "--", "reask": ":"}
 """Line style of each mode on the many-model figure (reask: Instructor's re-ask loop)."""
 
 
+def _pooled_points(r: RunAggregate) -> list[tuple[int, int, int]]:
+    """``(n_steps, k, n)`` per step count of run ``r``, all look-backs pooled, in step order: ``k``
+    correct (verified correct for a guarded run) of ``n``; step counts with no instance left out."""
+    guarded = r.mode == "guarded"
+    cells: dict[int, list[int]] = {}
+    for (n_steps, _), c in r.configs.items():
+        acc = cells.setdefault(n_steps, [0, 0])
+        acc[0] += c.verified_correct if guarded else c.correct
+        acc[1] += c.n
+    return [(s, k, n) for s, (k, n) in sorted(cells.items()) if n]
+
+
+def _models_title(runs: Sequence[RunAggregate], n_models: int) -> str:
+    """The many-model figure's title: what each line style is, the source, and a simulation note when any run is simulated."""
+    reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
+    title = (f"Decline by procedure length, {n_models} model{'s' if n_models != 1 else ''}: raw first-answer accuracy (solid) "
+             f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
+    if any(r.simulated for r in runs):
+        title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
+    return title
+
+
 def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True) -> Path:
     """The decline curve of each model on one pair of axes (the shape of the paper's 14-model figure).
 
@@ -308,12 +330,7 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
     drawn: set[int] = set()
     for r in runs:
         guarded = r.mode == "guarded"
-        cells: dict[int, list[int]] = {}
-        for (n_steps, _), c in r.configs.items():
-            acc = cells.setdefault(n_steps, [0, 0])
-            acc[0] += c.verified_correct if guarded else c.correct
-            acc[1] += c.n
-        pts = [(s, k, n) for s, (k, n) in sorted(cells.items()) if n]
+        pts = _pooled_points(r)
         if not pts:
             continue
         i = models.index(r.model_label)
@@ -336,10 +353,6 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
         drawn.update(paper_xs)
     steps = sorted(drawn)
     _share_axes(ax, steps)
-    reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
-    title = (f"Decline by procedure length, {len(models)} model{'s' if len(models) != 1 else ''}: raw first-answer accuracy (solid) "
-             f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
-    if any(r.simulated for r in runs):
-        title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
+    title = _models_title(runs, len(models))
     fig.suptitle("\n".join(textwrap.fill(line, 120) for line in title.split("\n")), fontsize=10)  # no line wider than the figure
     return plots._save(fig, path)
