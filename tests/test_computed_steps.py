@@ -94,11 +94,11 @@ def test_a_computed_value_that_fails_its_own_check_stops_the_run_naming_the_step
     value (here an instruction step's), the computed value is checked when it is computed."""
     proc = parse_procedure("inputs: [x]\nsteps:\n  - {var: a, expr: x + 1}\n"
                            "  - {var: b, expr: a - 10, check: 'value >= 0', execute: evaluator}\n")
-    with pytest.raises(ProcedureError, match="step b contradicts itself"):
+    with pytest.raises(ProcedureError, match="x = 2 give step b no value that passes its check"):  # the inputs named
         Guard(ScriptedModel(), GuardConfig()).run(proc, {"x": 2})
     proc = parse_procedure("inputs: [x]\nsteps:\n  - {var: m, type: integer, instruction: Pick a number}\n"
                            "  - {var: b, expr: m * 2, check: 'value < 0', execute: evaluator}\n")
-    says = r"step b contradicts itself: its check 'value < 0' is false for the value its expr 'm \* 2' gives \(10\)"
+    says = r"step b: its check 'value < 0' is false for the value its expr 'm \* 2' gives \(10\) on the values it reads"
     with pytest.raises(EvaluationError, match=says):
         Guard(FixedReplies(["m = 5"]), GuardConfig()).run(proc, {"x": 2})
 

@@ -77,7 +77,7 @@ def test_each_kind_of_field_error_in_words(tmp_path: Path, step: str, want: str)
 
 def test_top_level_and_empty_steps(tmp_path: Path) -> None:
     path, lines = _error(tmp_path, "p.yaml", "stepz: 1\nsteps: []\n")
-    assert lines == [f"{path}: stepz: unknown field 'stepz' (allowed: name, description, inputs, steps, answer, accept_bounded)"]
+    assert lines == [f"{path}: stepz: unknown field 'stepz' (allowed: name, description, inputs, steps, answer, accept_bounded, execute)"]
     path, lines = _error(tmp_path, "q.yaml", "steps: []\n")
     assert lines == [f"{path}: steps: a procedure needs at least one step"]
 

@@ -36,7 +36,10 @@ def test_shape_and_reads() -> None:
 
 def test_expected_values_evaluate_every_step_exactly() -> None:
     assert P.expected_values({"x": 7, "y": 3}) == {"S1": 7, "S2": 21, "S3": 14}
-    assert proc(("S1", "x / y"), inputs=("x", "y")).expected_values({"x": 1, "y": 3})["S1"] * 3 == 1
+    endless = proc(("S1", "x / y"), inputs=("x", "y"))
+    assert endless.expected_values({"x": 1, "y": 3}, writable=False)["S1"] * 3 == 1  # exact, as a rung's sub-procedure
+    with pytest.raises(ProcedureError, match="no finite decimal form"):  # a step no model can write, refused by default
+        endless.expected_values({"x": 1, "y": 3})
 
 
 def test_bind_inputs_reads_numbers_and_names_what_is_wrong() -> None:

@@ -180,6 +180,65 @@ def _share_axes(ax: Any, steps: list[int]) -> None:
         ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
 
 
+def _curve_look(c: Curve, main: bool, styles: Mapping[int, int]) -> tuple[Any, str]:
+    """The line style (a name or a dash pattern) and marker of curve ``c``: a main curve solid, circles for raw and squares for
+    guarded; a look-back's own curve beside a pooled one in the style and marker of its look-back."""
+    if main:
+        return "-", "o" if c.mode == "raw" else "s"
+    i = styles.get(c.lookback, 0) if c.lookback is not None else 0
+    return _LOOKBACK_STYLES[i % len(_LOOKBACK_STYLES)], _MARKERS[i % len(_MARKERS)]
+
+
+def _draw_curve(ax: Any, c: Curve, colour: Any, main: bool, styles: Mapping[int, int]) -> None:
+    """One curve of the overlay: its line, and for a main curve its band and ``k/n`` at each point."""
+    xs = [s for s, _, _ in c.points]
+    ys = [k / n for _, k, n in c.points]
+    lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points), strict=True) if c.points else ((), ())
+    style, marker = _curve_look(c, main, styles)
+    ax.plot(xs, ys, linestyle=style, marker=marker, color=colour, linewidth=2.4 if main else 1.3,
+            markersize=7 if main else 5, label=c.label, zorder=3 if main else 2)
+    if not main:
+        return  # its interval is in the tables; bands of every look-back would hide each other
+    if len(xs) > 1:
+        ax.fill_between(xs, lows, highs, color=colour, alpha=0.18, linewidth=0, zorder=1)
+    else:
+        ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
+    dy = 8 if c.mode == "guarded" else -13
+    for (s, k, n), y in zip(c.points, ys, strict=True):
+        ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
+
+
+def _main_curves(curves: Sequence[Curve]) -> list[Curve]:
+    """The curves drawn in full (band and ``k/n``): each run's pooled curve, or its look-back curves
+    when it has no pooled one."""
+    several = {c.run for c in curves if c.lookback is None} & {c.run for c in curves if c.lookback is not None}
+    return [c for c in curves if c.lookback is None or c.run not in several]
+
+
+def _steps_drawn(curves: Sequence[Curve], paper: bool) -> list[int]:
+    """The step counts on the x axis: every curve's, and the paper's when its means are drawn."""
+    return sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))
+
+
+def _draw_paper_means(ax: Any) -> None:
+    """The paper's reported raw means (:data:`PAPER_RAW_MEANS`) as labelled stars."""
+    paper_xs, paper_ys = zip(*PAPER_RAW_MEANS, strict=True)
+    ax.plot(paper_xs, paper_ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
+    for x, y in PAPER_RAW_MEANS:
+        ax.annotate(f"paper {100 * y:.0f}%", (x, y), textcoords="offset points", xytext=(9, -3), fontsize=8)
+
+
+def _overlay_title(curves: Sequence[Curve], same_instances: bool, subtitle: str, simulated: bool) -> str:
+    """The overlay's title: what is drawn, the benchmark's source, then the subtitle and the simulation note if any."""
+    title = _title(curves, same_instances) + \
+        "\nstepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
+    if subtitle:
+        title += "\n" + textwrap.fill(subtitle, 120)
+    if simulated:
+        title += f"\n{SIM_NOTE}"
+    return title
+
+
 def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtitle: str = "", paper: bool = True,
                  same_instances: bool = True) -> Path:
     """Draw the overlay figure into ``path`` (PNG).
@@ -202,47 +261,18 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     ax = fig.subplots()
     colours = _colours(curves)
     styles = {lb: i for i, lb in enumerate(sorted({c.lookback for c in curves if c.lookback is not None}))}
-    several = {c.run for c in curves if c.lookback is None} & {c.run for c in curves if c.lookback is not None}
+    mains = _main_curves(curves)
     if not any(c.points for c in curves):
         ax.text(0.5, 0.6, "no finished instances yet", transform=ax.transAxes, ha="center", va="center", fontsize=14)
     for c in (c for c in curves if c.points):
-        xs = [s for s, _, _ in c.points]
-        ys = [k / n for _, k, n in c.points]
-        lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points), strict=True) if c.points else ((), ())
-        main = c.lookback is None or c.run not in several
-        i = styles.get(c.lookback, 0) if c.lookback is not None else 0
-        style = "-" if main else _LOOKBACK_STYLES[i % len(_LOOKBACK_STYLES)]
-        marker = "o" if c.mode == "raw" else "s"
-        if not main:
-            marker = _MARKERS[i % len(_MARKERS)]
-        colour = colours[c.run]
-        ax.plot(xs, ys, linestyle=style, marker=marker, color=colour, linewidth=2.4 if main else 1.3,
-                markersize=7 if main else 5, label=c.label, zorder=3 if main else 2)
-        if not main:
-            continue  # its interval is in the tables; bands of every look-back would hide each other
-        if len(xs) > 1:
-            ax.fill_between(xs, lows, highs, color=colour, alpha=0.18, linewidth=0, zorder=1)
-        else:
-            ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
-        dy = 8 if c.mode == "guarded" else -13
-        for (s, k, n), y in zip(c.points, ys, strict=True):
-            ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
+        _draw_curve(ax, c, colours[c.run], c in mains, styles)
     if paper:
-        paper_xs, paper_ys = zip(*PAPER_RAW_MEANS, strict=True)
-        ax.plot(paper_xs, paper_ys, linestyle="none", marker="*", markersize=15, color="black", label=PAPER_LABEL, zorder=4)
-        for x, y in PAPER_RAW_MEANS:
-            ax.annotate(f"paper {100 * y:.0f}%", (x, y), textcoords="offset points", xytext=(9, -3), fontsize=8)
-    steps = sorted({s for c in curves for s, _, _ in c.points} | ({x for x, _ in PAPER_RAW_MEANS} if paper else set()))
-    _share_axes(ax, steps)
-    title = _title(curves, same_instances) + \
-        "\nstepguard's reconstruction of the benchmark of arXiv 2605.00817 (shaded: 95% Wilson intervals)"
-    if subtitle:
-        title += "\n" + textwrap.fill(subtitle, 120)
+        _draw_paper_means(ax)
+    _share_axes(ax, _steps_drawn(curves, paper))
     if simulated:
-        title += f"\n{SIM_NOTE}"
         ax.text(0.5, 0.5, "SIMULATED", transform=ax.transAxes, fontsize=64, color="#d39e00", alpha=0.25,
                 ha="center", va="center", rotation=25, zorder=0)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(_overlay_title(curves, same_instances, subtitle, simulated), fontsize=10)
     return plots._save(fig, path)
 
 
@@ -255,6 +285,28 @@ MODELS_CAPTION = ("Per model, all look-backs pooled: raw first-answer accuracy (
 
 _MODE_LINES = {"raw": "-", "guarded": "--", "reask": ":"}
 """Line style of each mode on the many-model figure (reask: Instructor's re-ask loop)."""
+
+
+def _pooled_points(r: RunAggregate) -> list[tuple[int, int, int]]:
+    """``(n_steps, k, n)`` per step count of run ``r``, all look-backs pooled, in step order: ``k``
+    correct (verified correct for a guarded run) of ``n``; step counts with no instance left out."""
+    guarded = r.mode == "guarded"
+    cells: dict[int, list[int]] = {}
+    for (n_steps, _), c in r.configs.items():
+        acc = cells.setdefault(n_steps, [0, 0])
+        acc[0] += c.verified_correct if guarded else c.correct
+        acc[1] += c.n
+    return [(s, k, n) for s, (k, n) in sorted(cells.items()) if n]
+
+
+def _models_title(runs: Sequence[RunAggregate], n_models: int) -> str:
+    """The many-model figure's title: what each line style is, the source, and a simulation note when any run is simulated."""
+    reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
+    title = (f"Decline by procedure length, {n_models} model{'s' if n_models != 1 else ''}: raw first-answer accuracy (solid) "
+             f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
+    if any(r.simulated for r in runs):
+        title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
+    return title
 
 
 def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True) -> Path:
@@ -278,12 +330,7 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
     drawn: set[int] = set()
     for r in runs:
         guarded = r.mode == "guarded"
-        cells: dict[int, list[int]] = {}
-        for (n_steps, _), c in r.configs.items():
-            acc = cells.setdefault(n_steps, [0, 0])
-            acc[0] += c.verified_correct if guarded else c.correct
-            acc[1] += c.n
-        pts = [(s, k, n) for s, (k, n) in sorted(cells.items()) if n]
+        pts = _pooled_points(r)
         if not pts:
             continue
         i = models.index(r.model_label)
@@ -306,10 +353,6 @@ def plot_models(runs: Sequence[RunAggregate], path: Path, *, paper: bool = True)
         drawn.update(paper_xs)
     steps = sorted(drawn)
     _share_axes(ax, steps)
-    reask = " and Instructor's re-ask loop (dotted)" if any(r.mode == "reask" for r in runs) else ""
-    title = (f"Decline by procedure length, {len(models)} model{'s' if len(models) != 1 else ''}: raw first-answer accuracy (solid) "
-             f"and guarded verified completion (dashed){reask}\nstepguard's reconstruction of the benchmark of arXiv 2605.00817")
-    if any(r.simulated for r in runs):
-        title += "\nentries marked SIMULATED are stepguard's simulated executor: not a model's accuracy"
+    title = _models_title(runs, len(models))
     fig.suptitle("\n".join(textwrap.fill(line, 120) for line in title.split("\n")), fontsize=10)  # no line wider than the figure
     return plots._save(fig, path)

@@ -27,6 +27,7 @@ their values are integers (a suite's decimals, booleans and texts need a schema 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
@@ -79,38 +80,53 @@ class Execution(BaseModel):
         procedure, inputs = context.get("procedure"), context.get("inputs")
         if procedure is None or inputs is None:
             return self
-        errors = []
-        order = [s.var for s in procedure.steps]
-        given = [s.var for s in self.steps]
-        if given != order:
-            missing = [v for v in order if v not in given]
-            extra = [v for v in given if v not in order]
-            if missing:
-                errors.append(f"missing steps: {', '.join(missing)}; give every step, {order[0]} to {order[-1]}")
-            if extra:
-                errors.append(f"no such steps: {', '.join(extra)}")
-            if not missing and not extra:
-                errors.append(f"steps out of order: give them in the procedure's order, {order[0]} first")
-        values: dict[str, Any] = {k: parse_number(str(v)) for k, v in inputs.items()}
         own = {s.var: s.value for s in self.steps}
-        for step in procedure.steps:
-            if step.var not in own or step.expr is None:
-                continue
-            try:
-                want = compile_expression(step.expr).evaluate(values)
-            except EvaluationError:
-                continue  # an operand the model did not give: already reported as missing
-            got = _number(own[step.var])
-            if got != want:
-                errors.append(f"{step.var} = {step.expr} does not hold for your values: recompute {step.var} from "
-                              f"{'the inputs and ' if values else ''}your earlier steps")
-            values[step.var] = got
+        errors = _order_errors([s.var for s in procedure.steps], [s.var for s in self.steps])
+        errors += _value_errors(procedure, inputs, own)
         answer = procedure.answer_var
         if answer in own and _number(self.final_answer) != _number(own[answer]):
             errors.append(f"final_answer must be the value you give for {answer}")
         if errors:
             raise ValueError("\n".join(errors))
         return self
+
+
+def _order_errors(order: list[str], given: list[str]) -> list[str]:
+    """What is wrong with the steps ``given`` (variables, in the model's order) against the
+    procedure's ``order``: steps missing, steps the procedure has not, or the order alone."""
+    if given == order:
+        return []
+    errors = []
+    missing = [v for v in order if v not in given]
+    extra = [v for v in given if v not in order]
+    if missing:
+        errors.append(f"missing steps: {', '.join(missing)}; give every step, {order[0]} to {order[-1]}")
+    if extra:
+        errors.append(f"no such steps: {', '.join(extra)}")
+    if not missing and not extra:
+        errors.append(f"steps out of order: give them in the procedure's order, {order[0]} first")
+    return errors
+
+
+def _value_errors(procedure: Any, inputs: Mapping[str, Any], own: Mapping[str, Decimal]) -> list[str]:
+    """Each step of ``procedure`` (a :class:`~stepguard.procedure.Procedure` of compute steps, as the
+    validation context gives it) whose value in ``own`` does not follow from the inputs and the
+    model's own earlier values (never saying the expected value)."""
+    errors = []
+    values: dict[str, Any] = {k: parse_number(str(v)) for k, v in inputs.items()}
+    for step in procedure.steps:
+        if step.var not in own or step.expr is None:
+            continue
+        try:
+            want = compile_expression(step.expr).evaluate(values)
+        except EvaluationError:
+            continue  # an operand the model did not give: already reported as missing
+        got = _number(own[step.var])
+        if got != want:
+            errors.append(f"{step.var} = {step.expr} does not hold for your values: recompute {step.var} from "
+                          f"{'the inputs and ' if values else ''}your earlier steps")
+        values[step.var] = got
+    return errors
 
 
 def _number(value: Decimal) -> Any:

@@ -179,13 +179,7 @@ async def arun_benchmark(
     # durability is the run store, so the warning is noise here.
     warnings.filterwarnings("ignore", message="`durability` has no effect", category=UserWarning)
     try:
-        todo = None  # the progress bar's total: exact with filters, from a line count without
-        jsonl = inst_meta["file"] if inst_meta["file"] is not None and not is_suite(inst_meta["file"]) else None
-        if jsonl is not None and wanted is None and limit is None:
-            todo = max(0, count_lines(jsonl) - len(store.finished))
-        elif inst_meta["file"] is not None or isinstance(instances, Sequence):  # a suite is held in memory: walk it
-            ids = light(jsonl) if jsonl is not None else make()
-            todo = sum((i["id"] if isinstance(i, dict) else i.id) not in store.finished for i in select(ids, wanted, limit))
+        todo = _todo(make, inst_meta, instances, store, wanted, limit)
         bar = tqdm(total=todo, desc=f"{mode} {getattr(model, 'spec', '')}", unit="inst", disable=not progress, dynamic_ncols=True)
         runner = _Runner(mode, model, store, config, summary, bar, max_consecutive_errors, raw_tokens_per_step, observer)
         sem = asyncio.Semaphore(concurrency)
@@ -223,6 +217,20 @@ async def arun_benchmark(
 
         summary.skipped_correct = sum(1 for r in iter_rows(store.rundir / RESULTS) if r.get("id") in done and r.get("correct") is True)
     return summary
+
+
+def _todo(make: Any, inst_meta: dict[str, Any], instances: Any, store: RunStore, wanted: frozenset[tuple[int, int]] | None,
+          limit: int | None) -> int | None:
+    """The progress bar's total: the selected instances not yet finished, exact with filters, from a
+    line count without; ``None`` (unknown) for a one-shot iterable (not walked)."""
+    todo = None
+    jsonl = inst_meta["file"] if inst_meta["file"] is not None and not is_suite(inst_meta["file"]) else None
+    if jsonl is not None and wanted is None and limit is None:
+        todo = max(0, count_lines(jsonl) - len(store.finished))
+    elif inst_meta["file"] is not None or isinstance(instances, Sequence):  # a suite is held in memory: walk it
+        ids = light(jsonl) if jsonl is not None else make()
+        todo = sum((i["id"] if isinstance(i, dict) else i.id) not in store.finished for i in select(ids, wanted, limit))
+    return todo
 
 
 def resolve_guard_config(given: GuardConfig | GuardOptions | None, procedures: list[Procedure] | None) -> GuardConfig:

@@ -318,6 +318,98 @@ def _refuse(message: str, where: str) -> ProcedureError:
     return ProcedureError(message, where)
 
 
+def _read_messages(raw: list[Any], procedure: Procedure, where: str) -> tuple[tuple[str, str], ...]:
+    """The file's ``messages`` as ``(role, content)`` pairs, each checked in order (its shape, its
+    role, its content, its placeholders), then that one of them is the user's.
+
+    Raises:
+        ProcedureError: the first message that fails, named by its index; or no user message.
+    """
+    messages = []
+    for k, m in enumerate(raw):
+        at = f"{where}: messages[{k}]"
+        if not isinstance(m, dict) or set(m) != {"role", "content"}:
+            raise _refuse("a message is a mapping with exactly 'role' and 'content'", at)
+        role, content = m["role"], m["content"]
+        if role not in _ROLES:
+            raise _refuse(f"role must be one of {sorted(_ROLES)}, not {role!r}", at)
+        if not isinstance(content, str) or not content.strip():
+            raise _refuse("content must be non-empty text", at)
+        _check_placeholders(content, procedure, at)
+        messages.append((role, content))
+    if not any(role == "user" for role, _ in messages):
+        raise _refuse("messages: at least one user message", where)
+    return tuple(messages)
+
+
+def _check_placeholders(content: str, procedure: Procedure, at: str) -> None:
+    """Refuse the first placeholder of ``content`` that names no input of ``procedure`` (nor
+    :data:`INPUTS_JSON`), with the closest name as a hint."""
+    names = [i.name for i in procedure.inputs]
+    for ph in _PLACEHOLDER.finditer(content):
+        name = ph.group(2)
+        if name is not None and name != INPUTS_JSON and name not in names:
+            close = difflib.get_close_matches(name, [*names, INPUTS_JSON], n=1)
+            hint = f"; did you mean {{{close[0]}}}?" if close else ""
+            raise _refuse(f"placeholder {{{name}}} is no input of procedure {procedure.name!r} (inputs: {', '.join(names)}, "
+                          f"or {{{INPUTS_JSON}}} for all of them; {{{{{name}}}}} writes a literal {{{name}}}){hint}", at)
+
+
+_ANSWER_KEYS: dict[AnswerFormat, set[str]] = {"last_number": {"format"}, "json_field": {"format", "field"}, "regex": {"format", "pattern"}}
+"""The keys each answer format takes."""
+
+
+def _read_answer(answer: Any, procedure: Procedure, at: str) -> tuple[AnswerFormat, str | None, str | None]:
+    """The file's ``answer`` as ``(format, field, pattern)``: its format, that the format can read the
+    answer's kind, its keys, then the format's own field or pattern.
+
+    Raises:
+        ProcedureError: the first of these that fails, at ``at``.
+    """
+    if not isinstance(answer, dict) or "format" not in answer:
+        raise _refuse("answer: how your code reads the reply: {format: last_number}, {format: json_field, field: NAME} "
+                      "or {format: regex, pattern: '...(one group)...'}", at)
+    fmt = answer["format"]
+    if fmt not in _ANSWER_KEYS:
+        raise _refuse(f"format must be last_number, json_field or regex, not {fmt!r}", at)
+    kind = answer_kind(procedure)
+    if fmt == "last_number" and kind != "number":
+        raise _refuse(f"format last_number reads a number, and the answer {procedure.answer_var!r} is {kind}: read it with "
+                      "{format: regex, pattern: '...(one group)...'} or {format: json_field, field: NAME}", at)
+    if set(answer) != _ANSWER_KEYS[fmt]:
+        raise _refuse(f"format {fmt} takes exactly {sorted(_ANSWER_KEYS[fmt])}, got {sorted(answer)}", at)
+    field_path = _read_field(answer["field"], at) if fmt == "json_field" else None
+    pattern = _read_pattern(answer["pattern"], at) if fmt == "regex" else None
+    return fmt, field_path, pattern
+
+
+def _read_field(field_path: Any, at: str) -> str:
+    """A ``json_field`` answer's field: a name or a dotted path."""
+    if not isinstance(field_path, str) or not re.fullmatch(r"[^.\s]+(?:\.[^.\s]+)*", field_path):
+        raise _refuse(f"field must be a name or a dotted path (result.price, items.0.price), not {field_path!r}", at)
+    return field_path
+
+
+def _read_pattern(pattern: Any, at: str) -> str:
+    """A ``regex`` answer's pattern: a valid regular expression with exactly one group."""
+    if not isinstance(pattern, str):
+        raise _refuse("pattern must be text", at)
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as exc:
+        raise _refuse(f"pattern is not a valid regular expression: {exc}", at) from None
+    if groups != 1:
+        raise _refuse(f"pattern must have exactly one group (the answer), it has {groups}", at)
+    return pattern
+
+
+def _read_max_tokens(max_tokens: Any, where: str) -> int | None:
+    """The file's optional ``max_tokens``: a whole number of at least 1, or None when absent."""
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise _refuse(f"max_tokens must be a whole number of at least 1, not {max_tokens!r}", f"{where}: max_tokens")
+    return max_tokens
+
+
 def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits | None = None) -> UserPrompt:
     """Read a prompt file for ``procedure`` (module docstring), checking every placeholder against its inputs.
 
@@ -343,61 +435,10 @@ def load_user_prompt(path: str | Path, procedure: Procedure, limits: LoadLimits 
     raw = data.get("messages")
     if not isinstance(raw, list) or not raw:
         raise _refuse("messages: a non-empty list of {role, content}, the messages your code sends", where)
-    names = [i.name for i in procedure.inputs]
-    if INPUTS_JSON in names:
+    if INPUTS_JSON in (i.name for i in procedure.inputs):
         raise _refuse(f"the procedure has an input named {INPUTS_JSON!r}, this file's placeholder for all inputs; rename it", where)
-    messages = []
-    for k, m in enumerate(raw):
-        at = f"{where}: messages[{k}]"
-        if not isinstance(m, dict) or set(m) != {"role", "content"}:
-            raise _refuse("a message is a mapping with exactly 'role' and 'content'", at)
-        role, content = m["role"], m["content"]
-        if role not in _ROLES:
-            raise _refuse(f"role must be one of {sorted(_ROLES)}, not {role!r}", at)
-        if not isinstance(content, str) or not content.strip():
-            raise _refuse("content must be non-empty text", at)
-        for ph in _PLACEHOLDER.finditer(content):
-            name = ph.group(2)
-            if name is not None and name != INPUTS_JSON and name not in names:
-                close = difflib.get_close_matches(name, [*names, INPUTS_JSON], n=1)
-                hint = f"; did you mean {{{close[0]}}}?" if close else ""
-                raise _refuse(f"placeholder {{{name}}} is no input of procedure {procedure.name!r} (inputs: {', '.join(names)}, "
-                              f"or {{{INPUTS_JSON}}} for all of them; {{{{{name}}}}} writes a literal {{{name}}}){hint}", at)
-        messages.append((role, content))
-    if not any(role == "user" for role, _ in messages):
-        raise _refuse("messages: at least one user message", where)
-    answer = data.get("answer")
-    at = f"{where}: answer"
-    if not isinstance(answer, dict) or "format" not in answer:
-        raise _refuse("answer: how your code reads the reply: {format: last_number}, {format: json_field, field: NAME} "
-                      "or {format: regex, pattern: '...(one group)...'}", at)
-    fmt = answer["format"]
-    allowed = {"last_number": {"format"}, "json_field": {"format", "field"}, "regex": {"format", "pattern"}}
-    if fmt not in allowed:
-        raise _refuse(f"format must be last_number, json_field or regex, not {fmt!r}", at)
-    kind = answer_kind(procedure)
-    if fmt == "last_number" and kind != "number":
-        raise _refuse(f"format last_number reads a number, and the answer {procedure.answer_var!r} is {kind}: read it with "
-                      "{format: regex, pattern: '...(one group)...'} or {format: json_field, field: NAME}", at)
-    if set(answer) != allowed[fmt]:
-        raise _refuse(f"format {fmt} takes exactly {sorted(allowed[fmt])}, got {sorted(answer)}", at)
-    field_path = pattern = None
-    if fmt == "json_field":
-        field_path = answer["field"]
-        if not isinstance(field_path, str) or not re.fullmatch(r"[^.\s]+(?:\.[^.\s]+)*", field_path):
-            raise _refuse(f"field must be a name or a dotted path (result.price, items.0.price), not {field_path!r}", at)
-    if fmt == "regex":
-        pattern = answer["pattern"]
-        if not isinstance(pattern, str):
-            raise _refuse("pattern must be text", at)
-        try:
-            groups = re.compile(pattern).groups
-        except re.error as exc:
-            raise _refuse(f"pattern is not a valid regular expression: {exc}", at) from None
-        if groups != 1:
-            raise _refuse(f"pattern must have exactly one group (the answer), it has {groups}", at)
-    max_tokens = data.get("max_tokens")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise _refuse(f"max_tokens must be a whole number of at least 1, not {max_tokens!r}", f"{where}: max_tokens")
-    return UserPrompt(p, hashlib.sha256(p.read_bytes()).hexdigest(), tuple(messages), fmt, field_path, pattern, max_tokens,
+    messages = _read_messages(raw, procedure, where)
+    fmt, field_path, pattern = _read_answer(data.get("answer"), procedure, f"{where}: answer")
+    max_tokens = _read_max_tokens(data.get("max_tokens"), where)
+    return UserPrompt(p, hashlib.sha256(p.read_bytes()).hexdigest(), messages, fmt, field_path, pattern, max_tokens,
                       tuple((i.name, str(i.type)) for i in procedure.inputs))

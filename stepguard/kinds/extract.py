@@ -340,6 +340,48 @@ def normal_value(step: ExtractStep, text: str, scaled: bool = True) -> Number | 
     return value if value is None or not scaled else apply_scale(value, step)
 
 
+def _type_detail(step: ExtractStep, raw: str) -> str:
+    """Why the reply's ``raw`` is no value of the step's type (a percent where the step declares none: said so)."""
+    var = step.var
+    detail = f"{var} must be of type {step.type}"
+    if step.type not in ("string", "one_of") and _PERCENT_REPLY.fullmatch(raw.strip()) and step.percent is None:
+        detail += " (a percent reads only where the step declares percent: fraction or points)"
+    return detail
+
+
+def _occurs(step: ExtractStep, value: Number | str, source: str, places: Sequence[_Place]) -> tuple[bool, SourceNumbers | None]:
+    """Whether ``value`` occurs in ``source`` (after the label, at ``places``), and for a number the
+    source's numbers it was looked for among (None for a string, a date or a choice)."""
+    tails = [p.tail for p in places]
+    if isinstance(value, str):
+        iso = one_date(value) if step.type == "string" else None
+        ok = _date_occurs(iso, step, source, tails) if iso else _string_occurs(value, step, source, tails)
+        found = None
+    else:
+        found = _merged([p.numbers for p in places if p.numbers]) if step.label else scan_numbers(source, percent=step.percent)
+        ok = any(n == value for n in found.exact)
+    return ok, found
+
+
+def _absent_detail(step: ExtractStep, value: Number | str, found: SourceNumbers | None) -> str:
+    """Where ``value`` was looked for and not found; for a number the source writes only in a form not
+    read (ambiguous, or a percent the step does not declare), which form."""
+    var = step.var
+    where = (f" right after {step.label!r}" + (f" (occurrence {step.occurrence})" if step.occurrence is not None else "")
+             if step.label else "")
+    what = "as a whole value" if isinstance(value, str) else ""
+    detail = f"{var} = {show_value(value)} does not occur in {step.source}{where}" + (f" {what}" if what else "")
+    if found is not None:
+        doubt = [w for w, values in found.ambiguous if value in values]
+        pct = [w for w, values in found.percents if value in values]
+        if doubt:
+            detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
+        elif pct:
+            detail += (f" as a number: {pct[0]!r} there is a percent, and the step does not declare how it reads"
+                       " (percent: fraction for 0.15, points for 15)")
+    return detail
+
+
 def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], reply: str) -> KindVerdict:
     """Check the value a reply extracts for step ``index`` from its ``source`` text.
 
@@ -365,38 +407,16 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     value = normal_value(step, raw, scaled=False)
     out.model_value = None if value is None else format_value(apply_scale(value, step))
     if value is None:
-        detail = f"{var} must be of type {step.type}"
-        if step.type not in ("string", "one_of") and _PERCENT_REPLY.fullmatch(raw.strip()) and step.percent is None:
-            detail += " (a percent reads only where the step declares percent: fraction or points)"
-        out.deviation = Deviation(kind="type_error", step=var, detail=detail, got=got)
+        out.deviation = Deviation(kind="type_error", step=var, detail=_type_detail(step, raw), got=got)
         return out
     source = str(env.get(step.source, ""))
     places = _chosen(step, source) if step.label else []
     if isinstance(places, str):
         out.deviation = Deviation(kind="not_in_source", step=var, detail=f"no value of {var} can be checked: {places}", got=got)
         return out
-    tails = [p.tail for p in places]
-    if isinstance(value, str):
-        iso = one_date(value) if step.type == "string" else None
-        ok = _date_occurs(iso, step, source, tails) if iso else _string_occurs(value, step, source, tails)
-        found = None
-    else:
-        found = _merged([p.numbers for p in places if p.numbers]) if step.label else scan_numbers(source, percent=step.percent)
-        ok = any(n == value for n in found.exact)
+    ok, found = _occurs(step, value, source, places)
     if not ok:
-        where = (f" right after {step.label!r}" + (f" (occurrence {step.occurrence})" if step.occurrence is not None else "")
-                 if step.label else "")
-        what = "as a whole value" if isinstance(value, str) else ""
-        detail = f"{var} = {show_value(value)} does not occur in {step.source}{where}" + (f" {what}" if what else "")
-        if found is not None:
-            doubt = [w for w, values in found.ambiguous if value in values]
-            pct = [w for w, values in found.percents if value in values]
-            if doubt:
-                detail += f" as one exact number: {doubt[0]!r} there could mean more than one value, and is not read"
-            elif pct:
-                detail += (f" as a number: {pct[0]!r} there is a percent, and the step does not declare how it reads"
-                           " (percent: fraction for 0.15, points for 15)")
-        out.deviation = Deviation(kind="not_in_source", step=var, detail=detail, got=got)
+        out.deviation = Deviation(kind="not_in_source", step=var, detail=_absent_detail(step, value, found), got=got)
         return out
     return check_predicate(procedure, index, env, apply_scale(value, step), out, got)
 
@@ -405,6 +425,37 @@ def _extract_step(procedure: Procedure, index: int) -> ExtractStep:
     step = procedure.steps[index]
     assert isinstance(step, ExtractStep)
     return step
+
+
+def _candidates(step: ExtractStep, text: str) -> list[Any]:
+    """The values ``text`` offers for ``step``, in order: its fields (after the label; a choice as
+    spelled), or its exact numbers (after the label)."""
+    candidates: list[Any]
+    if step.type in ("string", "one_of"):
+        lines = label_tails(text, step.label) if step.label else text.splitlines()
+        candidates = [f for ln in lines for f in (fields_after(ln) if step.label else [_plain(ln)]) if f]
+        if step.type == "one_of":
+            candidates = [c for c in (_choice(f, step.choices or ()) for f in candidates) if c is not None]
+    else:
+        candidates = list(source_numbers(text, step.label, step.percent).exact)
+    return candidates
+
+
+def _first_checked(step: ExtractStep, env: Mapping[str, Value], replies: Sequence[str], candidates: Sequence[Any]) -> str | None:
+    """The first of ``replies`` whose value (``candidates``, in step) the step's check accepts; a check
+    that cannot be evaluated on a value passes over it."""
+    check = None
+    if step.check is not None:
+        from stepguard.evaluator import compile_expression
+
+        check = compile_expression(step.check)
+    for reply, value in zip(replies, candidates, strict=True):
+        try:
+            if check is None or check.evaluate({**env, "value": value}) is True:
+                return reply
+        except EvaluationError:
+            continue
+    return None
 
 
 _SOURCE = re.compile(r"read it from ([A-Za-z]\w*)(?:, after '([^']*)')?(?:, occurrence (first|last|[1-9][0-9]{0,8}))?")
@@ -481,30 +532,12 @@ class Extract(Kind):
         text = env.get(step.source)
         if not isinstance(text, str):
             return None
-        candidates: list[Any]
-        if step.type in ("string", "one_of"):
-            lines = label_tails(text, step.label) if step.label else text.splitlines()
-            candidates = [f for ln in lines for f in (fields_after(ln) if step.label else [_plain(ln)]) if f]
-            if step.type == "one_of":
-                candidates = [c for c in (_choice(f, step.choices or ()) for f in candidates) if c is not None]
-        else:
-            candidates = list(source_numbers(text, step.label, step.percent).exact)
+        candidates = _candidates(step, text)
         replies = [f"{step.var} = {v if isinstance(v, str) else format_number(v)}" for v in candidates]
         if procedure is not None and step.var in procedure.index_of:
             index = procedure.index_of[step.var]
             return next((r for r in replies if verify_extract(procedure, index, env, r).deviation is None), None)
-        check = None
-        if step.check is not None:
-            from stepguard.evaluator import compile_expression
-
-            check = compile_expression(step.check)
-        for reply, value in zip(replies, candidates, strict=True):
-            try:
-                if check is None or check.evaluate({**env, "value": value}) is True:
-                    return reply
-            except EvaluationError:
-                continue
-        return None
+        return _first_checked(step, env, replies, candidates)
 
     def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
         """``var = ?    (read it from receipt, after 'Total', ...)`` as an :class:`ExtractStep`."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -78,6 +79,73 @@ def _schema_errors(schema: Mapping[str, Any], data: Any) -> str | None:
     return f"{where}: {e.message[:200]}"
 
 
+@dataclass
+class _Read:
+    """What a reply writes for a text step, read as the step's format says."""
+
+    value: str
+    """The value committed: the text, or a list or JSON as compact JSON text."""
+    items: list[str]
+    """What ``pattern`` and ``choices`` check: the text, the list's items, or the JSON text."""
+    size: int
+    """What ``min_length``/``max_length`` bound: characters, or a list's items."""
+    data: Any = None
+    """The JSON read (:func:`loads_exact`), for a list or JSON."""
+
+
+_Fault = tuple[str, str]
+"""A deviation's kind and detail (the detail without the step's name)."""
+
+
+def _read_plain(raw: str) -> _Read | _Fault:
+    """The ``text`` format: one line, quotes around it dropped, not empty."""
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        text = text[1:-1].strip()
+    if not text:
+        return "type_error", "the text is empty"
+    return _Read(text, [text], len(text))
+
+
+def _read_json(step: TextStep, raw: str) -> _Read | _Fault:
+    """The ``list`` and ``json`` formats: JSON on one line (a list of strings for ``list``), valid
+    against the step's schema."""
+    try:
+        data = loads_exact(raw.strip().strip("`"))
+    except (ValueError, RecursionError):
+        return "type_error", "not valid JSON on one line" if step.format == "json" else "not a JSON list of strings on one line"
+    if step.format == "list" and not (isinstance(data, list) and all(isinstance(x, str) for x in data)):
+        return "type_error", "not a JSON list of strings"
+    value = dumps_exact(data)
+    if step.json_schema is not None:
+        err = _schema_errors(step.json_schema, data)
+        if err:
+            return "check_failed", f"does not match the schema ({err})"
+    if step.format == "list":
+        return _Read(value, list(data), len(data), data)
+    return _Read(value, [value], len(value), data)
+
+
+def _length_fault(step: TextStep, read: _Read) -> _Fault | None:
+    """``min_length`` and ``max_length``, in characters (in items for a list)."""
+    unit = "items" if step.format == "list" else "characters"
+    if step.min_length is not None and read.size < step.min_length:
+        return "check_failed", f"{read.size} {unit}, fewer than {step.min_length}"
+    if step.max_length is not None and read.size > step.max_length:
+        return "check_failed", f"{read.size} {unit}, more than {step.max_length}"
+    return None
+
+
+def _item_fault(step: TextStep, read: _Read) -> _Fault | None:
+    """``pattern`` then ``choices``, item by item (the text, or each item of a list; not JSON)."""
+    for item in read.items if step.format != "json" else ():
+        if step.pattern is not None and re.fullmatch(step.pattern, item) is None:
+            return "check_failed", f"{item[:60]!r} does not match the pattern {step.pattern!r}"
+        if step.choices is not None and item not in step.choices:
+            return "check_failed", f"{item[:60]!r} is not one of {', '.join(step.choices)}"
+    return None
+
+
 def verify_text(procedure: Procedure, index: int, env: Mapping[str, Any], reply: str) -> KindVerdict:
     """Check the text (or list, or JSON) a reply writes for text step ``index``.
 
@@ -94,54 +162,35 @@ def verify_text(procedure: Procedure, index: int, env: Mapping[str, Any], reply:
     if raw is None:
         return out
     got = f"{var} = {raw}"[:200]
+    read = _read_plain(raw) if step.format == "text" else _read_json(step, raw)
+    if isinstance(read, tuple):
+        return _fail(out, var, got, read)
+    fault = _length_fault(step, read) or _item_fault(step, read)
+    if fault is not None:
+        return _fail(out, var, got, fault)
+    return _check_read(procedure, index, env, read, out, got)
 
-    def fail(kind: str, detail: str) -> KindVerdict:
-        out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)
-        return out
 
-    items: list[str]
-    data: Any = None
+def _fail(out: KindVerdict, var: str, got: str, fault: _Fault) -> KindVerdict:
+    """``out`` with the deviation ``fault`` of step ``var``."""
+    kind, detail = fault
+    out.deviation = Deviation(kind=kind, step=var, detail=f"{var}: {detail}", got=got)
+    return out
+
+
+def _check_read(procedure: Procedure, index: int, env: Mapping[str, Any], read: _Read, out: KindVerdict,
+                got: str) -> KindVerdict:
+    """The step's predicate on what the reply wrote: on the text, on a list's items, on JSON's value."""
+    step = _text_step(procedure, index)
     if step.format == "text":
-        text = raw.strip()
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
-            text = text[1:-1].strip()
-        if not text:
-            return fail("type_error", "the text is empty")
-        value: str = text
-        items, size = [text], len(text)
-    else:
-        try:
-            data = loads_exact(raw.strip().strip("`"))
-        except (ValueError, RecursionError):
-            return fail("type_error", "not valid JSON on one line" if step.format == "json" else "not a JSON list of strings on one line")
-        if step.format == "list" and not (isinstance(data, list) and all(isinstance(x, str) for x in data)):
-            return fail("type_error", "not a JSON list of strings")
-        value = dumps_exact(data)
-        items = list(data) if step.format == "list" else [value]
-        size = len(data) if step.format == "list" else len(value)
-        if step.json_schema is not None:
-            err = _schema_errors(step.json_schema, data)
-            if err:
-                return fail("check_failed", f"does not match the schema ({err})")
-    unit = "items" if step.format == "list" else "characters"
-    if step.min_length is not None and size < step.min_length:
-        return fail("check_failed", f"{size} {unit}, fewer than {step.min_length}")
-    if step.max_length is not None and size > step.max_length:
-        return fail("check_failed", f"{size} {unit}, more than {step.max_length}")
-    for item in items if step.format != "json" else ():
-        if step.pattern is not None and re.fullmatch(step.pattern, item) is None:
-            return fail("check_failed", f"{item[:60]!r} does not match the pattern {step.pattern!r}")
-        if step.choices is not None and item not in step.choices:
-            return fail("check_failed", f"{item[:60]!r} is not one of {', '.join(step.choices)}")
-    if step.format == "text":
-        return check_predicate(procedure, index, env, value, out, got)
+        return check_predicate(procedure, index, env, read.value, out, got)
     try:  # the predicate reads what a later step reads (Text.value_of), JSON null included
-        seen = tuple(items) if step.format == "list" else evaluable(data)
+        seen = tuple(read.items) if step.format == "list" else evaluable(read.data)
     except EvaluationError as exc:  # 1E+99999: more digits than the evaluator writes out
-        return fail("type_error", f"a number the evaluator cannot hold exactly ({str(exc)[:120]})")
+        return _fail(out, step.var, got, ("type_error", f"a number the evaluator cannot hold exactly ({str(exc)[:120]})"))
     if seen is None:  # check_predicate reads None as "the committed text": give it the JSON null itself
-        return _check_null(procedure, index, env, value, out, got)
-    return check_predicate(procedure, index, env, value, out, got, seen)
+        return _check_null(procedure, index, env, read.value, out, got)
+    return check_predicate(procedure, index, env, read.value, out, got, seen)
 
 
 def _check_null(procedure: Procedure, index: int, env: Mapping[str, Any], value: str, out: KindVerdict, got: str) -> KindVerdict:

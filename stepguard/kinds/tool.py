@@ -38,6 +38,95 @@ from stepguard.verify import Deviation
 
 __all__ = ["Tool", "ToolArg", "ToolStep", "verify_tool_call"]
 
+# ---- the reply's calls: exactly one, of the step's tool, read whole -------------------------------
+
+def _no_call(step: ToolStep, calls: Sequence[ToolCall], reply: str) -> Deviation | None:
+    """No call at all: ``under_executed``, with what the model wrote instead."""
+    if calls:
+        return None
+    var, tool = step.var, step.tool
+    wrote = reply.strip().splitlines()[0][:120] if reply.strip() else ""
+    why = f"; the reply `{wrote}` holds no call (a value written by the model is not the tool's result)" if wrote else ""
+    return Deviation(kind="under_executed", step=var, detail=f"step {var} needs one call of tool {tool}{why}", got=wrote or None)
+
+
+def _broken_call(step: ToolStep, calls: Sequence[ToolCall], reply: str) -> Deviation | None:
+    """A call that could not be read: ``bad_argument``, with the reader's error."""
+    broken = next((c for c in calls if c.error), None)
+    if broken is None:
+        return None
+    return Deviation(kind="bad_argument", step=step.var, detail=f"call {broken.text[:120]!r}: {broken.error}", got=broken.text[:200])
+
+
+def _other_tool(step: ToolStep, calls: Sequence[ToolCall], reply: str) -> Deviation | None:
+    """A call of another tool than the step's: ``wrong_tool``."""
+    other = next((c for c in calls if c.name != step.tool), None)
+    if other is None:
+        return None
+    return Deviation(kind="wrong_tool", step=step.var, detail=f"step {step.var} calls {step.tool}, not {other.name}", got=other.text[:200])
+
+
+def _repeated_call(step: ToolStep, calls: Sequence[ToolCall], reply: str) -> Deviation | None:
+    """More than one call: ``repeated_call``, showing the second."""
+    if len(calls) <= 1:
+        return None
+    return Deviation(kind="repeated_call", step=step.var, detail=f"{step.tool} was called {len(calls)} times; call it once",
+                     got=calls[1].text[:200])
+
+
+_CALL_CHECKS = (_no_call, _broken_call, _other_tool, _repeated_call)
+"""The checks of the reply's calls, in the order their deviations are reported."""
+
+
+# ---- the one call's arguments ----------------------------------------------------------------------
+
+def _expression_arg(name: str, spec: CompiledExpression, got: Number | str | bool,
+                    env: Mapping[str, Any]) -> tuple[ArgVerdict, Any]:
+    """An expression argument against the evaluator's value (exactly), and that value (None when the
+    expression cannot be evaluated)."""
+    try:
+        want = spec.evaluate(env)
+    except EvaluationError as exc:
+        return ArgVerdict(name, False, f"argument {name} cannot be evaluated: {exc}", show_value(got)), None
+    ok = same_value(want, got)
+    said = f"{name} = {spec.source}"
+    wrong = f"argument {name} = {show_value(got)} is not {spec.source}"
+    verdict = ArgVerdict(name, ok, f"{said}: checked exactly" if ok else wrong
+                         + (" (the value of that known variable)" if spec.names else ""), show_value(got))
+    return verdict, want
+
+
+def _check_args(procedure: Procedure, step: ToolStep, call: ToolCall, env: Mapping[str, Any],
+                out: KindVerdict) -> tuple[dict[str, Number | str | bool], dict[str, int]]:
+    """Each argument the step names, in the step's order, its verdict added to ``out.args``; then one
+    verdict for each argument the step does not name. Returns the checked values and the places a
+    number reaches the tool with."""
+    checked: dict[str, Number | str | bool] = {}
+    places: dict[str, int] = {}
+    for name, spec in step.compiled_args.items():
+        if name not in call.args:
+            out.args.append(ArgVerdict(name, False, f"argument {name} is missing"))
+            continue
+        got = call.args[name]
+        verdict, value = _free_arg(name, spec, got, env) if isinstance(spec, ToolArg) else _expression_arg(name, spec, got, env)
+        out.args.append(verdict)
+        if verdict.ok and value is not None:
+            checked[name] = value
+            scale = _free_places(spec, call, name) if isinstance(spec, ToolArg) else declared_places(procedure, spec, env)
+            if scale is not None and not isinstance(value, (str, bool)):
+                places[name] = scale
+    out.args.extend(_unknown_args(step, call))
+    return checked, places
+
+
+def _unknown_args(step: ToolStep, call: ToolCall) -> list[ArgVerdict]:
+    """A failed verdict for each argument of the call that the step does not name."""
+    specs = step.compiled_args
+    return [ArgVerdict(name, False, f"argument {name} is not an argument of step {step.var} (its arguments: "
+                       f"{', '.join(specs) or 'none'})", show_value(call.args[name]))
+            for name in call.args if name not in specs]
+
+
 def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], calls: Sequence[ToolCall], reply: str = "") -> KindVerdict:
     """Check the tool call(s) a reply holds for tool step ``index``, before anything is executed.
 
@@ -54,63 +143,16 @@ def verify_tool_call(procedure: Procedure, index: int, env: Mapping[str, Any], c
     """
     step = procedure.steps[index]
     assert isinstance(step, ToolStep)
-    var, tool = step.var, step.tool
     out = KindVerdict()
-    if not calls:
-        wrote = reply.strip().splitlines()[0][:120] if reply.strip() else ""
-        why = f"; the reply `{wrote}` holds no call (a value written by the model is not the tool's result)" if wrote else ""
-        out.deviation = Deviation(kind="under_executed", step=var, detail=f"step {var} needs one call of tool {tool}{why}",
-                                  got=wrote or None)
-        return out
-    broken = next((c for c in calls if c.error), None)
-    if broken is not None:
-        out.deviation = Deviation(kind="bad_argument", step=var, detail=f"call {broken.text[:120]!r}: {broken.error}",
-                                  got=broken.text[:200])
-        return out
-    other = next((c for c in calls if c.name != tool), None)
-    if other is not None:
-        out.deviation = Deviation(kind="wrong_tool", step=var, detail=f"step {var} calls {tool}, not {other.name}", got=other.text[:200])
-        return out
-    if len(calls) > 1:
-        out.deviation = Deviation(kind="repeated_call", step=var, detail=f"{tool} was called {len(calls)} times; call it once",
-                                  got=calls[1].text[:200])
-        return out
+    for check in _CALL_CHECKS:
+        out.deviation = check(step, calls, reply)
+        if out.deviation is not None:
+            return out
     call = calls[0]
-    specs = step.compiled_args
-    checked: dict[str, Number | str | bool] = {}
-    places: dict[str, int] = {}
-    for name, spec in specs.items():
-        if name not in call.args:
-            out.args.append(ArgVerdict(name, False, f"argument {name} is missing"))
-            continue
-        got = call.args[name]
-        if isinstance(spec, ToolArg):
-            verdict, value = _free_arg(name, spec, got, env)
-        else:
-            try:
-                want = spec.evaluate(env)
-            except EvaluationError as exc:
-                verdict, value = ArgVerdict(name, False, f"argument {name} cannot be evaluated: {exc}", show_value(got)), None
-            else:
-                ok = same_value(want, got)
-                said = f"{name} = {spec.source}"
-                wrong = f"argument {name} = {show_value(got)} is not {spec.source}"
-                verdict = ArgVerdict(name, ok, f"{said}: checked exactly" if ok else wrong
-                                     + (" (the value of that known variable)" if spec.names else ""), show_value(got))
-                value = want
-        out.args.append(verdict)
-        if verdict.ok and value is not None:
-            checked[name] = value
-            scale = _free_places(spec, call, name) if isinstance(spec, ToolArg) else declared_places(procedure, spec, env)
-            if scale is not None and not isinstance(value, (str, bool)):
-                places[name] = scale
-    for name in call.args:
-        if name not in specs:
-            detail = f"argument {name} is not an argument of step {var} (its arguments: {', '.join(specs) or 'none'})"
-            out.args.append(ArgVerdict(name, False, detail, show_value(call.args[name])))
+    checked, places = _check_args(procedure, step, call, env, out)
     bad = next((a for a in out.args if not a.ok), None)
     if bad is not None:
-        out.deviation = Deviation(kind="bad_argument", step=var, detail=bad.detail, got=call.text[:200])
+        out.deviation = Deviation(kind="bad_argument", step=step.var, detail=bad.detail, got=call.text[:200])
         return out
     out.call = ToolCall(call.name, checked, call.text, places=places)
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -187,6 +188,91 @@ def _allowed(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
     return f" (allowed: {', '.join(names)})"
 
 
+class _Error(NamedTuple):
+    """One of pydantic's errors, read for :func:`procedure_errors`."""
+
+    loc: tuple[Any, ...]
+    """Where, step kinds' tags dropped (:func:`_untagged`)."""
+    kind: str
+    """pydantic's error type (``missing``, ``string_type``...)."""
+    ctx: dict[str, Any]
+    """pydantic's context of the error (empty when none)."""
+    got: Any
+    """The value given."""
+    msg: str
+    """pydantic's own message."""
+    data: dict[str, Any]
+    """What was validated."""
+
+
+_Say = Callable[[_Error], tuple[tuple[Any, ...], str]]
+"""The location and message of an error of one type, in the project's words."""
+
+
+def _say_step_kind(e: _Error) -> tuple[tuple[Any, ...], str]:
+    given = e.got.get("kind") if isinstance(e.got, dict) else None
+    return e.loc + ("kind",), f"{_shown(given)} is {e.msg}"
+
+
+def _say_extra(e: _Error) -> tuple[tuple[Any, ...], str]:
+    return e.loc, f"unknown field {_shown(e.loc[-1])}{_allowed(e.loc[:-1], e.data)}"
+
+
+def _say_missing(e: _Error) -> tuple[tuple[Any, ...], str]:
+    return e.loc, f"required field {_shown(e.loc[-1])} is missing"
+
+
+def _say_procedure_field(e: _Error) -> tuple[tuple[Any, ...], str]:
+    return e.loc + (e.ctx["field"],), e.msg
+
+
+def _say_value_error(e: _Error) -> tuple[tuple[Any, ...], str]:
+    return e.loc, str(e.ctx.get("error", e.msg))
+
+
+def _say_literal(e: _Error) -> tuple[tuple[Any, ...], str]:
+    return e.loc, f"{_shown(e.got)} is not one of {e.ctx.get('expected')}"
+
+
+def _say_bound(e: _Error) -> tuple[tuple[Any, ...], str]:
+    bound = e.ctx.get("ge", e.ctx.get("le"))
+    return e.loc, f"must be {'at least' if e.kind == 'greater_than_equal' else 'at most'} {bound}, got {_shown(e.got)}"
+
+
+def _say_length(e: _Error) -> tuple[tuple[Any, ...], str]:
+    unit = "characters" if e.kind.startswith("string") else "items"
+    size = len(e.got) if hasattr(e.got, "__len__") else "?"
+    if e.kind.endswith("long"):
+        return e.loc, f"at most {e.ctx.get('max_length')} {unit} allowed, got {size}"
+    return e.loc, f"at least {e.ctx.get('min_length')} {unit} needed, got {size}"
+
+
+def _say_type(e: _Error) -> tuple[tuple[Any, ...], str]:
+    """A value of the wrong type; a number where an expression's text is wanted: to quote it."""
+    got, loc = e.got, e.loc
+    message = f"expected {_KINDS[e.kind]}, got {_got(got)}"
+    field = next((p for p in reversed(_untagged(loc)) if isinstance(p, str)), "")
+    if e.kind == "string_type" and isinstance(got, (int, float)) and not isinstance(got, bool) and (
+            field in ("expr", "check") or (len(loc) > 3 and loc[-2] == "args")):
+        message += f" (an expression is text: write it in quotes, {field}: \"{got}\", so its digits are read as written)"
+    return loc, message
+
+
+def _say_pydantic(e: _Error) -> tuple[tuple[Any, ...], str]:
+    """A type not in :data:`_SAY`: pydantic's message without its prefixes."""
+    return e.loc, str(e.msg).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+_SAY: dict[str, _Say] = {
+    **dict.fromkeys(_KINDS, _say_type),
+    "step_kind": _say_step_kind, "extra_forbidden": _say_extra, "missing": _say_missing,
+    "procedure_field": _say_procedure_field, "value_error": _say_value_error, "literal_error": _say_literal,
+    "greater_than_equal": _say_bound, "less_than_equal": _say_bound,
+    **dict.fromkeys(("too_long", "too_short", "string_too_long", "string_too_short"), _say_length),
+}
+"""How each of pydantic's error types is said (a type not here: :func:`_say_pydantic`)."""
+
+
 def procedure_errors(exc: ValidationError, data: dict[str, Any]) -> list[tuple[str, str]]:
     """Every error of a procedure's validation as ``(location, message)`` in the project's words.
 
@@ -200,37 +286,8 @@ def procedure_errors(exc: ValidationError, data: dict[str, Any]) -> list[tuple[s
     """
     out: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
-        loc, kind, ctx, got = _untagged(tuple(err["loc"])), err["type"], err.get("ctx") or {}, err.get("input")
-        if kind == "step_kind":
-            given = got.get("kind") if isinstance(got, dict) else None
-            loc, message = loc + ("kind",), f"{_shown(given)} is {err['msg']}"
-        elif kind == "extra_forbidden":
-            message = f"unknown field {_shown(loc[-1])}{_allowed(loc[:-1], data)}"
-        elif kind == "missing":
-            message = f"required field {_shown(loc[-1])} is missing"
-        elif kind == "procedure_field":
-            loc, message = loc + (ctx["field"],), err["msg"]
-        elif kind == "value_error":
-            message = str(ctx.get("error", err["msg"]))
-        elif kind == "literal_error":
-            message = f"{_shown(got)} is not one of {ctx.get('expected')}"
-        elif kind in ("greater_than_equal", "less_than_equal"):
-            bound = ctx.get("ge", ctx.get("le"))
-            message = f"must be {'at least' if kind == 'greater_than_equal' else 'at most'} {bound}, got {_shown(got)}"
-        elif kind in ("too_long", "too_short", "string_too_long", "string_too_short"):
-            unit = "characters" if kind.startswith("string") else "items"
-            if kind.endswith("long"):
-                message = f"at most {ctx.get('max_length')} {unit} allowed, got {len(got) if hasattr(got, '__len__') else '?'}"
-            else:
-                message = f"at least {ctx.get('min_length')} {unit} needed, got {len(got) if hasattr(got, '__len__') else '?'}"
-        elif kind in _KINDS:
-            message = f"expected {_KINDS[kind]}, got {_got(got)}"
-            field = next((p for p in reversed(_untagged(loc)) if isinstance(p, str)), "")
-            if kind == "string_type" and isinstance(got, (int, float)) and not isinstance(got, bool) and (
-                    field in ("expr", "check") or (len(loc) > 3 and loc[-2] == "args")):
-                message += f" (an expression is text: write it in quotes, {field}: \"{got}\", so its digits are read as written)"
-        else:  # a kind not mapped above: pydantic's message without its prefixes
-            message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        e = _Error(_untagged(tuple(err["loc"])), err["type"], err.get("ctx") or {}, err.get("input"), err["msg"], data)
+        loc, message = _SAY.get(e.kind, _say_pydantic)(e)
         out.append((_location(loc, data), message))
     return out
 

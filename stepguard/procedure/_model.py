@@ -369,17 +369,14 @@ class Procedure(BaseModel):
 
     @model_validator(mode="after")
     def _validate(self) -> Procedure:
+        """Every problem of the procedure, in file order (inputs, then each step, then ``answer`` and
+        ``accept_bounded``), raised together as one :class:`ProcedureError`."""
         if not self.steps:
             raise field_error("steps", "a procedure needs at least one step")
         problems: list[tuple[str, str]] = []  # (location, message): every problem, not only the first
         known: set[str] = set()
         choices_of: dict[str, tuple[str, ...]] = {}  # one_of names so far -> their choices
-        for i, inp in enumerate(self.inputs):
-            if inp.name in known:
-                problems.append((f"inputs[{i}].name", f"duplicate input {inp.name!r}"))
-            known.add(inp.name)
-            if inp.choices is not None:
-                choices_of[inp.name] = inp.choices
+        problems.extend(self._input_problems(known, choices_of))
         inputs = frozenset(known)
         for i, step in enumerate(self.steps):
             if step.var in known:
@@ -389,39 +386,72 @@ class Procedure(BaseModel):
             if step.execute == "evaluator" and step.expression is None:
                 problems.append((f"steps[{i}].execute ({step.var})", f"execute: evaluator computes a step's expr, and this {step.kind} "
                                  "step has none: the model must give its value"))
-            for field, src in step.expressions():
-                if src is None:
-                    continue
-                try:
-                    compiled = compile_expression(src)
-                    _fold_constants(compiled)
-                except EvaluationError as exc:
-                    problems.append((f"steps[{i}].{field} ({step.var})", str(exc)))
-                    continue
-                allowed = known | {"value"} if field == "check" or field.endswith(".check") else known
-                is_check = field == "check" or field.endswith(".check")
-                own = {"value": step.choices} if is_check and step.choices is not None and step.type == "one_of" else {}
-                problems.extend((f"steps[{i}].{field} ({step.var})", m) for m in _choice_problems(compiled.tree, {**choices_of, **own}))
-                for name in compiled.names:
-                    if name not in allowed:
-                        later = any(s.var == name for s in self.steps[i + 1:])
-                        why = ("is this step's own variable: a step cannot read its own value (to state a condition "
-                               "on the model's value, write a check over value)" if name == step.var and not is_check
-                               else "is defined by a later step" if later
-                               else "is not an input or an earlier variable")
-                        problems.append((f"steps[{i}].{field} ({step.var})", f"reads {name!r}, which {why}"))
+            problems.extend(self._expression_problems(i, step, known, choices_of))
             known.add(step.var)
             if step.type == "one_of" and step.choices is not None:
                 choices_of[step.var] = step.choices
-        if self.answer is not None and self.answer not in known - inputs:
-            from stepguard.procedure._values import did_you_mean
-
-            hint = did_you_mean(self.answer, [s.var for s in self.steps])
-            problems.append(("answer", f"answer {self.answer!r} is not a step variable{hint}"))
+        problems.extend(self._answer_problems(known - inputs))
         problems.extend(self._accept_problems(known - inputs))
         if problems:
             raise procedure_error(problems)
         return self
+
+    def _input_problems(self, known: set[str], choices_of: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
+        """Inputs named twice; adds each input's name to ``known`` and a one_of input's choices to ``choices_of``."""
+        problems: list[tuple[str, str]] = []
+        for i, inp in enumerate(self.inputs):
+            if inp.name in known:
+                problems.append((f"inputs[{i}].name", f"duplicate input {inp.name!r}"))
+            known.add(inp.name)
+            if inp.choices is not None:
+                choices_of[inp.name] = inp.choices
+        return problems
+
+    def _expression_problems(self, i: int, step: Step, known: set[str],
+                             choices_of: Mapping[str, tuple[str, ...]]) -> list[tuple[str, str]]:
+        """Each expression of step ``i``, in the step's order: one that does not compile; a one_of name
+        compared with no choice of its own; a name that is no input or earlier variable (``value``
+        allowed in a check)."""
+        problems: list[tuple[str, str]] = []
+        for field, src in step.expressions():
+            if src is None:
+                continue
+            try:
+                compiled = compile_expression(src)
+                _fold_constants(compiled)
+            except EvaluationError as exc:
+                problems.append((f"steps[{i}].{field} ({step.var})", str(exc)))
+                continue
+            is_check = field == "check" or field.endswith(".check")
+            allowed = known | {"value"} if is_check else known
+            own = {"value": step.choices} if is_check and step.choices is not None and step.type == "one_of" else {}
+            problems.extend((f"steps[{i}].{field} ({step.var})", m) for m in _choice_problems(compiled.tree, {**choices_of, **own}))
+            problems.extend((f"steps[{i}].{field} ({step.var})", m) for m in self._unknown_names(i, compiled.names, allowed, is_check))
+        return problems
+
+    def _unknown_names(self, i: int, names: Sequence[str], allowed: set[str], is_check: bool) -> list[str]:
+        """What is wrong with each of ``names`` (read by step ``i``) not in ``allowed``: the step's own
+        variable (outside a check), a later step's, or no variable."""
+        out: list[str] = []
+        own = self.steps[i].var
+        for name in names:
+            if name not in allowed:
+                later = any(s.var == name for s in self.steps[i + 1:])
+                why = ("is this step's own variable: a step cannot read its own value (to state a condition "
+                       "on the model's value, write a check over value)" if name == own and not is_check
+                       else "is defined by a later step" if later
+                       else "is not an input or an earlier variable")
+                out.append(f"reads {name!r}, which {why}")
+        return out
+
+    def _answer_problems(self, variables: set[str]) -> list[tuple[str, str]]:
+        """An ``answer`` that is no step's variable (with the closest one)."""
+        if self.answer is None or self.answer in variables:
+            return []
+        from stepguard.procedure._values import did_you_mean
+
+        hint = did_you_mean(self.answer, [s.var for s in self.steps])
+        return [("answer", f"answer {self.answer!r} is not a step variable{hint}")]
 
     def _accept_problems(self, variables: set[str]) -> list[tuple[str, str]]:
         """``accept_bounded`` names that are no step's variable, or named twice."""

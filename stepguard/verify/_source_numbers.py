@@ -119,30 +119,42 @@ _SPACE_GROUPS = re.compile(r"[0-9]{1,3}(?: [0-9]{3})+(?![0-9])")
 _SPACE = re.compile(f"[{_SPACES}]")
 
 
+def _doubtful(text: str, m: re.Match[str]) -> bool:
+    """Whether the token ``m`` of ``text`` may not be the number it reads as: bracketed or trailed,
+    a sign set apart, or a scale, a credit mark, a joined part, a per-mille, a month or another
+    script's numeral beside it."""
+    sign, end = m.group("sign") or "", m.end()
+    doubtful = bool(m.group("open") and m.group("close")) or bool(m.group("trail")) or bool(sign and m.group("gap"))
+    return (doubtful or bool(SCALE_AFTER.match(text, end)) or _numeric_after(text, end) or bool(_CREDIT_AFTER.match(text, end))
+            or bool(_JOINED_AFTER.match(text, end)) or _joined_before(text, m.start()) or bool(_MILLE_AFTER.match(text, end))
+            or bool(_MONTH_AFTER.match(text, end)) or bool(_MONTH_BEFORE.search(text, max(0, m.start() - 24), m.start())))
+
+
+def _token(text: str, m: re.Match[str]) -> _Found:
+    """What the token ``m`` of ``text`` reads as: one number, or, where spaces split it other than
+    into groups of three, each part (the sign on the first, the percent on the last)."""
+    body, sign = m.group("body"), m.group("sign") or ""
+    negative = -1 if sign[:1] in _DASHES and sign else 1
+    doubtful = _doubtful(text, m)
+    pct = _PERCENT_AFTER.match(text, m.end())
+    written = m.group() + (pct.group() if pct else "")
+    body = _SPACE.sub(" ", body)
+    if " " in body:  # groups split by spaces: one number (1 234.56) or several (5 120.00: a quantity and a price?)
+        groups = _SPACE_GROUPS.match(body)
+        if groups and " " not in body[groups.end():]:
+            return [(written, _readings(body.replace(" ", "")), True, negative, bool(pct))]
+        parts = body.split(" ")
+        return [(p, _readings(p), doubtful, negative if i == 0 else 1, bool(pct) and i == len(parts) - 1)
+                for i, p in enumerate(parts)]
+    return [(written, _readings(body), doubtful, negative, bool(pct))]
+
+
 def _tokens(text: str, first_only: bool = False) -> _Found:
+    """Every number token of ``text`` (its first 1,000,000 characters; with ``first_only``, the one it starts with, if any), read."""
     found: _Found = []
     matches = ([m] if (m := _TOKEN.match(text)) else []) if first_only else _TOKEN.finditer(text[:1_000_000])
     for m in matches:
-        body, sign = m.group("body"), m.group("sign") or ""
-        negative = -1 if sign[:1] in _DASHES and sign else 1
-        doubtful = bool(m.group("open") and m.group("close")) or bool(m.group("trail")) or bool(sign and m.group("gap"))
-        end = m.end()
-        doubtful = (doubtful or bool(SCALE_AFTER.match(text, end)) or _numeric_after(text, end) or bool(_CREDIT_AFTER.match(text, end))
-                    or bool(_JOINED_AFTER.match(text, end)) or _joined_before(text, m.start()) or bool(_MILLE_AFTER.match(text, end))
-                    or bool(_MONTH_AFTER.match(text, end)) or bool(_MONTH_BEFORE.search(text, max(0, m.start() - 24), m.start())))
-        pct = _PERCENT_AFTER.match(text, end)
-        written = m.group() + (pct.group() if pct else "")
-        body = _SPACE.sub(" ", body)
-        if " " in body:  # groups split by spaces: one number (1 234.56) or several (5 120.00: a quantity and a price?)
-            groups = _SPACE_GROUPS.match(body)
-            if groups and " " not in body[groups.end():]:
-                found.append((written, _readings(body.replace(" ", "")), True, negative, bool(pct)))
-                continue
-            parts = body.split(" ")
-            found.extend((p, _readings(p), doubtful, negative if i == 0 else 1, bool(pct) and i == len(parts) - 1)
-                         for i, p in enumerate(parts))
-            continue
-        found.append((written, _readings(body), doubtful, negative, bool(pct)))
+        found.extend(_token(text, m))
     return found
 
 

@@ -218,6 +218,74 @@ def _lookback_confusion(key: _Key, index: int, got: Number | None) -> bool:
     return False
 
 
+@dataclass
+class _Steps:
+    """The trace's step records, read in order against the key."""
+
+    first: dict[str, Record] = field(default_factory=dict)
+    """Each step variable's first record."""
+    order: list[int] = field(default_factory=list)
+    """The position in the procedure of each step record, in the trace's order."""
+    extra: bool = False
+    """A record of no step variable, or of one written again."""
+    right: int = 0
+    """Step variables whose first record has the right value."""
+    wrong: Record | None = None
+    """The first record with a wrong value."""
+    wrong_value: Number | str | None = None
+    """That record's value."""
+
+
+def _read_steps(records: Sequence[Record], key: _Key, position: Mapping[str, int]) -> _Steps:
+    """The step records of ``records`` (``position``: each step variable's index) tallied."""
+    steps = _Steps()
+    expected = key.expected
+    for rec in records:
+        p = position.get(rec.var)
+        if p is None:
+            steps.extra = True
+            continue
+        value = _value(rec, key)
+        ok = _right(value, expected.get(rec.var, _MISSING))
+        if rec.var in steps.first:
+            steps.extra = True
+        else:
+            steps.first[rec.var] = rec
+            steps.right += ok
+        steps.order.append(p)
+        if not ok and steps.wrong is None:
+            steps.wrong, steps.wrong_value = rec, value
+    return steps
+
+
+def _flags(key: _Key, steps: _Steps, answer: Answer | None, values: Sequence[Number | str | None],
+           correct: bool) -> dict[str, bool]:
+    """Each failure label (:data:`FAILURE_LABELS`) and whether the generation earns it."""
+    last = steps.first.get(key.vars[-1]) if key.vars else None
+    return {
+        "missing_answer": answer is None,
+        "premature_answer": answer is not None and (last is None or answer.offset < last.offset),
+        "under_executed": len(steps.first) < len(key.vars),
+        "extra_steps": steps.extra,
+        "self_correction": len({repr(v) for v in values}) >= 2 and not correct,
+        "arithmetic_error": steps.wrong is not None,
+    }
+
+
+def _first_error(key: _Key, steps: _Steps, position: Mapping[str, int]) -> dict[str, Any]:
+    """The score's fields about the first wrong step: its variable, its 1-based position, and whether
+    it is a look-back confusion (all None or False when no step is wrong)."""
+    wrong, wrong_value = steps.wrong, steps.wrong_value
+    if wrong is None:
+        return {"first_error_step": None, "first_error_position": None, "lookback_confusion": False}
+    wrong_index = position[wrong.var]
+    return {
+        "first_error_step": wrong.var,
+        "first_error_position": wrong_index + 1,
+        "lookback_confusion": not isinstance(wrong_value, (bool, str)) and _lookback_confusion(key, wrong_index, wrong_value),
+    }
+
+
 def score_generation(
     target: ScoringTarget | tuple[Procedure, Mapping[str, Any]],
     text: str,
@@ -246,60 +314,26 @@ def score_generation(
     key = _key(target, id)
     trace = parse_trace(text, var_names=key.vars, max_chars=max_chars, max_digits=max_digits)
     position = {v: i for i, v in enumerate(key.vars)}
-    expected = key.expected
-    first: dict[str, Record] = {}
-    order: list[int] = []
-    extra = False
-    right = 0  # required variables whose first line has the right value
-    wrong: Record | None = None
-    wrong_value: Number | str | None = None
-    for rec in trace.records:
-        p = position.get(rec.var)
-        if p is None:
-            extra = True
-            continue
-        value = _value(rec, key)
-        ok = _right(value, expected.get(rec.var, _MISSING))
-        if rec.var in first:
-            extra = True
-        else:
-            first[rec.var] = rec
-            right += ok
-        order.append(p)
-        if not ok and wrong is None:
-            wrong, wrong_value = rec, value
-    n = len(key.vars)
+    steps = _read_steps(trace.records, key, position)
     answers = trace.answers
     answer = answers[0] if answers else None
     values = [_answer_value(a, key, text) for a in answers]
     correct = answer is not None and _right(values[0], key.answer) and key.answer is not _MISSING
-    last = first.get(key.vars[-1]) if key.vars else None
-    flags = {
-        "missing_answer": answer is None,
-        "premature_answer": answer is not None and (last is None or answer.offset < last.offset),
-        "under_executed": len(first) < n,
-        "extra_steps": extra,
-        "self_correction": len({repr(v) for v in values}) >= 2 and not correct,
-        "arithmetic_error": wrong is not None,
-    }
-    exact = correct and not any(flags.values()) and order == list(range(n))
+    flags = _flags(key, steps, answer, values, correct)
+    exact = correct and not any(flags.values()) and steps.order == list(range(len(key.vars)))
     labels = [label for label in SCORE_LABELS if (exact if label == "exact" else flags[label])]
-    wrong_index = position[wrong.var] if wrong is not None else None
     return Score(
         id=key.id,
-        n_steps=n,
+        n_steps=len(key.vars),
         lookback=key.lookback,
         first_answer=_as_json(values[0]) if answer is not None else None,
         correct=correct,
         exact=exact,
         labels=labels,
         steps_emitted=len(trace.records),
-        distinct_steps=len(first),
-        step_values_correct=right,
-        first_error_step=wrong.var if wrong is not None else None,
-        first_error_position=wrong_index + 1 if wrong_index is not None else None,
-        lookback_confusion=wrong_index is not None and not isinstance(wrong_value, (bool, str))  # wrong_index: None iff no wrong step
-        and _lookback_confusion(key, wrong_index, wrong_value),
+        distinct_steps=len(steps.first),
+        step_values_correct=steps.right,
+        **_first_error(key, steps, position),
         code=trace.has_code,
         capped=trace.capped,
     )
