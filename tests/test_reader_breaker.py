@@ -27,12 +27,12 @@ class _Script:
     def __init__(self, reply: str) -> None:
         self.reply, self.calls = reply, 0
 
-    def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
+    def complete(self, messages, settings=None) -> ChatResponse:
         """The scripted reply."""
         self.calls += 1
         return ChatResponse(self.reply, Usage(10, 10), "stop", 0.0, "script", True)
 
-    async def acomplete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
+    async def acomplete(self, messages, settings=None) -> ChatResponse:
         """Async twin of :meth:`complete`."""
         return self.complete(messages, settings)
 
@@ -111,7 +111,7 @@ def test_a_glued_later_name_is_refused_through_a_guard_run() -> None:
 ])
 def test_an_assignment_inside_brackets_after_the_value_is_not_the_value(text: str) -> None:
     value, error = _first(text, "S2")
-    assert value != 8 and error is not None, (value, error)
+    assert value in (None, 5), (value, error)  # 5 where a clause of the grammar ends it ("which is S1 = 8")
 
 
 @pytest.mark.parametrize("text,want", [
@@ -277,7 +277,9 @@ def test_a_text_tool_call_refuses_accounting_parentheses(written: str) -> None:
     assert call.error is not None and "amount" in call.error, call
 
 
-@pytest.mark.parametrize("written,want", [("(-19.99)", Fraction(-1999, 100)), ("19.99", Fraction(1999, 100)), ("-19.99", Fraction(-1999, 100))])
+@pytest.mark.parametrize("written,want", [
+    ("(-19.99)", Fraction(-1999, 100)), ("19.99", Fraction(1999, 100)), ("-19.99", Fraction(-1999, 100)),
+])
 def test_a_text_tool_call_still_reads_signed_numbers(written: str, want: object) -> None:
     from stepguard.tools import parse_calls
 

@@ -371,7 +371,13 @@ _LINK_BAD = re.compile(
     r"|(?P<other>[^\w \t.,:+\-*/×÷^−–·⋅∗%()\[\]{}<>!=\\$`'’\"…≤≥≠])",
     re.IGNORECASE,
 )
-_LINK_NAME = re.compile(f"(?<![A-Za-z0-9_]){_ANY_NAME}(?![A-Za-z0-9_])")
+# a name in a link: after anything but a letter (5_S2, _5_S2, 5\\_S2 and 5S2 name S2: markup, an
+# underscore or a digit glued to it); an identifier that is no name is searched for a name glued
+# after an underscore (false_ok2: the value false, then the name ok2)
+_LINK_NAME = re.compile(f"(?<![A-Za-z]){_ANY_NAME}(?![A-Za-z0-9_])")
+_GLUED_NAME = re.compile(f"_{_ANY_NAME}\\Z")
+_BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_BRACKET_OR_EQ = re.compile(r"[=()\[\]{}]")
 
 
 @lru_cache(maxsize=256)
@@ -392,6 +398,21 @@ def _after(name: str, var: str, order: dict[str, int]) -> bool:
     return False
 
 
+def _in_brackets(chain: str) -> bool:
+    """Does an ``=`` of ``chain`` stand inside brackets (``5 (S1 = 8)``), or a bracket close that was never opened?"""
+    depth = 0
+    for m in _BRACKET_OR_EQ.finditer(chain):
+        c = m.group()
+        if c == "=":
+            if depth:
+                return True
+        else:
+            depth += _BRACKETS[c]
+            if depth < 0:
+                return True
+    return False
+
+
 def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, int]) -> str | None:
     """Why the chain before a value (``head``) is not an expression that derives ``var``, or None.
 
@@ -403,10 +424,16 @@ def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, i
     bad = _LINK_BAD.search(head)
     if bad is not None:
         return "correction or hedge" if bad.lastgroup == "hedge" else "more than one value"
+    if _in_brackets(head + "="):
+        return "more than one value"  # 5 (S1 = 8): an aside that assigns, not a link of the chain
     for m in _LINK_NAME.finditer(head):
-        name = _var(m, known)
-        if name is not None and _after(name, var, order):
-            return "correction or hedge" if name == var else "more than one value"
+        names = [_var(m, known)]
+        if names[0] is None and "_" in m.group():  # false_ok2, tax_total: a name glued after an underscore?
+            ident = m.group()
+            names = [_var(g, known) for i, c in enumerate(ident) if c == "_" and (g := _GLUED_NAME.match(ident, i))]
+        for name in names:
+            if name is not None and _after(name, var, order):
+                return "correction or hedge" if name == var else "more than one value"
     return None
 
 
