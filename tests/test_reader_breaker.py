@@ -136,6 +136,7 @@ TWO_RESULTS = [
     "S3 = (12) = 13",
     "S3 = -13 = 13",
     "S3 = 12.4 = 13",
+    "S3 = 1.649 = 1.64",  # a step rounds half up or half to even: 1.649 is not 1.64
     "S3 = 1,200 = 1300",
 ]
 
@@ -152,7 +153,6 @@ def test_two_different_results_in_one_chain_are_a_correction(text: str) -> None:
     ("S3 = 1,300 = 1300", 1300),
     ("S3 = 0.0825 * 19.99 = 1.649175 = 1.65", Fraction(165, 100)),  # rounded at the value's places
     ("S3 = 8 / 3 = 2.667 = 2.67", Fraction(267, 100)),
-    ("S3 = 1.649 = 1.64", Fraction(164, 100)),  # cut to the value's places (a ROUND_DOWN step)
     ("S3 = 12.5 = 13", 13),
     ("S3 = 12 apples = 12", 12),
 ])

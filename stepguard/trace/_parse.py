@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from fractions import Fraction
 from functools import lru_cache
 
 from stepguard.errors import EvaluationError
@@ -437,6 +438,27 @@ def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, i
     return None
 
 
+_LONE_MARKS = " \t*_`$()[]{}\\"
+
+
+def _two_results(links: list[str], value: Number, seg: str) -> bool:
+    """Is a link of the chain a lone number that the value (written at the start of ``seg``) is not a
+    rounding of (``12`` of ``S3 = 5 + 8 = 12 = 13``)? A number within half a unit of the value's last
+    written place is its rounding (``1.649175`` of ``= 1.649175 = 1.65``); one further off is a second result."""
+    m = _NUM.match(seg)
+    half = Fraction(1, 2 * 10 ** len(m.group("frac") or "")) if m is not None else Fraction(1, 2)
+    for link in links:
+        if len(link) > 2 * _TEXT_CAP or _LETTER.search(link):
+            continue  # an expression or words, not a lone number
+        try:
+            lone = read_number(link.strip(_LONE_MARKS), _MAX_DIGITS)
+        except EvaluationError:
+            continue
+        if abs(Fraction(lone) - Fraction(value)) > half:
+            return True
+    return False
+
+
 def _record(
     var: str, sep: str, rhs: str, max_digits: int, line: int, offset: int, text: str,
     known: frozenset[str] = frozenset(), order: dict[str, int] | None = None,
@@ -447,6 +469,8 @@ def _record(
         return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" and "S7: 7 - b" are
     if len(parts) > 1 and (value is not None or error == "no number"):  # a number, or a word (true, gold)
         why = _link_problem(rhs[: len(rhs) - len(parts[-1]) - 1], var, known, order or {})
+        if why is None and value is not None and _two_results(parts[:-1], value, parts[-1]):
+            why = "correction or hedge"  # S3 = 5 + 8 = 12 = 13: the model wrote two results
         if why is not None:
             value, error = None, why
     expression = ""
@@ -525,9 +549,13 @@ def _answers(text: str, max_digits: int) -> list[Answer]:
             continue  # a \boxed{} inside "Final answer: $\boxed{42}$" is the same answer
         start, end = _answer_region(text, m.end(), boxed, max_digits + _REGION_SLACK)
         region = text[start:end]
+        links: list[str] = []
         if _LEAD.match(region):
-            region = region.rsplit("=", 1)[1]
+            *links, region = region.split("=")
+            links = links[1:]  # "S3 = 12 = 13": the links after the name
         value, error = _value(region, max_digits)
+        if value is not None and links and _two_results(links, value, region):
+            value, error = None, "correction or hedge"
         line += text.count("\n", last, begin)
         last = begin
         out.append(Answer(value, begin, line, text[begin : min(end, begin + _TEXT_CAP)], error))
