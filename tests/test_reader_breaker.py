@@ -68,6 +68,21 @@ def test_a_later_name_glued_to_the_value_is_not_part_of_a_derivation(text: str) 
     assert value is None and error == "more than one value", (value, error)
 
 
+@pytest.mark.parametrize("text", ["S3 = 5_S1 = 8", "S3 = _5_S2 = 8", "S3 = 13\\_S1 = 5"])
+def test_an_earlier_name_glued_to_the_value_by_an_underscore_is_no_derivation(text: str) -> None:
+    value, error = _first(text, "S3")
+    assert value is None and error == "more than one value", (value, error)
+
+
+@pytest.mark.parametrize("text,want", [
+    ("S3 = (1 if S1 == 1 else 2) = 2", 2),  # "==" inside brackets is a comparison, not an assignment
+    ("S3 = (S1 <= 5) = 1", 1),
+    ("S3 = _S1_ + _S2_ = 13", 13),  # italic names
+])
+def test_comparisons_in_brackets_and_italic_names_still_read(text: str, want: object) -> None:
+    assert _first(text, "S3") == (want, None)
+
+
 def test_a_later_named_step_glued_by_an_underscore_gives_no_value() -> None:
     value, error = _first("discount = 3_total = 7", "discount", ("discount", "total"))
     assert value is None and error == "more than one value", (value, error)
@@ -81,7 +96,6 @@ def test_a_boolean_step_never_reads_a_glued_later_step_s_word(text: str) -> None
 
 @pytest.mark.parametrize("text,want", [
     ("S3 = 2S1 = 10", 10),  # 2 times an earlier name: a derivation
-    ("S3 = 2_S1 = 10", 10),
     ("S3 = S1 + S2 = 5 + 8 = 13", 13),
     ("S3 = max_S2 = 8", 8),  # an identifier of its own (not S2): no name of the procedure
 ])
@@ -260,6 +274,22 @@ def test_no_two_ways_in_read_a_signed_number_differently(written: str) -> None:
 ])
 def test_last_number_still_reads_plain_and_signed_numbers(text: str, want: object) -> None:
     assert _PROMPT.read_answer(text).value == want
+
+
+@pytest.mark.parametrize("text", [
+    "the rate is 1e-5",  # read 5: the exponent's digits
+    "the rate is 2.5e-3",
+    "the rate is 1E+5",
+    "so it is 6.02×10^23",  # read 23: the power's exponent
+    "so it is 10^-3",
+    "so it is 2**10",
+    "so it is 3/-4",  # read -4: the denominator
+    "so it is 3 / 4",
+    "so it is 42 ÷ 2",
+])
+def test_last_number_never_reads_an_exponent_or_a_denominator_as_the_number(text: str) -> None:
+    read = _PROMPT.read_answer(text)
+    assert read.value is None, (text, read)
 
 
 def test_numbers_in_names_the_sign_it_refuses() -> None:

@@ -377,8 +377,10 @@ _LINK_BAD = re.compile(
 # after an underscore (false_ok2: the value false, then the name ok2)
 _LINK_NAME = re.compile(f"(?<![A-Za-z]){_ANY_NAME}(?![A-Za-z0-9_])")
 _GLUED_NAME = re.compile(f"_{_ANY_NAME}\\Z")
+_VALUE_END = frozenset("0123456789)*`$\\_")  # before "_name": a value glued to a name (5.00_subtotal, 5\\_S2, _5_S2)
 _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
-_BRACKET_OR_EQ = re.compile(r"[=()\[\]{}]")
+_CHAIN_EQ = re.compile(r"(?<![=<>!])=(?!=)")  # an "=" of a chain, not of ==, <=, >=, !=
+_BRACKET_OR_EQ = re.compile(f"{_CHAIN_EQ.pattern}|[()\\[\\]{{}}]")
 
 
 @lru_cache(maxsize=256)
@@ -432,22 +434,24 @@ def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, i
         if names[0] is None and "_" in m.group():  # false_ok2, tax_total: a name glued after an underscore?
             ident = m.group()
             names = [_var(g, known) for i, c in enumerate(ident) if c == "_" and (g := _GLUED_NAME.match(ident, i))]
+        glued = m.start() >= 2 and head[m.start() - 1] == "_" and head[m.start() - 2] in _VALUE_END
         for name in names:
-            if name is not None and _after(name, var, order):
-                return "correction or hedge" if name == var else "more than one value"
+            if name is not None and (_after(name, var, order) or glued):
+                return "correction or hedge" if name == var else "more than one value"  # glued: 5.00_subtotal
     return None
 
 
 _LONE_MARKS = " \t*_`$()[]{}\\"
 
 
-def _two_results(links: list[str], value: Number, seg: str) -> bool:
-    """Is a link of the chain a lone number that the value (written at the start of ``seg``) is not a
-    rounding of (``12`` of ``S3 = 5 + 8 = 12 = 13``)? A number within half a unit of the value's last
-    written place is its rounding (``1.649175`` of ``= 1.649175 = 1.65``); one further off is a second result."""
+def _two_results(head: str, value: Number, seg: str) -> bool:
+    """Is a link of the chain ``head`` a lone number that the value (written at the start of ``seg``)
+    is not a rounding of (``12`` of ``S3 = 5 + 8 = 12 = 13``)? A number within half a unit of the
+    value's last written place is its rounding (``1.649175`` of ``= 1.649175 = 1.65``); one further off
+    is a second result. Links are split at the chain's ``=``, not at ``==``, ``<=``, ``>=`` or ``!=``."""
     m = _NUM.match(seg)
     half = Fraction(1, 2 * 10 ** len(m.group("frac") or "")) if m is not None else Fraction(1, 2)
-    for link in links:
+    for link in _CHAIN_EQ.split(head):
         if len(link) > 2 * _TEXT_CAP or _LETTER.search(link):
             continue  # an expression or words, not a lone number
         try:
@@ -468,8 +472,9 @@ def _record(
     if value is None and sep == ":" and error == "no number":
         return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" and "S7: 7 - b" are
     if len(parts) > 1 and (value is not None or error == "no number"):  # a number, or a word (true, gold)
-        why = _link_problem(rhs[: len(rhs) - len(parts[-1]) - 1], var, known, order or {})
-        if why is None and value is not None and _two_results(parts[:-1], value, parts[-1]):
+        head = rhs[: len(rhs) - len(parts[-1]) - 1]
+        why = _link_problem(head, var, known, order or {})
+        if why is None and value is not None and _two_results(head, value, parts[-1]):
             why = "correction or hedge"  # S3 = 5 + 8 = 12 = 13: the model wrote two results
         if why is not None:
             value, error = None, why
@@ -549,12 +554,12 @@ def _answers(text: str, max_digits: int) -> list[Answer]:
             continue  # a \boxed{} inside "Final answer: $\boxed{42}$" is the same answer
         start, end = _answer_region(text, m.end(), boxed, max_digits + _REGION_SLACK)
         region = text[start:end]
-        links: list[str] = []
+        chain = ""
         if _LEAD.match(region):
-            *links, region = region.split("=")
-            links = links[1:]  # "S3 = 12 = 13": the links after the name
+            chain, _, region = region.rpartition("=")
+            chain = chain.partition("=")[2]  # "S3 = 12 = 13": the links after the name
         value, error = _value(region, max_digits)
-        if value is not None and links and _two_results(links, value, region):
+        if value is not None and chain and _two_results(chain, value, region):
             value, error = None, "correction or hedge"
         line += text.count("\n", last, begin)
         last = begin
