@@ -377,6 +377,9 @@ _LINK_BAD = re.compile(
 # after an underscore (false_ok2: the value false, then the name ok2)
 _LINK_NAME = re.compile(f"(?<![A-Za-z]){_ANY_NAME}(?![A-Za-z0-9_])")
 _GLUED_NAME = re.compile(f"_{_ANY_NAME}\\Z")
+# a link that ends in a value, blanks and a name in letters the grammar's names are not written in
+# (5 Ｓ2, 5 Ѕ2, 5 é): the shape of a clause boundary ("S1 = 5 x = 8") with a name no clause reads
+_FOREIGN_NAME_END = re.compile(r"[\d.)\]}`$*][ \t]++[*_`$]*+(?P<name>[^\W\d_]\w{0,63}+)[*_`$ \t]*+\Z")
 _VALUE_END = frozenset("0123456789)*`$\\_")  # before "_name": a value glued to a name (5.00_subtotal, 5\\_S2, _5_S2)
 _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _CHAIN_EQ = re.compile(r"(?<![=<>!])=(?!=)")  # an "=" of a chain, not of ==, <=, >=, !=
@@ -421,14 +424,19 @@ def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, i
 
     ``"correction or hedge"``: an arrow, a hedge or a correction word (``12 → S3``, ``12 (wait, 5 +
     8``); ``"more than one value"``: a separator or tag no expression writes (``5 | S2``, ``5 <br>
-    S2``), or a name of ``var`` itself or of a later variable (``5 / S2`` for S1: the next step's
-    assignment, not a derivation of this one).
+    S2``), an ``=`` inside brackets (``5 (S1 = 8)``), a name glued to a value (``5_S2``, ``5S2``), a
+    value then a name in other letters (``5 Ｓ2``), or a name of ``var`` itself or of a later
+    variable (``5 / S2`` for S1: the next step's assignment, not a derivation of this one).
     """
     bad = _LINK_BAD.search(head)
     if bad is not None:
         return "correction or hedge" if bad.lastgroup == "hedge" else "more than one value"
     if _in_brackets(head + "="):
         return "more than one value"  # 5 (S1 = 8): an aside that assigns, not a link of the chain
+    if not head.isascii():
+        foreign = _FOREIGN_NAME_END.search(head, max(0, len(head) - _TEXT_CAP))
+        if foreign is not None and not foreign.group("name").isascii():
+            return "more than one value"  # S1 = 5 Ｓ2 = 8: the value, then another name's assignment
     for m in _LINK_NAME.finditer(head):
         names = [_var(m, known)]
         if names[0] is None and "_" in m.group():  # false_ok2, tax_total: a name glued after an underscore?
