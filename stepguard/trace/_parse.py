@@ -379,7 +379,8 @@ _LINK_NAME = re.compile(f"(?<![A-Za-z]){_ANY_NAME}(?![A-Za-z0-9_])")
 _GLUED_NAME = re.compile(f"_{_ANY_NAME}\\Z")
 # a link that ends in a value, blanks and a name in letters the grammar's names are not written in
 # (5 Ｓ2, 5 Ѕ2, 5 é): the shape of a clause boundary ("S1 = 5 x = 8") with a name no clause reads
-_FOREIGN_NAME_END = re.compile(r"[\d.)\]}`$*][ \t]++[*_`$]*+(?P<name>[^\W\d_]\w{0,63}+)[*_`$ \t]*+\Z")
+# (matched on the link's last characters reversed, so the match is anchored and its cost bounded)
+_FOREIGN_NAME_END = re.compile(r"[*_`$ \t]*+(?P<name>\w{1,64}+)[*_`$]*+[ \t]++[\d.)\]}`$*]")
 _VALUE_END = frozenset("0123456789)*`$\\_")  # before "_name": a value glued to a name (5.00_subtotal, 5\\_S2, _5_S2)
 _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _CHAIN_EQ = re.compile(r"(?<![=<>!])=(?!=)")  # an "=" of a chain, not of ==, <=, >=, !=
@@ -434,8 +435,9 @@ def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, i
     if _in_brackets(head + "="):
         return "more than one value"  # 5 (S1 = 8): an aside that assigns, not a link of the chain
     if not head.isascii():
-        foreign = _FOREIGN_NAME_END.search(head, max(0, len(head) - _TEXT_CAP))
-        if foreign is not None and not foreign.group("name").isascii():
+        foreign = _FOREIGN_NAME_END.match(head[-_TEXT_CAP:][::-1])
+        name = foreign.group("name")[::-1] if foreign is not None else ""
+        if name and not name.isascii() and not (name[0].isdigit() or name[0] == "_"):
             return "more than one value"  # S1 = 5 Ｓ2 = 8: the value, then another name's assignment
     for m in _LINK_NAME.finditer(head):
         names = [_var(m, known)]
