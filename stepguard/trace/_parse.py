@@ -7,8 +7,10 @@ capped at ``max_chars`` and numbers at ``max_digits`` before any ``int()``.
 Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see docs/benchmark.md):
 
 * A step line starts, after optional indentation, ``>``, a list marker (``-``, ``*``, ``+``,
-  ``•``, ``7.``, ``7)``), emphasis/code/math marks (``*``, ``_``, `````, ``$``) and an optional
-  ``Step 7:`` prefix, with a variable name, then ``=`` (or ``:``), then the right-hand side.
+  ``•``, ``7.``, ``7)``), emphasis/code/math marks (``*``, ``_``, `````, ``$``), an optional
+  correction word (``Actually,``, ``Wait,``, ``(wait,``, ``Sorry,``, ``I mean``: the step written
+  again, so a withdrawn value is seen as one) and an optional ``Step 7:`` prefix, with a
+  variable name, then ``=`` (or ``:``), then the right-hand side.
 * Variable names: ``S<digits>`` (also ``S_7``, ``S_{7}``; all read as ``S7``) plus ``var_names``.
 * The right-hand side is split at ``=``: the value is the number that *starts* the last part
   (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42), read whole or not at all; a last part that is an
@@ -63,8 +65,14 @@ __all__ = ["line_end", "parse_trace"]
 _S_NAME = r"S(?:_\{(?P<k1>\d{1,9}+)\}|_?(?P<k2>\d{1,9}+))"
 _IDENT = r"[A-Za-z][A-Za-z0-9_]{0,63}+"
 _NAME_TAIL = r"(?![A-Za-z0-9_])[*_`$ \t]*+"
+# a correction word may open a step line ("Actually, S3 = 13", "(wait, S3 = 13)"): the step written
+# again, read as a record, so a value it withdraws is never committed as the model's
+_CORRECTION_OPENER = (
+    r"(?:\(?(?i:actually|wait|correction|corrected|sorry|oops|no|i[ \t]mean|rather|instead)(?![A-Za-z])"
+    r"[*_`$ \t]*+[,:;.!]?[*_`$ \t]*+)?"
+)
 _PREFIX = (
-    r"^[ \t>]*+(?:(?:[-*+•]|\d{1,9}+[.)])[ \t]++)?[*_`$ \t]*+"
+    r"^[ \t>]*+(?:(?:[-*+•]|\d{1,9}+[.)])[ \t]++)?[*_`$ \t]*+" + _CORRECTION_OPENER +
     r"(?:(?i:step)[ \t]*+\d{1,9}+[ \t]*+[:.)\-–]?[*_`$ \t]*+)?"
 )
 _NUM = re.compile(
