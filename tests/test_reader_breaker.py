@@ -139,6 +139,34 @@ def test_balanced_brackets_in_a_chain_still_read(text: str, want: object) -> Non
     assert _first(text, "S3") == (want, None)
 
 
+# -- 2b. LaTeX: a line break between two assignments, an operator word before the next operand --
+
+@pytest.mark.parametrize("text", [
+    r"$S_3 = 13 \\ S_1 = 5$",  # an aligned display written on one line: S3 read S1's 5
+    r"S3 = 13 \\ S1 = 5",
+    r"S2 = 5 \\ S1 = 8",
+    r"S3 = 13 \newline S1 = 5",
+    r"S3 = 13 \cr S1 = 5",
+])
+def test_a_latex_line_break_ends_the_value_s_chain(text: str) -> None:
+    var = text.split("=")[0].strip(" $").replace("_", "")
+    value, error = _first(text, var)
+    assert value == {"S3": 13, "S2": 5}[var] or (value is None and error == "more than one value"), (value, error)
+
+
+@pytest.mark.parametrize("text,want", [
+    (r"S3 = S2 \times S1 = 8 \times 5 = 40", 40),  # the chain went on: S1 was read as a new clause (S1 = 40)
+    (r"S3 = S2 \cdot S1 = 40", 40),
+    ("S3 = S2 x S1 = 40", 40),
+    ("S3 = S2 plus S1 = 13", 13),
+    ("S3 = S2 minus S1 = 3", 3),
+    ("S3 = S2 over S1 = 8/5 = 1.6", Fraction(8, 5)),
+])
+def test_an_operator_word_before_an_earlier_name_continues_the_chain(text: str, want: object) -> None:
+    trace = parse_trace(text, var_names=S3)
+    assert [(r.var, r.value, r.error) for r in trace.records] == [("S3", want, None)]
+
+
 # -- 3. a lone number before the value: the model wrote two results -------------------------------
 
 TWO_RESULTS = [

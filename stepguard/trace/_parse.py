@@ -224,6 +224,7 @@ _CLAUSE = re.compile(
     f"[ \\t]++(?:(?:and|then)[ \\t]++)?)"
     f"[*_`$]*+{_ANY_NAME}{_NAME_TAIL}(?P<csep>=(?!=)|:)"
 )
+_OPERATOR_WORD = re.compile(r"(?<![A-Za-z])(?:times|cdot|div|x|plus|minus|over|mod|bmod)\Z")
 _LEAD = re.compile(f"[ \\t*_`$]*+(?:\\\\boxed[ \\t]*+\\{{)?[ \\t*_`$]*+{_ANY_NAME}{_NAME_TAIL}=")
 
 
@@ -279,6 +280,8 @@ def _clauses(rhs: str, known: frozenset[str]) -> list[tuple[str | None, str, int
     its right-hand side starts, where its clause starts)``, offsets into ``rhs``."""
     out: list[tuple[str | None, str, int, int]] = []
     for c in _CLAUSE.finditer(rhs):
+        if c.group("word") is not None and _OPERATOR_WORD.search(rhs, max(0, c.start() - 8), c.start()):
+            continue  # S2 \times S1 = 40, S2 x S1 = 40: an operator, then the chain's next operand
         name = _var(c, known)
         if name is None and (c.group("csep") == ":" or c.group("word") is not None):
             continue  # "note: x", "the value of x = 5": prose; "S1 = 3, x = 5", "S1 = 3 x = 5" assign x (no step)
@@ -377,6 +380,7 @@ _LINK_BAD = re.compile(
     r"|(?<![A-Za-z])(?:or|approx|approximately|about|around|roughly|nearly|almost|circa|maybe|perhaps|possibly|"
     r"wait|actually|oops|sorry|correction|corrected|instead|rather)(?![A-Za-z]))"
     r"|(?P<tag></?[A-Za-z][^<>\n]{0,64}+>)"
+    r"|(?P<latex_break>\\\\|\\(?:newline|par|cr|hline)(?![A-Za-z]))"  # LaTeX's line break: S_3 = 13 \\ S_1 = 5
     r"|(?P<other>[^\w \t.,:+\-*/×÷^−–·⋅∗%()\[\]{}<>!=\\$`'’\"…≤≥≠])",
     re.IGNORECASE,
 )
