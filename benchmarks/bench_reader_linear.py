@@ -20,10 +20,15 @@ UNITS = {
     "signs and parentheses": "S1 = (7)\nS2 = \u201310\nS3 = 1 176.50\nFinal answer: (10)\n",
     "open parentheses": "(" * 40 + "= ",
     "prose numbers": "so the total is \u201342, or (42.00), or 12 000, or 12'000; ",
+    "two results": "S3 = " + "12 = " * 30 + "13\n",
+    "glued names": "S1 = _5_S2 = 8 false_ok2 5\\_S3 = 1 " + "x_" * 30 + "S2 = 3\n",
+    "brackets, comparisons": "S3 = " + "(1 if S1 == 1 else (2 <= 3)) = [" * 10 + "2\n",
+    "other letters": "S1 = 5 \uff332 = 8 \u03c0 = 6.28 " + "\u00e9 " * 40 + "= 1\n",
+    "signs apart": "is - 42, -$42, --42, -(-42), 1e-5, 10^-3, 3 / 4, _-42_; ",
 }
 
 
-def _best(fn, text: str) -> float:  # noqa: ANN001
+def _best(fn, text: str) -> float:
     best = float("inf")
     for _ in range(3):
         t0 = time.process_time()

@@ -6,8 +6,7 @@ from __future__ import annotations
 import unicodedata
 from fractions import Fraction
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import compile_expression, parse_number, read_number
@@ -255,7 +254,7 @@ _NUMBERISH = st.sampled_from([
 _AFTER_S1 = st.one_of(
     st.lists(_NUMBERISH, max_size=14).map("".join),
     st.text(max_size=40),
-).map(lambda t: t.split("\n")[0].split("\r")[0].replace("=", "").replace(";", "").replace("answer", ""))
+).map(lambda t: (t.splitlines() or [""])[0].replace("=", "").replace(";", "").replace("answer", ""))  # one line, as splitlines
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])

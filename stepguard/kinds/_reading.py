@@ -7,7 +7,7 @@ to commit, the call to execute, every argument's verdict, and the first deviatio
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from stepguard.procedure import Procedure
 from stepguard.tools import ToolCall
 from stepguard.verify import Deviation
 
-__all__ = ["ArgVerdict", "KindVerdict", "check_predicate", "line_of", "same_value", "show_value", "step_line"]
+__all__ = ["ArgVerdict", "KindVerdict", "check_predicate", "line_of", "lines_of", "same_value", "show_value", "step_line"]
 
 MAX_VALUE = 20_000
 """A reply line longer than this many characters is not read as a step's line."""
@@ -89,14 +89,18 @@ def step_line(reply: str, var: str) -> tuple[KindVerdict, str | None]:
 
 def line_of(reply: str, var: str) -> str | None:
     """The right-hand side of the reply's first ``var = ...`` line (markdown marks around it stripped)."""
+    return next(lines_of(reply, var), None)
+
+
+def lines_of(reply: str, var: str) -> Iterator[str]:
+    """The right-hand side of each ``var = ...`` line of the reply, in order (as :func:`line_of` reads the first)."""
     pat = re.compile(rf"^[ \t>*_`-]*{re.escape(var)}[ \t*_`]*[=:][ \t]*(.*?)[ \t]*$")
     for line in reply.splitlines():
         if len(line) > MAX_VALUE:
             continue
         m = pat.match(line)
         if m:
-            return m.group(1)
-    return None
+            yield m.group(1)
 
 
 def check_predicate(

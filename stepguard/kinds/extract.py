@@ -42,12 +42,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import islice
 from typing import Any
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, Value, register_kind
-from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, show_value, step_line
+from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, lines_of, show_value, step_line
 from stepguard.procedure import ExtractStep, Occurrence, Procedure, Step, apply_scale, format_value
 from stepguard.tools import ToolCall
 from stepguard.trace import parse_trace
@@ -382,14 +383,18 @@ def _absent_detail(step: ExtractStep, value: Number | str, found: SourceNumbers 
     return detail
 
 
+_MAX_LINES = 64  # lines of one step read from an extract reply: a reply of many lines costs bounded time
+
+
 def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], reply: str) -> KindVerdict:
     """Check the value a reply extracts for step ``index`` from its ``source`` text.
 
     Returns:
         A :class:`KindVerdict` with the value in its normal form (a number rounded per the step's
         ``scale``, a date in ISO, a choice as spelled) or the first deviation: ``under_executed``
-        (no line), ``type_error``, ``not_in_source`` (also: the step's label occurs with different
-        values and the step names no ``occurrence``, or not the one it names), ``check_failed``.
+        (no line), ``type_error`` (also: the step's line written again with another value),
+        ``not_in_source`` (also: the step's label occurs with different values and the step names
+        no ``occurrence``, or not the one it names), ``check_failed``.
         Its ``model_value`` is the reply's value in the same normal form, or ``None`` when the
         reply has none.
     """
@@ -408,6 +413,11 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     out.model_value = None if value is None else format_value(apply_scale(value, step))
     if value is None:
         out.deviation = Deviation(kind="type_error", step=var, detail=_type_detail(step, raw), got=got)
+        return out
+    again = next((r for r in islice(lines_of(reply, var), 1, _MAX_LINES) if normal_value(step, r, scaled=False) != value), None)
+    if again is not None:  # total = 20 then total = 5.00: a correction on the next line; which is meant is not written
+        out.deviation = Deviation(kind="type_error", step=var, got=got,
+                                  detail=f"{var} is written again with another value ({var} = {again[:40]}); write its value once")
         return out
     source = str(env.get(step.source, ""))
     places = _chosen(step, source) if step.label else []

@@ -7,7 +7,8 @@ Plain text::
     order_id = CALL catalog_lookup(sku="A-12")        # the step's name in front is allowed
 
 Every argument is named (``sku=...``) and is a literal: a quoted string, a number (read exactly:
-``0.23`` is 23/100), ``true``/``false`` (or ``True``/``False``). A name or a formula
+``0.23`` is 23/100; ``(19.99)`` with no sign inside is refused, as the step reader refuses
+accounting parentheses), ``true``/``false`` (or ``True``/``False``). A name or a formula
 (``base=age ^ 0.23``) is refused with a message saying which argument, so that the guard re-asks
 rather than guessing what the model meant.
 
@@ -73,6 +74,11 @@ class _Unreadable(ValueError):
     """An argument's value that is not a literal (``str(exc)``: what was written)."""
 
 
+class _Accounting(ValueError):
+    """A number in parentheses with no sign (``amount=(19.99)``): an accountant's negative or a
+    bracket, which is not written (``str(exc)``: the number)."""
+
+
 class _OutOfBounds(ValueError):
     """A number argument past the evaluator's bounds (``str(exc)``: why)."""
 
@@ -99,6 +105,9 @@ def _literal(node: ast.expr, source: str) -> Number | str | bool:
     inner = node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) else node
     if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
         text = ast.get_source_segment(source, node) or ""
+        if inner is node and source.encode()[: node.col_offset].decode(errors="replace").rstrip().endswith("("):
+            # amount=(19.99): an accountant's negative or a bracket; which is not written ((-19.99) is -19.99)
+            raise _Accounting(text)
         try:
             number = read_number(text.replace(" ", ""))  # the one notation of model text: no 1e3, no 1_000
         except EvaluationError as exc:
@@ -135,6 +144,9 @@ def _parse_line(line: str) -> ToolCall | None:
             value = args[str(kw.arg)] = _literal(kw.value, source)
         except _OutOfBounds as exc:
             return ToolCall(name, args, line.strip(), f"argument {kw.arg} is out of bounds: {exc}")
+        except _Accounting as exc:
+            return ToolCall(name, args, line.strip(), f"argument {kw.arg} is in parentheses with no sign: ({exc}) is an "
+                                                      f"accountant's negative or a bracket (accounting parentheses); write -{exc} or {exc}")
         except ValueError as exc:
             return ToolCall(name, args, line.strip(), f"argument {kw.arg} is not a literal value: {str(exc)[:80]} (write the value itself)")
         if not isinstance(value, (str, bool)):

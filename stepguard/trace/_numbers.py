@@ -11,6 +11,9 @@ it, or refused for the same named reason (docs/reading.md):
   are minus signs).
 * ``accounting parentheses``: ``(42.00)`` with no sign inside is an accountant's negative or a
   plain bracket; which is not written, so it is refused (``(-42.00)`` is -42).
+* ``unclear sign``: a sign the number does not carry (``- 42``, ``-$42``, ``-\u00a042``, ``_-42_``,
+  ``minus 42``) or two signs (``--42``, ``-(-42)``): the step reader reads ``- 42`` as -42 and refuses
+  the rest, so the sign is never dropped (a list's ``- 42`` at a line's head is a marker: 42).
 * ``grouped digits``: digit groups joined by a plain space or an apostrophe (``1 176.50``,
   ``12 000``, ``12'000``): read whole they are one number in a notation this reader does not take,
   read in parts they are two; refused either way.
@@ -51,6 +54,17 @@ _PART_BEFORE = re.compile(r"\w(?:[,\u2009\u202f]|\{,\}|\\,)\Z")  # 319 of 54_085
 _HEDGE_BEFORE = re.compile(r"[~∼≈≃±][ \t]*+[-+\u2212]?\Z")  # ~42, ≈ -42: approximately
 _OPEN_BEFORE = re.compile(r"(?<!\\)\([ \t]*+[$€£¥]?[ \t]*+\Z")  # not LaTeX's \( ... \)
 _CLOSE_AFTER = re.compile(r"[ \t]*+\)")
+# a sign the run did not take: set apart by blanks, invisible characters, marks or a currency (- 42, -\u00a042,
+# -$42, _-42_ where "_" kept the run from starting at the sign), or written as a word (minus 42)
+_SIGN_APART = re.compile(
+    r"(?:(?<![^\W_])[-+\u2212](?:[ \t\u00a0\u2009\u202f\u200b\u00ad*_`$€£¥]|\\\$)*+"
+    r"|(?<![A-Za-z])(?i:minus|negative)[ \t]++)\Z"
+)
+_LINE_HEAD = re.compile(r"(?:\A|\n)[ \t>]*+\Z")  # where a list marker "- " may stand: a line's first mark
+_SIGN_BEFORE_SIGN = re.compile(rf"[-+\u2212{DASHES}][ \t]*+(?:\([ \t]*+)?\Z")  # --42, -(-42), - -42, +-42
+# 10^-3, 2**10, 1e-5, 3/-4, 3 / 4: a power's exponent, an exponent's digits, a fraction's denominator
+_POWER_BEFORE = re.compile(r"[\d)}][ \t]*+(?:\^|\*\*)[ \t{(]*+[-+\u2212]?\Z|\d[eE][-+\u2212]?\Z|\d[ \t]*+[/÷∕⁄][ \t]*+[-+\u2212]?\Z")
+_POWER_AFTER = re.compile(r"[ \t]*+(?:\^|\*\*)[ \t{(]*+[-+\u2212]?\d")  # not **42** (bold)
 _LOOK_BACK = 40
 
 
@@ -75,12 +89,25 @@ def around_problem(text: str, start: int, end: int, signed: bool) -> str | None:
     ``signed``: the number carries its own ``-``, ``+`` or U+2212 sign. Refusals (the module's
     docstring): ``unknown dash``, ``accounting parentheses``, ``grouped digits``, ``part of a
     longer number`` (``319`` of ``x_558,319``: digits right after a group separator that follows a
-    letter, a digit or ``_``), ``correction or hedge`` (``~42``, ``≈ 42``) and ``combining or
-    invisible mark`` right after the digits (``42\u0338``, ``42\u200b``), as the step reader names them.
+    letter, a digit or ``_``; a power's base or exponent, ``10^-3``, ``2**10``; an exponent's
+    digits, ``5`` of ``1e-5``; a fraction's denominator, ``3 / -4``, ``3 / 4``), ``unclear sign`` (a
+    sign the number does not carry: ``- 42``, ``-$42``, ``_-42_``, ``minus 42``; two signs: ``--42``,
+    ``-(-42)``; a list's ``- 42`` at a line's head is a marker, read 42), ``correction or hedge``
+    (``~42``, ``≈ 42``) and ``combining or invisible mark`` right after the digits (``42\u0338``,
+    ``42\u200b``), as the step reader names them.
     """
     before = text[max(0, start - _LOOK_BACK):start]
     if not signed and _PART_BEFORE.search(before):
         return "part of a longer number"
+    if _POWER_BEFORE.search(before) or _POWER_AFTER.match(text, end):
+        return "part of a longer number"  # a power's base or exponent (10^-3, 2**10), 1e-5's 5, 3 / -4's -4
+    if signed and _SIGN_BEFORE_SIGN.search(before):
+        return "unclear sign"  # --42, -(-42): two signs, or a dash and a sign
+    if not signed:
+        apart = _SIGN_APART.search(before)
+        if apart is not None and (apart.group()[:1].isalpha() or not _LINE_HEAD.search(before, 0, apart.start())
+                                  or (apart.start() == 0 and start > _LOOK_BACK)):
+            return "unclear sign"  # - 42, -$42, minus 42 (a list's "- 42" at a line's head is a marker)
     if not signed and _DASH_BEFORE.search(before):
         return "unknown dash"
     if _GROUP_BEFORE.search(before) and re.match(r"\d{3}(?!\d)", text[start + signed:end]):

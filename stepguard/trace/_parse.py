@@ -7,8 +7,10 @@ capped at ``max_chars`` and numbers at ``max_digits`` before any ``int()``.
 Line rules (benchmark.md lists the canonical forms; the rest are *ours*, see docs/benchmark.md):
 
 * A step line starts, after optional indentation, ``>``, a list marker (``-``, ``*``, ``+``,
-  ``•``, ``7.``, ``7)``), emphasis/code/math marks (``*``, ``_``, `````, ``$``) and an optional
-  ``Step 7:`` prefix, with a variable name, then ``=`` (or ``:``), then the right-hand side.
+  ``•``, ``7.``, ``7)``), emphasis/code/math marks (``*``, ``_``, `````, ``$``), an optional
+  correction word (``Actually,``, ``Wait,``, ``(wait,``, ``Sorry,``, ``I mean``: the step written
+  again, so a withdrawn value is seen as one) and an optional ``Step 7:`` prefix, with a
+  variable name, then ``=`` (or ``:``), then the right-hand side.
 * Variable names: ``S<digits>`` (also ``S_7``, ``S_{7}``; all read as ``S7``) plus ``var_names``.
 * The right-hand side is split at ``=``: the value is the number that *starts* the last part
   (``S7 = S6 + S2 = 40 + 2 = 42`` -> 42), read whole or not at all; a last part that is an
@@ -49,6 +51,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from fractions import Fraction
 from functools import lru_cache
 
 from stepguard.errors import EvaluationError
@@ -62,8 +65,14 @@ __all__ = ["line_end", "parse_trace"]
 _S_NAME = r"S(?:_\{(?P<k1>\d{1,9}+)\}|_?(?P<k2>\d{1,9}+))"
 _IDENT = r"[A-Za-z][A-Za-z0-9_]{0,63}+"
 _NAME_TAIL = r"(?![A-Za-z0-9_])[*_`$ \t]*+"
+# a correction word may open a step line ("Actually, S3 = 13", "(wait, S3 = 13)"): the step written
+# again, read as a record, so a value it withdraws is never committed as the model's
+_CORRECTION_OPENER = (
+    r"(?:\(?(?i:actually|wait|correction|corrected|sorry|oops|no|i[ \t]mean|rather|instead)(?![A-Za-z])"
+    r"[*_`$ \t]*+[,:;.!]?[*_`$ \t]*+)?"
+)
 _PREFIX = (
-    r"^[ \t>]*+(?:(?:[-*+•]|\d{1,9}+[.)])[ \t]++)?[*_`$ \t]*+"
+    r"^[ \t>]*+(?:(?:[-*+•]|\d{1,9}+[.)])[ \t]++)?[*_`$ \t]*+" + _CORRECTION_OPENER +
     r"(?:(?i:step)[ \t]*+\d{1,9}+[ \t]*+[:.)\-–]?[*_`$ \t]*+)?"
 )
 _NUM = re.compile(
@@ -215,6 +224,7 @@ _CLAUSE = re.compile(
     f"[ \\t]++(?:(?:and|then)[ \\t]++)?)"
     f"[*_`$]*+{_ANY_NAME}{_NAME_TAIL}(?P<csep>=(?!=)|:)"
 )
+_OPERATOR_WORD = re.compile(r"(?<![A-Za-z])(?:times|cdot|div|x|plus|minus|over|mod|bmod)\Z")
 _LEAD = re.compile(f"[ \\t*_`$]*+(?:\\\\boxed[ \\t]*+\\{{)?[ \\t*_`$]*+{_ANY_NAME}{_NAME_TAIL}=")
 
 
@@ -270,6 +280,8 @@ def _clauses(rhs: str, known: frozenset[str]) -> list[tuple[str | None, str, int
     its right-hand side starts, where its clause starts)``, offsets into ``rhs``."""
     out: list[tuple[str | None, str, int, int]] = []
     for c in _CLAUSE.finditer(rhs):
+        if c.group("word") is not None and _OPERATOR_WORD.search(rhs, max(0, c.start() - 8), c.start()):
+            continue  # S2 \times S1 = 40, S2 x S1 = 40: an operator, then the chain's next operand
         name = _var(c, known)
         if name is None and (c.group("csep") == ":" or c.group("word") is not None):
             continue  # "note: x", "the value of x = 5": prose; "S1 = 3, x = 5", "S1 = 3 x = 5" assign x (no step)
@@ -368,10 +380,23 @@ _LINK_BAD = re.compile(
     r"|(?<![A-Za-z])(?:or|approx|approximately|about|around|roughly|nearly|almost|circa|maybe|perhaps|possibly|"
     r"wait|actually|oops|sorry|correction|corrected|instead|rather)(?![A-Za-z]))"
     r"|(?P<tag></?[A-Za-z][^<>\n]{0,64}+>)"
+    r"|(?P<latex_break>\\\\|\\(?:newline|par|cr|hline)(?![A-Za-z]))"  # LaTeX's line break: S_3 = 13 \\ S_1 = 5
     r"|(?P<other>[^\w \t.,:+\-*/×÷^−–·⋅∗%()\[\]{}<>!=\\$`'’\"…≤≥≠])",
     re.IGNORECASE,
 )
-_LINK_NAME = re.compile(f"(?<![A-Za-z0-9_]){_ANY_NAME}(?![A-Za-z0-9_])")
+# a name in a link: after anything but a letter (5_S2, _5_S2, 5\\_S2 and 5S2 name S2: markup, an
+# underscore or a digit glued to it); an identifier that is no name is searched for a name glued
+# after an underscore (false_ok2: the value false, then the name ok2)
+_LINK_NAME = re.compile(f"(?<![A-Za-z]){_ANY_NAME}(?![A-Za-z0-9_])")
+_GLUED_NAME = re.compile(f"_{_ANY_NAME}\\Z")
+# a link that ends in a value, blanks and a name in letters the grammar's names are not written in
+# (5 Ｓ2, 5 Ѕ2, 5 é): the shape of a clause boundary ("S1 = 5 x = 8") with a name no clause reads
+# (matched on the link's last characters reversed, so the match is anchored and its cost bounded)
+_FOREIGN_NAME_END = re.compile(r"[*_`$ \t]*+(?P<name>\w{1,64}+)[*_`$]*+[ \t]++[\d.)\]}`$*]")
+_VALUE_END = frozenset("0123456789)*`$\\_")  # before "_name": a value glued to a name (5.00_subtotal, 5\\_S2, _5_S2)
+_BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_CHAIN_EQ = re.compile(r"(?<![=<>!])=(?!=)")  # an "=" of a chain, not of ==, <=, >=, !=
+_BRACKET_OR_EQ = re.compile(f"{_CHAIN_EQ.pattern}|[()\\[\\]{{}}]")
 
 
 @lru_cache(maxsize=256)
@@ -392,22 +417,72 @@ def _after(name: str, var: str, order: dict[str, int]) -> bool:
     return False
 
 
+def _in_brackets(chain: str) -> bool:
+    """Does an ``=`` of ``chain`` stand inside brackets (``5 (S1 = 8)``), or a bracket close that was never opened?"""
+    depth = 0
+    for m in _BRACKET_OR_EQ.finditer(chain):
+        c = m.group()
+        if c == "=":
+            if depth:
+                return True
+        else:
+            depth += _BRACKETS[c]
+            if depth < 0:
+                return True
+    return False
+
+
 def _link_problem(head: str, var: str, known: frozenset[str], order: dict[str, int]) -> str | None:
     """Why the chain before a value (``head``) is not an expression that derives ``var``, or None.
 
     ``"correction or hedge"``: an arrow, a hedge or a correction word (``12 → S3``, ``12 (wait, 5 +
     8``); ``"more than one value"``: a separator or tag no expression writes (``5 | S2``, ``5 <br>
-    S2``), or a name of ``var`` itself or of a later variable (``5 / S2`` for S1: the next step's
-    assignment, not a derivation of this one).
+    S2``), an ``=`` inside brackets (``5 (S1 = 8)``), a name glued to a value (``5_S2``, ``5S2``), a
+    value then a name in other letters (``5 Ｓ2``), or a name of ``var`` itself or of a later
+    variable (``5 / S2`` for S1: the next step's assignment, not a derivation of this one).
     """
     bad = _LINK_BAD.search(head)
     if bad is not None:
         return "correction or hedge" if bad.lastgroup == "hedge" else "more than one value"
+    if _in_brackets(head + "="):
+        return "more than one value"  # 5 (S1 = 8): an aside that assigns, not a link of the chain
+    if not head.isascii():
+        foreign = _FOREIGN_NAME_END.match(head[-_TEXT_CAP:][::-1])
+        name = foreign.group("name")[::-1] if foreign is not None else ""
+        if name and not name.isascii() and not (name[0].isdigit() or name[0] == "_"):
+            return "more than one value"  # S1 = 5 Ｓ2 = 8: the value, then another name's assignment
     for m in _LINK_NAME.finditer(head):
-        name = _var(m, known)
-        if name is not None and _after(name, var, order):
-            return "correction or hedge" if name == var else "more than one value"
+        names = [_var(m, known)]
+        if names[0] is None and "_" in m.group():  # false_ok2, tax_total: a name glued after an underscore?
+            ident = m.group()
+            names = [_var(g, known) for i, c in enumerate(ident) if c == "_" and (g := _GLUED_NAME.match(ident, i))]
+        glued = m.start() >= 2 and head[m.start() - 1] == "_" and head[m.start() - 2] in _VALUE_END
+        for name in names:
+            if name is not None and (_after(name, var, order) or glued):
+                return "correction or hedge" if name == var else "more than one value"  # glued: 5.00_subtotal
     return None
+
+
+_LONE_MARKS = " \t*_`$()[]{}\\"
+
+
+def _two_results(head: str, value: Number, seg: str) -> bool:
+    """Is a link of the chain ``head`` a lone number that the value (written at the start of ``seg``)
+    is not a rounding of (``12`` of ``S3 = 5 + 8 = 12 = 13``)? A number within half a unit of the
+    value's last written place is its rounding (``1.649175`` of ``= 1.649175 = 1.65``); one further off
+    is a second result. Links are split at the chain's ``=``, not at ``==``, ``<=``, ``>=`` or ``!=``."""
+    m = _NUM.match(seg)
+    half = Fraction(1, 2 * 10 ** len(m.group("frac") or "")) if m is not None else Fraction(1, 2)
+    for link in _CHAIN_EQ.split(head):
+        if len(link) > 2 * _TEXT_CAP or _LETTER.search(link):
+            continue  # an expression or words, not a lone number
+        try:
+            lone = read_number(link.strip(_LONE_MARKS), _MAX_DIGITS)
+        except EvaluationError:
+            continue
+        if abs(Fraction(lone) - Fraction(value)) > half:
+            return True
+    return False
 
 
 def _record(
@@ -419,7 +494,10 @@ def _record(
     if value is None and sep == ":" and error == "no number":
         return None  # "S7: add S6 and S2" is prose, not a step line; "S7: 12,5" and "S7: 7 - b" are
     if len(parts) > 1 and (value is not None or error == "no number"):  # a number, or a word (true, gold)
-        why = _link_problem(rhs[: len(rhs) - len(parts[-1]) - 1], var, known, order or {})
+        head = rhs[: len(rhs) - len(parts[-1]) - 1]
+        why = _link_problem(head, var, known, order or {})
+        if why is None and value is not None and _two_results(head, value, parts[-1]):
+            why = "correction or hedge"  # S3 = 5 + 8 = 12 = 13: the model wrote two results
         if why is not None:
             value, error = None, why
     expression = ""
@@ -498,9 +576,13 @@ def _answers(text: str, max_digits: int) -> list[Answer]:
             continue  # a \boxed{} inside "Final answer: $\boxed{42}$" is the same answer
         start, end = _answer_region(text, m.end(), boxed, max_digits + _REGION_SLACK)
         region = text[start:end]
+        chain = ""
         if _LEAD.match(region):
-            region = region.rsplit("=", 1)[1]
+            chain, _, region = region.rpartition("=")
+            chain = chain.partition("=")[2]  # "S3 = 12 = 13": the links after the name
         value, error = _value(region, max_digits)
+        if value is not None and chain and _two_results(chain, value, region):
+            value, error = None, "correction or hedge"
         line += text.count("\n", last, begin)
         last = begin
         out.append(Answer(value, begin, line, text[begin : min(end, begin + _TEXT_CAP)], error))

@@ -81,12 +81,31 @@ def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = N
     Returns:
         ``True``/``False`` for booleans, a string otherwise, or ``None`` when nothing fits or
         the record's chain holds more than its own value (``ok1 = false | ok2 = true``: its
-        ``error`` says which; the guard then reports a deviation).
+        ``error`` says which; ``ok1 = false = true``: a link that is another value of the step; the
+        guard then reports a deviation).
     """
     if record.error in _NOT_ONE_VALUE:
         return None  # "ok1 = false | ok2 = true": the record's chain holds more than its own value
     rhs = record.rhs if record.rhs is not None else _own_rhs(record)
     raw = rhs[rhs.rfind("=") + 1 :].strip(_MARKS) if rhs else ""
+    if not raw:
+        return None
+    value = _word_value(raw, type_, choices)
+    if value is not None and type_ in ("boolean", "one_of") and rhs is not None and "=" in rhs:
+        # ok = false = true, a = small = large: a link that is itself another value of the step is a second answer
+        for link in rhs.split("=", _MAX_LINKS)[:-1]:
+            other = _word_value(link.strip(_MARKS), type_, choices) if len(link) <= _MAX_WORD else None
+            if other is not None and other != value:
+                return None
+    return value
+
+
+_MAX_LINKS = 64
+_MAX_WORD = 64
+
+
+def _word_value(raw: str, type_: str, choices: Sequence[str] | None) -> bool | str | None:
+    """``raw`` read as a value of ``type_`` (see :func:`read_raw_value`), or ``None``."""
     if not raw:
         return None
     if type_ == "boolean":
