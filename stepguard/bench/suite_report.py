@@ -239,15 +239,17 @@ def plot_procedures(runs: Sequence[SuiteRun], path: Path) -> Path:
         ax.bar(xs, ys, width=width * 0.95, color=colour, label=f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')}")
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
         for x, y, h, note in zip(xs, ys, hi, notes, strict=True):
-            ax.annotate(note, (x, y + h), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+            ax.annotate(note, (x, y + h), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7,
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"})  # clear of the cap
     many = len(procs) > 4
     ax.set_xticks(range(len(procs)), [p or "all cases" for p in procs], rotation=30 if many else 0, ha="right" if many else "center")
-    ax.set_ylim(0, 1.12)
+    ax.set_ylim(0, 1.16)
     ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
     ax.set_xlabel("procedure")
     ax.set_ylabel("share of cases (95% Wilson interval)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.18 if many else -0.1), ncol=1, frameon=False)
+    # below the axis and its labels, never over them: constrained layout makes room for an "outside" legend
+    fig.legend(fontsize=7.5, loc="outside lower center", ncol=1, frameon=False)
     title = "Per procedure: raw answer right vs guarded verified completion"
     if any(r.agg.simulated for r in runs):
         title += f"\n{plots.SIM_NOTE}"
