@@ -82,3 +82,16 @@ def test_the_accuracy_figures_look_back_lines_are_told_apart(sim_runs: Any, tmp_
     assert len({c.lines[0].get_linestyle() for c in bars}) == 2
     firsts = sorted(c.lines[0].get_xdata()[0] for c in bars)
     assert firsts[0] < 5 < firsts[1]  # side by side about their length
+
+
+def test_a_raw_answer_is_shown_with_the_places_the_reply_wrote() -> None:
+    """Issue 45: the per-case table showed a prompt file's answer ``2007.00`` as the number ``2007``."""
+    from types import SimpleNamespace
+
+    from stepguard.bench.suite_report import SuiteRun, case_table
+
+    row = {"id": "shipping/0", "procedure": "shipping", "expected_answer": "2007.00", "first_answer": 2007, "correct": True,
+           "answer_read": {"format": "last_number", "text": "2007.00", "refused": None}, "inputs": {"w": "1"}}
+    run = SuiteRun(SimpleNamespace(label="raw", mode="raw", simulated=False), {"shipping/0": row})  # type: ignore[arg-type]
+    line = case_table([run]).rows[0]
+    assert "2007.00" in line and "2007" not in [c for c in line if c != "2007.00"]

@@ -185,6 +185,17 @@ def _where(row: dict[str, Any] | None, mode: str) -> str:
     return f"the answer: read {wrote if wrote is not None else 'nothing'}, expected {want} (every step's value appears)"
 
 
+def _answer_shown(row: dict[str, Any] | None) -> str:
+    """A run's answer as the reply wrote it where the row keeps that (a prompt file's answer format read
+    ``2007.00``, not the number ``2007``), else as the row holds it; ``-`` for none."""
+    if row is None:
+        return "-"
+    read = row.get("answer_read")
+    written = read.get("text") if isinstance(read, dict) else None
+    answer = written if written is not None else row.get("first_answer")
+    return "-" if answer is None else str(answer)
+
+
 def case_table(runs: Sequence[SuiteRun]) -> Table:
     """One line per case: procedure, case, inputs, expected answer, then per run its answer, verdict
     and where it first went wrong (module docstring)."""
@@ -201,8 +212,7 @@ def case_table(runs: Sequence[SuiteRun]) -> Table:
         line = [f"`{proc}`", case, _inputs(first), "-" if expected is None else str(expected)]
         for r in runs:
             row = r.rows.get(case_id)
-            answer = None if row is None else row.get("first_answer")
-            line += ["-" if answer is None else str(answer), _verdict(row, r.agg.mode), _where(row, r.agg.mode)]
+            line += [_answer_shown(row), _verdict(row, r.agg.mode), _where(row, r.agg.mode)]
         lines.append(line)
     sim = " (SIMULATED)" if any(r.agg.simulated for r in runs) else ""
     return Table(f"Per case: each run's answer, verdict and where it first went wrong{sim}", header, lines)
