@@ -51,3 +51,27 @@ def test_each_count_label_sits_clear_of_its_error_bar(tmp_path: Path, monkeypatc
         box = note.get_window_extent(renderer)
         top_of_bar = ax.transData.transform(note.xy)[1]  # the error bar's cap
         assert box.y0 - top_of_bar >= 4, note.get_text()  # display pixels between the cap and the label (1.8 before)
+
+
+def test_a_simulators_raw_run_on_a_prompt_file_reads_not_applicable_never_zero(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: a simulator's raw bar on a user's prompt file read 0/4 where it means "not applicable"."""
+    from typer.testing import CliRunner
+
+    from stepguard.cli import app
+
+    shipping = str(Path(__file__).parent.parent / "benchmarks" / "production" / "shipping.yaml")
+    for mode in ("raw", "guarded"):
+        out = CliRunner().invoke(app, ["bench", "run", "--instances", shipping, "--mode", mode, "--model", "sim:paper",
+                                       "--out", str(tmp_path / mode)])
+        assert out.exit_code == 0, out.output
+    runs = [suite_report.suite_run(aggregate_run(tmp_path / m)) for m in ("raw", "guarded")]
+    table = suite_report.procedure_table(runs)
+    assert all(line[3] == suite_report.NOT_APPLICABLE for line in table.rows), table.rows
+    assert all(line[5] == suite_report.NOT_APPLICABLE for line in suite_report.case_table(runs).rows)
+    drawn = []
+    real = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (drawn.append(fig), real(fig, path))[1])
+    suite_report.plot_procedures(runs, tmp_path / "p.png")
+    texts = [t.get_text() for t in drawn[0].axes[0].texts]
+    assert "n/a" in texts and "0/4" not in texts, texts

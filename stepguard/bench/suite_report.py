@@ -103,8 +103,20 @@ def _rate_cell(k: int, n: int) -> str:
 
 
 def _count(run: SuiteRun, procedure: str | None) -> tuple[int, int]:
-    rows = [r for r in run.rows.values() if procedure is None or _procedure(r) == procedure]
+    """``(cases that succeeded, cases)`` of ``procedure`` (None: all), leaving out the cases the run
+    could not measure (:func:`not_applicable`)."""
+    rows = [r for r in run.rows.values() if (procedure is None or _procedure(r) == procedure) and not not_applicable(run, r)]
     return sum(run.success(r) for r in rows), len(rows)
+
+
+NOT_APPLICABLE = "n/a (a simulator answers stepguard's prompts, not a prompt file)"
+"""What a simulated raw run on a user's prompt file shows: it measures nothing, so no rate."""
+
+
+def not_applicable(run: SuiteRun, row: dict[str, Any]) -> bool:
+    """A simulated raw run's case sent as the user's own prompt file: the simulated executor answers
+    only stepguard's prompts, so its reply is no measurement of anything (never a 0 of n)."""
+    return run.agg.mode == "raw" and bool(run.agg.simulated) and row.get("raw_prompt") == "user"
 
 
 def procedures_of(runs: Sequence[SuiteRun]) -> list[str]:
@@ -126,7 +138,9 @@ def procedure_table(runs: Sequence[SuiteRun]) -> Table:
         steps = sorted({int(row["n_steps"]) for r in runs for row in r.rows.values() if proc is None or _procedure(row) == proc})
         line = [f"`{proc}`" if proc else "**all**", str(len(ids)), ", ".join(map(str, steps)) if proc else "-"]
         for r in runs:
-            line.append(_rate_cell(*_count(r, proc)))
+            k, n = _count(r, proc)
+            measured = any((proc is None or _procedure(row) == proc) for row in r.rows.values())
+            line.append(_rate_cell(k, n) if n or not measured else NOT_APPLICABLE)
             if r.agg.mode == "guarded":
                 cell = r.by_procedure.get(proc) if proc else r.agg.overall
                 calls = cell.usage["model_calls"] / cell.n if cell and cell.n else None
@@ -155,6 +169,8 @@ def _verdict(row: dict[str, Any] | None, mode: str) -> str:
             weak = sum(k for g, k in (row.get("grades") or {}).items() if g in ("bounded", "free_text"))
             extra += f", {weak} value{'s' if weak != 1 else ''} bounded only"
         return f"{status}{extra}" + ("" if row.get("first_answer_correct") else ", answer wrong")
+    if mode == "raw" and row.get("raw_prompt") == "user" and row.get("simulated"):
+        return NOT_APPLICABLE
     cut = " (cut at max tokens)" if row.get("finish_reason") == "length" else ""
     if row.get("correct"):
         return "right" + cut
@@ -166,8 +182,8 @@ def _verdict(row: dict[str, Any] | None, mode: str) -> str:
 
 
 def _where(row: dict[str, Any] | None, mode: str) -> str:
-    if row is None:
-        return "-"
+    if row is None or (mode == "raw" and row.get("raw_prompt") == "user" and row.get("simulated")):
+        return "-"  # not run, or a simulator's reply to a prompt file: nothing went wrong that it measures
     d = row.get("deviated_at")
     if d is None:
         if "deviated_at" in row or row.get("first_error_step") is None:
@@ -235,10 +251,12 @@ def plot_procedures(runs: Sequence[SuiteRun], path: Path) -> Path:
         palette = colours.get(r.agg.mode, colours["guarded"])
         colour = palette[used.get(r.agg.mode, 0) % len(palette)]
         used[r.agg.mode] = used.get(r.agg.mode, 0) + 1
-        xs, ys, lo, hi, notes = [], [], [], [], []
+        xs, ys, lo, hi, notes, na = [], [], [], [], [], []
         for i, proc in enumerate(procs):
             k, n = _count(r, proc)
             if not n:
+                if any(proc is None or _procedure(row) == proc for row in r.rows.values()):  # rows, none measurable
+                    na.append(i + (j - (len(runs) - 1) / 2) * width)
                 continue
             m = rate(k, n)
             xs.append(i + (j - (len(runs) - 1) / 2) * width)
@@ -246,7 +264,10 @@ def plot_procedures(runs: Sequence[SuiteRun], path: Path) -> Path:
             lo.append(m["value"] - m["low"])
             hi.append(m["high"] - m["value"])
             notes.append(f"{k}/{n}")
-        ax.bar(xs, ys, width=width * 0.95, color=colour, label=f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')}")
+        name = f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')}"
+        ax.bar(xs or na, ys or [0] * len(na), width=width * 0.95, color=colour, label=name if xs else f"{name}: n/a (no bar)")
+        for x in na:
+            ax.annotate("n/a", (x, 0), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
         for x, y, h, note in zip(xs, ys, hi, notes, strict=True):
             ax.annotate(note, (x, y + h), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7,
@@ -254,6 +275,7 @@ def plot_procedures(runs: Sequence[SuiteRun], path: Path) -> Path:
     many = len(procs) > 4
     ax.set_xticks(range(len(procs)), [p or "all cases" for p in procs], rotation=30 if many else 0, ha="right" if many else "center")
     ax.set_ylim(0, 1.16)
+    ax.set_xlim(-0.5, len(procs) - 0.5)  # every group's room, bars drawn or not (an n/a run draws none)
     ax.set_yticks([i / 10 for i in range(11)], [f"{10 * i}%" for i in range(11)])
     ax.set_xlabel("procedure")
     ax.set_ylabel("share of cases (95% Wilson interval)")
