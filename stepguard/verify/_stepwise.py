@@ -15,8 +15,8 @@ from fractions import Fraction
 from typing import Any, cast
 
 from stepguard.errors import EvaluationError
-from stepguard.evaluator import Number, format_number, parse_number
-from stepguard.procedure import Procedure, Step, apply_scale, format_value
+from stepguard.evaluator import Number, compile_expression, decimal_places, format_number, parse_number
+from stepguard.procedure import Procedure, Step, apply_scale, format_value, round_to_scale
 from stepguard.trace import Record, Trace, parse_trace
 from stepguard.verify._deviation import Deviation
 
@@ -309,7 +309,60 @@ def _predicate(w: _Walk, rec: Record, value: Number | str, want: Number | str | 
     return Deviation(kind="check_failed", step=step.var, detail=f"{step.var} = {value}: {why}", got=rec.text)
 
 
-_VALUE_CHECKS = (_against_expected, _declared_type, _predicate)
+_LINK_MARKS = str.maketrans({"×": "*", "÷": "/", "−": "-", "–": "-", "·": "*", "⋅": "*", "`": None, "$": None})
+_EMPHASIS = re.compile(r"\*\*([^*]{1,200})\*\*")  # **S6** + **S2**: markup, not a power
+
+
+def _link_values(rec: Record, env: Mapping[str, Number | str]) -> list[tuple[str, Number]]:
+    """``(link, its value)`` for each link of the record's chain (the parts before its value) that the
+    safe evaluator compiles and can evaluate on the committed values ``env``; other links (prose,
+    LaTeX, a name not committed) are left out. Never a value for the step: only a check of its working."""
+    rhs = rec.rhs or ""
+    if "=" not in rhs or len(rhs) > 1_000:
+        return []
+    out: list[tuple[str, Number]] = []
+    for link in rhs.split("=")[:-1]:
+        text = _EMPHASIS.sub(r"\1", link).translate(_LINK_MARKS).strip()
+        if not text or text.endswith(("<", ">", "!")):
+            continue  # a comparison's half ("a <" of "a <= b"): not a link of its own
+        try:
+            value = compile_expression(text).evaluate(env)
+        except (EvaluationError, ValueError, TypeError, ZeroDivisionError):
+            continue
+        if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+            out.append((text, value))
+    return out
+
+
+def _same_at_places(exact: Number, value: Number, step: Step) -> bool:
+    """Does the working's exact value give the written ``value``: equal, or equal once rounded by the
+    step's rule, or (no scale) to the places ``value`` is written with, either way of a half?"""
+    if exact == value:
+        return True
+    if step.scale is not None:
+        return apply_scale(exact, step) == value
+    places = decimal_places(Fraction(value))
+    if places is None:
+        return False
+    return any(round_to_scale(exact, places, mode) == value for mode in ("ROUND_HALF_EVEN", "ROUND_HALF_UP"))
+
+
+def _working_agrees(w: _Walk, rec: Record, value: Number | str, want: Number | str | None) -> Deviation | None:
+    """A step with no expected value (its check a predicate only) whose line shows working: every
+    link the evaluator can read on the committed values must give the value written. ``discount = 20 /
+    total = 5`` with total 5 gives 4: the line's 5 is another step's, not this one's working."""
+    if want is not None or isinstance(value, (str, bool)):
+        return None
+    for link, got in _link_values(rec, w.local):
+        if not _same_at_places(got, value, w.step):
+            var = w.step.var
+            return Deviation(kind="arithmetic_error", step=var, got=rec.text,
+                             detail=f"{var} = {_shown(value, rec, w.step)}, but its working {link} gives {format_number(got)}: "
+                                    "one value for the step, written once")
+    return None
+
+
+_VALUE_CHECKS = (_against_expected, _declared_type, _working_agrees, _predicate)
 """The checks of a read value, in order; the first deviation ends the walk."""
 
 
