@@ -47,6 +47,7 @@ from stepguard.errors import BudgetExhausted, StepDeviation
 from stepguard.guard import DeviationEvent, Guard, GuardConfig, GuardResult, StepOutcome, identity_digest
 from stepguard.model import ChatModel
 from stepguard.procedure import Procedure, check_input_names
+from stepguard.wire import WITHHELD_STATUSES
 
 __all__ = ["guarded_node"]
 
@@ -192,11 +193,11 @@ def guarded_node(
         on_failure: ``"report"`` (default): a run that ends in a raised deviation or a spent budget
             writes its partial result (``status`` ``"failed"``, with ``error``: the message) to
             ``output_key``, so a graph branches on ``status``; ``"raise"``: the error propagates.
-        deliver_flagged: ``False`` (default): a run whose status is ``flagged`` (or ``failed``)
-            writes ``None`` to ``answer_key``, and ``None`` for each flagged (or unverifiable) value
-            in ``values_key``, so a graph that reads those keys never takes an unchecked value for
-            a checked one (the values stay in ``output_key``, each with its provenance); ``True``:
-            write them as a verified run's.
+        deliver_flagged: ``False`` (default): a run whose status is ``flagged``, ``failed`` or
+            ``bounded`` (a value passed a predicate only) writes ``None`` to ``answer_key``, and
+            ``None`` for each flagged (or unverifiable) value in ``values_key``, so a graph that reads
+            those keys never takes an unchecked value for a checked one (the values stay in
+            ``output_key``, each with its provenance); ``True``: write them as a verified run's.
         state_schema: the graph's state type, to refuse here a state with no ``output_key``
             (``answer_key``, ``values_key``); without it the node checks the running graph's
             state at its first run.
@@ -261,7 +262,7 @@ def guarded_node(
 
     def write(result: GuardResult) -> dict[str, Any]:
         out: dict[str, Any] = {output_key: result.model_dump(mode="json")}
-        hold = not deliver_flagged and result.status in ("flagged", "failed")
+        hold = not deliver_flagged and result.status in WITHHELD_STATUSES
         if answer_key is not None:
             out[answer_key] = None if hold else result.answer_text
         if values_key is not None:

@@ -235,3 +235,30 @@ def test_an_unverifiable_step_withholds_its_value_too() -> None:
     content = json.loads(data["choices"][0]["message"]["content"])
     assert (content["values"]["b"], content["values"]["c"], content["answer"]) == (2, None, None)
     assert data["choices"][0]["finish_reason"] == "content_filter"
+
+
+def test_a_bounded_run_s_answer_is_withheld_too_unless_asked_for() -> None:
+    """New-user pass: a value that passed only a predicate reached a plain client as content with
+    finish_reason "stop"; a bounded run's answer is withheld as a flagged one's is."""
+    from stepguard import Procedure
+    from stepguard.guard import Guard, GuardConfig
+    from stepguard.wire import ContentWriter, ResponseShape, finish_reason
+
+    proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
+        {"var": "d", "check": "0 <= value <= 10"}, {"var": "t", "expr": "x - d"}]})
+
+    class One:
+        spec = provider = model_name = "one"
+        simulated = True
+
+        def complete(self, messages, settings=None):
+            from stepguard.model import ChatResponse, Usage
+
+            return ChatResponse("d = 3\nt = 7", Usage(1, 1), "stop", 0.0, "one", True)
+
+    result = Guard(One(), GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"x": 10})
+    assert result.status == "bounded"
+    assert finish_reason(result, ResponseShape()) == "content_filter"
+    assert ContentWriter(ResponseShape()).whole(result) in (None, "")
+    asked = ResponseShape(deliver_flagged=True)
+    assert finish_reason(result, asked) == "stop" and ContentWriter(asked).whole(result) == "7"

@@ -47,6 +47,7 @@ from stepguard.wire._client_errors import (
 )
 from stepguard.wire._completion import (
     WITHHELD,
+    WITHHELD_STATUSES,
     AsyncGuardedStream,
     Chunker,
     ContentWriter,
@@ -99,6 +100,7 @@ __all__ = [
     "RUN_KEYS",
     "SEED_RANGE",
     "WITHHELD",
+    "WITHHELD_STATUSES",
     "SENT_AS_GIVEN",
     "TOKENS_RANGE",
     "AsyncGuardedStream",

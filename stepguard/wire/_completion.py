@@ -164,10 +164,15 @@ class ResponseShape:
     deliver_flagged: bool = False
 
 
+WITHHELD_STATUSES = ("flagged", "failed", "bounded")
+"""Statuses whose answer the content withholds by default: no check proved it (``bounded``: a value
+passed a predicate only, and the procedure does not accept that step by ``accept_bounded``)."""
+
+
 def withheld(result: GuardResult, shape: ResponseShape) -> bool:
-    """Whether the content withholds the run's answer: its ``status`` is ``flagged`` or ``failed`` and the
-    caller did not ask for ``deliver_flagged`` (then ``finish_reason`` is ``"content_filter"``)."""
-    return not shape.deliver_flagged and result.status in ("flagged", "failed")
+    """Whether the content withholds the run's answer: its ``status`` is one of :data:`WITHHELD_STATUSES`
+    and the caller did not ask for ``deliver_flagged`` (then ``finish_reason`` is ``"content_filter"``)."""
+    return not shape.deliver_flagged and result.status in WITHHELD_STATUSES
 
 
 def finish_reason(result: GuardResult, shape: ResponseShape) -> str:
