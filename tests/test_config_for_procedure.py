@@ -122,3 +122,14 @@ def test_the_drop_in_client_and_the_proxy_pick_the_same_defaults_by_procedure() 
     given = GuardConfig(chunk_size=4)
     body = {"model": "m", "messages": [], "extra_body": {"stepguard": {"procedure": "products", "inputs": {"a": 2, "b": 3}}}}
     assert read_call(body, procedures, given).config.chunk_size == 4  # a configuration given is kept
+
+
+def test_a_decimal_step_checked_by_a_predicate_only_gets_the_decimal_defaults() -> None:
+    """New-user pass: a decimal step with a check and no expr got the integer-sum ladder, whose every
+    rung then said it does not apply (docs/policies.md: a decimal type or scale gets the production settings)."""
+    from stepguard import GuardConfig, Procedure
+
+    proc = Procedure.model_validate({"name": "p", "inputs": {"gross": "decimal"}, "steps": [
+        {"var": "withholding", "check": "0 <= value <= gross", "type": "decimal", "scale": 2}]})
+    config = GuardConfig.for_procedure(proc)
+    assert config.chunk_size == 1 and config.ladder[0] == "split", config

@@ -65,10 +65,12 @@ def _beyond(procedure: Procedure, allowed: tuple[str, ...]) -> bool:
     import ast
 
     for step, compiled in zip(procedure.steps, procedure.compiled, strict=True):
-        if not step.computes or compiled is None:
+        if not step.computes:
             continue
         if step.scale is not None or step.type == "decimal":
-            return True
+            return True  # a decimal step, with an expr or a check only: the docs' "decimal type or scale"
+        if compiled is None:
+            continue
         if any(type(node).__name__ not in allowed for node in ast.walk(compiled.tree)):
             return True
     return False
