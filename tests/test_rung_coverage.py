@@ -205,3 +205,14 @@ def test_every_derived_rung_names_the_form_it_refuses() -> None:
         if rung.derives:
             assert rung.derive(floor.procedure, 0, env) is None, name
             assert "floor quotient" in why or (name == "chain" and why.startswith("fewer than two operations")), (name, why)
+
+
+def test_a_refusal_of_a_step_of_the_rungs_own_form_does_not_contradict_itself() -> None:
+    """New-user pass: bridge on 1 + 2 said it re-asks "an integer sum ... that carries or borrows only,
+    not an integer sum", which reads as a contradiction; the step is of its form, short of a condition."""
+    from stepguard import Procedure
+    from stepguard.guard.rungs import get_rung
+
+    proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer", "y": "integer"}, "steps": [{"var": "S1", "expr": "x + y"}]})
+    why = get_rung("bridge").refusal(proc, 0, {"x": 1, "y": 2})
+    assert "not an integer sum" not in why and "this step, an integer sum, is not one" in why

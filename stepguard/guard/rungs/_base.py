@@ -88,7 +88,11 @@ class Rung:
             return "asks the step as it is (derives no sub-steps)"
         from stepguard.guard.rungs._form import form_of
 
-        return f"re-asks {self.applies_to or 'another form'} only, not {form_of(procedure, index, env)}"
+        form, wanted = form_of(procedure, index, env), self.applies_to or "another form"
+        head = form.split(" with ")[0].removeprefix("an integer ").removeprefix("a ").removeprefix("an ")
+        if head and head in wanted:  # of the rung's form, short of a condition: "an integer sum" that does not carry
+            return f"re-asks {wanted} only, and this step, {form}, is not one"
+        return f"re-asks {wanted} only, not {form}"
 
     def read(self, procedure: Procedure, index: int, env: Mapping[str, Number | str], texts: Mapping[str, str | None]) -> Read | None:
         """The step's value read by position from the verified sub-step values ``texts`` (``{var: value text}``)
