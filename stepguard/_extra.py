@@ -34,6 +34,14 @@ def import_extra(module: str, extra: str = "bench", what: str = "the benchmark's
         return importlib.import_module(module)
     except ImportError as exc:
         missing = exc.name or module
+        verb = "needs" if _one(what) else "need"
         raise MissingExtraError(
-            f"{what} need {module} ({missing} is not installed): pip install 'stepguard[{extra}]'", extra, missing
+            f"{what} {verb} {module} ({missing} is not installed): pip install 'stepguard[{extra}]'", extra, missing
         ) from exc
+
+
+def _one(what: str) -> bool:
+    """Is ``what`` (``the guarding proxy (stepguard serve)``, ``prompt files with a regex answer
+    format``) one thing, so its verb takes an ``s``? A plural noun before any bracket says no."""
+    head = what.split("(")[0].strip().split(" with ")[0]
+    return not head.endswith("s")

@@ -5,6 +5,7 @@ a short table (unchanged widths)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,13 @@ def test_a_raw_answer_is_shown_with_the_places_the_reply_wrote() -> None:
     run = SuiteRun(SimpleNamespace(label="raw", mode="raw", simulated=False), {"shipping/0": row})  # type: ignore[arg-type]
     line = case_table([run]).rows[0]
     assert "2007.00" in line and "2007" not in [c for c in line if c != "2007.00"]
+
+
+def test_a_missing_extra_s_message_agrees_in_number() -> None:
+    """New-user pass: "the guarding proxy (stepguard serve) need starlette"."""
+    from stepguard._extra import import_extra
+    from stepguard.errors import MissingExtraError
+
+    for what, verb in (("the guarding proxy (stepguard serve)", "needs"), ("prompt files with a regex answer format", "need")):
+        with pytest.raises(MissingExtraError, match=f"^{re.escape(what)} {verb} no_such_module_x"):
+            import_extra("no_such_module_x", what=what, extra="serve")
