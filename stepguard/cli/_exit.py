@@ -29,7 +29,7 @@ class ExitCode(IntEnum):
     """What ``stepguard``'s exit status means."""
 
     OK = 0
-    """``run``: the result is verified (every value graded exact, matched or tool, or accepted bounded); other commands: done."""
+    """``run``: the result is verified (every value graded exact, computed, matched or tool, or accepted bounded); other commands: done."""
     FAILED = 1
     """``run``: the guard stopped the run (a deviation under ``--policy raise``, a spent budget) or steps are missing."""
     USAGE = 2
