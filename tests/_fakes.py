@@ -123,6 +123,25 @@ class ReplyModel:
         return self.complete(messages, settings)
 
 
+class SameReply:
+    """A ChatModel that gives the same reply to every prompt; ``calls`` counts them."""
+
+    spec = provider = model_name = "script"
+    simulated = True
+
+    def __init__(self, reply: str) -> None:
+        self.reply, self.calls = reply, 0
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        """The scripted reply."""
+        self.calls += 1
+        return ChatResponse(self.reply, Usage(10, 10), "stop", 0.0, "script", True)
+
+    async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        """Async twin of :meth:`complete`."""
+        return self.complete(messages, settings)
+
+
 class FixedReplies:
     """A ChatModel that answers with ``replies`` in order, recording each prompt's last message."""
 

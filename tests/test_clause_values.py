@@ -6,28 +6,9 @@ from __future__ import annotations
 import pytest
 
 from stepguard import Guard, GuardConfig, Procedure
-from stepguard.model import ChatResponse, Usage
 from stepguard.trace import Record, parse_trace
 from stepguard.verify import read_raw_value
-
-
-class Script:
-    """A ChatModel that gives the same reply to every prompt."""
-
-    spec = provider = model_name = "script"
-    simulated = True
-
-    def __init__(self, reply: str) -> None:
-        self.reply, self.calls = reply, 0
-
-    def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
-        """The scripted reply."""
-        self.calls += 1
-        return ChatResponse(self.reply, Usage(10, 10), "stop", 0.0, "script", True)
-
-    async def acomplete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
-        """Async twin of :meth:`complete`."""
-        return self.complete(messages, settings)
+from tests._fakes import SameReply
 
 
 def _proc(steps: list[dict[str, object]]) -> Procedure:
@@ -60,7 +41,7 @@ def test_read_raw_value_reads_the_record_s_own_clause(proc: Procedure, reply: st
 @pytest.mark.parametrize("exhausted", ["flag", "repair"])
 def test_guard_never_verifies_a_value_from_another_clause(proc: Procedure, reply: str, own: dict[str, object], exhausted: str) -> None:
     config = GuardConfig(chunk_size=len(proc.steps), max_reprompts_per_step=1, on_exhausted=exhausted)
-    result = Guard(Script(reply), config).run(proc, {"x": 7})
+    result = Guard(SameReply(reply), config).run(proc, {"x": 7})
     expected = proc.expected_values({"x": 7})
     assert result.status != "verified"
     for step in result.steps:

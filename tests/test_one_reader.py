@@ -10,8 +10,8 @@ import pytest
 
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.bench.user_prompt import UserPrompt
-from stepguard.model import ChatResponse, Usage
 from stepguard.trace import line_end, numbers_in, parse_trace
+from tests._fakes import SameReply
 
 S3 = tuple(f"S{k}" for k in range(1, 4))
 
@@ -142,21 +142,6 @@ def test_last_number_reads_what_the_step_reader_reads(written: str, want: object
     assert _value(f"S1 = {written}", "S1") == (want, None)
 
 
-class _Script:
-    """The same reply to every prompt."""
-
-    spec = provider = model_name = "script"
-    simulated = True
-
-    def __init__(self, reply: str) -> None:
-        self.reply, self.calls = reply, 0
-
-    def complete(self, messages, settings=None) -> ChatResponse:
-        self.calls += 1
-        return ChatResponse(self.reply, Usage(10, 10), "stop", 0.0, "script", True)
-
-    async def acomplete(self, messages, settings=None) -> ChatResponse:
-        return self.complete(messages, settings)
 
 
 def _check_only() -> Procedure:
@@ -168,7 +153,7 @@ def _check_only() -> Procedure:
 
 @pytest.mark.parametrize("sep", ["|", "→", "<br>", "/", ">"])
 def test_a_check_only_step_never_commits_a_number_the_model_gave_another_step(sep: str) -> None:
-    model = _Script(f"discount = 3 {sep} total = 7")
+    model = SameReply(f"discount = 3 {sep} total = 7")
     result = Guard(model, GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(_check_only(), {"x": 10})
     committed = {s.var: s.value for s in result.steps}
     assert committed.get("discount") != "7" and committed.get("discount") != 7, result.steps
@@ -181,7 +166,7 @@ def test_a_value_past_a_separator_is_not_verified_at_the_first_try(sep: str) -> 
         "name": "m", "inputs": {"x": "integer"},
         "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}],
     })
-    model = _Script(f"S1 = 5 {sep} S2 = 8")  # x = 8: the model wrote 5 for S1, and 8 belongs to S2
+    model = SameReply(f"S1 = 5 {sep} S2 = 8")  # x = 8: the model wrote 5 for S1, and 8 belongs to S2
     result = Guard(model, GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 8})
     s1 = next(s for s in result.steps if s.var == "S1")
     assert s1.provenance != "model_verified" or s1.reprompts > 0
@@ -199,7 +184,7 @@ def test_a_boolean_or_choice_step_never_takes_the_next_assignment_s_word(sep: st
 
     rec = next(r for r in parse_trace(reply.format(sep), var_names=proc.variables).records if r.var == step["var"])
     assert read_raw_value(rec, step["type"], step.get("choices")) is None
-    result = Guard(_Script(reply.format(sep)), GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 8})
+    result = Guard(SameReply(reply.format(sep)), GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 8})
     first = result.steps[0]
     assert first.provenance != "model_verified", first
 

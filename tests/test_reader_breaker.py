@@ -11,30 +11,13 @@ import pytest
 
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.bench.user_prompt import UserPrompt
-from stepguard.model import ChatResponse, Usage
 from stepguard.trace import numbers_in, parse_trace
 from stepguard.verify import read_raw_value
+from tests._fakes import SameReply
 
 S3 = ("S1", "S2", "S3")
 
 
-class _Script:
-    """The same reply to every prompt."""
-
-    spec = provider = model_name = "script"
-    simulated = True
-
-    def __init__(self, reply: str) -> None:
-        self.reply, self.calls = reply, 0
-
-    def complete(self, messages, settings=None) -> ChatResponse:
-        """The scripted reply."""
-        self.calls += 1
-        return ChatResponse(self.reply, Usage(10, 10), "stop", 0.0, "script", True)
-
-    async def acomplete(self, messages, settings=None) -> ChatResponse:
-        """Async twin of :meth:`complete`."""
-        return self.complete(messages, settings)
 
 
 def _records(text: str, var: str, names: tuple[str, ...] = S3) -> list[tuple[object, str | None]]:
@@ -108,7 +91,7 @@ def test_a_glued_later_name_is_refused_through_a_guard_run() -> None:
         "name": "m", "inputs": {"x": "integer"},
         "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}],
     })
-    model = _Script("S1 = _5_S2 = 8")  # x = 8: the model wrote 5 for S1; 8 is what it gave S2
+    model = SameReply("S1 = _5_S2 = 8")  # x = 8: the model wrote 5 for S1; 8 is what it gave S2
     result = Guard(model, GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 8})
     s1 = next(s for s in result.steps if s.var == "S1")
     assert s1.provenance != "model_verified" or s1.reprompts > 0, s1
@@ -213,7 +196,7 @@ def test_two_results_in_a_chain_are_not_verified_at_the_first_try() -> None:
         "name": "m", "inputs": {"x": "integer"},
         "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 8"}],
     })
-    model = _Script("S1 = 5\nS2 = S1 + 8 = 12 = 13")
+    model = SameReply("S1 = 5\nS2 = S1 + 8 = 12 = 13")
     result = Guard(model, GuardConfig(on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 5})
     s2 = next(s for s in result.steps if s.var == "S2")
     assert s2.provenance != "model_verified" or s2.reprompts > 0, s2
@@ -406,7 +389,7 @@ def test_a_correction_on_the_next_line_is_read_as_the_step_written_again(again: 
 def test_a_correction_after_the_chunk_s_last_step_leaves_neither_value(again: str) -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
         {"var": "total", "expr": "x"}, {"var": "discount", "check": "0 <= value <= 10"}]})
-    model = _Script(f"total = 10\ndiscount = 3\n{again}")
+    model = SameReply(f"total = 10\ndiscount = 3\n{again}")
     result = Guard(model, GuardConfig.for_procedure(proc, on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 10})
     discount = next(s for s in result.steps if s.var == "discount")
     assert discount.provenance != "model_verified", discount
@@ -423,7 +406,7 @@ def test_a_correction_after_the_chunk_s_last_step_leaves_neither_value(again: st
 def test_a_check_only_step_never_commits_a_value_the_model_withdrew(again: str) -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
         {"var": "discount", "check": "0 <= value <= 10"}, {"var": "total", "expr": "x - discount"}]})
-    model = _Script(f"discount = 3\n{again}\ntotal = 7")
+    model = SameReply(f"discount = 3\n{again}\ntotal = 7")
     result = Guard(model, GuardConfig.for_procedure(proc, on_exhausted="flag", max_reprompts_per_step=1)).run(proc, {"x": 10})
     discount = next(s for s in result.steps if s.var == "discount")
     assert discount.provenance != "model_verified", discount
@@ -437,7 +420,7 @@ def test_prose_that_only_starts_like_a_correction_word_is_no_step_line(line: str
 def test_a_restatement_with_a_correction_word_and_the_same_value_still_verifies() -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
         {"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}]})
-    model = _Script("S1 = 5\nWait, S1 = 5\nS2 = 8")
+    model = SameReply("S1 = 5\nWait, S1 = 5\nS2 = 8")
     result = Guard(model, GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"x": 5})
     assert result.status == "verified" and all(s.reprompts == 0 for s in result.steps), result.steps
 
@@ -452,19 +435,19 @@ def test_a_restatement_with_a_correction_word_and_the_same_value_still_verifies(
 def test_a_value_then_a_unit_or_constant_and_its_result_is_not_read_as_the_value() -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
         {"var": "area", "check": "5 <= value <= 10"}, {"var": "final", "expr": "area + x"}]})
-    result = Guard(_Script("area = 6 pi = 18.85\nfinal = 7"),
+    result = Guard(SameReply("area = 6 pi = 18.85\nfinal = 7"),
                    GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"x": 1})
     area = next(s for s in result.steps if s.var == "area")
     assert not (area.value == 6 and area.provenance == "model_verified" and area.reprompts == 0), area
 
 
-# -- 10. a chain that names an EARLIER step: a step with no expected value has its working checked ---------------------------------------------------
+# -- 10. a chain that names an EARLIER step: a step with no expected value has its working checked --------------
 
 def test_a_chain_through_an_earlier_name_does_not_commit_the_restated_value() -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
         {"var": "total", "expr": "x"}, {"var": "discount", "check": "0 <= value <= 10"},
         {"var": "final", "expr": "total - discount"}]})
-    model = _Script("total = 5\ndiscount = 20 / total = 5\nfinal = 0")
+    model = SameReply("total = 5\ndiscount = 20 / total = 5\nfinal = 0")
     result = Guard(model, GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"x": 5})
     discount = next(s for s in result.steps if s.var == "discount")
     assert not (discount.value == 5 and discount.provenance == "model_verified" and discount.reprompts == 0), discount
@@ -479,7 +462,7 @@ def test_a_chain_through_an_earlier_name_does_not_commit_the_restated_value() ->
 def test_a_check_only_step_with_working_that_gives_its_value_still_verifies(line: str, value: object) -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"subtotal": "decimal"}, "steps": [
         {"var": "discount", "check": "0 <= value <= 30"}], "accept_bounded": ["discount"]})
-    result = Guard(_Script(line), GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"subtotal": "120"})
+    result = Guard(SameReply(line), GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"subtotal": "120"})
     discount = result.steps[0]
     assert discount.provenance == "model_verified" and discount.reprompts == 0, result.deviations
     assert Fraction(str(discount.value)) == value
@@ -489,7 +472,7 @@ def test_a_check_only_step_with_working_that_gives_its_value_still_verifies(line
 def test_a_check_only_step_whose_working_gives_another_value_is_refused(line: str) -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"subtotal": "decimal"}, "steps": [
         {"var": "discount", "check": "0 <= value <= 30"}], "accept_bounded": ["discount"]})
-    result = Guard(_Script(line), GuardConfig.for_procedure(proc, on_exhausted="flag", max_reprompts_per_step=1)).run(
+    result = Guard(SameReply(line), GuardConfig.for_procedure(proc, on_exhausted="flag", max_reprompts_per_step=1)).run(
         proc, {"subtotal": "120"})
     dev = result.deviations[0]
     assert dev.kind == "arithmetic_error" and "its working" in dev.detail, dev
