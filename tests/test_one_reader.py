@@ -215,3 +215,11 @@ def test_an_extract_reply_never_takes_a_later_step_s_value(sep: str) -> None:
 
     verdict = verify_extract(proc, 0, {"doc": "Total: 5.00"}, f"total = 20 {sep} discount = 5.00")
     assert verdict.deviation is not None and verdict.value is None, verdict
+
+
+def test_a_failed_check_names_the_value_with_its_places() -> None:
+    """New-user pass: "withholding = 1000: check ... is false" where the model wrote 1000.00."""
+    proc = Procedure.model_validate({"name": "m", "inputs": {"gross": "decimal"}, "steps": [
+        {"var": "withholding", "check": "0 <= value <= gross", "type": "decimal", "scale": 2}]})
+    result = Guard(SameReply("withholding = 1000.00"), GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"gross": "914.23"})
+    assert "withholding = 1000.00: check" in result.deviations[0].detail, result.deviations[0].detail

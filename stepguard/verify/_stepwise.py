@@ -306,7 +306,7 @@ def _predicate(w: _Walk, rec: Record, value: Number | str, want: Number | str | 
         why = f"check {step.check!r} is false"
     if ok is True:
         return None
-    return Deviation(kind="check_failed", step=step.var, detail=f"{step.var} = {value}: {why}", got=rec.text)
+    return Deviation(kind="check_failed", step=step.var, detail=f"{step.var} = {_shown(value, rec, step)}: {why}", got=rec.text)
 
 
 _LINK_MARKS = str.maketrans({"×": "*", "÷": "/", "−": "-", "–": "-", "·": "*", "⋅": "*", "`": None, "$": None})
