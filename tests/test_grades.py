@@ -275,3 +275,18 @@ def test_a_guarded_row_counts_its_values_by_grade() -> None:
     result = Guard(load_model("sim:perfect", procedure=proc), GuardConfig()).run(proc, inst.inputs)
     row = guarded_row(inst, result)
     assert row["grades"] == {"exact": 5} and row["guard"]["steps"][0]["grade"] == "exact"
+
+
+def test_a_bounded_run_names_its_first_bounded_step_in_first_unverified() -> None:
+    """New-user pass: --json showed status bounded with first_unverified null, so a reader of the JSON
+    could not tell which value made it bounded."""
+    from stepguard import Guard, GuardConfig, Procedure
+    from tests._fakes import SameReply
+
+    proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [
+        {"var": "a", "expr": "x + 1"}, {"var": "d", "check": "0 <= value <= 10"}, {"var": "t", "expr": "a - d"}]})
+    result = Guard(SameReply("a = 11\nd = 3\nt = 8"), GuardConfig.for_procedure(proc, on_exhausted="flag")).run(proc, {"x": 10})
+    assert result.status == "bounded" and result.first_unverified == "d"
+    accepted = proc.model_copy(update={"accept_bounded": ("d",)})
+    again = Guard(SameReply("a = 11\nd = 3\nt = 8"), GuardConfig.for_procedure(accepted, on_exhausted="flag")).run(accepted, {"x": 10})
+    assert again.status == "verified" and again.first_unverified is None

@@ -62,7 +62,8 @@ def test_every_kind_verifies_on_sim_perfect(kind: str, chunk_size: int) -> None:
     # nothing checked an unverifiable value; a predicate alone bounds a value, proving none (issue 41.3)
     assert result.status == ("flagged" if unverifiable else "bounded" if kind in BOUNDED else "verified"), result.deviations
     assert result.grades[proc.steps[1].var] == ("unchecked" if unverifiable else "bounded" if kind in BOUNDED else "exact")
-    assert result.first_unverified == next(iter(unverifiable), None)
+    bounded = proc.steps[1].var if kind in BOUNDED and not unverifiable else None  # a bounded run names its bounded step
+    assert result.first_unverified == next(iter(unverifiable), bounded)
     assert result.reprompts == 0
     assert [s.provenance for s in result.steps] == ["unverifiable" if s.var in unverifiable else "model_verified" for s in proc.steps]
     expected = proc.expected_values(INPUTS)

@@ -25,7 +25,7 @@ from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, grade_of, input_text, outcome, run_status
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
 from stepguard.guard._thread_lock import hold_thread
-from stepguard.kinds import kind_of
+from stepguard.kinds import bounded_steps, kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
@@ -585,6 +585,8 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     # only a predicate bounded makes it bounded unless the procedure accepts that step (run_status)
     first_bad = next((s.var for s in steps if s.provenance not in ("model_verified", "tool", "computed")), None)
     status = run_status(steps, proc.accept_bounded)
+    if first_bad is None and status == "bounded":  # the first value only a predicate or a format bounded, not accepted
+        first_bad = next((s.var for s in steps if s.var in bounded_steps(proc)), None)
     usage = state.usage
     events = list(state.events)
     return GuardResult(

@@ -435,7 +435,8 @@ class GuardResult(_ExactJson):
     status: RunStatus
     answer: StepValue | None = Field(None, description="The answer step's value, typed like its StepOutcome.value.")
     answer_var: str
-    first_unverified: str | None = Field(None, description="First step that is not model-verified, or None.")
+    first_unverified: str | None = Field(None, description="First step that is not model-verified (in a bounded run: the "
+                                         "first value a predicate or a format only bounded), or None.")
     steps: list[StepOutcome]
     deviations: list[DeviationEvent] = Field(default_factory=list)
     chunks: int = 0
