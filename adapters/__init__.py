@@ -1,6 +1,6 @@
 """Where stepguard meets outside systems: the adapters behind the :class:`~stepguard.model.ChatModel` protocol.
 
-Pick a model with one specification string (see :mod:`stepguard.adapters.spec`)::
+Pick a model with one specification string (see :mod:`stepguard.adapters.models.spec`)::
 
     from stepguard.adapters import load_model
     model = load_model("local:smollm2-135m")        # embedded llama.cpp server
@@ -10,8 +10,14 @@ Pick a model with one specification string (see :mod:`stepguard.adapters.spec`):
 Adapters: :class:`OpenAICompatibleModel` (any OpenAI-compatible endpoint), :class:`GuardedOpenAI` (a
 drop-in ``openai`` client whose chat calls can run procedures guarded; docs/drop-in-client.md), :class:`LocalModel`
 (a GGUF model from a Python package on a local llama.cpp server), ``SimulatedExecutor``
-(:mod:`stepguard.adapters.sim`), :class:`RecordingModel` / :class:`ReplayModel` (cassettes).
+(:mod:`stepguard.adapters.models.sim`), :class:`RecordingModel` / :class:`ReplayModel` (cassettes).
 The local-model machinery is imported only when a ``local`` spec asks for it.
+
+Two directions, kept apart (import-linter contracts in pyproject.toml): :mod:`.models`, the models
+the core calls (each a :class:`~stepguard.model.ChatModel`), and :mod:`.integrations`, the
+integrations that call the core (the drop-in client, the LangGraph node, Inspect AI, lm-eval). What
+both read of an OpenAI-compatible endpoint's answers is in ``_openai``; this module is the public
+face of all three. ``python -m stepguard.adapters.lm_eval`` keeps its path (:mod:`.lm_eval`).
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from stepguard.model import ChatModel
 
-from .replay import RecordingModel, ReplayModel, request_key
-from .spec import VALID_FORMS, ModelSpec, parse_model_spec
+from .models.replay import RecordingModel, ReplayModel, request_key
+from .models.spec import VALID_FORMS, ModelSpec, parse_model_spec
 
 if TYPE_CHECKING:
     from stepguard.wire import (
@@ -43,10 +49,10 @@ if TYPE_CHECKING:
         StepguardOptions,
     )
 
-    from .langgraph_node import guarded_node
-    from .local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
-    from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
-    from .openai_wrapper import ClientChatModel, GuardedOpenAI
+    from .integrations.langgraph_node import guarded_node
+    from .integrations.openai_wrapper import ClientChatModel, GuardedOpenAI
+    from .models.local import LocalModel, LocalModelInfo, LocalServer, best_installed_model, list_local_models
+    from .models.openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel, provider_for_url
 
 __all__ = [
     "AsyncGuardedStream",
@@ -90,11 +96,12 @@ sent to api.openai.com)."""
 
 # Imported on first use: the ``openai`` package alone takes about a second to import.
 _LAZY = {
-    "LocalModel": "local", "LocalModelInfo": "local", "LocalServer": "local",
-    "best_installed_model": "local", "list_local_models": "local",
-    "OPENAI_BASE_URL": "openai_compat", "OpenAICompatibleModel": "openai_compat",
-    "provider_for_url": "openai_compat",
-    "GuardedOpenAI": "openai_wrapper", "ClientChatModel": "openai_wrapper", "guarded_node": "langgraph_node",
+    "LocalModel": "models.local", "LocalModelInfo": "models.local", "LocalServer": "models.local",
+    "best_installed_model": "models.local", "list_local_models": "models.local",
+    "OPENAI_BASE_URL": "models.openai_compat", "OpenAICompatibleModel": "models.openai_compat",
+    "provider_for_url": "models.openai_compat",
+    "GuardedOpenAI": "integrations.openai_wrapper", "ClientChatModel": "integrations.openai_wrapper",
+    "guarded_node": "integrations.langgraph_node",
     **{name: "stepguard.wire" for name in (
         "GuardedStream", "AsyncGuardedStream", "StepguardOptions",
         "GuardedBudgetExhausted", "GuardedCallError", "GuardedCheckpointError", "GuardedModelError",
@@ -123,7 +130,7 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
         procedure: the :class:`~stepguard.procedure.Procedure` about to run, or ``None``. Only
             ``sim`` uses it: the simulator computes steps the prompt shows without an expression
             (instruction steps) from it, standing in for a model that reads the instruction
-            (:mod:`stepguard.adapters.sim`); every other adapter ignores it, as a real model must.
+            (:mod:`stepguard.adapters.models.sim`); every other adapter ignores it, as a real model must.
         **options: passed to the adapter: ``seed``, ``temperature``, ``max_tokens``, ``timeout``
             (seconds per attempt, the whole reply, not per read), ``call_timeout`` (``openai:``
             and ``http`` specs: seconds per call, retries and waits included), ``max_retries``,
@@ -144,23 +151,23 @@ def load_model(spec: str, *, record_to: str | Path | None = None, procedure: Any
     parsed = parse_model_spec(spec)
     model: ChatModel
     if parsed.kind == "local":
-        from .local import LocalModel
+        from .models.local import LocalModel
 
         model = LocalModel(parsed.target or None, spec=parsed.raw, **options)
     elif parsed.kind == "sim":
-        from .sim import SimulatedExecutor
+        from .models.sim import SimulatedExecutor
 
         seed = options.get("seed")
         extra = {"latency_s": options["latency_s"]} if "latency_s" in options else {}
         model = SimulatedExecutor(preset=parsed.target, seed=0 if seed is None else seed, procedure=procedure, **extra)
     elif parsed.kind == "openai":
-        from .openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel
+        from .models.openai_compat import OPENAI_BASE_URL, OpenAICompatibleModel
 
         # the openai client's own convention: OPENAI_BASE_URL replaces the public endpoint
         base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
         model = OpenAICompatibleModel(parsed.target, base_url=base_url, spec=parsed.raw, **options)
     elif parsed.kind == "http":
-        from .openai_compat import OpenAICompatibleModel
+        from .models.openai_compat import OpenAICompatibleModel
 
         assert parsed.model is not None
         options.setdefault("api_key_env", HTTP_KEY_ENV)

@@ -1,6 +1,6 @@
 """Speed of the embedded model's server settings on the guard's real requests, side by side.
 
-The workload is a cassette of the guard's own model calls (:mod:`stepguard.adapters.replay`): by
+The workload is a cassette of the guard's own model calls (:mod:`stepguard.adapters.models.replay`): by
 default ``tests/data/guarded_qwen.cassette.jsonl``, 23 calls recorded from guarded runs of 5-, 14-
 and 23-step instances on Qwen2.5-Coder-1.5B (first tries, re-prompts and derived rungs); ``--record
 SIZES`` records a fresh one first (``benchmarks/record_guarded_cassette.py``'s instances). Each
@@ -116,7 +116,7 @@ def _body(alias: str, req: dict[str, Any]) -> dict[str, Any]:
 def run_pass(path: Path, alias: str, variant: str, args: list[str], rnd: int, requests: list[dict[str, Any]],
              log_dir: Path) -> Pass:
     """Start a server with ``args``, replay ``requests``, stop it; timings from the client and the log."""
-    from stepguard.adapters.local import LocalServer
+    from stepguard.adapters.models.local import LocalServer
 
     draft: int | None = 0
     runtime, parallel = "python", 1
@@ -182,7 +182,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    from stepguard.adapters.local import resolve_model
+    from stepguard.adapters.models.local import resolve_model
 
     if args.record:
         record(f"local:{args.model}", args.record, args.cassette)

@@ -17,7 +17,7 @@ import time
 import warnings
 
 from stepguard import Guard, GuardConfig
-from stepguard.adapters.sim import SimulatedExecutor
+from stepguard.adapters.models.sim import SimulatedExecutor
 from stepguard.bench.generate import generate_grid
 from stepguard.guard import render_raw_prompt
 

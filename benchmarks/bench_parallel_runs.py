@@ -36,7 +36,7 @@ def _variant(text: str) -> tuple[str, str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every variant, then print one line each; returns the exit status."""
-    from stepguard.adapters.local import LocalModel
+    from stepguard.adapters.models.local import LocalModel
     from stepguard.bench.run import run_benchmark
     from stepguard.bench.store import RESULTS, iter_rows
     from stepguard.guard import GuardConfig

@@ -24,7 +24,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from stepguard.adapters.sim import SimulatedExecutor
+from stepguard.adapters.models.sim import SimulatedExecutor
 
 LENGTHS = (5, 14, 23, 32, 41, 50, 59, 68, 77, 86, 95)
 LOOKBACKS = (1, 2, 3, 5, 7)

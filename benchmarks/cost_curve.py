@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/cost_curve.py [--per-length 6] [--png docs/img/cost_curve.png]
 
 Not a test: it prints a table and draws a figure. For each p of ``--p`` the seeded simulator
-``sim:p=<p>`` (:meth:`stepguard.adapters.sim.SimPreset.at_accuracy`: each computed step right with
+``sim:p=<p>`` (:meth:`stepguard.adapters.models.sim.SimPreset.at_accuracy`: each computed step right with
 probability p, independently, nothing else wrong) executes every case in each mode:
 
 - ``raw``: one request (:func:`stepguard.bench.case.arun_case`, raw mode);

@@ -2,7 +2,7 @@
 
 Generates N random one-step procedures over the whole expression language
 (:mod:`stepguard.bench.stepgen`), runs each under its default ladder (``GuardConfig.for_procedure``,
-on_exhausted flag) on :class:`stepguard.adapters.sim_slips.SlippingExecutor`, a SIMULATED model that
+on_exhausted flag) on :class:`stepguard.adapters.models.sim_slips.SlippingExecutor`, a SIMULATED model that
 is wrong on its first answer wherever the step holds a weak form of the embedded model (a product
 or a column with carries, a quotient's digits, a comparison) and slips on those forms at a fixed
 rate after, and prints:
@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from stepguard.adapters.sim_slips import SlippingExecutor
+from stepguard.adapters.models.sim_slips import SlippingExecutor
 from stepguard.bench.stepgen import GeneratedStep, generate_steps
 from stepguard.guard import Guard, GuardConfig, GuardResult, get_rung
 

@@ -105,7 +105,7 @@ def main() -> None:
 
     import llama_cpp
 
-    from stepguard.adapters.local import resolve_model
+    from stepguard.adapters.models.local import resolve_model
 
     path, _ = resolve_model(args.model)
     rows = [json.loads(line) for line in args.cassette.read_text().splitlines() if line.strip()]

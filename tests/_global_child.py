@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from stepguard.adapters.openai_wrapper import GuardedOpenAI
+from stepguard.adapters.integrations.openai_wrapper import GuardedOpenAI
 from tests._fakes import ScriptedModel
 from tests._stub_server import StubServer
 from tests.test_telemetry import INPUTS, _procedure

@@ -393,7 +393,7 @@ _HOSTILE = frozenset({
 
 
 def _sim() -> Any:
-    from stepguard.adapters.sim import SimulatedExecutor
+    from stepguard.adapters.models.sim import SimulatedExecutor
 
     return SimulatedExecutor(preset="perfect", seed=0)
 
@@ -402,7 +402,7 @@ _SIM = _sim()
 
 
 def _sim_paper() -> Any:
-    from stepguard.adapters.sim import SimulatedExecutor
+    from stepguard.adapters.models.sim import SimulatedExecutor
 
     return SimulatedExecutor(preset="paper", seed=0)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from stepguard.adapters import _model_files as files
-from stepguard.adapters import _server
-from stepguard.adapters.local import LocalServer, list_local_models, resolve_model
+from stepguard.adapters.models import _model_files as files
+from stepguard.adapters.models import _server
+from stepguard.adapters.models.local import LocalServer, list_local_models, resolve_model
 from stepguard.errors import LocalServerError
 
 FAKE_SERVER = textwrap.dedent(
@@ -106,7 +106,7 @@ def test_caller_signals_and_exit_stop_the_server(fake, tmp_path: Path, how: str)
     child = textwrap.dedent(
         f"""
         import os, signal, sys, time
-        from stepguard.adapters import _server
+        from stepguard.adapters.models import _server
         _server.check_llama_cpp = lambda: None
         class Fake(_server.LocalServer):
             def command(self):
@@ -305,7 +305,7 @@ def test_run_json_records_the_draft_tokens(tmp_path: Path, monkeypatch: pytest.M
 def test_cli_serve_passes_draft_tokens_and_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from stepguard.adapters import local
+    from stepguard.adapters.models import local
     from stepguard.cli import app
 
     gguf = tmp_path / "m.gguf"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from stepguard.adapters.local import free_port
-from stepguard.adapters.openai_compat import OpenAICompatibleModel, provider_for_url
+from stepguard.adapters.models.local import free_port
+from stepguard.adapters.models.openai_compat import OpenAICompatibleModel, provider_for_url
 from stepguard.errors import ModelError, ModelOutputTruncated, ModelTimeout, ModelUnavailable
 from stepguard.model import ChatModel, GenerationSettings, Usage
 from tests._stub_server import StubServer
@@ -235,7 +235,7 @@ def test_native_tools_false_leaves_the_tools_out_of_the_request() -> None:
 
 
 def test_the_embedded_model_is_never_offered_native_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    local = pytest.importorskip("stepguard.adapters.local")
+    local = pytest.importorskip("stepguard.adapters.models.local")
     try:
         model = local.LocalModel()
     except Exception as exc:  # noqa: BLE001 - no runtime or model installed here

@@ -11,7 +11,7 @@ from stepguard.adapters import (
     load_model,
     parse_model_spec,
 )
-from stepguard.adapters.spec import VALID_FORMS, ModelSpec
+from stepguard.adapters.models.spec import VALID_FORMS, ModelSpec
 from stepguard.errors import LocalServerError, ModelError, ModelSpecError
 
 
@@ -87,7 +87,7 @@ def test_load_replay_and_record_to(tmp_path) -> None:
 
 
 def test_load_sim_delegates() -> None:
-    pytest.importorskip("stepguard.adapters.sim")
+    pytest.importorskip("stepguard.adapters.models.sim")
     model = load_model("sim:", seed=3)
     assert model.simulated and model.spec.startswith("sim:")
 

@@ -270,8 +270,8 @@ def test_parse_calls_is_strict() -> None:
 def test_openai_adapter_sends_tools_and_reads_native_calls() -> None:
     import json
 
-    from stepguard.adapters._reply import read_reply
-    from stepguard.adapters.openai_compat import OpenAICompatibleModel
+    from stepguard.adapters._openai.reply import read_reply
+    from stepguard.adapters.models.openai_compat import OpenAICompatibleModel
     from stepguard.model import GenerationSettings
 
     model = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, timeout=1, max_retries=0)
@@ -290,7 +290,7 @@ def test_langgraph_node_accepts_langchain_tools() -> None:
     from langgraph.graph import END, START, StateGraph
     from typing_extensions import TypedDict
 
-    from stepguard.adapters.langgraph_node import guarded_node
+    from stepguard.adapters.integrations.langgraph_node import guarded_node
 
     calls: list[str] = []
 

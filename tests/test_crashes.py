@@ -74,7 +74,7 @@ def test_sigkill_mid_benchmark_then_rerun_loses_and_duplicates_nothing(tmp_path:
 
 
 def test_full_disk_is_a_clear_error_and_the_run_resumes(tmp_path: Path, instances: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from adapters.sim import SimulatedExecutor
+    from stepguard.adapters.models.sim import SimulatedExecutor
 
     out = tmp_path / "run"
     real = RunStore._write
@@ -109,7 +109,7 @@ def test_corrupt_checkpoint_database_is_a_clear_error_naming_the_file(tmp_path: 
 
 
 def test_corrupt_run_store_keeps_readable_rows_and_never_starts_over(tmp_path: Path, instances: Path) -> None:
-    from adapters.sim import SimulatedExecutor
+    from stepguard.adapters.models.sim import SimulatedExecutor
 
     out = tmp_path / "run"
     run_benchmark(instances, "raw", SimulatedExecutor("paper"), out, limit=3, progress=False)

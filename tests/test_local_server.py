@@ -72,7 +72,7 @@ def test_real_server_round_trip_and_clean_stop(tmp_path: Path, monkeypatch: pyte
 @needs_llama
 @needs_smollm2
 async def test_real_server_async_lazy_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stepguard.adapters.local import LocalModel
+    from stepguard.adapters.models.local import LocalModel
 
     monkeypatch.setenv("STEPGUARD_CACHE_DIR", str(tmp_path))
     model = LocalModel("smollm2-135m", n_ctx=1024, n_threads=1, max_tokens=8)
@@ -92,7 +92,7 @@ async def test_real_server_async_lazy_start(tmp_path: Path, monkeypatch: pytest.
 
 @needs_llama
 def test_real_server_rejects_a_broken_gguf_with_its_log(tmp_path: Path) -> None:
-    from stepguard.adapters.local import LocalServer
+    from stepguard.adapters.models.local import LocalServer
 
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + os.urandom(1024))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from stepguard.adapters import _server, local
+from stepguard.adapters.models import _server, local
 from stepguard.errors import LocalServerError
 
 

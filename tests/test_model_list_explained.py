@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from stepguard.adapters._model_files import KNOWN_MODELS
+from stepguard.adapters.models._model_files import KNOWN_MODELS
 from stepguard.cli import app
 
 

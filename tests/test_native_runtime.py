@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from stepguard.adapters import _server
-from stepguard.adapters._server import LocalServer, native_binary, runtime_default
+from stepguard.adapters.models import _server
+from stepguard.adapters.models._server import LocalServer, native_binary, runtime_default
 from stepguard.errors import LocalServerError
 
 

@@ -21,8 +21,8 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 import stepguard.guard
-from adapters.openai_wrapper import GuardedOpenAI
 from stepguard.adapters import load_model
+from stepguard.adapters.integrations.openai_wrapper import GuardedOpenAI
 from stepguard.bench.run import GUARDED_DEFAULTS, run_benchmark
 from stepguard.cli import app
 from stepguard.cli._exit import ExitCode

@@ -2,7 +2,7 @@
 
 A seeded generator of one-step procedures over the whole expression language
 (:mod:`stepguard.bench.stepgen`), a SIMULATED model that slips on the embedded model's weak forms
-(:mod:`stepguard.adapters.sim_slips`), and ``benchmarks/rung_coverage.py``, which runs each step under
+(:mod:`stepguard.adapters.models.sim_slips`), and ``benchmarks/rung_coverage.py``, which runs each step under
 its default ladder: every step verifies or each rung that refused it says which form and why.
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.rung_coverage import EXHAUSTED, FIRST_TRY, refusals, report, run_step
 from stepguard import Guard, GuardConfig, Procedure
-from stepguard.adapters.sim_slips import SlippingExecutor, columns_carry, product_carries, weak_forms
+from stepguard.adapters.models.sim_slips import SlippingExecutor, columns_carry, product_carries, weak_forms
 from stepguard.bench.stepgen import GeneratedStep, forms_of, generate_steps
 from stepguard.evaluator import CompiledExpression, compile_expression, parse_number
 from stepguard.guard import get_rung

@@ -76,8 +76,8 @@ def test_a_port_out_of_range_is_a_usage_error() -> None:
 
 def _no_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine where the embedded model's runtime check fails (exit 6 if it were reached)."""
-    import stepguard.adapters._server as runtime
-    import stepguard.adapters.local as local
+    import stepguard.adapters.models._server as runtime
+    import stepguard.adapters.models.local as local
 
     def check_runtime(*args: object, **kwargs: object) -> None:
         raise LocalServerError("the llama runtime is not installed (test)")

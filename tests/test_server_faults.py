@@ -26,7 +26,7 @@ from stepguard.adapters import (
     GuardedModelUnavailable,
     GuardedOpenAI,
 )
-from stepguard.adapters.openai_compat import OpenAICompatibleModel
+from stepguard.adapters.models.openai_compat import OpenAICompatibleModel
 from stepguard.errors import (
     BudgetExhausted,
     ModelError,

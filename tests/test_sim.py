@@ -1,4 +1,4 @@
-"""The seeded simulated executor ``sim:<preset>`` (stepguard.adapters.sim)."""
+"""The seeded simulated executor ``sim:<preset>`` (stepguard.adapters.models.sim)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from string import Template
 
 import pytest
 
-from stepguard.adapters.sim import DEFAULT_PRESET, PRESETS, SimPreset, SimulatedExecutor
+from stepguard.adapters.models.sim import DEFAULT_PRESET, PRESETS, SimPreset, SimulatedExecutor
 from stepguard.errors import ModelSpecError
 from stepguard.evaluator import compile_expression, format_number, parse_number
 from stepguard.model import ChatModel, GenerationSettings

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from stepguard import Guard, GuardConfig, parse_trace, render_raw_prompt
 from stepguard.adapters import load_model
-from stepguard.adapters.sim import SimulatedExecutor
+from stepguard.adapters.models.sim import SimulatedExecutor
 from stepguard.cli._app import app
 from stepguard.procedure import Procedure, parse_procedure
 from stepguard.verify import read_raw_value

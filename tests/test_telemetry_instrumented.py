@@ -2,7 +2,7 @@
 
 ``opentelemetry-instrumentation-openai-v2`` (in the dev extra) traces every
 ``client.chat.completions.create``; the guard calls ``create`` on the user's client
-(:class:`~stepguard.adapters.openai_wrapper.ClientChatModel`, :class:`GuardedOpenAI`), so without
+(:class:`~stepguard.adapters.integrations.openai_wrapper.ClientChatModel`, :class:`GuardedOpenAI`), so without
 care each call would be traced twice and its tokens counted twice.
 """
 
@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from stepguard import Guard, GuardConfig  # noqa: E402
-from stepguard.adapters.openai_wrapper import ClientChatModel  # noqa: E402
+from stepguard.adapters.integrations.openai_wrapper import ClientChatModel  # noqa: E402
 from stepguard.telemetry import OtelObserver  # noqa: E402
 from tests._fakes import ScriptedModel  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from stepguard import BudgetExhausted, Guard, parse_procedure
-from stepguard.adapters._reply import read_reply
+from stepguard.adapters._openai.reply import read_reply
 from stepguard.model import ChatResponse
 from stepguard.tools import Tool, calls_from_native, parse_calls
 from tests._fakes import ReplyModel

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stepguard.adapters import load_model
-from stepguard.adapters.openai_compat import OpenAICompatibleModel
+from stepguard.adapters.models.openai_compat import OpenAICompatibleModel
 from stepguard.bench._raw import case_messages, score_case
 from stepguard.bench.report import build_report
 from stepguard.bench.run import run_benchmark

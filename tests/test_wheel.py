@@ -58,7 +58,7 @@ def test_wheel_ships_every_package_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {n for n in names if n.startswith("stepguard/")}
     assert shipped == _source_files(), (sorted(_source_files() - shipped), sorted(shipped - _source_files()))
-    assert {"stepguard/guard/prompts/chunk.txt", "stepguard/py.typed", "stepguard/adapters/sim.py"} <= shipped
+    assert {"stepguard/guard/prompts/chunk.txt", "stepguard/py.typed", "stepguard/adapters/models/sim.py"} <= shipped
     assert not any(n.startswith(("adapters/", "tests/")) for n in names)  # no top-level `adapters` to shadow PyPI's
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()

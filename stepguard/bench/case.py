@@ -1,7 +1,7 @@
 """One benchmark case, executed and scored: the row ``stepguard bench run`` writes, and what it counts.
 
 :func:`arun_case` is what every harness runs for one instance or suite case (``stepguard bench
-run``, the Inspect AI tasks in ``stepguard.adapters.inspect``), so a row means the same wherever
+run``, the Inspect AI tasks in ``stepguard.adapters.integrations.inspect``), so a row means the same wherever
 it was made. :func:`row_outcomes` reads a row back as the benchmark's measures: what the report,
 ``bench compare`` and the Inspect scorer count.
 """

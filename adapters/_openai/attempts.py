@@ -24,7 +24,7 @@ import openai
 
 from stepguard.errors import ModelError, ModelTimeout, ModelUnavailable
 
-from ._reply import server_message
+from .reply import server_message
 
 __all__ = ["Attempts", "ServerSaidError", "map_error"]
 

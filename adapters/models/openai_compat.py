@@ -3,7 +3,7 @@
 Built on the official ``openai`` client (sync ``OpenAI`` and async ``AsyncOpenAI``) with its own
 retries off: each attempt here has a total deadline enforced at the socket
 (:mod:`._deadline`: a server that drips one byte a second is cut off at ``timeout``), and the
-retries, waits and typed errors are :mod:`._attempts`'. Bodies are read exactly by :mod:`._reply`:
+retries, waits and typed errors are :mod:`.._openai.attempts`'. Bodies are read exactly by :mod:`.._openai.reply`:
 every reply shape ends as text, an empty answer (the guard re-asks), or a typed error quoting
 the server.
 """
@@ -24,10 +24,10 @@ import openai
 from stepguard.errors import ModelError, ModelOutputTruncated
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 
-from ._attempts import Attempts, ServerSaidError
+from .._openai.attempts import Attempts, ServerSaidError
+from .._openai.reply import ReplyError, quote, read_reply
+from .._openai.streaming import AsyncChunkStream, ChunkStream, input_estimate
 from ._deadline import attempt_deadline, enforce_deadlines
-from ._reply import ReplyError, quote, read_reply
-from ._streaming import AsyncChunkStream, ChunkStream, input_estimate
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatibleModel", "provider_for_url"]
 
@@ -105,7 +105,7 @@ class OpenAICompatibleModel:
         max_tokens: default cap on generated tokens (``None`` = the server's default).
         timeout: seconds allowed for one HTTP attempt, the whole reply from connect to last
             byte (not per read).
-        max_retries: retries after the first attempt (see :mod:`stepguard.adapters._attempts`).
+        max_retries: retries after the first attempt (see :mod:`stepguard.adapters._openai.attempts`).
         call_timeout: seconds allowed for one call, all attempts and waits included; ``None``:
             at most ``(max_retries + 1) x timeout`` plus the waits between attempts.
         raise_on_truncation: raise :class:`ModelOutputTruncated` instead of returning a

@@ -9,7 +9,7 @@ Valid forms (see :data:`VALID_FORMS`)::
     openai:gpt-4o-mini                     $OPENAI_BASE_URL, else api.openai.com; key from OPENAI_API_KEY
     http://127.0.0.1:8000/v1#model-name    any OpenAI-compatible base URL; model after '#' (a URL of the
                                            chat endpoint itself, .../v1/chat/completions, is read as its base)
-    replay:/path/cassette.jsonl            answers recorded earlier (see stepguard.adapters.replay)
+    replay:/path/cassette.jsonl            answers recorded earlier (see stepguard.adapters.models.replay)
 """
 
 from __future__ import annotations

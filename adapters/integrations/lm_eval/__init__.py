@@ -10,7 +10,7 @@ sequence), the cases as a JSONL dataset and a two-line ``utils.py`` whose ``proc
         --model_args model=NAME,base_url=http://host/v1/chat/completions --apply_chat_template
 
 Guarded mode makes many model calls a sample, which an lm-eval task does not; it runs in Inspect AI
-(``stepguard.adapters.inspect``). Figures and the one difference from ``bench run`` (one token cap
+(``stepguard.adapters.integrations.inspect``). Figures and the one difference from ``bench run`` (one token cap
 for the whole task): docs/lm-eval.md.
 """
 

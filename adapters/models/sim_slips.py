@@ -207,7 +207,7 @@ class SlippingExecutor(SimulatedExecutor):
         whole_step: ``first``: the first step line asked is wrong where it holds a weak form, later
             ones slip at ``slip_rate``; ``always``: every ask of one of ``procedure``'s own steps is
             wrong where it holds a weak form (the module docstring).
-        procedure: the procedure being run (as :class:`~stepguard.adapters.sim.SimulatedExecutor`).
+        procedure: the procedure being run (as :class:`~stepguard.adapters.models.sim.SimulatedExecutor`).
 
     Attributes:
         slips: ``{form: count}`` of the slips written so far, by the weak form that slipped first.

@@ -57,9 +57,9 @@ from stepguard.wire import (
     read_call,
 )
 
-from ._attempts import map_error
-from ._reply import ReplyError, content_text, quote
-from ._streaming import AsyncChunkStream, ChunkStream, input_estimate
+from .._openai.attempts import map_error
+from .._openai.reply import ReplyError, content_text, quote
+from .._openai.streaming import AsyncChunkStream, ChunkStream, input_estimate
 
 __all__ = ["ClientChatModel", "GuardedOpenAI"]
 
