@@ -41,7 +41,7 @@ Three probes, each a one-step prompt in the guard's chunk format, temperature 0 
            (``max(472, 226)``, ``max(-472, 0)``) and quotient digits (``57 // 12``). Each form is one
            procedure of about 40 literal sub-steps run through the guard as a digit rung runs them
            (4 a call, a wrong one re-asked alone at the resample temperature up to 3 times): right at
-           the first try, and right with resampling. Figures: docs/lab/2026-11-30-production-suite.md, "Digit rungs".
+           the first try, and right with resampling. Figures: docs/lab/production-suite-history.md, "Digit rungs".
 
 Run: python benchmarks/probe_single_ops.py --compare --branch --product --ties --point --divide   (minutes on 2 idle cores)
 """
@@ -276,7 +276,7 @@ def resample(model) -> None:
 
 
 # Operands of the steps that stopped runs: the 95-step store's six unverified sums and the sums,
-# products and quotients of the production suite's stops (docs/lab/2026-11-30-production-suite.md, docs/lab/2026-11-29-fidelity.md).
+# products and quotients of the production suite's stops (docs/lab/production-suite-history.md, docs/lab/fidelity-history.md).
 STOPPED_SUMS = [(468, 228), (280, 14), (365, 633), (472, 226), (454, 144), (288, 8), (754, 25), (14355000, 900), (27000, 225),
                 (14355900, 72), (1350, 81), (690, 6), (13500000, 810000), (204, 192), (168, 171)]
 STOPPED_DIFFERENCES = [(715, 20), (504, 6), (219, 21), (633, 365), (472, 226), (454, 144), (1000, 999), (80000, 12845),
@@ -362,7 +362,7 @@ def digit_steps(model, forms: tuple[str, ...] = DIGIT_FORMS) -> None:
 
 
 # The steps that stopped runs, with their committed operands: the 95-step store's six unverified
-# sums and the production stops (docs/lab/2026-11-30-production-suite.md, "Fourth figures").
+# sums and the production stops (docs/lab/production-suite-history.md, "Fourth figures").
 STOPPED_STEPS = [("-280", "-", "14", None), ("-472", "+", "-226", None), ("-454", "+", "-144", None), ("-288", "+", "-8", None),
                  ("75.4", "+", "2.5", 1), ("23.5", "*", "38.31", 2), ("38.06", "*", "0.075", 2), ("12845.5", "/", "80000", 4),
                  ("468", "+", "228", None), ("365", "-", "-633", None)]

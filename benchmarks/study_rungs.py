@@ -1,7 +1,7 @@
 """Study the derived rungs (commute, decompose, bridge) on the steps a real model got wrong.
 
 Each step below is one the embedded Qwen2.5-Coder-1.5B got wrong at temperature 0 in the
-guarded 5/23/95-step runs of docs/lab/2026-11-29-fidelity.md (its committed operand values, as the chunk asked
+guarded 5/23/95-step runs of docs/lab/fidelity-history.md (its committed operand values, as the chunk asked
 it). For every rung that applies, the script builds the rung's sub-procedure exactly as the guard
 does and runs it through the guard's nested settings (commute: one resampled retry; decompose and
 bridge: narrow then resample), seeded as on the rung's place in the default ladder. It prints,
@@ -25,7 +25,7 @@ STEPS = [
     (2, "-", -492, 504), (504, "+", -416, 8), (-316, "+", 72, 406), (-520, "-", -510, 10),
     (171, "-", -168, 349), (204, "+", 192, 406), (331, "+", 8, 349),
 ]
-# the three sums no rung fixed in the 2026-11-30 measurement (docs/lab/2026-11-29-fidelity.md, residual errors)
+# the three sums no rung fixed in the 2026-11-30 measurement (docs/lab/fidelity-history.md, residual errors)
 RESIDUAL = [(468, "+", 228, 796), (-280, "-", 14, -304), (365, "-", -633, 1008)]
 
 

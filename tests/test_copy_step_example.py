@@ -2,7 +2,7 @@
 
 Asked alone as ``S2 = y = <the numbers substituted> = <result>``, the embedded model wrote ``S2 = y
 = 19 = 38`` on every re-ask; a window that opened with copies shown the first operation's shape
-instead made it skip the copies (docs/lab/2026-11-29-fidelity.md, "A copy step's example").
+instead made it skip the copies (docs/lab/fidelity-history.md, "A copy step's example").
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from tests._scripts import load_script
 ROOT = Path(__file__).parent.parent
 STORE = ROOT / "benchmarks" / "stores" / "curve" / "raw"
 PAGE = ROOT / "docs" / "fidelity.md"
-LAB = ROOT / "docs" / "lab" / "2026-11-29-fidelity.md"
+LAB = ROOT / "docs" / "lab" / "fidelity-history.md"
 COMMAND = "python benchmarks/curve_table.py benchmarks/stores/curve/raw --planned 6"
 PAIRS = [  # (page, guarded store): today's default ladder on the page, the ladder before the digit rungs in the lab notes
     (PAGE, "digits"),

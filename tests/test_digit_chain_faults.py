@@ -70,7 +70,7 @@ def test_a_step_that_cannot_be_evaluated_on_its_values_is_not_derived(name: str)
 
 class _TiesUp(ScriptedModel):
     """A scripted model that rounds every half-to-even tie up, as the embedded model did on every tie
-    (docs/lab/2026-11-30-production-suite.md, the ``tie`` rung's figures)."""
+    (docs/lab/production-suite-history.md, the ``tie`` rung's figures)."""
 
     def complete(self, messages, settings=None):
         last = {**messages[-1], "content": str(messages[-1]["content"]).replace("round half to even", "round half up")}

@@ -1,5 +1,5 @@
 """scripts/fidelity_figure.py and the recorded cells behind the fidelity figures: the cells agree with
-the table of the lab notes that recorded them (docs/lab/2026-11-29-fidelity.md, "Results (2026-11-30)"),
+the table of the lab notes that recorded them (docs/lab/fidelity-history.md, "Results (2026-11-30)"),
 the figure is drawn from them (not SIMULATED) or from run folders (SIMULATED on sim:paper), and the
 pages show the committed PNGs."""
 
@@ -20,7 +20,7 @@ from tests.conftest import SimRuns
 ROOT = Path(__file__).parent.parent
 CELLS = ROOT / "docs" / "data" / "fidelity_cells.json"
 PAGE = ROOT / "docs" / "fidelity.md"
-LAB = ROOT / "docs" / "lab" / "2026-11-29-fidelity.md"
+LAB = ROOT / "docs" / "lab" / "fidelity-history.md"
 """The lab notes that recorded the cells (the first guarded measurement, 2026-11-30)."""
 
 

@@ -1,7 +1,7 @@
 """The ``tie`` rung: a rounding at an exact tie asked as its rule's arithmetic (issue 16, deliverable 2).
 
 The embedded model rounded every tie up, half to even included (81.625 -> 81.63); a compound-interest
-case flagged on it (docs/lab/2026-11-30-production-suite.md).
+case flagged on it (docs/lab/production-suite-history.md).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ class LocalModel:
         temperature: default sampling temperature.
         max_tokens: default cap on generated tokens.
         timeout: seconds allowed per request (generation on CPU is slow: a raw 95-step reply of
-            Qwen 1.5B on 2 cores took over 600 s, docs/lab/2026-11-29-fidelity.md).
+            Qwen 1.5B on 2 cores took over 600 s, docs/lab/fidelity-history.md).
         max_retries: retries of a failed request.
         raise_on_truncation: raise ``ModelOutputTruncated`` on ``finish_reason == "length"``.
         port: the server's port; ``None`` picks a free one.

@@ -44,7 +44,7 @@ SIM_SIZES: tuple[tuple[int, int], ...] = ((5, 3), (23, 2), (95, 1))
 (``--sizes 5:3,23:2,95:1``: about 20 minutes more on 2 idle CPU cores, the 95-step headline; README)."""
 
 # Seconds per step on the embedded Qwen2.5-Coder-1.5B, 2 CPU cores, measured in the fidelity runs
-# (docs/lab/2026-11-29-fidelity.md): raw 22 s for 5 steps and 208 s for 23 (~37 generated tokens a
+# (docs/lab/fidelity-history.md): raw 22 s for 5 steps and 208 s for 23 (~37 generated tokens a
 # step, at 4-5 tokens a second on these machines); guarded 9 s for 5 steps and 152 s for 23.
 _RAW_S_PER_STEP, _GUARDED_S_PER_STEP, _START_S = 7.0, 5.5, 20.0
 _REPORT_S = 10.0  # imports, plots and the report

@@ -171,7 +171,7 @@ class GuardConfig:
     inline_known: bool = False
     """Write the values a step reads into its line (``t3 = 0.05 if False else 0``) instead of
     listing them as known values: the ``chain`` rung's nested runs, one sub-step a call, ask so
-    (why, measured: docs/lab/2026-11-30-production-suite.md)."""
+    (why, measured: docs/lab/production-suite-history.md)."""
     max_tokens_per_step: int = 48
     """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
     streamed: bool = False

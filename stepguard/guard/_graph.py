@@ -146,7 +146,7 @@ MAX_NESTING = 2
 A derived sub-procedure can hold the operation it came from (``divide`` writes a quotient, and a
 failing quotient goes through ``single`` to ``divide`` again), so without a bound a model that
 keeps failing would recurse without end. What each depth costs a model wrong on every sub-step:
-docs/lab/2026-11-30-production-suite.md, "Nesting"."""
+docs/lab/production-suite-history.md, "Nesting"."""
 
 
 def _derive(rung: Rung, ctx: RunContext, index: int, env: Any) -> Procedure | None:

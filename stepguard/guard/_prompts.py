@@ -63,7 +63,7 @@ def context_block(context: Sequence[ChatMessage]) -> str:
 def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     """How many lines to write, naming the first and last step.
 
-    Measured on the embedded Qwen2.5-Coder-1.5B (docs/lab/2026-11-29-fidelity.md): with "Compute the steps in
+    Measured on the embedded Qwen2.5-Coder-1.5B (docs/lab/fidelity-history.md): with "Compute the steps in
     order, one line each" it wrote 12 of 60 asked lines (it stopped after the first); with the
     count and the step names it wrote 60 of 60.
     """

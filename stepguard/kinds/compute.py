@@ -69,7 +69,7 @@ class Compute(Kind):
 
         A step over numbers alone (``t1 = 219 - 19``, as the derived rungs write them) shows its
         expression before the result: with ``t1 = <result>`` the embedded model copied the
-        expression and stopped (docs/lab/2026-11-29-fidelity.md, the derived rungs).
+        expression and stopped (docs/lab/fidelity-history.md, the derived rungs).
         """
         step = procedure.steps[index]
         expr = None if step.expression is None else inline(step.expression, values)
@@ -84,7 +84,7 @@ class Compute(Kind):
         shows ``S2 = y = <result>``: shown ``S2 = y = <the numbers substituted> = <result>``, the
         embedded model wrote ``S2 = y = 19 = 38`` on every re-ask. A chunk that opens with copies keeps
         its first step's shape: shown the first operation's instead, the model began at that step
-        and skipped the copies (docs/lab/2026-11-29-fidelity.md, "A copy step's example")."""
+        and skipped the copies (docs/lab/fidelity-history.md, "A copy step's example")."""
         step = procedure.steps[indices[0]]
         expr = None if step.expression is None else inline(step.expression, values)
         if len(indices) == 1 and expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):

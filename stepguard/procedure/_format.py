@@ -19,7 +19,7 @@ def format_value(value: Any) -> str:
 
     Booleans are written as the expressions write them (``0.05 if t2 else 0`` reads ``t2 = False``):
     with ``false`` beside Python's ``True``/``False`` the embedded model answered a conditional
-    ``= false = 0.05`` (docs/lab/2026-11-30-production-suite.md).
+    ``= false = 0.05`` (docs/lab/production-suite-history.md).
     """
     if isinstance(value, bool):
         return "True" if value else "False"

@@ -52,7 +52,7 @@ class Rung:
             into its line (``t3 = 0.05 if False else 0``; :attr:`GuardConfig.inline_known`). The
             rungs over production expressions (``chain``, ``choice``, and ``split`` and ``single``
             that reach them) ask so, because the embedded model reads a literal better alone than
-            in a chunk (figures: docs/lab/2026-11-30-production-suite.md). The integer rungs of the benchmark keep
+            in a chunk (figures: docs/lab/production-suite-history.md). The integer rungs of the benchmark keep
             whole-chunk asking.
     """
 
@@ -109,7 +109,7 @@ class Rung:
 
         Its ``on_exhausted`` is ``raise``: a derived run stops at its first sub-step no try
         verified, since every later sub-step reads that value and the parent takes only a verified
-        result: flagging and going on spends calls for nothing (figures: docs/lab/2026-11-30-production-suite.md).
+        result: flagging and going on spends calls for nothing (figures: docs/lab/production-suite-history.md).
 
         It is never streamed: a streamed parent's re-asks use the chunking of chunked mode
         (docs/policies.md, "Streamed mode"), and the sub-steps go by the rung's own chunk size, so a

@@ -12,7 +12,7 @@ class Resample(Rung):
     """``resample``: re-ask the failing step alone at ``resample_temperature`` with the seed ``seed + attempt``.
 
     Re-asking the same prompt at temperature 0 often returns the same wrong value on the embedded
-    model (docs/lab/2026-11-29-fidelity.md); a new seed and a temperature above 0 make each attempt a new request.
+    model (docs/lab/fidelity-history.md); a new seed and a temperature above 0 make each attempt a new request.
     """
 
     name = "resample"

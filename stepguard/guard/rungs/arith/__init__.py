@@ -11,7 +11,7 @@ rung API, :mod:`stepguard.guard.rungs` (``tests/test_rung_plugins.py`` checks it
 third-party package would.
 
 Which rungs are here and why: every rung that derives a sub-procedure from a step's arithmetic,
-and each one's order and tuning comes from what the embedded model gets right (docs/lab/2026-11-30-production-suite.md):
+and each one's order and tuning comes from what the embedded model gets right (docs/lab/production-suite-history.md):
 the operation rungs (``bridge``, ``decompose``, ``commute``, ``partial``, ``scale``, ``choice``,
 ``divide``, ``tie``), the rungs that pick among them (``single``, ``split``) or split a step by its
 operations (``chain``, whose nested ladder is :data:`SUB_STEP_LADDER`), and the digit rungs

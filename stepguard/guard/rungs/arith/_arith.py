@@ -101,7 +101,7 @@ def point_steps(first: int, shift: int) -> list[dict[str, object]]:
 
     The embedded model placed the point of ``4968285 / 1000`` at 49.68285; asked one place at a
     time it got 30 of 30 such sub-steps right, against 3 of 8 quotients by ``10 ** k`` and 3 of 8
-    products by ``0.001`` (``benchmarks/probe_single_ops.py --point``, docs/lab/2026-11-30-production-suite.md).
+    products by ``0.001`` (``benchmarks/probe_single_ops.py --point``, docs/lab/production-suite-history.md).
     """
     op = "/" if shift > 0 else "*"
     return [{"var": f"t{first + i}", "expr": f"t{first + i - 1} {op} 10"} for i in range(abs(shift))]

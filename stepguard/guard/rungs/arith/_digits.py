@@ -197,7 +197,7 @@ class Sheet:
         larger magnitude; the result is negative where the model's value is ``0``.
 
         After the column sub-steps the embedded model answered ``min(-280, 0)`` with 0 on every
-        try, the value the ``max`` form asks for (figures: docs/lab/2026-11-30-production-suite.md, "Digit rungs").
+        try, the value the ``max`` form asks for (figures: docs/lab/production-suite-history.md, "Digit rungs").
         """
         self.reading.sign = self.ask(f"max({_literal(larger)}, 0)")
         self.reading.negative_if = "zero"
@@ -260,7 +260,7 @@ def larger_at_first_difference(sheet: Sheet, a: int, b: int) -> str | None:
 
     The embedded model named the larger of two numbers of different lengths as text
     (``max(289, 31) = 31``) and of two of as many digits not always right (``max(60, 12) = 12`` at
-    temperature 0 and on three resamples; figures: docs/lab/2026-11-30-production-suite.md, "Digit rungs").
+    temperature 0 and on three resamples; figures: docs/lab/production-suite-history.md, "Digit rungs").
     """
     ta, tb = str(a), str(b)
     if len(ta) != len(tb) or ta == tb:
@@ -276,7 +276,7 @@ def column_sum(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
 
     The embedded model wrote a column's two digits and carry in one sub-step wrong 9 times in 30 where
     they sum to 10 or more (``9 + 8 + 1 = 26``, on every resample too) and two digits or a digit and
-    its carry right (docs/lab/2026-11-30-production-suite.md, "Digit rungs").
+    its carry right (docs/lab/production-suite-history.md, "Digit rungs").
     """
     da, db = digits_of(a), digits_of(b)
     n = max(len(da), len(db))
@@ -297,7 +297,7 @@ def column_difference(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
     the difference.
 
     The embedded model wrote a column with its borrow in one sub-step (``13 - 6 - 1``) wrong where
-    resampling fixed nothing, and one subtraction a sub-step right (figures: docs/lab/2026-11-30-production-suite.md,
+    resampling fixed nothing, and one subtraction a sub-step right (figures: docs/lab/production-suite-history.md,
     "Digit rungs").
     """
     da, db = digits_of(a), digits_of(b)
@@ -327,7 +327,7 @@ def multiply_row(sheet: Sheet, a: int, d: int) -> tuple[list[Place], int]:
 
     The embedded model wrote a product and its carry in one sub-step (``63 + 6 = 70``, the form first
     built) wrong at temperature 0 and on three resamples, and ``3 + 6`` right every time
-    (docs/lab/2026-11-30-production-suite.md, "Digit rungs").
+    (docs/lab/production-suite-history.md, "Digit rungs").
     """
     places: list[Place] = []  # least significant first
     carry = 0

@@ -19,7 +19,7 @@ A step that crosses no round number has the round part of its larger operand set
 (``280 + 14`` as ``80 + 14``, then ``200 + t1``). Every sub-step is checked by the evaluator like
 any step. Four steps the embedded
 Qwen2.5-Coder-1.5B got wrong on every other rung at temperature 0 were borrows or near-borrows
-(``-219 - (-21)``, ``6 - 504``, ``-280 - 14``, ``20 - 715``; docs/lab/2026-11-29-fidelity.md).
+(``-219 - (-21)``, ``6 - 504``, ``-280 - 14``, ``20 - 715``; docs/lab/fidelity-history.md).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ model already has), so no expected value is shown. A conditional ``a if c else b
 condition's sub-steps, then the branch it takes: the sub-steps are asked one at a time, so that branch
 is the one the model's verified condition chose, as a digit sheet's later literals are the values the
 model verified before them. The embedded model answered a choice sub-step over a literal condition
-(``t4 = 0 if False else 0.15``) with the first value on every try (docs/lab/2026-11-30-production-suite.md, "The suite
+(``t4 = 0 if False else 0.15``) with the first value on every try (docs/lab/production-suite-history.md, "The suite
 with the digit rungs"). A whole step that is a conditional taking a bare value (``5.00 if w <= 1 else
 ...``, or one whose branch taken is such a conditional) keeps the choice sub-step, over both
 branches, so that the step ends in a sub-step of its own.
@@ -278,7 +278,7 @@ class _Writer:
         value chosen: ``a >= b`` is ``max(a, b) == a``, ``a > b`` is ``max(a, b) != b``.
 
         The embedded model names the larger of two decimals more reliably than it writes a
-        comparison's truth (``59.97 >= 500 = True``; figures: docs/lab/2026-11-30-production-suite.md).
+        comparison's truth (``59.97 >= 500 = True``; figures: docs/lab/production-suite-history.md).
         """
         if op in (ast.Eq, ast.NotEq):
             return self._new(f"{a} {_CMP[op]} {b}", "boolean")

@@ -4,7 +4,7 @@
 and ``t3 = 50000 if t2 else 61000``; ``max`` the same way over ``min``. Every sub-step is checked,
 and the nested guard asks them one a call with the values written in (``t2 = 61000 == 61000``),
 because the embedded model names the larger of two decimals more reliably than it writes a
-comparison's truth (figures: docs/lab/2026-11-30-production-suite.md). A comparison step (``income >= 100``) is the
+comparison's truth (figures: docs/lab/production-suite-history.md). A comparison step (``income >= 100``) is the
 ``chain`` rung's: a choice of the larger, then an equality.
 """
 

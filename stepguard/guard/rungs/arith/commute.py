@@ -4,7 +4,7 @@
 swapped and a subtracted negative folded into a sum: ``S11 = S9 - S10`` with 171 and -168
 becomes ``S11 = 168 + 171``. On the embedded Qwen2.5-Coder-1.5B at temperature 0,
 ``171 - (-168)`` was answered 349 on every other rung and ``204 + 192`` 406 as a chunk line,
-and both right as ``168 + 171`` and ``192 + 204`` (docs/lab/2026-11-29-fidelity.md).
+and both right as ``168 + 171`` and ``192 + 204`` (docs/lab/fidelity-history.md).
 """
 
 from __future__ import annotations

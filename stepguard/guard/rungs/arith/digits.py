@@ -11,7 +11,7 @@ A step of several operations (``principal * annual_rate / 12``, rounded to cents
 ``chain`` rung asks it, one operation a sub-step, and each sub-step that fails goes to ``digits``
 first (:data:`DIGIT_CHAIN_LADDER`): the ``split`` rung before it tries the cheaper rungs on each
 sub-step and ends there, where on the embedded model a decimal product or quotient nested in
-rungs of rungs was re-asked to the same wrong value (docs/lab/2026-11-30-production-suite.md, "Digit rungs"). The
+rungs of rungs was re-asked to the same wrong value (docs/lab/production-suite-history.md, "Digit rungs"). The
 sub-steps of such a chain that no digit sheet writes go through the rung made for them
 (:data:`NON_DIGIT_ORDER`): the rounding it ends with, where its value is exactly halfway
 (``r = 0.125``, half to even to 2 places), as ``tie`` asks it (the embedded model rounded every tie

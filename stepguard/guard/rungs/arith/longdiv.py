@@ -24,7 +24,7 @@ The embedded model wrote quotient digits asked as ``r // d`` wrong where the div
 digits or the digit is 0 (``59 // 31 = 2``, ``6990 // 31329 = 2``, ``1 // 365 = 0.0027...``), and
 named the larger of two whole numbers wrong, of different lengths compared as text
 (``max(289, 31) = 31``) and of as many digits too (``max(60, 12) = 12``), on every resample
-(docs/lab/2026-11-30-production-suite.md, "Digit rungs").
+(docs/lab/production-suite-history.md, "Digit rungs").
 """
 
 from __future__ import annotations

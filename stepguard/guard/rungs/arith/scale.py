@@ -4,7 +4,7 @@
 multiplication a model does with whole numbers, and the point moved by the count of decimal
 places, one place a sub-step (:func:`~stepguard.guard.rungs.arith._arith.point_steps`). A sum or difference is
 scaled to the operands' common places: ``57 + 2.7`` becomes ``570 + 27``, then ``t1 / 10`` (the
-embedded model wrote ``57 + 2.7 = 60.7`` inside a partial-products chain; docs/lab/2026-11-30-production-suite.md).
+embedded model wrote ``57 + 2.7 = 60.7`` inside a partial-products chain; docs/lab/production-suite-history.md).
 Every sub-step is checked.
 """
 

@@ -2,7 +2,7 @@
 
 A rounding sub-step (``interest_1 = 81.625``, half to even to 2 places) whose value lies exactly
 halfway between its two candidates is where the rule matters, and the embedded model rounded
-every such tie up, half to even or not (6 ties, 3 prompt forms, docs/lab/2026-11-30-production-suite.md). The rule is
+every such tie up, half to even or not (6 ties, 3 prompt forms, docs/lab/production-suite-history.md). The rule is
 asked as the arithmetic it is, over the lower candidate (the value cut to the step's places):
 
 - half to even: ``t1 = 2 % 2`` (the last kept digit's parity), ``t2 = 0.01 * t1``,
@@ -11,7 +11,7 @@ asked as the arithmetic it is, over the lower candidate (the value cut to the st
 
 a negative value's magnitude first, then the sign as a sub-step of its own. Each sub-step is
 checked; the last carries the step's variable, scale and rounding (which no longer changes it).
-The embedded model writes each kind of sub-step reliably (figures: docs/lab/2026-11-30-production-suite.md). The rung applies to a step that
+The embedded model writes each kind of sub-step reliably (figures: docs/lab/production-suite-history.md). The rung applies to a step that
 only rounds one value (``var = name`` or ``var = number``, as ``chain`` writes its rounding
 sub-step) at an exact tie; anywhere else it does not, and the ladder says so.
 """
