@@ -51,7 +51,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -227,51 +227,88 @@ class _Writer:
         return self._over_literals(node)
 
     def emit(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Constant):
-            return _literal(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in self.env:
-                raise _Unsplittable("a name it reads has no committed value")
-            return _literal(self.env[node.id])
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
-            value: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
-            return _literal(-value if isinstance(node.op, ast.USub) else value)
-        if isinstance(node, ast.UnaryOp):
-            a = self.emit(node.operand)
-            if isinstance(node.op, ast.Not):
-                return self._new(f"not {a}", "boolean")
-            return self._new(f"{'-' if isinstance(node.op, ast.USub) else '+'}{a}")
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            a, b = self.emit(node.left), self.emit(node.right)
-            return self._new(f"{a} {_OPS[type(node.op)]} {b}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if (quotient := self._rounded_quotient(node)) is not None:
-                return quotient
-            args = [self.emit(x) for x in node.args]
-            return self._new(f"{node.func.id}({', '.join(args)})")
-        if isinstance(node, ast.Compare) and all(type(op) in _CMP for op in node.ops):
-            # a chained comparison ``0 <= x <= 10`` is ``0 <= x and x <= 10``, each side's sub-steps once
-            sides = [self.emit(node.left), *(self.emit(c) for c in node.comparators)]
-            tests = [self.compare(a, type(op), b) for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True)]
-            return tests[0] if len(tests) == 1 else self._new(" and ".join(tests), "boolean")
-        if isinstance(node, ast.BoolOp):
-            word = "and" if isinstance(node.op, ast.And) else "or"
-            parts = [self.emit(v) for v in node.values]
-            return self._new(f" {word} ".join(parts), "boolean")
-        if isinstance(node, ast.IfExp):
-            if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
-                cond = self.emit(node.test)
-                truth = self._truth(node.test)
-                then, other = self._branch(node.body, truth), self._branch(node.orelse, not truth)
-                return self._new(f"{then} if {cond} else {other}")
-            self.emit(node.test)
-            taken = node.body if self._truth(node.test) else node.orelse
-            if node is self.root:
-                self.root = taken  # the branch taken is the step's value too
-                self.chose = True
-            return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
+        """The sub-steps computing ``node`` (each one operation over literals and earlier sub-steps),
+        written by the first of :data:`_FORMS` that is ``node``'s kind; returns the name of the last
+        sub-step, or the literal a constant or a committed name is.
+
+        Raises:
+            _Unsplittable: a name with no committed value, a condition that does not evaluate, or a
+                node no form writes (:func:`_unwritable` says which).
+        """
+        for kind, write in _FORMS:
+            if isinstance(node, kind):
+                written = write(self, node)
+                if written is not None:
+                    return written
+                break
         raise _Unsplittable(_unwritable(node))
 
+    def _constant(self, node: ast.Constant) -> str:
+        """A constant, as a literal."""
+        return _literal(node.value)
+
+    def _name(self, node: ast.Name) -> str:
+        """A name, as the literal of its committed value."""
+        if node.id not in self.env:
+            raise _Unsplittable("a name it reads has no committed value")
+        return _literal(self.env[node.id])
+
+    def _unary(self, node: ast.UnaryOp) -> str:
+        """A signed constant as a literal (``-3``); ``not``, ``-`` or ``+`` of anything else as a sub-step."""
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
+            value: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
+            return _literal(-value if isinstance(node.op, ast.USub) else value)
+        a = self.emit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return self._new(f"not {a}", "boolean")
+        return self._new(f"{'-' if isinstance(node.op, ast.USub) else '+'}{a}")
+
+    def _binop(self, node: ast.BinOp) -> str | None:
+        """An arithmetic operation of :data:`_OPS` over its operands' sub-steps; ``None`` for another operator."""
+        if type(node.op) not in _OPS:
+            return None
+        a, b = self.emit(node.left), self.emit(node.right)
+        return self._new(f"{a} {_OPS[type(node.op)]} {b}")
+
+    def _call(self, node: ast.Call) -> str | None:
+        """A call of a named function over its arguments' sub-steps (an endless rounded quotient as one
+        rounded sub-step, :meth:`_rounded_quotient`); ``None`` for a call of anything else."""
+        if not isinstance(node.func, ast.Name):
+            return None
+        if (quotient := self._rounded_quotient(node)) is not None:
+            return quotient
+        args = [self.emit(x) for x in node.args]
+        return self._new(f"{node.func.id}({', '.join(args)})")
+
+    def _comparison(self, node: ast.Compare) -> str | None:
+        """A comparison as choices (:meth:`compare`), a chained one ``0 <= x <= 10`` as ``0 <= x and x <= 10``
+        with each side's sub-steps once; ``None`` for an operator not in :data:`_CMP` (``in``, ``is``)."""
+        if not all(type(op) in _CMP for op in node.ops):
+            return None
+        sides = [self.emit(node.left), *(self.emit(c) for c in node.comparators)]
+        tests = [self.compare(a, type(op), b) for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True)]
+        return tests[0] if len(tests) == 1 else self._new(" and ".join(tests), "boolean")
+
+    def _boolop(self, node: ast.BoolOp) -> str:
+        """``and`` / ``or`` over its operands' sub-steps, as one boolean sub-step."""
+        word = "and" if isinstance(node.op, ast.And) else "or"
+        parts = [self.emit(v) for v in node.values]
+        return self._new(f" {word} ".join(parts), "boolean")
+
+    def _conditional(self, node: ast.IfExp) -> str:
+        """A conditional: its condition's sub-steps, then the branch it takes; a whole step ending in a
+        bare value keeps its choice as a sub-step over both branches (:meth:`_branch`)."""
+        if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
+            cond = self.emit(node.test)
+            truth = self._truth(node.test)
+            then, other = self._branch(node.body, truth), self._branch(node.orelse, not truth)
+            return self._new(f"{then} if {cond} else {other}")
+        self.emit(node.test)
+        taken = node.body if self._truth(node.test) else node.orelse
+        if node is self.root:
+            self.root = taken  # the branch taken is the step's value too
+            self.chose = True
+        return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
 
     def compare(self, a: str, op: type[ast.cmpop], b: str) -> str:
         """``a < b`` and its kin as a choice, the larger of the two, then an equality over the
@@ -285,6 +322,14 @@ class _Writer:
         larger = self._new(f"max({a}, {b})")
         test = {ast.GtE: f"{larger} == {a}", ast.LtE: f"{larger} == {b}", ast.Gt: f"{larger} != {b}", ast.Lt: f"{larger} != {a}"}[op]
         return self._new(test, "boolean")
+
+
+_FORMS: tuple[tuple[type[ast.AST], Callable[[_Writer, Any], str | None]], ...] = (
+    (ast.Constant, _Writer._constant), (ast.Name, _Writer._name), (ast.UnaryOp, _Writer._unary),
+    (ast.BinOp, _Writer._binop), (ast.Call, _Writer._call), (ast.Compare, _Writer._comparison),
+    (ast.BoolOp, _Writer._boolop), (ast.IfExp, _Writer._conditional),
+)
+"""The node kinds :meth:`_Writer.emit` writes, each with its writer (``None``: not a form it writes)."""
 
 
 def _finite(value: Any) -> bool:
