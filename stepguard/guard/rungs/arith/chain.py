@@ -457,53 +457,78 @@ def _floordiv(a: ast.expr, b: ast.expr) -> ast.expr:
 
 
 def _hoist(node: ast.expr) -> ast.expr:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+    """:func:`quotient_last`'s rewrite of ``node`` (a new tree), by the first of :data:`_HOISTS` that
+    is its kind; a name or a constant is itself."""
+    for kind, rewrite in _HOISTS:
+        if isinstance(node, kind):
+            return rewrite(node)
+    return node  # a name, a constant
+
+
+def _hoist_operation(node: ast.BinOp) -> ast.expr:
+    """An arithmetic operation with its sides rewritten and their quotients moved out (:func:`_mul`,
+    :func:`_div`, :func:`_floordiv`, :func:`_sum`); a power with a small whole exponent as its product,
+    a remainder by its definition."""
+    if isinstance(node.op, (ast.Mult, ast.Div)):
         a, b = _hoist(node.left), _hoist(node.right)
         return _mul(a, b) if isinstance(node.op, ast.Mult) else _div(a, b)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and (k := _exponent(node.right)) is not None:
-        base = _hoist(node.left)
-        product = base
-        for _ in range(abs(k) - 1):
-            product = _mul(product, base)
-        return product if k > 0 else _div(ast.Constant(value=1), product)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+    if isinstance(node.op, ast.Pow) and (k := _exponent(node.right)) is not None:
+        return _power(_hoist(node.left), k)
+    if isinstance(node.op, ast.FloorDiv):
         return _floordiv(_hoist(node.left), _hoist(node.right))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):  # a % b is a - b * (a // b), by Python's definition
+    if isinstance(node.op, ast.Mod):  # a % b is a - b * (a // b), by Python's definition
         a, b = _hoist(node.left), _hoist(node.right)
         return ast.BinOp(left=a, op=ast.Sub(), right=_mul(b, _floordiv(a, b)))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+    if isinstance(node.op, (ast.Add, ast.Sub)):
         return _sum(_hoist(node.left), node.op, _hoist(node.right))
-    if isinstance(node, ast.BinOp):
-        return ast.BinOp(left=_hoist(node.left), op=node.op, right=_hoist(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    return ast.BinOp(left=_hoist(node.left), op=node.op, right=_hoist(node.right))
+
+
+def _power(base: ast.expr, k: int) -> ast.expr:
+    """``base ** k`` (``k`` a whole number, not 0) as ``base * base ...``, over ``1 /`` where ``k`` is negative."""
+    product = base
+    for _ in range(abs(k) - 1):
+        product = _mul(product, base)
+    return product if k > 0 else _div(ast.Constant(value=1), product)
+
+
+def _hoist_unary(node: ast.UnaryOp) -> ast.expr:
+    """A unary operation over its rewritten operand; ``-(x / y)`` as ``(-x) / y``."""
+    if isinstance(node.op, ast.USub):
         inner = _hoist(node.operand)
         if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):  # -(x / y) is (-x) / y
             return _div(ast.UnaryOp(op=ast.USub(), operand=inner.left), inner.right)
         return ast.UnaryOp(op=node.op, operand=inner)
-    if isinstance(node, ast.IfExp):  # each branch on its own, and the condition
-        return ast.IfExp(test=_hoist(node.test), body=_hoist(node.body), orelse=_hoist(node.orelse))
-    if isinstance(node, ast.Compare):
-        return _compare(node)
-    if isinstance(node, ast.BoolOp):
-        return ast.BoolOp(op=node.op, values=[_hoist(v) for v in node.values])
-    if isinstance(node, ast.UnaryOp):
-        return ast.UnaryOp(op=node.op, operand=_hoist(node.operand))
-    if isinstance(node, ast.Call):  # each argument is a value of its own
-        args = [_hoist(a) for a in node.args]
-        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) > 2:
-            # min(a, b, c) is min(min(a, b), c): two values a choice
-            nested = ast.Call(func=node.func, args=args[:2], keywords=[])
-            for more in args[2:]:
-                nested = ast.Call(func=node.func, args=[nested, more], keywords=[])
-            return _hoist(nested)
-        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) == 2 and any(
-                isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div) for a in args):
-            # max(x / y, z) is x / y if x / y >= z else z: the comparison's quotient cleared, the quotient last
-            op: ast.cmpop = ast.GtE() if node.func.id == "max" else ast.LtE()
-            test = _compare(ast.Compare(left=args[0], ops=[op], comparators=[args[1]]))
-            return ast.IfExp(test=test, body=args[0], orelse=args[1])
-        return ast.Call(func=node.func, args=args, keywords=[])
-    return node  # a name, a constant
+    return ast.UnaryOp(op=node.op, operand=_hoist(node.operand))
+
+
+def _hoist_conditional(node: ast.IfExp) -> ast.expr:
+    """A conditional: each branch on its own, and the condition."""
+    return ast.IfExp(test=_hoist(node.test), body=_hoist(node.body), orelse=_hoist(node.orelse))
+
+
+def _hoist_boolean(node: ast.BoolOp) -> ast.expr:
+    """``and`` / ``or``: each operand on its own."""
+    return ast.BoolOp(op=node.op, values=[_hoist(v) for v in node.values])
+
+
+def _hoist_call(node: ast.Call) -> ast.expr:
+    """A call, each argument a value of its own; ``min`` / ``max`` of more than two values two at a
+    time, and of two where one is a quotient as the conditional it is."""
+    args = [_hoist(a) for a in node.args]
+    if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) > 2:
+        # min(a, b, c) is min(min(a, b), c): two values a choice
+        nested = ast.Call(func=node.func, args=args[:2], keywords=[])
+        for more in args[2:]:
+            nested = ast.Call(func=node.func, args=[nested, more], keywords=[])
+        return _hoist(nested)
+    if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) == 2 and any(
+            isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div) for a in args):
+        # max(x / y, z) is x / y if x / y >= z else z: the comparison's quotient cleared, the quotient last
+        op: ast.cmpop = ast.GtE() if node.func.id == "max" else ast.LtE()
+        test = _compare(ast.Compare(left=args[0], ops=[op], comparators=[args[1]]))
+        return ast.IfExp(test=test, body=args[0], orelse=args[1])
+    return ast.Call(func=node.func, args=args, keywords=[])
 
 
 def _times_square(x: ast.expr, y: ast.expr) -> ast.expr:
@@ -528,6 +553,13 @@ def _compare(node: ast.Compare) -> ast.expr:
             a, b = (_times_square(x, divisor) for x in (a, b))
         links.append(ast.Compare(left=a, ops=[op], comparators=[b]))
     return links[0] if len(links) == 1 else ast.BoolOp(op=ast.And(), values=links)
+
+
+_HOISTS: tuple[tuple[type[ast.expr], Callable[[Any], ast.expr]], ...] = (
+    (ast.BinOp, _hoist_operation), (ast.UnaryOp, _hoist_unary), (ast.IfExp, _hoist_conditional),
+    (ast.Compare, _compare), (ast.BoolOp, _hoist_boolean), (ast.Call, _hoist_call),
+)
+"""The node kinds :func:`_hoist` rewrites, each with its rewrite."""
 
 
 def quotient_last(node: ast.expr) -> ast.expr | None:
