@@ -60,7 +60,7 @@ from stepguard.evaluator import CompiledExpression, Number, format_number
 from stepguard.guard.rungs import Rung, register
 from stepguard.guard.rungs.arith._arith import decimal_places, derived
 from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, Step
 
 __all__ = ["Chain", "chain_refusal", "chain_steps", "quotient_last"]
 
@@ -613,16 +613,7 @@ def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], co
     rewritten = rewritten or writer.rewrote
     if n < 2 and not rounds and not writer.chose and not rewritten:
         return "fewer than two operations (one operation is single's)"
-    steps: list[dict[str, Any]] = [
-        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {}), **x}
-        for i, (e, k, x) in enumerate(zip(writer.exprs, writer.kinds, writer.extras, strict=True), start=1)
-    ]
-    own = {"scale": step.scale, "rounding": step.rounding} if step.scale is not None else {}
-    if (rounds and finite) or (writer.extras[-1] and writer.extras[-1] != own):
-        # the rounding rule as its own last sub-step, over the exact value (or over a sub-step rounded its own way)
-        steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
-    # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
-    # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
+    steps = _sub_steps(writer, step, rounds and finite)
     if len(steps) < 2 and not writer.chose and not rewritten:
         return "one operation, its rounding folded in: the step itself again (single's)"
     if not (finite or rounds):
@@ -632,9 +623,34 @@ def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], co
     sub = derived(procedure, index, steps, "chain")
     if sub is None:
         return "a sub-step does not evaluate or our limits refuse the sub-procedure"
-    for var, v in sub.expected_values({}, writable=False).items():
-        if var != step.var and not _finite(v):
-            reader = next((s for s in sub.steps if re.search(rf"\b{var}\b", s.expression or "")), None)
+    endless = _endless_intermediate(sub, step.var)
+    return endless if endless is not None else sub
+
+
+def _sub_steps(writer: _Writer, step: Step, rounds_finite: bool) -> list[dict[str, Any]]:
+    """The writer's sub-steps as a procedure's steps ``t1 .. tn``, and the rounding as a sub-step of its
+    own where the step's rule changes a finite exact value (``rounds_finite``) or the last sub-step is
+    rounded another way than the step."""
+    n = len(writer.exprs)
+    steps: list[dict[str, Any]] = [
+        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {}), **x}
+        for i, (e, k, x) in enumerate(zip(writer.exprs, writer.kinds, writer.extras, strict=True), start=1)
+    ]
+    own = {"scale": step.scale, "rounding": step.rounding} if step.scale is not None else {}
+    if rounds_finite or (writer.extras[-1] and writer.extras[-1] != own):
+        # the rounding rule as its own last sub-step, over the exact value (or over a sub-step rounded its own way)
+        steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
+    # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
+    # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
+    return steps
+
+
+def _endless_intermediate(sub: Procedure, var: str) -> str | None:
+    """Why ``sub`` cannot be asked where a sub-step before the last (``var``'s) has a value that is not a
+    finite decimal (naming the sub-step that reads it), else ``None``."""
+    for name, v in sub.expected_values({}, writable=False).items():
+        if name != var and not _finite(v):
+            reader = next((s for s in sub.steps if re.search(rf"\b{name}\b", s.expression or "")), None)
             return ("an intermediate value is not a finite decimal (no model can write it exactly)"
                     + (f", and {_reader(reader.expression or '')} reads it" if reader is not None else ""))
-    return sub
+    return None
