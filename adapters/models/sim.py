@@ -53,7 +53,7 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -460,6 +460,100 @@ def _sub(value: _Value, before: str) -> str:
     return text
 
 
+@dataclass
+class _Writing:
+    """One reply being written by :meth:`SimulatedExecutor._write`: the faults drawn for the whole
+    reply, the values so far (wrong ones included: errors propagate), the lines, and the rates at
+    the current position (``written`` step lines so far)."""
+
+    p: SimPreset
+    prompt: _Prompt
+    rng: random.Random
+    env: _Env
+    missing: bool = False
+    """The final answer is left out."""
+    premature_at: int = -1
+    """A final answer is written after this step (0-based), before the last one; -1 for none."""
+    self_corr: bool = False
+    """A wrong final answer comes first, then a double-check and the right one."""
+    extra: bool = False
+    """Invented steps follow the last one."""
+    lines: list[str] = field(default_factory=list)
+    written: int = 0
+    last: tuple[str, _Value] | None = None
+    """The last step reached: ``(var, value)``."""
+    stopped: bool = False
+    a_rate: float = 0.0
+    lb_unit: float = 0.0
+    stop_rate: float = 0.0
+
+
+def _start(p: SimPreset, prompt: _Prompt, rng: random.Random) -> _Writing:
+    """The reply's faults, drawn before any step in this order: a missing, a premature and a
+    self-corrected final answer (when the prompt asks for one), then invented steps; the rates at
+    position 0."""
+    r = rng.random
+    w = _Writing(p, prompt, rng, dict(prompt.known))
+    if prompt.wants_final:
+        w.missing = p.missing_answer > 0 and r() < p.missing_answer
+        if p.premature_answer > 0 and r() < p.premature_answer and len(prompt.steps) >= 2:
+            w.premature_at = rng.randrange(len(prompt.steps) - 1)
+        w.self_corr = p.self_correction > 0 and r() < p.self_correction
+        extra_rate = p.extra_steps
+    else:
+        extra_rate = p.extra_steps_chunk
+    w.extra = extra_rate > 0 and r() < extra_rate
+    w.a_rate, w.lb_unit, w.stop_rate = min(p.max_step_rate, p.arithmetic_base), p.lookback_base, 0.0
+    return w
+
+
+def _operands(w: _Writing, i: int) -> _Env:
+    """The values step ``i`` computes with: the written ones, or with a look-back slip (its farthest
+    operand taken from a nearer step) or a restated input confused (with the last step's value, or
+    with a neighbouring input)."""
+    _var, _src, _expr, far, far_d, restated = w.prompt.steps[i]
+    env, cap, r = w.env, w.p.max_step_rate, w.rng.random
+    if far is not None:
+        rate = (far_d - 1) * w.lb_unit
+        if rate and r() < (rate if rate < cap else cap):
+            near = w.prompt.steps[i - w.rng.randint(1, far_d - 1)][0]
+            if near in env:
+                return {**env, far: env[near]}
+    elif restated is not None and w.p.restated_confusion and r() < w.p.restated_confusion:
+        known_names = [k for k, _ in w.prompt.known]
+        if w.last is not None:
+            return {**env, restated: w.last[1]}
+        if len(known_names) > 1:
+            k = known_names.index(restated)
+            return {**env, restated: env[known_names[k - 1 if k else 1]]}
+    return env
+
+
+def _advance(w: _Writing) -> None:
+    """One more step line written: the slip, look-back and stop rates grow with the position
+    (slips and stops capped at ``max_step_rate``)."""
+    p, cap = w.p, w.p.max_step_rate
+    w.written += 1
+    w.a_rate = p.arithmetic_base + p.arithmetic_growth * w.written
+    w.lb_unit = p.lookback_base + p.lookback_growth * w.written
+    w.stop_rate = p.stop_growth * w.written
+    if w.a_rate > cap or w.stop_rate > cap:
+        w.a_rate, w.stop_rate = min(cap, w.a_rate), min(cap, w.stop_rate)
+
+
+def _final_lines(w: _Writing) -> list[str]:
+    """The final answer's lines, when the prompt asks for one and it is not left out: the asked
+    variable's value (else the last step's), after a wrong one and a double-check if self-corrected."""
+    if not w.prompt.wants_final or w.missing or w.last is None:
+        return []
+    final = w.env[w.prompt.answer_var] if w.prompt.answer_var in w.env else w.last[1]
+    lines = []
+    if w.self_corr:
+        lines += [f"Final answer: {_text(_perturb(final, w.rng))}", "", "Wait, let me double-check that."]
+    lines.append(f"Final answer: {_text(final)}")
+    return lines
+
+
 class SimulatedExecutor(ClosableModel):
     """A :class:`~stepguard.model.ChatModel` that executes the prompt's procedure with injected faults.
 
@@ -553,83 +647,48 @@ class SimulatedExecutor(ClosableModel):
         return ChatResponse(text, usage, finish, time.perf_counter() - t0, self.model_name, True)
 
     def _write(self, prompt: _Prompt, rng: random.Random) -> str:
-        """Execute ``prompt``'s steps with this preset's faults; return the reply text."""
-        p, r = self.preset, rng.random
-        cap = p.max_step_rate
-        a_base, a_growth = p.arithmetic_base, p.arithmetic_growth
-        lb_base, lb_growth = p.lookback_base, p.lookback_growth
-        restated_rate, skip_rate, stop_growth = p.restated_confusion, p.skip_rate, p.stop_growth
-        chunk, steps = prompt.chunk, prompt.steps
-        env: _Env = dict(prompt.known)
-        known_names = [k for k, _ in prompt.known]
-        n = len(steps)
-        missing = self_corr = False
-        premature_at = -1
-        if prompt.wants_final:
-            missing = p.missing_answer > 0 and r() < p.missing_answer
-            if p.premature_answer > 0 and r() < p.premature_answer and n >= 2:
-                premature_at = rng.randrange(n - 1)
-            self_corr = p.self_correction > 0 and r() < p.self_correction
-            extra_rate = p.extra_steps
-        else:
-            extra_rate = p.extra_steps_chunk
-        extra = extra_rate > 0 and r() < extra_rate
-        lines: list[str] = []
-        line = self._line
-        written = 0
-        last: tuple[str, _Value] | None = None  # the last step reached: (var, value)
-        stopped = False
-        a_rate, lb_unit, stop_rate = min(cap, a_base), lb_base, 0.0  # at position 0
-        for i, (var, src, expr, far, far_d, restated) in enumerate(steps):
+        """Execute ``prompt``'s steps with this preset's faults; return the reply text.
+
+        The draws are made in a fixed order (the reply's faults first, then each step's stop, look-back,
+        slip and skip), so a request's reply never changes: :func:`_start`, :func:`_operands`,
+        :func:`_advance`, :func:`_final_lines`.
+        """
+        w = _start(self.preset, prompt, rng)
+        for i, (var, src, expr, _far, _d, _restated) in enumerate(prompt.steps):
+            expr = expr if expr is not None else self._instruction(var)
             if expr is None:
-                if self.procedure is None:
-                    continue
-                if var not in self._oracles:
-                    self._oracles[var] = _oracle(self.procedure, var)
-                expr = self._oracles[var]
-                if expr is None:
-                    continue
-            if stop_rate and r() < stop_rate:
-                stopped = True
+                continue
+            if w.stop_rate and rng.random() < w.stop_rate:
+                w.stopped = True
                 break
-            use = env
-            if far is not None:
-                rate = (far_d - 1) * lb_unit
-                if rate and r() < (rate if rate < cap else cap):
-                    near = steps[i - rng.randint(1, far_d - 1)][0]
-                    if near in env:
-                        use = {**env, far: env[near]}
-            elif restated is not None and restated_rate and r() < restated_rate:
-                if last is not None:
-                    use = {**env, restated: last[1]}
-                elif len(known_names) > 1:
-                    k = known_names.index(restated)
-                    use = {**env, restated: env[known_names[k - 1 if k else 1]]}
+            use = _operands(w, i)
             try:
                 value = expr.fn(use)
             except _FAILED:
                 continue  # an unknown name, a value past the bound, a type misuse: the step is left out
-            if a_rate and expr.has_op and r() < a_rate:
+            if w.a_rate and expr.has_op and rng.random() < w.a_rate:
                 value = _perturb(value, rng)
-            env[var] = value
-            last = (var, value)
-            if skip_rate and r() < skip_rate:
+            w.env[var] = value
+            w.last = (var, value)
+            if w.p.skip_rate and rng.random() < w.p.skip_rate:
                 continue
-            lines.append(line(var, src, expr, use, value, chunk))
-            written += 1
-            a_rate, lb_unit, stop_rate = a_base + a_growth * written, lb_base + lb_growth * written, stop_growth * written
-            if a_rate > cap or stop_rate > cap:
-                a_rate, stop_rate = min(cap, a_rate), min(cap, stop_rate)
-            if i == premature_at:
-                lines.append(f"Final answer: {_text(value)}")
-        if extra and not stopped and last is not None:
-            last = self._invent(last, env, lines, chunk, rng)
-        if prompt.wants_final and not missing and last is not None:
-            final = env[prompt.answer_var] if prompt.answer_var in env else last[1]
-            if self_corr:
-                lines += [f"Final answer: {_text(_perturb(final, rng))}", "", "Wait, let me double-check that."]
-            lines.append(f"Final answer: {_text(final)}")
-        return "\n".join(lines)
+            w.lines.append(self._line(var, src, expr, use, value, prompt.chunk))
+            _advance(w)
+            if i == w.premature_at:
+                w.lines.append(f"Final answer: {_text(value)}")
+        if w.extra and not w.stopped and w.last is not None:
+            w.last = self._invent(w.last, w.env, w.lines, prompt.chunk, rng)
+        w.lines += _final_lines(w)
+        return "\n".join(w.lines)
+
+    def _instruction(self, var: str) -> _Expr | None:
+        """How the oracle computes instruction step ``var`` (cached), or ``None``: no procedure was
+        given, or it has no such step (the step is then left out)."""
+        if self.procedure is None:
+            return None
+        if var not in self._oracles:
+            self._oracles[var] = _oracle(self.procedure, var)
+        return self._oracles[var]
 
     def _invent(
         self, last: tuple[str, _Value], env: _Env, lines: list[str], chunk: bool, rng: random.Random

@@ -132,22 +132,33 @@ def procedure_table(runs: Sequence[SuiteRun]) -> Table:
         header.append(f"{r.agg.label}: {_RATE_NAME.get(r.agg.mode, 'right')} [95% CI]")
         if r.agg.mode == "guarded":
             header.append(f"{r.agg.label}: calls / case")
-    lines = []
-    for proc in [*procedures_of(runs), None]:
-        ids = {i for r in runs for i, row in r.rows.items() if proc is None or _procedure(row) == proc}
-        steps = sorted({int(row["n_steps"]) for r in runs for row in r.rows.values() if proc is None or _procedure(row) == proc})
-        line = [f"`{proc}`" if proc else "**all**", str(len(ids)), ", ".join(map(str, steps)) if proc else "-"]
-        for r in runs:
-            k, n = _count(r, proc)
-            measured = any((proc is None or _procedure(row) == proc) for row in r.rows.values())
-            line.append(_rate_cell(k, n) if n or not measured else NOT_APPLICABLE)
-            if r.agg.mode == "guarded":
-                cell = r.by_procedure.get(proc) if proc else r.agg.overall
-                calls = cell.usage["model_calls"] / cell.n if cell and cell.n else None
-                line.append("-" if calls is None else f"{calls:.1f}")
-        lines.append(line)
+    lines = [_procedure_line(runs, proc) for proc in [*procedures_of(runs), None]]
     sim = " (SIMULATED)" if any(r.agg.simulated for r in runs) else ""
     return Table(f"Per procedure: raw answer right, guarded verified completion{sim}", header, lines)
+
+
+def _procedure_line(runs: Sequence[SuiteRun], proc: str | None) -> list[str]:
+    """:func:`procedure_table`'s line for ``proc`` (None: all cases): its cases and step counts, then
+    each run's cells (:func:`_run_cells`)."""
+    ids = {i for r in runs for i, row in r.rows.items() if proc is None or _procedure(row) == proc}
+    steps = sorted({int(row["n_steps"]) for r in runs for row in r.rows.values() if proc is None or _procedure(row) == proc})
+    line = [f"`{proc}`" if proc else "**all**", str(len(ids)), ", ".join(map(str, steps)) if proc else "-"]
+    for r in runs:
+        line += _run_cells(r, proc)
+    return line
+
+
+def _run_cells(r: SuiteRun, proc: str | None) -> list[str]:
+    """One run's cells for ``proc`` (None: all cases): its rate (:data:`NOT_APPLICABLE` where it has
+    cases but measured none), and for a guarded run its model calls per case."""
+    k, n = _count(r, proc)
+    measured = any((proc is None or _procedure(row) == proc) for row in r.rows.values())
+    cells = [_rate_cell(k, n) if n or not measured else NOT_APPLICABLE]
+    if r.agg.mode == "guarded":
+        cell = r.by_procedure.get(proc) if proc else r.agg.overall
+        calls = cell.usage["model_calls"] / cell.n if cell and cell.n else None
+        cells.append("-" if calls is None else f"{calls:.1f}")
+    return cells
 
 
 def _inputs(row: dict[str, Any] | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -210,39 +210,101 @@ class GuardConfig:
         return self.streamed or self.follow
 
     def __post_init__(self) -> None:
-        for name, low, high in _WHOLE:
-            value = getattr(self, name)
-            if value is None and name == "max_total_tokens":
-                continue
-            if type(value) is not int or not low <= value <= high:  # True is an int to Python, 5.0 is not a count
-                raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}")
-        if self.max_wall_s is not None and (isinstance(self.max_wall_s, bool) or not isinstance(self.max_wall_s, (int, float))):
-            raise ValueError(f"max_wall_s must be seconds, a number (or None), not {self.max_wall_s!r}")
-        ladder: object = self.ladder  # as given, which the annotation does not promise
-        if isinstance(ladder, str) or not isinstance(ladder, (tuple, list)):
-            raise ValueError(f"ladder must be a sequence of rung names such as ('bridge', 'decompose'), not {self.ladder!r}")
-        if not isinstance(self.extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra.items()):
-            raise ValueError(f"extra must map text to text (labels recorded with the result), not {self.extra!r}")
-        if self.prompt_dir is not None and not isinstance(self.prompt_dir, (str, Path)):
-            raise ValueError(f"prompt_dir must be a folder path (or None), not {self.prompt_dir!r}")
-        for name in ("adaptive", "inline_known", "streamed", "follow"):
-            if type(getattr(self, name)) is not bool:
-                raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
-        for name in ("temperature", "resample_temperature"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:  # NaN fails too
-                raise ValueError(f"{name} must be a number from 0 to 2, not {value!r}")
-        if self.max_wall_s is not None and not self.max_wall_s > 0:
-            raise ValueError(f"max_wall_s must be positive seconds (or None), not {self.max_wall_s}")
-        if self.policy not in ("reprompt", "repair", "raise", "flag"):
-            raise ValueError(f"policy must be reprompt, repair, raise or flag, not {self.policy!r}")
-        if self.on_exhausted not in ("raise", "repair", "flag"):
-            raise ValueError(f"on_exhausted must be raise, repair or flag, not {self.on_exhausted!r}")
-        if not self.ladder:
-            raise ValueError(f"ladder must name at least one rung ({', '.join(rung_names())})")
-        for rung in self.ladder:
-            if rung not in rung_names():
-                raise ValueError(f"unknown ladder rung {rung!r}: use one of {', '.join(rung_names())}")
+        """Refuse a field out of range: the first of :data:`_FIELD_CHECKS`, in order, to find one
+        raises ``ValueError`` with its message."""
+        for check in _FIELD_CHECKS:
+            problem = check(self)
+            if problem is not None:
+                raise ValueError(problem)
+
+
+def _counts(c: GuardConfig) -> str | None:
+    """The counts and budgets (:data:`_WHOLE`) are whole numbers in range (``max_total_tokens`` may be None)."""
+    for name, low, high in _WHOLE:
+        value = getattr(c, name)
+        if value is None and name == "max_total_tokens":
+            continue
+        if type(value) is not int or not low <= value <= high:  # True is an int to Python, 5.0 is not a count
+            return f"{name} must be a whole number from {low} to {high}, not {value!r}"
+    return None
+
+
+def _wall_type(c: GuardConfig) -> str | None:
+    """``max_wall_s`` is a number of seconds, or None."""
+    if c.max_wall_s is not None and (isinstance(c.max_wall_s, bool) or not isinstance(c.max_wall_s, (int, float))):
+        return f"max_wall_s must be seconds, a number (or None), not {c.max_wall_s!r}"
+    return None
+
+
+def _ladder_type(c: GuardConfig) -> str | None:
+    """``ladder`` is a sequence (a tuple or list), not one name."""
+    ladder: object = c.ladder  # as given, which the annotation does not promise
+    if isinstance(ladder, str) or not isinstance(ladder, (tuple, list)):
+        return f"ladder must be a sequence of rung names such as ('bridge', 'decompose'), not {c.ladder!r}"
+    return None
+
+
+def _extra(c: GuardConfig) -> str | None:
+    """``extra`` maps text to text."""
+    if not isinstance(c.extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in c.extra.items()):
+        return f"extra must map text to text (labels recorded with the result), not {c.extra!r}"
+    return None
+
+
+def _prompt_dir(c: GuardConfig) -> str | None:
+    """``prompt_dir`` is a folder path, or None."""
+    folder: object = c.prompt_dir  # as given, which the annotation does not promise
+    if folder is not None and not isinstance(folder, (str, Path)):
+        return f"prompt_dir must be a folder path (or None), not {c.prompt_dir!r}"
+    return None
+
+
+def _switches(c: GuardConfig) -> str | None:
+    """The on/off fields are booleans."""
+    for name in ("adaptive", "inline_known", "streamed", "follow"):
+        if type(getattr(c, name)) is not bool:
+            return f"{name} must be true or false, not {getattr(c, name)!r}"
+    return None
+
+
+def _temperatures(c: GuardConfig) -> str | None:
+    """The temperatures are numbers from 0 to 2 (NaN is not)."""
+    for name in ("temperature", "resample_temperature"):
+        value = getattr(c, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:  # NaN fails too
+            return f"{name} must be a number from 0 to 2, not {value!r}"
+    return None
+
+
+def _wall_positive(c: GuardConfig) -> str | None:
+    """``max_wall_s`` (a number by now) is positive."""
+    if c.max_wall_s is not None and not c.max_wall_s > 0:
+        return f"max_wall_s must be positive seconds (or None), not {c.max_wall_s}"
+    return None
+
+
+def _policies(c: GuardConfig) -> str | None:
+    """``policy`` is a :data:`Policy` and ``on_exhausted`` an :data:`ExhaustedAction`."""
+    if c.policy not in ("reprompt", "repair", "raise", "flag"):
+        return f"policy must be reprompt, repair, raise or flag, not {c.policy!r}"
+    if c.on_exhausted not in ("raise", "repair", "flag"):
+        return f"on_exhausted must be raise, repair or flag, not {c.on_exhausted!r}"
+    return None
+
+
+def _rungs(c: GuardConfig) -> str | None:
+    """``ladder`` names at least one rung, each a registered one."""
+    if not c.ladder:
+        return f"ladder must name at least one rung ({', '.join(rung_names())})"
+    for rung in c.ladder:
+        if rung not in rung_names():
+            return f"unknown ladder rung {rung!r}: use one of {', '.join(rung_names())}"
+    return None
+
+
+_FIELD_CHECKS: tuple[Callable[[GuardConfig], str | None], ...] = (
+    _counts, _wall_type, _ladder_type, _extra, _prompt_dir, _switches, _temperatures, _wall_positive, _policies, _rungs)
+""":meth:`GuardConfig.__post_init__`'s checks, in order: each the message of the field it refuses, or None."""
 
 
 def procedure_defaults(procedures: Procedure | Iterable[Procedure] | None) -> dict[str, Any]:

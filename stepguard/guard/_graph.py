@@ -41,8 +41,8 @@ from stepguard.kinds import KindVerdict, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure, Step, format_value
 from stepguard.tools import calls_from_native
-from stepguard.trace import parse_trace
-from stepguard.verify import Deviation, expected_value, verify_chunk
+from stepguard.trace import Trace, parse_trace
+from stepguard.verify import ChunkVerdict, Deviation, expected_value, verify_chunk
 
 __all__ = ["build_graph", "nested_thread"]
 
@@ -344,20 +344,47 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     step = ctx.procedure.steps[state.cursor]
     if kind_of(step).asked_alone:
-        kv = _check_kind(state, ctx)
-        dev = kv.deviation
-        return {
-            "verified": [[step.var, format_value(kv.value)]] if dev is None and kv.value is not None else [],
-            "deviation": dev.model_dump() if dev else None,
-            "model_value": _readable(step, kv.model_value) if dev is not None else None,
-            "pending_call": dev is None and kv.call is not None,
-            "events": [],
-        }
+        return _verify_alone(state, ctx, step)
     trace = parse_trace(state.reply, var_names=ctx.procedure.variables)
     verdict = verify_chunk(
         ctx.procedure, state.cursor, state.chunk_end, ctx.env(state), trace,
         truncated=state.finish_reason == "length",
     )
+    _budget_cut(verdict, state, ctx, trace)
+    if verdict.deviation is not None and verdict.deviation.kind == "check_failed":
+        verdict.deviation = _blame_flagged(verdict.deviation, state, ctx.procedure)
+    if state.restated is not None:  # the window's reply ends before a verified step written again
+        _restated_after(verdict, state, trace, ctx.procedure, state.restated)
+    notes = [
+        _event(d, state, "note") for d in verdict.others
+    ]
+    value = format_value(verdict.model_value) if verdict.model_value is not None else None
+    kept = [verdict.deviation.step, value] if verdict.deviation is not None and value is not None else state.kept_value
+    return {
+        "verified": [[v, format_value(x)] for v, x in verdict.verified],
+        "deviation": verdict.deviation.model_dump() if verdict.deviation else None,
+        "model_value": value,
+        "kept_value": kept,
+        "events": notes,
+    }
+
+
+def _verify_alone(state: GuardState, ctx: RunContext, step: Step) -> dict[str, Any]:
+    """:func:`verify` for a step asked alone (a tool, extract or text step): checked by its kind."""
+    kv = _check_kind(state, ctx)
+    dev = kv.deviation
+    return {
+        "verified": [[step.var, format_value(kv.value)]] if dev is None and kv.value is not None else [],
+        "deviation": dev.model_dump() if dev else None,
+        "model_value": _readable(step, kv.model_value) if dev is not None else None,
+        "pending_call": dev is None and kv.call is not None,
+        "events": [],
+    }
+
+
+def _budget_cut(verdict: ChunkVerdict, state: GuardState, ctx: RunContext, trace: Trace) -> None:
+    """A step the reply stops in because a budget ran out, a ``budget_exhausted`` deviation, not the model's:
+    the wall time while the stream was cut, or the tokens left of ``max_total_tokens`` the call was capped at."""
     wall = _wall_left(ctx)
     dev = verdict.deviation
     if state.finish_reason == "cut" and wall is not None and wall <= 0 and dev is not None and dev.kind == "under_executed":
@@ -372,27 +399,18 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # (no line, or its last line cut short: "patient_share = 900.00 - 72" is no wrong value)
         verdict.deviation = Deviation(kind="budget_exhausted", step=dev.step, got=dev.got,
                                       detail=f"the tokens budget ran out while the model was writing step {dev.step}")
-    if verdict.deviation is not None and verdict.deviation.kind == "check_failed":
-        verdict.deviation = _blame_flagged(verdict.deviation, state, ctx.procedure)
-    if state.restated is not None:  # the window's reply ends before a verified step written again
-        verdict.deviation = _past_the_reply(verdict.deviation, verdict.verified, trace, ctx.procedure, state.cursor)
-        var, line = state.restated
-        again = f" (`{line}`)" if line else ""
-        verdict.others.insert(0, Deviation(kind="extra_steps", step=var, got=line or None,
-                                           detail=f"{var} was written again{again} after its line was verified; the window's "
-                                                  f"reply ends before that line, and the verified value stands"))
-    notes = [
-        _event(d, state, "note") for d in verdict.others
-    ]
-    value = format_value(verdict.model_value) if verdict.model_value is not None else None
-    kept = [verdict.deviation.step, value] if verdict.deviation is not None and value is not None else state.kept_value
-    return {
-        "verified": [[v, format_value(x)] for v, x in verdict.verified],
-        "deviation": verdict.deviation.model_dump() if verdict.deviation else None,
-        "model_value": value,
-        "kept_value": kept,
-        "events": notes,
-    }
+
+
+def _restated_after(verdict: ChunkVerdict, state: GuardState, trace: Trace, procedure: Procedure,
+                    restated: list[str]) -> None:
+    """A streamed window trimmed before a verified step written again (``restated``: its variable and
+    line): a missing next step is no deviation (:func:`_past_the_reply`), and the restatement is noted first."""
+    verdict.deviation = _past_the_reply(verdict.deviation, verdict.verified, trace, procedure, state.cursor)
+    var, line = restated
+    again = f" (`{line}`)" if line else ""
+    verdict.others.insert(0, Deviation(kind="extra_steps", step=var, got=line or None,
+                                       detail=f"{var} was written again{again} after its line was verified; the window's "
+                                              f"reply ends before that line, and the verified value stands"))
 
 
 def _blame_flagged(dev: Deviation, state: GuardState, procedure: Procedure) -> Deviation:

@@ -33,6 +33,7 @@ from stepguard.wire import (
     MessageInputs,
     RequestError,
     ResponseShape,
+    RunObject,
     check_tree,
     context_of,
     inputs_from_messages,
@@ -124,31 +125,12 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
     """
     model = body.get("model")
     raw = body.get("stepguard")
-    named = model[len(MODEL_PREFIX):] if isinstance(model, str) and model.startswith(MODEL_PREFIX) else None
-    if named is None and names_a_procedure(model):  # " stepguard/x", "Stepguard/x": meant as one, never forwarded
-        raise _bad(f"model {model!r}: a procedure is named exactly {MODEL_PREFIX}<name> (lower case, no spaces)", "model")
+    named = _named(model)
     if raw is None and named is None:
         return None
     check_tree(body)  # before any of it is read: nothing deeper than MAX_DEPTH, no text that is not Unicode
-    if raw is not None and not isinstance(raw, Mapping):
-        raise _bad("stepguard must be an object: {\"procedure\": ..., \"inputs\": {...}, ...options}", "stepguard")
-    try:
-        run = read_run_object(dict(raw or {}))
-    except OptionError as exc:
-        code = "unknown_option" if exc.field not in OPTION_KEYS else "invalid_option"
-        raise _bad(str(exc), f"stepguard.{exc.field}", code) from None
-    name = run.procedure if run.procedure is not None else named
-    if named is not None and run.procedure is not None and run.procedure != named:
-        raise _bad(f"the model names procedure {named!r} but stepguard.procedure is {run.procedure!r}", "stepguard.procedure")
-    if not name:
-        raise _bad("stepguard.procedure: name the procedure to run", "stepguard.procedure", "missing_procedure")
-    if name not in procedures:
-        known = sorted(procedures)
-        from stepguard.procedure import unknown_procedure
-
-        prefix = "" if run.procedure else MODEL_PREFIX  # named by the model: suggest the model name to send
-        raise RequestError(404, unknown_procedure(name, known, prefix=prefix),
-                           "stepguard.procedure" if run.procedure else "model", "procedure_not_found", known=known)
+    run = _run_object(raw)
+    name = _procedure_name(run, named, procedures)
     if run.thread_id is not None and not checkpoints:
         raise _bad(str(thread_needs_checkpointer("start the proxy with --checkpoint")), "stepguard.thread_id")
     try:  # the drop-in client's rule for the request's own fields (n, stop, max_tokens, top_p...)
@@ -161,16 +143,72 @@ def guarded_request(body: Mapping[str, Any], procedures: Mapping[str, Procedure]
                                     deliver_flagged=run.deliver_flagged)
     except InvalidGuardedCall as exc:
         raise _bad(str(exc), exc.location, "invalid_response_format") from None
-    messages = body.get("messages")
+    inputs, context = _inputs_and_context(run, body.get("messages"))
+    return GuardedRequest(name, procedures[name], dict(inputs), config, run.thread_id,
+                          fields.stream, model if isinstance(model, str) and model else MODEL_PREFIX + name,
+                          shape, context, fields.max_tokens, fields.sent)
+
+
+def _named(model: Any) -> str | None:
+    """The procedure the ``model`` field names (``stepguard/<name>``), or ``None`` for a model that
+    names none. A near spelling (`` stepguard/x``, ``Stepguard/x``) is a 400: meant as one, never forwarded."""
+    named = model[len(MODEL_PREFIX):] if isinstance(model, str) and model.startswith(MODEL_PREFIX) else None
+    if named is None and names_a_procedure(model):
+        raise _bad(f"model {model!r}: a procedure is named exactly {MODEL_PREFIX}<name> (lower case, no spaces)", "model")
+    return named
+
+
+def _run_object(raw: Any) -> RunObject:
+    """The body's ``stepguard`` object read as the drop-in client reads it (``{}`` where it is absent).
+
+    Raises:
+        RequestError: 400 where it is not an object, or holds an unknown key (``unknown_option``) or a
+            bad value (``invalid_option``), ``param`` naming ``stepguard.<key>``.
+    """
+    if raw is not None and not isinstance(raw, Mapping):
+        raise _bad("stepguard must be an object: {\"procedure\": ..., \"inputs\": {...}, ...options}", "stepguard")
+    try:
+        return read_run_object(dict(raw or {}))
+    except OptionError as exc:
+        code = "unknown_option" if exc.field not in OPTION_KEYS else "invalid_option"
+        raise _bad(str(exc), f"stepguard.{exc.field}", code) from None
+
+
+def _procedure_name(run: RunObject, named: str | None, procedures: Mapping[str, Procedure]) -> str:
+    """The name of the procedure to run: ``stepguard.procedure``, else the model's.
+
+    Raises:
+        RequestError: 400 where the two disagree or neither names one; 404 for a procedure not
+            served (``known`` lists those that are; the model name to send where the model named it).
+    """
+    name = run.procedure if run.procedure is not None else named
+    if named is not None and run.procedure is not None and run.procedure != named:
+        raise _bad(f"the model names procedure {named!r} but stepguard.procedure is {run.procedure!r}", "stepguard.procedure")
+    if not name:
+        raise _bad("stepguard.procedure: name the procedure to run", "stepguard.procedure", "missing_procedure")
+    if name not in procedures:
+        known = sorted(procedures)
+        from stepguard.procedure import unknown_procedure
+
+        prefix = "" if run.procedure else MODEL_PREFIX  # named by the model: suggest the model name to send
+        raise RequestError(404, unknown_procedure(name, known, prefix=prefix),
+                           "stepguard.procedure" if run.procedure else "model", "procedure_not_found", known=known)
+    return name
+
+
+def _inputs_and_context(run: RunObject, messages: Any) -> tuple[Mapping[str, Any], tuple[ChatMessage, ...]]:
+    """The run's inputs (``stepguard.inputs``, else read from the last user message, which is then
+    not context) and the context messages.
+
+    Raises:
+        RequestError: 400 for no inputs, or messages the guard cannot show as context.
+    """
     if run.inputs is not None:
         inputs = run.inputs
     else:
         found = _inputs_from_messages(messages)
         inputs, messages = found.inputs, found.context  # that message is the inputs
     try:
-        context = context_of(messages)
+        return inputs, context_of(messages)
     except InvalidGuardedCall as exc:
         raise _bad(str(exc), exc.location, "invalid_messages") from None
-    return GuardedRequest(name, procedures[name], dict(inputs), config, run.thread_id,
-                          fields.stream, model if isinstance(model, str) and model else MODEL_PREFIX + name,
-                          shape, context, fields.max_tokens, fields.sent)

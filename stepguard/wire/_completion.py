@@ -287,22 +287,41 @@ def response_shape(response_format: Any, procedure: Procedure) -> ResponseShape:
     """
     if response_format is None:
         return ResponseShape()
+    kind = _format_type(response_format)
+    if kind == "text":
+        return ResponseShape()
+    if kind == "json_object":
+        return ResponseShape("json_object", tuple((s.var, None) for s in procedure.steps), ("answer", "status", "first_unverified"))
+    if kind != "json_schema":
+        raise InvalidGuardedCall(f"type {kind!r} is not supported in a guarded call (text, json_object, json_schema)",
+                                 "response_format.type")
+    where = "response_format.json_schema.schema"
+    schema = _object_schema(response_format, procedure, where)
+    props: dict[str, Any] = schema["properties"]
+    required = _required(schema, props, where)
+    by_var = {s.var: s for s in procedure.steps}
+    slots = {name: _property(procedure, by_var, name, prop, name in required, f"{where}.properties.{name}")
+             for name, prop in props.items()}
+    steps = tuple((s.var, _one_type(slots[s.var])) for s in procedure.steps if s.var in props)
+    extras = tuple(k for k in _RESULT_KEYS if k in props and k not in by_var)
+    return ResponseShape("json_schema", steps, extras, slots)
+
+
+def _format_type(response_format: Any) -> str:
+    """The ``type`` of a ``response_format``, refused where it is not a dict with a string ``type``."""
     if not isinstance(response_format, dict) or not isinstance(response_format.get("type"), str):
         raise InvalidGuardedCall(
             'must be {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}'
             f" in a guarded call, not {type(response_format).__name__} {str(response_format)[:80]!r}", "response_format")
-    kind = response_format["type"]
-    every = tuple((s.var, None) for s in procedure.steps)
-    if kind == "text":
-        return ResponseShape()
-    if kind == "json_object":
-        return ResponseShape("json_object", every, ("answer", "status", "first_unverified"))
-    if kind != "json_schema":
-        raise InvalidGuardedCall(f"type {kind!r} is not supported in a guarded call (text, json_object, json_schema)",
-                                 "response_format.type")
+    kind: str = response_format["type"]
+    return kind
+
+
+def _object_schema(response_format: dict[str, Any], procedure: Procedure, where: str) -> dict[str, Any]:
+    """The ``json_schema`` format's schema: an object schema with properties, giving no key beyond
+    :data:`_OBJECT_KEYS` (refused at ``where`` otherwise)."""
     spec = response_format.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
-    where = "response_format.json_schema.schema"
     if not isinstance(schema, dict) or schema.get("type", "object") != "object" or not isinstance(schema.get("properties"), dict):
         raise InvalidGuardedCall("must be an object schema whose properties name the procedure's steps "
                                  f"({', '.join(procedure.variables)}) and any of {', '.join(_RESULT_KEYS)}", where)
@@ -310,7 +329,11 @@ def response_shape(response_format: Any, procedure: Procedure) -> ResponseShape:
         if key not in _OBJECT_KEYS:
             raise InvalidGuardedCall(f"{key!r} is a rule the guard cannot promise its content keeps (the object may give "
                                      "properties, required, additionalProperties and notes)", f"{where}.{key}")
-    props: dict[str, Any] = schema["properties"]
+    return schema
+
+
+def _required(schema: dict[str, Any], props: dict[str, Any], where: str) -> list[str]:
+    """The schema's ``required``: a list of names of its properties (refused otherwise)."""
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         raise InvalidGuardedCall("must be a list of property names", f"{where}.required")
@@ -318,29 +341,30 @@ def response_shape(response_format: Any, procedure: Procedure) -> ResponseShape:
         if name not in props:
             raise InvalidGuardedCall(f"{name!r} is required but is not a property: the content holds only the "
                                      "properties", f"{where}.required[{i}]")
-    by_var = {s.var: s for s in procedure.steps}
-    slots: dict[str, Slot] = {}
-    for name, prop in props.items():
-        at = f"{where}.properties.{name}"
-        if name not in by_var and name not in _RESULT_KEYS:
-            raise InvalidGuardedCall(f"{name!r} is neither a step of {procedure.name!r} ({', '.join(procedure.variables)}) "
-                                     f"nor one of {', '.join(_RESULT_KEYS)}", at)
-        slot = slots[name] = _slot(prop, name in required, at)
-        step = by_var.get(name) or (by_var.get(procedure.answer_var) if name == "answer" else None)
-        if step is not None:
-            values, few = _samples(step)
-            what = (f"{'the answer, ' if name not in by_var else ''}step {step.var!r} is a {step.type} value"
-                    f"{f' with {step.scale} places' if step.scale else ''}")
-            _check_slot(slot, values, few, "when a run stops before it (status failed)", what, at)
-        elif name == "status":  # bounded only where a step's value may be graded so (issue 41.3)
-            statuses = [st for st in _STATUSES if st != "bounded" or bounded_steps(procedure)]
-            _check_slot(slot, statuses, True, None, f"status is one of {', '.join(statuses)}", at)
-        else:
-            _check_slot(slot, list(procedure.variables), True, "when the run is verified",
-                        "first_unverified names a step", at)
-    steps = tuple((s.var, _one_type(slots[s.var])) for s in procedure.steps if s.var in props)
-    extras = tuple(k for k in _RESULT_KEYS if k in props and k not in by_var)
-    return ResponseShape("json_schema", steps, extras, slots)
+    return required
+
+
+def _property(procedure: Procedure, by_var: dict[str, Step], name: str, prop: Any, required: bool, at: str) -> Slot:
+    """The slot of property ``name`` (at ``at``): a step's (or ``answer``, the answer step's) must hold
+    every form of its value, ``status`` every status, ``first_unverified`` every step name; another
+    name is refused."""
+    if name not in by_var and name not in _RESULT_KEYS:
+        raise InvalidGuardedCall(f"{name!r} is neither a step of {procedure.name!r} ({', '.join(procedure.variables)}) "
+                                 f"nor one of {', '.join(_RESULT_KEYS)}", at)
+    slot = _slot(prop, required, at)
+    step = by_var.get(name) or (by_var.get(procedure.answer_var) if name == "answer" else None)
+    if step is not None:
+        values, few = _samples(step)
+        what = (f"{'the answer, ' if name not in by_var else ''}step {step.var!r} is a {step.type} value"
+                f"{f' with {step.scale} places' if step.scale else ''}")
+        _check_slot(slot, values, few, "when a run stops before it (status failed)", what, at)
+    elif name == "status":  # bounded only where a step's value may be graded so (issue 41.3)
+        statuses = [st for st in _STATUSES if st != "bounded" or bounded_steps(procedure)]
+        _check_slot(slot, statuses, True, None, f"status is one of {', '.join(statuses)}", at)
+    else:
+        _check_slot(slot, list(procedure.variables), True, "when the run is verified",
+                    "first_unverified names a step", at)
+    return slot
 
 
 def _one_type(slot: Slot) -> str | None:

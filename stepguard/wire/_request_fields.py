@@ -74,27 +74,56 @@ def read_request_fields(fields: Mapping[str, Any], *, others_sent: bool, own: tu
             names it.
     """
     given = {k: v for k, v in fields.items() if v is not None}
-    for name in given:
-        known = name in READ_BY_GUARD or name in SENT_AS_GIVEN or name in own
-        if name in REFUSED or (not known and not others_sent):
-            raise OptionError(name, f"{name} {REFUSED_MESSAGE}")
+    _refuse_fields(given, others_sent, own)
     n = given.get("n", 1)
     if type(n) is not int or n != 1:  # True == 1 == 1.0 to Python
         raise OptionError("n", f"n must be 1: a guarded call gives one choice, not {n!r}")
     options = GuardOptions.parse({k: given[k] for k in ("temperature", "seed") if k in given})
+    caps = _token_caps(given)
+    stream = _stream(given)
+    sent = {k: v for k, v in given.items()
+            if k not in READ_BY_GUARD and k not in own and (k in SENT_AS_GIVEN or others_sent)}
+    return RequestFields(options, stream, min(v for _, v in caps) if caps else None,
+                         caps[0][0] if caps else "max_tokens", sent)
+
+
+def _refuse_fields(given: Mapping[str, Any], others_sent: bool, own: tuple[str, ...]) -> None:
+    """Refuse the first field of :data:`REFUSED`, or (``others_sent`` false) in no list, in the request's order.
+
+    Raises:
+        OptionError: ``field`` names it, with :data:`REFUSED_MESSAGE`.
+    """
+    for name in given:
+        known = name in READ_BY_GUARD or name in SENT_AS_GIVEN or name in own
+        if name in REFUSED or (not known and not others_sent):
+            raise OptionError(name, f"{name} {REFUSED_MESSAGE}")
+
+
+def _token_caps(given: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """``(field, cap)`` for ``max_completion_tokens`` then ``max_tokens``, those given.
+
+    Raises:
+        OptionError: a cap that is not a whole number of tokens in :data:`_TOKENS`.
+    """
     caps = [(k, given[k]) for k in ("max_completion_tokens", "max_tokens") if k in given]
     for k, v in caps:
         if type(v) is not int or not _TOKENS[0] <= v <= _TOKENS[1]:
             raise OptionError(k, f"{k} must be a whole number of tokens from {_TOKENS[0]} to {_TOKENS[1]}, not {v!r}")
+    return caps
+
+
+def _stream(given: Mapping[str, Any]) -> bool:
+    """``stream`` (default false), and ``stream_options`` only with it.
+
+    Raises:
+        OptionError: ``stream`` not a boolean, or ``stream_options`` without it.
+    """
     stream = given.get("stream", False)
     if type(stream) is not bool:  # "false" would stream
         raise OptionError("stream", f"stream must be true or false, not {stream!r}")
     if "stream_options" in given and not stream:
         raise OptionError("stream_options", "stream_options is only for stream=true")
-    sent = {k: v for k, v in given.items()
-            if k not in READ_BY_GUARD and k not in own and (k in SENT_AS_GIVEN or others_sent)}
-    return RequestFields(options, stream, min(v for _, v in caps) if caps else None,
-                         caps[0][0] if caps else "max_tokens", sent)
+    return stream
 
 
 RUN_KEYS = ("procedure", "inputs", "thread_id", "deliver_flagged")

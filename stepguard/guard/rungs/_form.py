@@ -45,18 +45,34 @@ def form_of(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -
     node = compiled.tree.body
     while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
         node = node.operand
-    ops = sum(isinstance(n, (ast.BinOp, ast.Call, ast.Compare, ast.BoolOp, ast.IfExp)) or
-              (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant)) for n in ast.walk(node))
-    if ops > 1:
+    if _operations(node) > 1:
         return "several operations"
     if isinstance(node, ast.BinOp):
-        values = [leaf_value(side, env) for side in (node.left, node.right)]
-        if any(v is None for v in values):
-            return _FORMS[type(node.op)]
-        kinds = {decimal_places(Fraction(v)) for v in values if v is not None}
-        if None in kinds:
-            return f"{_FORMS[type(node.op)]} with an operand that is not a finite decimal"
-        return f"{_FORMS[type(node.op)]} with a decimal operand" if kinds - {0} else f"an integer {_FORMS[type(node.op)][2:]}"
+        return _operation_form(node, env)
+    return _one_form(node)
+
+
+def _operations(node: ast.AST) -> int:
+    """How many operations ``node``'s tree holds (a negated constant is a value, not one)."""
+    return sum(isinstance(n, (ast.BinOp, ast.Call, ast.Compare, ast.BoolOp, ast.IfExp)) or
+               (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant)) for n in ast.walk(node))
+
+
+def _operation_form(node: ast.BinOp, env: Mapping[str, Number | str]) -> str:
+    """One arithmetic operation in words, with its operands' kind where both are numbers: ``an integer
+    sum``, ``a product with a decimal operand``, ``... with an operand that is not a finite decimal``."""
+    values = [leaf_value(side, env) for side in (node.left, node.right)]
+    if any(v is None for v in values):
+        return _FORMS[type(node.op)]
+    kinds = {decimal_places(Fraction(v)) for v in values if v is not None}
+    if None in kinds:
+        return f"{_FORMS[type(node.op)]} with an operand that is not a finite decimal"
+    return f"{_FORMS[type(node.op)]} with a decimal operand" if kinds - {0} else f"an integer {_FORMS[type(node.op)][2:]}"
+
+
+def _one_form(node: ast.AST) -> str:
+    """A step of at most one operation that is not arithmetic, in words: a call, a sign change or
+    ``not``, a comparison, and/or, a conditional, or one value."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return f"{node.func.id}() of one value" if len(node.args) == 1 else f"{node.func.id}() of {len(node.args)} values"
     if isinstance(node, ast.UnaryOp):

@@ -99,34 +99,14 @@ class Reading:
         than the one the digits read (its literal is the guard's, so the value read must be it)."""
         parts: list[str] = []
         for place in self.places:
-            if place.part == "zero":
-                parts.append("0")
-                continue
-            if place.part == "count":
-                choices = [(_number(texts.get(v)), _arguments(steps, v)) for v in place.of]
-                if any(c is None or c not in between for c, between in choices):
-                    return None
-                parts.append(str(place.base + sum(c == between[0] for c, between in choices)))  # the remainder's digit is first
-                continue
-            text = (texts.get(place.var) or "").lstrip("-")
-            if not text.isdigit():
+            digits = _place_digits(place, steps, texts)
+            if digits is None:
                 return None
-            parts.append({"last": text[-1], "lead": text[:-1]}.get(place.part, text))
-        written = "".join(parts) or "0"
-        if self.point < 0:
-            written += "0" * -self.point
-        point = max(self.point, 0)
-        written = written.rjust(point + 1, "0")  # 0.01 read from the digit 1 two places in: the zeros placed before it
-        whole, frac = written[: len(written) - point], written[len(written) - point:]
-        whole = whole.lstrip("0") or "0"
-        frac = frac.rstrip("0")
-        number = f"{whole}.{frac}" if frac else whole
-        negative = False
-        if self.sign is not None:
-            signed = _number(texts.get(self.sign))
-            if signed is None or signed not in (_choices(steps, self.sign) if self.negative_if == "zero" else {1, -1}):
-                return None
-            negative = number != "0" and (signed == 0 if self.negative_if == "zero" else signed < 0)
+            parts.append(digits)
+        number, point = self._placed(parts)
+        negative = self._negative(number, steps, texts)
+        if negative is None:
+            return None
         value = f"-{number}" if negative else number
         lines = "; ".join(f"{s['var']} = {s['expr']} = {texts.get(str(s['var']))}" for s in steps)
         where = " ".join(_where(p) for p in self.places)
@@ -137,6 +117,45 @@ class Reading:
                 return None
             return Read(rounded, f"{how}: {value}, then {self.then} = {rounded} (the model's rounding); sub-steps: {lines}")
         return Read(value, f"{how}: {value}; sub-steps: {lines}")
+
+    def _placed(self, parts: list[str]) -> tuple[str, int]:
+        """The digits read (most significant first) as a number's text with the point placed
+        (``whole.frac``, no leading or trailing zeros beyond one ``0``), and the places after the point."""
+        written = "".join(parts) or "0"
+        if self.point < 0:
+            written += "0" * -self.point
+        point = max(self.point, 0)
+        written = written.rjust(point + 1, "0")  # 0.01 read from the digit 1 two places in: the zeros placed before it
+        whole, frac = written[: len(written) - point], written[len(written) - point:]
+        whole = whole.lstrip("0") or "0"
+        frac = frac.rstrip("0")
+        return (f"{whole}.{frac}" if frac else whole), point
+
+    def _negative(self, number: str, steps: list[dict[str, object]], texts: Mapping[str, str | None]) -> bool | None:
+        """Whether the value read is negative (never ``0``), from the sign sub-step as :attr:`negative_if`
+        reads it; ``None`` where that sub-step's value is none of those it may take."""
+        if self.sign is None:
+            return False
+        signed = _number(texts.get(self.sign))
+        if signed is None or signed not in (_choices(steps, self.sign) if self.negative_if == "zero" else {1, -1}):
+            return None
+        return number != "0" and (signed == 0 if self.negative_if == "zero" else signed < 0)
+
+
+def _place_digits(place: Place, steps: list[dict[str, object]], texts: Mapping[str, str | None]) -> str | None:
+    """The digits ``place`` gives (see :class:`Place`), or ``None`` where its sub-step has no value or,
+    for a count, a choice's value is not one of the numbers it chooses between."""
+    if place.part == "zero":
+        return "0"
+    if place.part == "count":
+        choices = [(_number(texts.get(v)), _arguments(steps, v)) for v in place.of]
+        if any(c is None or c not in between for c, between in choices):
+            return None
+        return str(place.base + sum(c == between[0] for c, between in choices))  # the remainder's digit is first
+    text = (texts.get(place.var) or "").lstrip("-")
+    if not text.isdigit():
+        return None
+    return {"last": text[-1], "lead": text[:-1]}.get(place.part, text)
 
 
 def _number(text: str | None) -> Fraction | None:

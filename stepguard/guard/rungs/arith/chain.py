@@ -51,7 +51,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -60,7 +60,7 @@ from stepguard.evaluator import CompiledExpression, Number, format_number
 from stepguard.guard.rungs import Rung, register
 from stepguard.guard.rungs.arith._arith import decimal_places, derived
 from stepguard.guard.rungs.arith._ladders import SUB_STEP_LADDER
-from stepguard.procedure import Procedure
+from stepguard.procedure import Procedure, Step
 
 __all__ = ["Chain", "chain_refusal", "chain_steps", "quotient_last"]
 
@@ -227,51 +227,88 @@ class _Writer:
         return self._over_literals(node)
 
     def emit(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Constant):
-            return _literal(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in self.env:
-                raise _Unsplittable("a name it reads has no committed value")
-            return _literal(self.env[node.id])
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
-            value: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
-            return _literal(-value if isinstance(node.op, ast.USub) else value)
-        if isinstance(node, ast.UnaryOp):
-            a = self.emit(node.operand)
-            if isinstance(node.op, ast.Not):
-                return self._new(f"not {a}", "boolean")
-            return self._new(f"{'-' if isinstance(node.op, ast.USub) else '+'}{a}")
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            a, b = self.emit(node.left), self.emit(node.right)
-            return self._new(f"{a} {_OPS[type(node.op)]} {b}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if (quotient := self._rounded_quotient(node)) is not None:
-                return quotient
-            args = [self.emit(x) for x in node.args]
-            return self._new(f"{node.func.id}({', '.join(args)})")
-        if isinstance(node, ast.Compare) and all(type(op) in _CMP for op in node.ops):
-            # a chained comparison ``0 <= x <= 10`` is ``0 <= x and x <= 10``, each side's sub-steps once
-            sides = [self.emit(node.left), *(self.emit(c) for c in node.comparators)]
-            tests = [self.compare(a, type(op), b) for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True)]
-            return tests[0] if len(tests) == 1 else self._new(" and ".join(tests), "boolean")
-        if isinstance(node, ast.BoolOp):
-            word = "and" if isinstance(node.op, ast.And) else "or"
-            parts = [self.emit(v) for v in node.values]
-            return self._new(f" {word} ".join(parts), "boolean")
-        if isinstance(node, ast.IfExp):
-            if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
-                cond = self.emit(node.test)
-                truth = self._truth(node.test)
-                then, other = self._branch(node.body, truth), self._branch(node.orelse, not truth)
-                return self._new(f"{then} if {cond} else {other}")
-            self.emit(node.test)
-            taken = node.body if self._truth(node.test) else node.orelse
-            if node is self.root:
-                self.root = taken  # the branch taken is the step's value too
-                self.chose = True
-            return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
+        """The sub-steps computing ``node`` (each one operation over literals and earlier sub-steps),
+        written by the first of :data:`_FORMS` that is ``node``'s kind; returns the name of the last
+        sub-step, or the literal a constant or a committed name is.
+
+        Raises:
+            _Unsplittable: a name with no committed value, a condition that does not evaluate, or a
+                node no form writes (:func:`_unwritable` says which).
+        """
+        for kind, write in _FORMS:
+            if isinstance(node, kind):
+                written = write(self, node)
+                if written is not None:
+                    return written
+                break
         raise _Unsplittable(_unwritable(node))
 
+    def _constant(self, node: ast.Constant) -> str:
+        """A constant, as a literal."""
+        return _literal(node.value)
+
+    def _name(self, node: ast.Name) -> str:
+        """A name, as the literal of its committed value."""
+        if node.id not in self.env:
+            raise _Unsplittable("a name it reads has no committed value")
+        return _literal(self.env[node.id])
+
+    def _unary(self, node: ast.UnaryOp) -> str:
+        """A signed constant as a literal (``-3``); ``not``, ``-`` or ``+`` of anything else as a sub-step."""
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
+            value: Any = node.operand.value  # a number: the evaluator's constants may be Fractions too
+            return _literal(-value if isinstance(node.op, ast.USub) else value)
+        a = self.emit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return self._new(f"not {a}", "boolean")
+        return self._new(f"{'-' if isinstance(node.op, ast.USub) else '+'}{a}")
+
+    def _binop(self, node: ast.BinOp) -> str | None:
+        """An arithmetic operation of :data:`_OPS` over its operands' sub-steps; ``None`` for another operator."""
+        if type(node.op) not in _OPS:
+            return None
+        a, b = self.emit(node.left), self.emit(node.right)
+        return self._new(f"{a} {_OPS[type(node.op)]} {b}")
+
+    def _call(self, node: ast.Call) -> str | None:
+        """A call of a named function over its arguments' sub-steps (an endless rounded quotient as one
+        rounded sub-step, :meth:`_rounded_quotient`); ``None`` for a call of anything else."""
+        if not isinstance(node.func, ast.Name):
+            return None
+        if (quotient := self._rounded_quotient(node)) is not None:
+            return quotient
+        args = [self.emit(x) for x in node.args]
+        return self._new(f"{node.func.id}({', '.join(args)})")
+
+    def _comparison(self, node: ast.Compare) -> str | None:
+        """A comparison as choices (:meth:`compare`), a chained one ``0 <= x <= 10`` as ``0 <= x and x <= 10``
+        with each side's sub-steps once; ``None`` for an operator not in :data:`_CMP` (``in``, ``is``)."""
+        if not all(type(op) in _CMP for op in node.ops):
+            return None
+        sides = [self.emit(node.left), *(self.emit(c) for c in node.comparators)]
+        tests = [self.compare(a, type(op), b) for op, a, b in zip(node.ops, sides[:-1], sides[1:], strict=True)]
+        return tests[0] if len(tests) == 1 else self._new(" and ".join(tests), "boolean")
+
+    def _boolop(self, node: ast.BoolOp) -> str:
+        """``and`` / ``or`` over its operands' sub-steps, as one boolean sub-step."""
+        word = "and" if isinstance(node.op, ast.And) else "or"
+        parts = [self.emit(v) for v in node.values]
+        return self._new(f" {word} ".join(parts), "boolean")
+
+    def _conditional(self, node: ast.IfExp) -> str:
+        """A conditional: its condition's sub-steps, then the branch it takes; a whole step ending in a
+        bare value keeps its choice as a sub-step over both branches (:meth:`_branch`)."""
+        if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
+            cond = self.emit(node.test)
+            truth = self._truth(node.test)
+            then, other = self._branch(node.body, truth), self._branch(node.orelse, not truth)
+            return self._new(f"{then} if {cond} else {other}")
+        self.emit(node.test)
+        taken = node.body if self._truth(node.test) else node.orelse
+        if node is self.root:
+            self.root = taken  # the branch taken is the step's value too
+            self.chose = True
+        return self.emit(taken)  # the branch the verified condition chose, its sub-steps after the condition's
 
     def compare(self, a: str, op: type[ast.cmpop], b: str) -> str:
         """``a < b`` and its kin as a choice, the larger of the two, then an equality over the
@@ -285,6 +322,14 @@ class _Writer:
         larger = self._new(f"max({a}, {b})")
         test = {ast.GtE: f"{larger} == {a}", ast.LtE: f"{larger} == {b}", ast.Gt: f"{larger} != {b}", ast.Lt: f"{larger} != {a}"}[op]
         return self._new(test, "boolean")
+
+
+_FORMS: tuple[tuple[type[ast.AST], Callable[[_Writer, Any], str | None]], ...] = (
+    (ast.Constant, _Writer._constant), (ast.Name, _Writer._name), (ast.UnaryOp, _Writer._unary),
+    (ast.BinOp, _Writer._binop), (ast.Call, _Writer._call), (ast.Compare, _Writer._comparison),
+    (ast.BoolOp, _Writer._boolop), (ast.IfExp, _Writer._conditional),
+)
+"""The node kinds :meth:`_Writer.emit` writes, each with its writer (``None``: not a form it writes)."""
 
 
 def _finite(value: Any) -> bool:
@@ -412,53 +457,78 @@ def _floordiv(a: ast.expr, b: ast.expr) -> ast.expr:
 
 
 def _hoist(node: ast.expr) -> ast.expr:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+    """:func:`quotient_last`'s rewrite of ``node`` (a new tree), by the first of :data:`_HOISTS` that
+    is its kind; a name or a constant is itself."""
+    for kind, rewrite in _HOISTS:
+        if isinstance(node, kind):
+            return rewrite(node)
+    return node  # a name, a constant
+
+
+def _hoist_operation(node: ast.BinOp) -> ast.expr:
+    """An arithmetic operation with its sides rewritten and their quotients moved out (:func:`_mul`,
+    :func:`_div`, :func:`_floordiv`, :func:`_sum`); a power with a small whole exponent as its product,
+    a remainder by its definition."""
+    if isinstance(node.op, (ast.Mult, ast.Div)):
         a, b = _hoist(node.left), _hoist(node.right)
         return _mul(a, b) if isinstance(node.op, ast.Mult) else _div(a, b)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and (k := _exponent(node.right)) is not None:
-        base = _hoist(node.left)
-        product = base
-        for _ in range(abs(k) - 1):
-            product = _mul(product, base)
-        return product if k > 0 else _div(ast.Constant(value=1), product)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+    if isinstance(node.op, ast.Pow) and (k := _exponent(node.right)) is not None:
+        return _power(_hoist(node.left), k)
+    if isinstance(node.op, ast.FloorDiv):
         return _floordiv(_hoist(node.left), _hoist(node.right))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):  # a % b is a - b * (a // b), by Python's definition
+    if isinstance(node.op, ast.Mod):  # a % b is a - b * (a // b), by Python's definition
         a, b = _hoist(node.left), _hoist(node.right)
         return ast.BinOp(left=a, op=ast.Sub(), right=_mul(b, _floordiv(a, b)))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+    if isinstance(node.op, (ast.Add, ast.Sub)):
         return _sum(_hoist(node.left), node.op, _hoist(node.right))
-    if isinstance(node, ast.BinOp):
-        return ast.BinOp(left=_hoist(node.left), op=node.op, right=_hoist(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    return ast.BinOp(left=_hoist(node.left), op=node.op, right=_hoist(node.right))
+
+
+def _power(base: ast.expr, k: int) -> ast.expr:
+    """``base ** k`` (``k`` a whole number, not 0) as ``base * base ...``, over ``1 /`` where ``k`` is negative."""
+    product = base
+    for _ in range(abs(k) - 1):
+        product = _mul(product, base)
+    return product if k > 0 else _div(ast.Constant(value=1), product)
+
+
+def _hoist_unary(node: ast.UnaryOp) -> ast.expr:
+    """A unary operation over its rewritten operand; ``-(x / y)`` as ``(-x) / y``."""
+    if isinstance(node.op, ast.USub):
         inner = _hoist(node.operand)
         if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):  # -(x / y) is (-x) / y
             return _div(ast.UnaryOp(op=ast.USub(), operand=inner.left), inner.right)
         return ast.UnaryOp(op=node.op, operand=inner)
-    if isinstance(node, ast.IfExp):  # each branch on its own, and the condition
-        return ast.IfExp(test=_hoist(node.test), body=_hoist(node.body), orelse=_hoist(node.orelse))
-    if isinstance(node, ast.Compare):
-        return _compare(node)
-    if isinstance(node, ast.BoolOp):
-        return ast.BoolOp(op=node.op, values=[_hoist(v) for v in node.values])
-    if isinstance(node, ast.UnaryOp):
-        return ast.UnaryOp(op=node.op, operand=_hoist(node.operand))
-    if isinstance(node, ast.Call):  # each argument is a value of its own
-        args = [_hoist(a) for a in node.args]
-        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) > 2:
-            # min(a, b, c) is min(min(a, b), c): two values a choice
-            nested = ast.Call(func=node.func, args=args[:2], keywords=[])
-            for more in args[2:]:
-                nested = ast.Call(func=node.func, args=[nested, more], keywords=[])
-            return _hoist(nested)
-        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) == 2 and any(
-                isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div) for a in args):
-            # max(x / y, z) is x / y if x / y >= z else z: the comparison's quotient cleared, the quotient last
-            op: ast.cmpop = ast.GtE() if node.func.id == "max" else ast.LtE()
-            test = _compare(ast.Compare(left=args[0], ops=[op], comparators=[args[1]]))
-            return ast.IfExp(test=test, body=args[0], orelse=args[1])
-        return ast.Call(func=node.func, args=args, keywords=[])
-    return node  # a name, a constant
+    return ast.UnaryOp(op=node.op, operand=_hoist(node.operand))
+
+
+def _hoist_conditional(node: ast.IfExp) -> ast.expr:
+    """A conditional: each branch on its own, and the condition."""
+    return ast.IfExp(test=_hoist(node.test), body=_hoist(node.body), orelse=_hoist(node.orelse))
+
+
+def _hoist_boolean(node: ast.BoolOp) -> ast.expr:
+    """``and`` / ``or``: each operand on its own."""
+    return ast.BoolOp(op=node.op, values=[_hoist(v) for v in node.values])
+
+
+def _hoist_call(node: ast.Call) -> ast.expr:
+    """A call, each argument a value of its own; ``min`` / ``max`` of more than two values two at a
+    time, and of two where one is a quotient as the conditional it is."""
+    args = [_hoist(a) for a in node.args]
+    if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) > 2:
+        # min(a, b, c) is min(min(a, b), c): two values a choice
+        nested = ast.Call(func=node.func, args=args[:2], keywords=[])
+        for more in args[2:]:
+            nested = ast.Call(func=node.func, args=[nested, more], keywords=[])
+        return _hoist(nested)
+    if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(args) == 2 and any(
+            isinstance(a, ast.BinOp) and isinstance(a.op, ast.Div) for a in args):
+        # max(x / y, z) is x / y if x / y >= z else z: the comparison's quotient cleared, the quotient last
+        op: ast.cmpop = ast.GtE() if node.func.id == "max" else ast.LtE()
+        test = _compare(ast.Compare(left=args[0], ops=[op], comparators=[args[1]]))
+        return ast.IfExp(test=test, body=args[0], orelse=args[1])
+    return ast.Call(func=node.func, args=args, keywords=[])
 
 
 def _times_square(x: ast.expr, y: ast.expr) -> ast.expr:
@@ -483,6 +553,13 @@ def _compare(node: ast.Compare) -> ast.expr:
             a, b = (_times_square(x, divisor) for x in (a, b))
         links.append(ast.Compare(left=a, ops=[op], comparators=[b]))
     return links[0] if len(links) == 1 else ast.BoolOp(op=ast.And(), values=links)
+
+
+_HOISTS: tuple[tuple[type[ast.expr], Callable[[Any], ast.expr]], ...] = (
+    (ast.BinOp, _hoist_operation), (ast.UnaryOp, _hoist_unary), (ast.IfExp, _hoist_conditional),
+    (ast.Compare, _compare), (ast.BoolOp, _hoist_boolean), (ast.Call, _hoist_call),
+)
+"""The node kinds :func:`_hoist` rewrites, each with its rewrite."""
 
 
 def quotient_last(node: ast.expr) -> ast.expr | None:
@@ -536,16 +613,7 @@ def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], co
     rewritten = rewritten or writer.rewrote
     if n < 2 and not rounds and not writer.chose and not rewritten:
         return "fewer than two operations (one operation is single's)"
-    steps: list[dict[str, Any]] = [
-        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {}), **x}
-        for i, (e, k, x) in enumerate(zip(writer.exprs, writer.kinds, writer.extras, strict=True), start=1)
-    ]
-    own = {"scale": step.scale, "rounding": step.rounding} if step.scale is not None else {}
-    if (rounds and finite) or (writer.extras[-1] and writer.extras[-1] != own):
-        # the rounding rule as its own last sub-step, over the exact value (or over a sub-step rounded its own way)
-        steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
-    # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
-    # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
+    steps = _sub_steps(writer, step, rounds and finite)
     if len(steps) < 2 and not writer.chose and not rewritten:
         return "one operation, its rounding folded in: the step itself again (single's)"
     if not (finite or rounds):
@@ -555,9 +623,34 @@ def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], co
     sub = derived(procedure, index, steps, "chain")
     if sub is None:
         return "a sub-step does not evaluate or our limits refuse the sub-procedure"
-    for var, v in sub.expected_values({}, writable=False).items():
-        if var != step.var and not _finite(v):
-            reader = next((s for s in sub.steps if re.search(rf"\b{var}\b", s.expression or "")), None)
+    endless = _endless_intermediate(sub, step.var)
+    return endless if endless is not None else sub
+
+
+def _sub_steps(writer: _Writer, step: Step, rounds_finite: bool) -> list[dict[str, Any]]:
+    """The writer's sub-steps as a procedure's steps ``t1 .. tn``, and the rounding as a sub-step of its
+    own where the step's rule changes a finite exact value (``rounds_finite``) or the last sub-step is
+    rounded another way than the step."""
+    n = len(writer.exprs)
+    steps: list[dict[str, Any]] = [
+        {"var": f"t{i}", "expr": e, **({"type": "boolean"} if k == "boolean" else {}), **x}
+        for i, (e, k, x) in enumerate(zip(writer.exprs, writer.kinds, writer.extras, strict=True), start=1)
+    ]
+    own = {"scale": step.scale, "rounding": step.rounding} if step.scale is not None else {}
+    if rounds_finite or (writer.extras[-1] and writer.extras[-1] != own):
+        # the rounding rule as its own last sub-step, over the exact value (or over a sub-step rounded its own way)
+        steps.append({"var": f"t{n + 1}", "expr": f"t{n}"})
+    # else a last operation with no finite exact value (``75.8 / 3.61``) carries the rounding itself: the
+    # model writes the quotient to the step's places, as the ``divide`` and ``long_divide`` rungs ask it
+    return steps
+
+
+def _endless_intermediate(sub: Procedure, var: str) -> str | None:
+    """Why ``sub`` cannot be asked where a sub-step before the last (``var``'s) has a value that is not a
+    finite decimal (naming the sub-step that reads it), else ``None``."""
+    for name, v in sub.expected_values({}, writable=False).items():
+        if name != var and not _finite(v):
+            reader = next((s for s in sub.steps if re.search(rf"\b{name}\b", s.expression or "")), None)
             return ("an intermediate value is not a finite decimal (no model can write it exactly)"
                     + (f", and {_reader(reader.expression or '')} reads it" if reader is not None else ""))
-    return sub
+    return None

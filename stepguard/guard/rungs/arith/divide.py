@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 
 from stepguard.evaluator import Number
@@ -60,6 +61,68 @@ def _whole_dividend(a: Fraction, m: int, e: int) -> tuple[int, int] | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Division:
+    """A step's division ``a / b`` split as ``b = ±m * 10**e``: ``a`` by the small divisor ``m`` (its
+    sign kept), then the point moved ``e`` places."""
+
+    a: Fraction
+    b: Fraction
+    m: int
+    e: int
+    first: Fraction
+    """``a`` by the small divisor, signed: the quotient before the point is moved."""
+
+    @property
+    def finite(self) -> bool:
+        """Whether :attr:`first` is a finite decimal."""
+        return decimal_places(self.first) is not None
+
+    @property
+    def sign(self) -> str:
+        """``"-"`` for a negative divisor, else ``""``."""
+        return "-" if self.b < 0 else ""
+
+    @property
+    def divisor(self) -> str:
+        """The small divisor as a sub-step writes it: ``8``, ``(-8)``."""
+        sign = self.sign
+        return f"{sign and '('}{sign}{self.m}{sign and ')'}"
+
+
+def _division(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> _Division | None:
+    """Step ``index`` over ``env`` as one division of two finite decimals by a non-zero divisor, or ``None``."""
+    found = leaf_values(procedure, index, env)
+    if found is None or not isinstance(found[0], ast.BinOp) or not isinstance(found[0].op, ast.Div):
+        return None
+    a, b = (Fraction(v) for v in found[1])
+    if b == 0 or decimal_places(a) is None or decimal_places(b) is None:
+        return None
+    m, e = split_power_of_ten(b)
+    return _Division(a, b, m, e, a / (-m if b < 0 else m))
+
+
+def _quotient(d: _Division, scale: int | None) -> tuple[list[dict[str, object]], Fraction]:
+    """The sub-steps before the rounding, and the value they give (``a / b`` unless the first is carried
+    at finite places, at ``scale`` plus :data:`_EXTRA` and the point's moves, which needs ``scale``)."""
+    a, m, e = d.a, d.m, d.e
+    whole = _whole_dividend(a, m, e) if m != 1 and d.finite else None
+    if whole is not None:  # a whole number by the small divisor, then the point: 326.5 / 4 as 326500 / 4
+        return [{"var": "t1", "expr": f"{text(whole[0])} / {d.divisor}"}, *point_steps(2, whole[1] + e)], a / d.b
+    if m != 1:  # the decimal by the small divisor (carried at finite places if it does not end), then the point
+        steps: list[dict[str, object]] = [{"var": "t1", "expr": f"{text(a)} / {d.divisor}"}, *point_steps(2, e)]
+        if d.finite:
+            return steps, a / d.b
+        assert scale is not None  # the caller returned: a quotient that does not end needs the step's scale
+        places_ = scale + abs(e) + _EXTRA  # a point moved right (``* 10``, a decimal divisor) takes places off
+        steps[0].update(type="decimal", scale=places_)
+        return steps, Fraction(round_to_scale(d.first, places_, "ROUND_HALF_EVEN")) / Fraction(10) ** e
+    if e:  # a power of ten alone is the point, its first place moved from the dividend: 4968285 / 10, t1 / 10
+        return [{"var": "t1", "expr": f"{text(a)} {'/' if e > 0 else '*'} {'(-10)' if d.sign else '10'}"},
+                *point_steps(2, e)[:-1]], a / d.b
+    return [], a / d.b
+
+
 def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | str]) -> Procedure | None:
     """A sub-procedure computing the quotient of step ``index`` by a small divisor, the point, then the rounding.
 
@@ -68,37 +131,15 @@ def divide_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
         by a non-zero divisor, has no scale while its quotient is not a finite decimal, or would
         round differently from the exact quotient.
     """
-    found = leaf_values(procedure, index, env)
-    if found is None or not isinstance(found[0], ast.BinOp) or not isinstance(found[0].op, ast.Div):
-        return None
-    a, b = (Fraction(v) for v in found[1])
-    if b == 0 or decimal_places(a) is None or decimal_places(b) is None:
+    d = _division(procedure, index, env)
+    if d is None:
         return None
     step = procedure.steps[index]
-    m, e = split_power_of_ten(b)
-    sign = "-" if b < 0 else ""
-    first = a / (-m if b < 0 else m)
-    finite = decimal_places(first) is not None
-    if not finite and step.scale is None:
+    if not d.finite and step.scale is None:
         return None
-    divisor = f"{sign and '('}{sign}{m}{sign and ')'}"
-    whole = _whole_dividend(a, m, e) if m != 1 and finite else None
-    point = a / b
-    if whole is not None:  # a whole number by the small divisor, then the point: 326.5 / 4 as 326500 / 4
-        steps: list[dict[str, object]] = [{"var": "t1", "expr": f"{text(whole[0])} / {divisor}"}, *point_steps(2, whole[1] + e)]
-    elif m != 1:  # the decimal by the small divisor (carried at finite places if it does not end), then the point
-        steps = [{"var": "t1", "expr": f"{text(a)} / {divisor}"}, *point_steps(2, e)]
-        if not finite:
-            assert step.scale is not None  # returned above: a quotient that does not end needs the step's scale
-            places_ = step.scale + abs(e) + _EXTRA  # a point moved right (``* 10``, a decimal divisor) takes places off
-            steps[0].update(type="decimal", scale=places_)
-            point = Fraction(round_to_scale(first, places_, "ROUND_HALF_EVEN")) / Fraction(10) ** e
-    elif e:  # a power of ten alone is the point, its first place moved from the dividend: 4968285 / 10, t1 / 10
-        steps = [{"var": "t1", "expr": f"{text(a)} {'/' if e > 0 else '*'} {'(-10)' if sign else '10'}"}, *point_steps(2, e)[:-1]]
-    else:
-        steps = []
+    steps, point = _quotient(d, step.scale)
     if step.scale is not None:
-        exact = round_to_scale(a / b, step.scale, step.rounding)
+        exact = round_to_scale(d.a / d.b, step.scale, step.rounding)
         if round_to_scale(point, step.scale, step.rounding) != exact:
             return None  # carrying the quotient at finite places would round it otherwise
         steps.append({"var": f"t{len(steps) + 1}", "expr": f"t{len(steps)}"})
