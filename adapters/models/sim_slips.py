@@ -126,33 +126,46 @@ def _is_num(v: object) -> bool:
     return isinstance(v, (int, Fraction)) and not isinstance(v, bool)
 
 
+def _binop_form(compiled: CompiledExpression, node: ast.BinOp, env: Mapping[str, Any]) -> str | None:
+    """The weak form of one arithmetic operation over ``env``, or None (its operands not both numbers)."""
+    a, b = _value(compiled, node.left, env), _value(compiled, node.right, env)
+    if not (_is_num(a) and _is_num(b)):
+        return None
+    a, b = Fraction(a), Fraction(b)
+    if isinstance(node.op, ast.Mult):
+        return "product with carries" if product_carries(a, b) else None
+    if isinstance(node.op, (ast.Add, ast.Sub)):
+        return "column with carries" if columns_carry(a, b, isinstance(node.op, ast.Sub)) else None
+    if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+        return "quotient digits" if a != 0 and not _power_of_ten(b) else None
+    if isinstance(node.op, ast.Pow) and (b < 0 or (abs(a) > 1 and b >= 2)):
+        return "quotient digits" if b < 0 else "product with carries"
+    return None
+
+
+def _node_form(compiled: CompiledExpression, node: ast.AST, env: Mapping[str, Any]) -> str | None:
+    """The weak form of one node of the expression over ``env`` (:data:`WEAK_FORMS`), or None."""
+    if isinstance(node, ast.BinOp):
+        return _binop_form(compiled, node, env)
+    if isinstance(node, ast.Compare) and any(isinstance(op, _ORDER) for op in node.ops):
+        return "comparison"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+        args = [_value(compiled, x, env) for x in node.args]
+        return "comparison" if len({Fraction(x) for x in args if _is_num(x)}) > 1 else None
+    return None
+
+
 def weak_forms(compiled: CompiledExpression, env: Mapping[str, Any]) -> list[tuple[ast.expr, str]]:
     """The operations of ``compiled`` over ``env`` that are weak forms (:data:`WEAK_FORMS`), as
     ``(node, form)`` in tree order; an operation that fails to evaluate is left out."""
     out: list[tuple[ast.expr, str]] = []
     for node in ast.walk(compiled.tree.body):
         try:
-            if isinstance(node, ast.BinOp):
-                a, b = _value(compiled, node.left, env), _value(compiled, node.right, env)
-                if not (_is_num(a) and _is_num(b)):
-                    continue
-                a, b = Fraction(a), Fraction(b)
-                if isinstance(node.op, ast.Mult) and product_carries(a, b):
-                    out.append((node, "product with carries"))
-                elif isinstance(node.op, (ast.Add, ast.Sub)) and columns_carry(a, b, isinstance(node.op, ast.Sub)):
-                    out.append((node, "column with carries"))
-                elif isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and a != 0 and not _power_of_ten(b):
-                    out.append((node, "quotient digits"))
-                elif isinstance(node.op, ast.Pow) and (b < 0 or (abs(a) > 1 and b >= 2)):
-                    out.append((node, "quotient digits" if b < 0 else "product with carries"))
-            elif isinstance(node, ast.Compare) and any(isinstance(op, _ORDER) for op in node.ops):
-                out.append((node, "comparison"))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
-                args = [_value(compiled, x, env) for x in node.args]
-                if len({Fraction(x) for x in args if _is_num(x)}) > 1:
-                    out.append((node, "comparison"))
+            form = _node_form(compiled, node, env)
         except StepguardError:
             continue
+        if form is not None and isinstance(node, ast.expr):  # a BinOp, a Compare or a Call
+            out.append((node, form))
     return out
 
 
