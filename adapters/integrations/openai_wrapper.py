@@ -36,7 +36,7 @@ from typing import Any
 import openai
 
 from stepguard.errors import ModelError, ModelUnavailable, StepguardError
-from stepguard.guard import Guard, GuardConfig
+from stepguard.guard import Guard, GuardConfig, GuardResult
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, check_tools
@@ -240,10 +240,7 @@ class _Completions:
             return self._inner.create(**kwargs)
         if self._owner.is_async:
             return self._acreate(kwargs)
-        call = self._owner._read(kwargs)
-        guard = self._owner._guard(call)
-        _check_inputs(call)
-        args = (call.procedure, call.options.inputs or {}, call.options.thread_id)
+        call, guard, args = self._prepare(kwargs)
         if call.stream:
             run = guard.stream(*args, context=call.context)
             return GuardedStream(_sync_errors(chunks(run, Chunker(call.model, call.shape))))
@@ -251,13 +248,10 @@ class _Completions:
             result = guard.run(*args, context=call.context)
         except StepguardError as exc:
             raise client_error(exc) from exc
-        return completion(result, call.model, ContentWriter(call.shape).whole(result), finish=finish_reason(result, call.shape))
+        return _answer(call, result)
 
     async def _acreate(self, kwargs: dict[str, Any]) -> Any:
-        call = self._owner._read(kwargs)
-        guard = self._owner._guard(call)
-        _check_inputs(call)
-        args = (call.procedure, call.options.inputs or {}, call.options.thread_id)
+        call, guard, args = self._prepare(kwargs)
         if call.stream:
             run = guard.astream(*args, context=call.context)
             return AsyncGuardedStream(_async_errors(achunks(run, Chunker(call.model, call.shape))))
@@ -265,7 +259,19 @@ class _Completions:
             result = await guard.arun(*args, context=call.context)
         except StepguardError as exc:
             raise client_error(exc) from exc
-        return completion(result, call.model, ContentWriter(call.shape).whole(result), finish=finish_reason(result, call.shape))
+        return _answer(call, result)
+
+    def _prepare(self, kwargs: dict[str, Any]) -> tuple[GuardedCall, Guard, tuple[Procedure, Mapping[str, Any], str | None]]:
+        """The guarded call read from ``kwargs``, its guard, and the run's arguments; inputs refused now."""
+        call = self._owner._read(kwargs)
+        guard = self._owner._guard(call)
+        _check_inputs(call)
+        return call, guard, (call.procedure, call.options.inputs or {}, call.options.thread_id)
+
+
+def _answer(call: GuardedCall, result: GuardResult) -> Any:
+    """The ``ChatCompletion`` of a finished run, its content as the call's response format asks."""
+    return completion(result, call.model, ContentWriter(call.shape).whole(result), finish=finish_reason(result, call.shape))
 
 
 def _check_inputs(call: GuardedCall) -> None:
