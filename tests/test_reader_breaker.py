@@ -395,13 +395,6 @@ def test_a_correction_after_the_chunk_s_last_step_leaves_neither_value(again: st
     assert discount.provenance != "model_verified", discount
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (judgment call): inside a chunk, a step written again with another value before the chunk's "
-    "next step keeps its first value (verify_chunk; pinned by tests/test_guard.py::"
-    "test_a_step_restated_inside_its_chunk_is_compared_as_the_step_rounds, 's = 10.01 / s = 11' verifies s), "
-    "while after the chunk's last step neither value is taken. A check-only step so commits the value the "
-    "model withdrew on the next line. Truncating the verified prefix at the restated step (as the after-chunk "
-    "case does) closes it and changes that pinned case"))
 @pytest.mark.parametrize("again", ["Actually, discount = 12", "Wait, discount = 12", "(wait, discount = 12)"])
 def test_a_check_only_step_never_commits_a_value_the_model_withdrew(again: str) -> None:
     proc = Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": [

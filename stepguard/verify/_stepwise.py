@@ -224,6 +224,18 @@ def _written_again(w: _Walk, rec: Record) -> Deviation | None:
     return Deviation(kind="extra_steps", step=rec.var, detail=f"{rec.var} was written again {how}", got=rec.text)
 
 
+def _withdrawn(w: _Walk, var: str) -> None:
+    """A step of this chunk with no expected value (a predicate only), written again with another value
+    before the chunk ends: which value is meant is not written, and nothing checked the first but a
+    range, so neither is taken (the walk goes back to it). A step the evaluator checked keeps its value."""
+    index = w.procedure.index_of.get(var)
+    if var not in w.seen_lines or index is None or w.procedure.compiled[index] is not None or w.procedure.check_is_expected[index]:
+        return
+    verified = w.verdict.verified
+    w.verdict.verified = verified[:next(i for i, (v, _) in enumerate(verified) if v == var)]
+    w.pos = index
+
+
 def _ahead(w: _Walk, rec: Record) -> Deviation:
     """A later step of the chunk written before the expected one: ``out_of_order`` when the expected
     step comes later in the reply, else ``under_executed`` (it was skipped)."""
@@ -478,7 +490,8 @@ def verify_chunk(
         different-value) step, wrong operand (``lookback_confusion``), wrong value
         (``arithmetic_error``, ``type_error``, ``check_failed``), premature final answer. A step of
         this chunk written again with another value after the chunk is refused (neither value is
-        taken); before the chunk's end any verified step written again with another value is. Noted
+        taken); before the chunk's end any verified step written again with another value is, and one
+        with no expected value (a predicate only) is not taken either (:func:`_withdrawn`). Noted
         in ``others``, not refused: a premature final answer, an earlier chunk's step written again
         with another value after this chunk (its committed value stands; nothing here rests on the line),
         and steps the procedure does not have written after the chunk's steps (``S96 = ...`` past a
@@ -491,6 +504,7 @@ def verify_chunk(
         if rec.var != w.step.var:
             dev = _other_record(w, rec)
             if dev is not None:
+                _withdrawn(w, rec.var)
                 return w.fail(dev)
             continue
         w.seen_lines[rec.var] = rec
