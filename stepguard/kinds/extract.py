@@ -51,7 +51,7 @@ from stepguard.kinds._base import Kind, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, lines_of, show_value, step_line
 from stepguard.procedure import ExtractStep, Occurrence, Procedure, Step, apply_scale, format_value
 from stepguard.tools import ToolCall
-from stepguard.trace import parse_trace
+from stepguard.trace import NOT_ONE_VALUE, parse_trace
 from stepguard.verify import Deviation, Percent, SourceNumbers, after_label, number_text, scan_numbers
 
 __all__ = ["Extract", "ExtractStep", "Occurrence", "dates_in", "fields_after", "label_places", "label_tails", "normal_value",
@@ -307,7 +307,6 @@ def _date_occurs(iso: str, step: ExtractStep, source: str, tails: Sequence[str])
     return any(_date_after(tail) == iso for tail in tails)
 
 
-_NOT_ONE_VALUE = frozenset({"more than one value", "correction or hedge"})
 _PERCENT_REPLY = re.compile(r"(.*?\d)[ \t\u00a0]?(?:%|\uff05|percent)", re.I)
 
 
@@ -406,7 +405,7 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
         return out
     got = f"{var} = {raw}"[:200]
     own = next((r for r in parse_trace(got, var_names=procedure.variables).records if r.var == var), None)
-    if own is not None and own.error in _NOT_ONE_VALUE:  # x = 20 / total = 5: the next step's value, not x's
+    if own is not None and own.error in NOT_ONE_VALUE:  # x = 20 / total = 5: the next step's value, not x's
         out.deviation = Deviation(kind="type_error", step=var, detail=f"{var}: {own.error} on its line (write its value alone)", got=got)
         return out
     value = normal_value(step, raw, scaled=False)

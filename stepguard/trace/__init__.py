@@ -7,8 +7,8 @@ break :meth:`str.splitlines` knows). The grammar and its refusals: docs/reading.
 """
 
 from stepguard.trace._numbers import DASHES, WrittenNumber, numbers_in
-from stepguard.trace._parse import line_end, parse_trace
+from stepguard.trace._parse import NOT_ONE_VALUE, line_end, parse_trace
 from stepguard.trace._records import Answer, Record, Trace
 from stepguard.trace._scale import SCALE_AFTER as SCALE_AFTER  # for verify, not public
 
-__all__ = ["DASHES", "Answer", "Record", "Trace", "WrittenNumber", "line_end", "numbers_in", "parse_trace"]
+__all__ = ["DASHES", "NOT_ONE_VALUE", "Answer", "Record", "Trace", "WrittenNumber", "line_end", "numbers_in", "parse_trace"]

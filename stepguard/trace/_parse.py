@@ -60,7 +60,7 @@ from stepguard.trace._numbers import DASHES
 from stepguard.trace._records import Answer, Record, Trace
 from stepguard.trace._scale import _SCALE_LETTERS, _SCALE_WORDS, _W0, _W1
 
-__all__ = ["line_end", "parse_trace"]
+__all__ = ["NOT_ONE_VALUE", "line_end", "parse_trace"]
 
 _S_NAME = r"S(?:_\{(?P<k1>\d{1,9}+)\}|_?(?P<k2>\d{1,9}+))"
 _IDENT = r"[A-Za-z][A-Za-z0-9_]{0,63}+"
@@ -198,8 +198,11 @@ _REGION_SLACK = 1_000  # characters of an answer's region beyond max_digits
 _WRITTEN_UNREAD = frozenset({
     "too many digits", "ambiguous number", "unreadable number", "percentage", "more than one number",
     "number word", "correction or hedge", "combining or invisible mark", "more than one value", "unknown dash",
-    "accounting parentheses", "grouped digits",
+    "accounting parentheses",
 })
+NOT_ONE_VALUE = frozenset({"more than one value", "correction or hedge"})
+"""A record's errors that say its line holds more than its own value (``S1 = 5 | S2 = 8``, ``S3 = 12 → 13``):
+whatever else reads that line's words (a boolean, a choice, an extract) refuses it too."""
 
 
 class _Patterns:

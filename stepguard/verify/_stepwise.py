@@ -17,7 +17,7 @@ from typing import Any, cast
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, compile_expression, decimal_places, format_number, parse_number
 from stepguard.procedure import Procedure, Step, apply_scale, format_value, round_to_scale
-from stepguard.trace import Record, Trace, parse_trace
+from stepguard.trace import NOT_ONE_VALUE, Record, Trace, parse_trace
 from stepguard.verify._deviation import Deviation
 
 __all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "read_raw_value", "verify_chunk"]
@@ -26,7 +26,6 @@ _NON_NUMERIC = frozenset({"boolean", "string", "one_of"})
 _MARKS = " \t\r*_`$\"'."
 _BOOLS = {"true": True, "false": False, "yes": True, "no": False}
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_NOT_ONE_VALUE = frozenset({"more than one value", "correction or hedge"})
 
 
 @dataclass
@@ -84,7 +83,7 @@ def read_raw_value(record: Record, type_: str, choices: Sequence[str] | None = N
         ``error`` says which; ``ok1 = false = true``: a link that is another value of the step; the
         guard then reports a deviation).
     """
-    if record.error in _NOT_ONE_VALUE:
+    if record.error in NOT_ONE_VALUE:
         return None  # "ok1 = false | ok2 = true": the record's chain holds more than its own value
     rhs = record.rhs if record.rhs is not None else _own_rhs(record)
     raw = rhs[rhs.rfind("=") + 1 :].strip(_MARKS) if rhs else ""
