@@ -48,6 +48,7 @@ def _heavy(modules: set[str]) -> list[str]:
 @pytest.mark.parametrize("args", [
     ["--help"], ["-h"], ["--version"], ["check", "examples/invoice.yaml"],
     ["bench", "--help"], ["bench", "generate", "--help"], ["model", "--help"], ["serve", "--help"],
+    ["run", "--help"], ["bench", "run", "--help"],
 ])
 def test_short_commands_load_no_heavy_module(args: list[str], tmp_path: Path) -> None:
     code, modules, stdout = _loaded(args, tmp_path)
@@ -70,10 +71,18 @@ def test_check_reads_the_procedure_yet_not_the_guard(tmp_path: Path) -> None:
     assert "stepguard.guard" not in modules and "stepguard.bench" not in modules  # ...and what it does not
 
 
-def test_run_help_does_load_the_guard(tmp_path: Path) -> None:
-    """The control: a command whose defaults come from GuardConfig imports LangGraph, and the probe sees it."""
+def test_run_help_lists_the_rungs_without_loading_the_controller(tmp_path: Path) -> None:
+    """``run --help`` names every registered rung (the rung registry is read) yet loads no LangGraph:
+    the guard package loads its modules on first use (a regression of the rung plugins cost 1 s)."""
     code, modules, stdout = _loaded(["run", "--help"], tmp_path)
-    assert code == 0 and "--chunk-size N" in stdout
+    assert code == 0 and "--chunk-size N" in stdout and "long_multiply" in stdout
+    assert "stepguard.guard.rungs" in modules and "stepguard.guard._graph" not in modules
+
+
+def test_a_run_does_load_the_guard(tmp_path: Path) -> None:
+    """The control: a command that runs the controller imports LangGraph, and the probe sees it."""
+    code, modules, stdout = _loaded(["run", "examples/invoice.yaml", "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:perfect", "--quiet"], tmp_path)
+    assert code == 0, stdout
     assert "langgraph" in _heavy(modules)
 
 

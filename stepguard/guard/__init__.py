@@ -5,41 +5,48 @@ Public face: :class:`Guard`, :class:`GuardConfig`, :class:`GuardResult` and its 
 and the one options model every way in reads (:class:`GuardOptions`, :class:`OptionError`).
 """
 
-from stepguard.guard._config import (
-    PRODUCTION_SETTINGS as PRODUCTION_SETTINGS,
-    RUNGS,
-    ExhaustedAction,
-    GuardConfig,
-    LadderWarning,
-    Policy,
-    beyond_integer_sums as beyond_integer_sums,
-)
-from stepguard.guard._guard import Guard, GuardUpdate, build_result as build_result, sqlite_checkpointer
-from stepguard.guard._identity import identity_diff, identity_digest as identity_digest, run_identity
-from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
-from stepguard.guard._options import (
-    OPTION_NAMES as OPTION_NAMES,
-    GuardOptions,
-    OptionError,
-    check_thread_id as check_thread_id,
-    thread_needs_checkpointer as thread_needs_checkpointer,
-)
-from stepguard.guard._postgres import postgres_checkpointer
-from stepguard.guard._prompts import PromptSet, context_block, format_value as format_value, render_raw_prompt
-from stepguard.guard._result import (
-    DeviationEvent,
-    Grade,
-    GuardResult,
-    Provenance,
-    StepOutcome,
-    StepValue,
-    UsageTotals,
-    bounded_steps as bounded_steps,
-    provenance_grade as provenance_grade,
-    value_text as value_text,
-)
-from stepguard.guard._stop import RunStop
-from stepguard.guard.rungs import Rung, get_rung, register as register_rung, rung_names
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stepguard.guard._config import (
+        PRODUCTION_SETTINGS as PRODUCTION_SETTINGS,
+        RUNGS,
+        ExhaustedAction,
+        GuardConfig,
+        LadderWarning,
+        Policy,
+        beyond_integer_sums as beyond_integer_sums,
+    )
+    from stepguard.guard._guard import Guard, GuardUpdate, build_result as build_result, sqlite_checkpointer
+    from stepguard.guard._identity import identity_diff, identity_digest as identity_digest, run_identity
+    from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
+    from stepguard.guard._options import (
+        OPTION_NAMES as OPTION_NAMES,
+        GuardOptions,
+        OptionError,
+        check_thread_id as check_thread_id,
+        thread_needs_checkpointer as thread_needs_checkpointer,
+    )
+    from stepguard.guard._postgres import postgres_checkpointer
+    from stepguard.guard._prompts import PromptSet, context_block, format_value as format_value, render_raw_prompt
+    from stepguard.guard._result import (
+        DeviationEvent,
+        Grade,
+        GuardResult,
+        Provenance,
+        StepOutcome,
+        StepValue,
+        UsageTotals,
+        bounded_steps as bounded_steps,
+        provenance_grade as provenance_grade,
+        value_text as value_text,
+    )
+    from stepguard.guard._stop import RunStop
+    from stepguard.guard.rungs import Rung, get_rung, register as register_rung, rung_names
+
 
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
 # package's private modules (tests/test_layering.py), but not public: build_result, format_value,
@@ -81,3 +88,67 @@ __all__ = [
     "rung_names",
     "sqlite_checkpointer",
 ]
+
+_HOMES: dict[str, tuple[str, str]] = {
+    "PRODUCTION_SETTINGS": ("stepguard.guard._config", "PRODUCTION_SETTINGS"),
+    "RUNGS": ("stepguard.guard._config", "RUNGS"),
+    "ExhaustedAction": ("stepguard.guard._config", "ExhaustedAction"),
+    "GuardConfig": ("stepguard.guard._config", "GuardConfig"),
+    "LadderWarning": ("stepguard.guard._config", "LadderWarning"),
+    "Policy": ("stepguard.guard._config", "Policy"),
+    "beyond_integer_sums": ("stepguard.guard._config", "beyond_integer_sums"),
+    "Guard": ("stepguard.guard._guard", "Guard"),
+    "GuardUpdate": ("stepguard.guard._guard", "GuardUpdate"),
+    "build_result": ("stepguard.guard._guard", "build_result"),
+    "sqlite_checkpointer": ("stepguard.guard._guard", "sqlite_checkpointer"),
+    "identity_diff": ("stepguard.guard._identity", "identity_diff"),
+    "identity_digest": ("stepguard.guard._identity", "identity_digest"),
+    "run_identity": ("stepguard.guard._identity", "run_identity"),
+    "GlobalTelemetry": ("stepguard.guard._observer", "GlobalTelemetry"),
+    "GuardObserver": ("stepguard.guard._observer", "GuardObserver"),
+    "ModelCallRecord": ("stepguard.guard._observer", "ModelCallRecord"),
+    "NullObserver": ("stepguard.guard._observer", "NullObserver"),
+    "OPTION_NAMES": ("stepguard.guard._options", "OPTION_NAMES"),
+    "GuardOptions": ("stepguard.guard._options", "GuardOptions"),
+    "OptionError": ("stepguard.guard._options", "OptionError"),
+    "check_thread_id": ("stepguard.guard._options", "check_thread_id"),
+    "thread_needs_checkpointer": ("stepguard.guard._options", "thread_needs_checkpointer"),
+    "postgres_checkpointer": ("stepguard.guard._postgres", "postgres_checkpointer"),
+    "PromptSet": ("stepguard.guard._prompts", "PromptSet"),
+    "context_block": ("stepguard.guard._prompts", "context_block"),
+    "format_value": ("stepguard.guard._prompts", "format_value"),
+    "render_raw_prompt": ("stepguard.guard._prompts", "render_raw_prompt"),
+    "DeviationEvent": ("stepguard.guard._result", "DeviationEvent"),
+    "Grade": ("stepguard.guard._result", "Grade"),
+    "GuardResult": ("stepguard.guard._result", "GuardResult"),
+    "Provenance": ("stepguard.guard._result", "Provenance"),
+    "StepOutcome": ("stepguard.guard._result", "StepOutcome"),
+    "StepValue": ("stepguard.guard._result", "StepValue"),
+    "UsageTotals": ("stepguard.guard._result", "UsageTotals"),
+    "bounded_steps": ("stepguard.guard._result", "bounded_steps"),
+    "provenance_grade": ("stepguard.guard._result", "provenance_grade"),
+    "value_text": ("stepguard.guard._result", "value_text"),
+    "RunStop": ("stepguard.guard._stop", "RunStop"),
+    "Rung": ("stepguard.guard.rungs", "Rung"),
+    "get_rung": ("stepguard.guard.rungs", "get_rung"),
+    "register_rung": ("stepguard.guard.rungs", "register"),
+    "rung_names": ("stepguard.guard.rungs", "rung_names"),
+}
+"""Where each name lives: the package loads a module on a name's first use (PEP 562), so that
+``stepguard --help`` and the CLI's option help (the rung list) do not import LangGraph."""
+
+
+def __getattr__(name: str) -> Any:
+    """The name from its module, imported on first use; ``AttributeError`` for a name not here."""
+    try:
+        module, attr = _HOMES[name]
+    except KeyError:
+        raise AttributeError(f"module 'stepguard.guard' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names and the helpers, as an eager package would list them."""
+    return sorted({*globals(), *_HOMES})
