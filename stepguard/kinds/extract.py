@@ -47,7 +47,7 @@ from typing import Any
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, normalize
-from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, lines_of, show_value, step_line
 from stepguard.procedure import ExtractStep, Occurrence, Procedure, Step, apply_scale, format_value
 from stepguard.tools import ToolCall
@@ -430,8 +430,7 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     return check_predicate(procedure, index, env, apply_scale(value, step), out, got)
 
 
-def _extract_step(procedure: Procedure, index: int) -> ExtractStep:
-    step = procedure.steps[index]
+def _extract_step(step: Step) -> ExtractStep:
     assert isinstance(step, ExtractStep)
     return step
 
@@ -485,9 +484,9 @@ class Extract(Kind):
     step_model = ExtractStep
     names_type = True
 
-    def notes(self, procedure: Procedure, index: int) -> list[str]:
+    def notes(self, ctx: StepContext) -> list[str]:
         """Where to read it, and its predicate."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         notes = [f"read it from {step.source}{_after(step)}, as written there"]
         if step.percent == "fraction":
             notes.append("a percent as a fraction: 15% is 0.15")
@@ -497,32 +496,32 @@ class Extract(Kind):
             notes.append(f"it must satisfy {step.check}")
         return notes
 
-    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+    def example(self, ctx: StepContext, values: Mapping[str, Value]) -> str:
         """``var = <the value as written in source>``."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         return f"{step.var} = <the value as written in {step.source}>"
 
     def check(
-        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
+        self, ctx: StepContext, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
     ) -> KindVerdict:
         """:func:`verify_extract`."""
-        return verify_extract(procedure, index, env, reply)
+        return verify_extract(ctx.procedure, ctx.index, env, reply)
 
-    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
+    def correction_note(self, ctx: StepContext, deviation: Deviation, env: Mapping[str, Value]) -> str:
         """What was refused, and to copy the value as written in the source."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         got = (deviation.got or "").strip()[:120]
         yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
         detail = deviation.detail.split(" [", 1)[0]
         return f"{yours}: {detail}. Copy the value for {step.var} exactly as it is written in {step.source}."
 
-    def grade(self, procedure: Procedure, index: int) -> str:
+    def grade(self, ctx: StepContext) -> str:
         """``matched``: the value is one the source writes, found whole (after its label)."""
         return "matched"
 
-    def describe(self, procedure: Procedure, index: int) -> list[str]:
+    def describe(self, ctx: StepContext) -> list[str]:
         """Where the value must occur."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         where = f" after the label {step.label!r}" if step.label else ""
         if step.occurrence is not None:
             where += f" (occurrence {step.occurrence} of it)"
