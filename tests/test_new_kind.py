@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from stepguard import Guard
 from stepguard.adapters import load_model
-from stepguard.errors import ProcedureError
+from stepguard.adapters.models.sim_kinds import register_sim_answer, unregister_sim_answer
+from stepguard.errors import BudgetExhausted, ProcedureError
 from stepguard.kinds import Kind, KindVerdict, StepContext, register_kind, unregister_kind
 from stepguard.kinds._reading import step_line
 from stepguard.procedure import Procedure, Step, parse_procedure
@@ -67,16 +68,21 @@ class Upper(Kind):
     def describe(self, ctx: StepContext) -> list[str]:
         return [f"upper: the value must be input {ctx.step.source} in capital letters"]  # type: ignore[attr-defined]
 
-    def perfect_reply(self, step: Step, env: Mapping[str, Any], procedure: Procedure | None = None) -> str | None:
-        return f"{step.var} = {str(env[step.source]).upper()}"  # type: ignore[attr-defined]
+
+
+def upper_reply(step: Step, env: Mapping[str, Any], procedure: Procedure | None) -> str | None:
+    """What a model that follows an ``upper`` step writes: for the simulator (sim:perfect), not the kind."""
+    return f"{step.var} = {str(env[step.source]).upper()}"  # type: ignore[attr-defined]
 
 
 @pytest.fixture
 def upper() -> Iterator[type[Kind]]:
     register_kind(Upper)
+    register_sim_answer("upper", upper_reply)
     try:
         yield Upper
     finally:
+        unregister_sim_answer("upper")
         unregister_kind("upper")
 
 
@@ -282,3 +288,48 @@ def test_a_step_context_names_its_step_and_refuses_an_index_outside_the_procedur
         StepContext(proc, 2)
     with pytest.raises(AttributeError):
         ctx.index = 0  # type: ignore[misc]
+
+
+def test_the_kind_protocol_has_no_simulator_methods_and_the_simulator_answers_by_registration(upper: type[Kind]) -> None:
+    """What a simulated model writes is the simulator's: the kind has no perfect_reply, and a kind whose
+    answer is not registered with the simulator is not answered (its step deviates)."""
+    from stepguard.kinds import Acting, Checking, Prompting
+
+    for part in (Kind, Prompting, Checking, Acting):
+        assert not hasattr(part, "perfect_reply") and not hasattr(part, "parse_line")
+    proc = parse_procedure(FILE)
+    unregister_sim_answer("upper")
+    try:
+        with pytest.raises(BudgetExhausted, match="budget spent at step shout"):
+            Guard(load_model("sim:perfect", procedure=proc)).run(proc, {"who": "Ada"})
+    finally:
+        register_sim_answer("upper", upper_reply)
+
+
+def test_the_simulators_registry_refuses_a_built_in_or_unknown_name() -> None:
+    with pytest.raises(ValueError, match="step kind 'tool' is built in"):
+        register_sim_answer("tool", upper_reply)
+    with pytest.raises(ValueError, match="not 'up per'"):
+        register_sim_answer("up per", upper_reply)
+    with pytest.raises(KeyError, match="'extract' is a built-in step kind"):
+        unregister_sim_answer("extract")
+    with pytest.raises(KeyError, match="'nothing' is not a kind with a simulator answer"):
+        unregister_sim_answer("nothing")
+
+
+def test_without_the_procedure_the_simulator_reads_the_step_from_a_registered_line_reader(upper: type[Kind]) -> None:
+    """An executor given no procedure reads the step from its prompt line, through the kind's read_line."""
+    from stepguard.adapters.models.sim import SimulatedExecutor
+    from stepguard.guard import PromptSet
+
+    def read_line(var: str, rhs: str, notes: str) -> Step | None:
+        source = notes.removesuffix(" in capital letters")
+        return Upper.step_model.model_validate({"var": var, "kind": "upper", "source": source}) if source != notes else None
+
+    proc = parse_procedure(FILE)
+    messages = PromptSet().chunk_messages(proc, [0], {"who": "Ada"})
+    assert "shout =" not in SimulatedExecutor("perfect").complete(messages).text  # no line reader: not answered
+    assert SimulatedExecutor("perfect", procedure=proc).complete(messages).text == "shout = ADA"
+    unregister_sim_answer("upper")
+    register_sim_answer("upper", upper_reply, read_line)
+    assert SimulatedExecutor("perfect").complete(messages).text == "shout = ADA"

@@ -24,7 +24,6 @@ step); the parts a kind inherits (:mod:`stepguard.kinds._parts`) hold the defaul
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
@@ -48,15 +47,6 @@ class Kind(Prompting, Checking, Acting):
 
     name: ClassVar[str]
     step_model: ClassVar[type[Step]]
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The reply a model that follows the step writes (the seeded simulator's answer); ``None`` when unknown."""
-        return None
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """The step a prompt line of this kind describes (the inverse of :meth:`line`), for a simulator
-        given no procedure; ``None`` when the line is not of this kind."""
-        return None
 
 
 _KINDS: dict[str, Kind] = {}

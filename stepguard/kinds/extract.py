@@ -45,7 +45,6 @@ from fractions import Fraction
 from itertools import islice
 from typing import Any
 
-from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, normalize
 from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, lines_of, show_value, step_line
@@ -435,7 +434,7 @@ def _extract_step(step: Step) -> ExtractStep:
     return step
 
 
-def _candidates(step: ExtractStep, text: str) -> list[Any]:
+def candidates(step: ExtractStep, text: str) -> list[Any]:
     """The values ``text`` offers for ``step``, in order: its fields (after the label; a choice as
     spelled), or its exact numbers (after the label)."""
     candidates: list[Any]
@@ -447,26 +446,6 @@ def _candidates(step: ExtractStep, text: str) -> list[Any]:
     else:
         candidates = list(source_numbers(text, step.label, step.percent).exact)
     return candidates
-
-
-def _first_checked(step: ExtractStep, env: Mapping[str, Value], replies: Sequence[str], candidates: Sequence[Any]) -> str | None:
-    """The first of ``replies`` whose value (``candidates``, in step) the step's check accepts; a check
-    that cannot be evaluated on a value passes over it."""
-    check = None
-    if step.check is not None:
-        from stepguard.evaluator import compile_expression
-
-        check = compile_expression(step.check)
-    for reply, value in zip(replies, candidates, strict=True):
-        try:
-            if check is None or check.evaluate({**env, "value": value}) is True:
-                return reply
-        except EvaluationError:
-            continue
-    return None
-
-
-_SOURCE = re.compile(r"read it from ([A-Za-z]\w*)(?:, after '([^']*)')?(?:, occurrence (first|last|[1-9][0-9]{0,8}))?")
 
 
 def _after(step: ExtractStep) -> str:
@@ -532,31 +511,3 @@ class Extract(Kind):
         what = "a whole field, case as written" if step.type in ("string", "one_of") else "a whole number"
         return [f"extract: the value must occur in input {step.source}{where}, as {what} (numbers, money and dates "
                 f"normalised, a date committed as YYYY-MM-DD{pct if step.type not in ('string', 'one_of') else ''})"]
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The first value of the source (after the label) that the step's check accepts (with
-        ``procedure``: that :func:`verify_extract` verifies, so the simulator reads as the guard does)."""
-        assert isinstance(step, ExtractStep)
-        text = env.get(step.source)
-        if not isinstance(text, str):
-            return None
-        candidates = _candidates(step, text)
-        replies = [f"{step.var} = {v if isinstance(v, str) else format_number(v)}" for v in candidates]
-        if procedure is not None and step.var in procedure.index_of:
-            index = procedure.index_of[step.var]
-            return next((r for r in replies if verify_extract(procedure, index, env, r).deviation is None), None)
-        return _first_checked(step, env, replies, candidates)
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """``var = ?    (read it from receipt, after 'Total', ...)`` as an :class:`ExtractStep`."""
-        m = _SOURCE.search(notes)
-        if m is None:
-            return None
-        type_ = "string" if "a string" in notes else "number"
-        try:
-            occurrence = m.group(3)
-            return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None,
-                                               "type": type_, "occurrence": int(occurrence) if occurrence and occurrence.isdigit()
-                                               else occurrence})
-        except ValueError:
-            return None

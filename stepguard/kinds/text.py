@@ -216,14 +216,6 @@ def _text_step(step: Step) -> TextStep:
 
 _RESULT_SHAPES: dict[TextFormat, ValueShape] = {"text": "scalar", "list": "list", "json": "json"}
 _SHAPES = {"text": "text on one line", "list": "a JSON list of strings on one line", "json": "JSON on one line"}
-_FROM = re.compile(r"\bfrom ([A-Za-z]\w*)")
-_MOST = re.compile(r"at most (\d+) (characters|items)")
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s.strip()]
-
-
 @register_kind
 class Text(Kind):
     """Text, a list or JSON the model writes; asked alone."""
@@ -305,30 +297,3 @@ class Text(Kind):
         if step.json_schema is not None:
             out.append("schema: a JSON Schema (draft 2020-12)")
         return out
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """A first sentence of the source (within ``max_length``), a list of its first sentences, or ``{"summary": ...}``."""
-        assert isinstance(step, TextStep)
-        text = env.get(step.source) if step.source else None
-        sentences = _sentences(text) if isinstance(text, str) else ["Done."]
-        if step.format == "json":
-            return f"{step.var} = {json.dumps({'summary': sentences[0]})}"
-        if step.format == "list":
-            return f"{step.var} = {json.dumps(sentences[: step.max_length or 3])}"
-        first = sentences[0]
-        if step.max_length is not None and len(first) > step.max_length:
-            first = first[: step.max_length].rsplit(" ", 1)[0]
-        return f"{step.var} = {first}"
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """``var = ?    (from notes_text; text on one line; at most 80 characters)`` as a :class:`TextStep`."""
-        if "on one line" not in notes:
-            return None
-        fmt = "list" if "JSON list" in notes else "json" if "JSON on one line" in notes else "text"
-        m, most = _FROM.search(notes), _MOST.search(notes)
-        data = {"var": var, "kind": "text", "format": fmt, "source": m.group(1) if m else None,
-                "max_length": int(most.group(1)) if most else None}
-        try:
-            return TextStep.model_validate(data)
-        except ValueError:
-            return None

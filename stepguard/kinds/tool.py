@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from stepguard.errors import EvaluationError, ProcedureError, StepguardError, ToolError
-from stepguard.evaluator import DEFAULT_MAX_BITS, CompiledExpression, Number, check_size, compile_expression, format_number
+from stepguard.evaluator import DEFAULT_MAX_BITS, CompiledExpression, Number, check_size, format_number
 from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._reading import ArgVerdict, KindVerdict, same_value, show_value
 from stepguard.procedure import Procedure, Step, ToolArg, ToolStep, apply_scale, coerce_value, format_value
@@ -393,36 +392,6 @@ class Tool(Kind):
         out.append("a tool that raises or times out: tool_error, the run stops at this step")
         return out
 
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The call with each argument's value: an expression computed from ``env``, a free one the
-        first candidate its predicate accepts."""
-        assert isinstance(step, ToolStep)
-        args = []
-        for name, arg in (step.args or {}).items():
-            if isinstance(arg, ToolArg):
-                value = _free_candidate(arg, env)
-            else:
-                try:
-                    value = compile_expression(arg).evaluate(env)
-                except EvaluationError:
-                    return None
-            args.append(f"{name}={_literal(value)}")
-        return f"CALL {step.tool}({', '.join(args)})"
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """``var = CALL tool(sku=sku, n=<string: len(value) <= 3>)`` as a :class:`ToolStep`."""
-        m = _CALL.match(rhs.strip())
-        if m is None:
-            return None
-        args: dict[str, Any] = {}
-        for name, src in _split_args(m.group(2)):
-            type_, _, check = src.strip("<>").partition(":")
-            args[name] = {"type": type_.strip(), "check": check.strip() or None} if src.startswith("<") else src
-        try:
-            return ToolStep.model_validate({"var": var, "kind": "tool", "tool": m.group(1), "args": args})
-        except ValueError:  # pydantic's ValidationError: a line this kind would not write
-            return None
-
 
 def _tool_step(ctx: StepContext) -> ToolStep:
     step = ctx.step
@@ -485,50 +454,3 @@ def _data_version(tool: Any, step: str) -> str:
         return str(tool.data_version())[:200]
     except Exception as exc:  # noqa: BLE001 - the user's callable
         raise ToolError(f"tool {tool.name}'s data_version raised {type(exc).__name__}: {str(exc)[:200]}", tool.name, step) from None
-
-
-_CALL = re.compile(r"^CALL ([\w.-]+)\((.*)\)$")
-
-
-def _literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    return format_number(value)
-
-
-def _split_args(text: str) -> list[tuple[str, str]]:
-    """``sku=sku, n=<string: len(value) <= 3>`` -> ``[("sku", "sku"), ("n", "<string: ...>")]`` (top-level commas)."""
-    out, depth, cur = [], 0, ""
-    for ch in text + ",":
-        if ch == "," and depth == 0:
-            if "=" in cur:
-                k, v = cur.split("=", 1)
-                out.append((k.strip(), v.strip()))
-            cur = ""
-            continue
-        depth += ch in "(<["
-        depth -= ch in ")>]" and depth > 0
-        cur += ch
-    return out
-
-
-def _free_candidate(arg: ToolArg, env: Mapping[str, Value]) -> Any:
-    """A value for a free argument: the first candidate its predicate accepts (its constants, then defaults)."""
-    numeric = arg.type in ("integer", "decimal", "number")
-    consts: list[Any] = []
-    if arg.check:
-        try:
-            consts = [n.value for n in ast.walk(compile_expression(arg.check).tree) if isinstance(n, ast.Constant)]
-        except EvaluationError:
-            pass
-    tries = [c for c in consts if isinstance(c, (int, float)) != (not numeric) and not isinstance(c, bool)]
-    tries += [0, 1, 10] if numeric else ["ok", "refund"]
-    for value in tries:
-        try:
-            if not arg.check or compile_expression(arg.check).evaluate({**env, "value": value}) is True:
-                return value
-        except EvaluationError:
-            continue
-    return tries[0]
