@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from stepguard.cli import app
 from stepguard.cli.authoring import describe_step
 from stepguard.errors import ProcedureError
-from stepguard.kinds import kind_of
+from stepguard.kinds import StepContext, kind_of
 from stepguard.procedure import parse_procedure
 
 
@@ -83,11 +83,11 @@ NO_EXPR_STEPS = [
 def test_a_step_without_an_expr_is_never_described_by_one(step: dict[str, Any]) -> None:
     proc = _proc(step)
     kind = kind_of(proc.steps[0])
-    text = "\n".join(describe_step(proc, 0) + list(getattr(kind, "notes", lambda *a: [])(proc, 0)))
+    text = "\n".join(describe_step(proc, 0) + list(getattr(kind, "notes", lambda *a: [])(StepContext(proc, 0))))
     assert not EXPR.search(text), text
     assert "warning" not in text  # a condition as the expected value warns only on a step that is not boolean
     if step.get("check") and "value" not in step["check"]:
-        assert step["check"] not in "\n".join(getattr(kind, "notes", lambda *a: [])(proc, 0))  # hidden from the model
+        assert step["check"] not in "\n".join(getattr(kind, "notes", lambda *a: [])(StepContext(proc, 0)))  # hidden from the model
 
 
 def test_a_text_steps_check_without_value_is_refused_at_load_naming_the_check() -> None:

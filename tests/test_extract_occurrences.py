@@ -205,11 +205,13 @@ def test_the_simulator_reads_the_chosen_occurrence(occ: str, want: str) -> None:
 
 
 def test_a_steps_line_names_its_occurrence_and_reads_back() -> None:
-    from stepguard.kinds import get_kind
+    from stepguard.adapters.models.sim_kinds import sim_answers
+    from stepguard.kinds import StepContext, get_kind
 
     p = receipt(", occurrence: last")
-    kind = get_kind("extract")
-    (note, *_) = kind.notes(p, 0)
+    (note, *_) = get_kind("extract").notes(StepContext(p, 0))
     assert "occurrence last" in note
-    step = kind.parse_line("total", "?", note)
+    read_line = sim_answers()["extract"].read_line
+    assert read_line is not None
+    step = read_line("total", "?", note)
     assert step is not None and step.occurrence == "last" and step.label == "Total"

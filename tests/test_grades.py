@@ -90,10 +90,10 @@ def test_accept_bounded_round_trips_and_an_empty_one_is_not_written(tmp_path: Pa
     ("value == value", "bounded"),
 ])
 def test_a_compute_step_s_grade_follows_the_check_that_runs(check: str, grade: str) -> None:
-    from stepguard.kinds import kind_of
+    from stepguard.kinds import StepContext, kind_of
 
     proc = parse_procedure(f"inputs: {{subtotal: decimal}}\nsteps:\n  - {{var: d, check: '{check}'}}\n")
-    assert kind_of(proc.steps[0]).grade(proc, 0) == grade
+    assert kind_of(proc.steps[0]).grade(StepContext(proc, 0)) == grade
 
 
 def test_every_kind_s_grade() -> None:
@@ -105,9 +105,9 @@ steps:
   - {var: doubled, expr: x * 2}
   - {var: free, type: integer}
 """)
-    from stepguard.kinds import kind_of
+    from stepguard.kinds import StepContext, kind_of
 
-    assert [kind_of(s).grade(proc, i) for i, s in enumerate(proc.steps)] == ["matched", "free_text", "exact", "unchecked"]
+    assert [kind_of(s).grade(StepContext(proc, i)) for i, s in enumerate(proc.steps)] == ["matched", "free_text", "exact", "unchecked"]
     replies = ["amount = 18.86", "note = paid in full", "doubled = 14\nfree = 3\n"]
     result = Guard(FixedReplies(replies), GuardConfig()).run(proc, {"doc": "Total: 18.86", "x": 7})
     assert result.grades == {"amount": "matched", "note": "free_text", "doubled": "exact", "free": "unchecked"}

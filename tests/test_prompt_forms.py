@@ -105,7 +105,7 @@ def _alone() -> set[str]:
     """Every step of a generated instance and of each production procedure asked alone, as a first
     try and after an arithmetic error, values listed and written in: the shapes a simulated run may
     not reach (a copy step asked alone)."""
-    from stepguard.kinds import kind_of
+    from stepguard.kinds import StepContext, kind_of
     from stepguard.verify import Deviation
 
     inst = generate_instance(8, 2, index=0)
@@ -116,7 +116,7 @@ def _alone() -> set[str]:
         values = procedure.expected_values(inputs)
         for i, step in enumerate(procedure.steps):
             wrong = Deviation(kind="arithmetic_error", step=step.var, got=f"{step.var} = 1")
-            for note in (None, kind_of(step).correction_note(procedure, i, wrong, env)):
+            for note in (None, kind_of(step).correction_note(StepContext(procedure, i), wrong, env)):
                 for inline in (False, True):
                     messages = PromptSet().chunk_messages(procedure, [i], env, note, inline=inline)
                     texts.add(json.dumps(messages, sort_keys=True, default=str))

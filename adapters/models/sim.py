@@ -36,9 +36,10 @@ when no candidate satisfies the predicate, the step is left out, as a model that
 instruction would leave it. The oracle reads the procedure, never the guard's verdicts, so a
 verified run on the simulator shows the wiring works, never that an instruction is clear.
 
-Tool, extract and text steps (asked one at a time) are answered by ``adapters/_sim_kinds.py``:
-the call with its arguments' values, the value read from the source text, or a first sentence;
-no faults are injected into them.
+Tool, extract and text steps (asked one at a time) are answered by :mod:`.sim_kinds`: the call with
+its arguments' values, the value read from the source text, or a first sentence; no faults are
+injected into them. A step kind of one's own registers its answer there
+(:func:`~.sim_kinds.register_sim_answer`).
 
 Simulated replies are never a model's accuracy: every response has ``simulated=True``.
 """
@@ -62,7 +63,7 @@ from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
 from stepguard.model import ChatMessage, ChatResponse, ClosableModel, GenerationSettings, Usage, WrittenReply
 
-from ._sim_kinds import answer_kind
+from .sim_kinds import answer_kind
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
@@ -635,7 +636,7 @@ class SimulatedExecutor(ClosableModel):
         key = f"{self.seed}\x1d{settings.seed!r}\x1d{settings.temperature!r}\x1d{blob}".encode("utf-8", "replace")
         rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:16], "big"))
         user = next((c for m, c in zip(reversed(messages), reversed(contents), strict=True) if m.get("role") == "user"), "")
-        text = answer_kind(user, self.procedure)  # a tool, extract or text step (adapters/_sim_kinds.py)
+        text = answer_kind(user, self.procedure)  # a step asked alone: tool, extract, text, ... (.sim_kinds)
         if text is None:
             prompt = _parse(user)
             text = self._write(prompt, rng) if prompt is not None else rng.choice(_NON_ANSWERS)

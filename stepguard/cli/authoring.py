@@ -106,9 +106,9 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
                          "value must meet, write it over value (such as value > 0)")
     elif step.check:
         lines.append(f"predicate: {step.check}")
-    from stepguard.kinds import kind_of
+    from stepguard.kinds import StepContext, kind_of
 
-    lines += kind_of(step).describe(procedure, index)
+    lines += kind_of(step).describe(StepContext(procedure, index))
     kind: str = step.type
     if step.scale is not None:
         kind += f", {step.scale} places, {step.rounding}"
@@ -122,7 +122,7 @@ def describe_step(procedure: Procedure, index: int) -> list[str]:
                      "(scale: 2: the guard rounds the quotient) or round it in the expression (round(..., 2))")
     if step.computes and not step.expression and not step.check:
         lines.append("unverifiable: presence, order and type only (a run with it is flagged, not verified)")
-    grade = kind_of(step).grade(procedure, index)
+    grade = kind_of(step).grade(StepContext(procedure, index))
     accepted = "  (accepted: named in accept_bounded)" if step.var in procedure.accept_bounded and grade in _WEAK else ""
     lines.append(f"grade: {grade}{accepted}")
     reads = procedure.reads(index)
@@ -217,12 +217,12 @@ _WHY = {"bounded": "its only check is a predicate, which any value in range pass
 def bounded_warnings(procedure: Procedure) -> list[str]:
     """One ``warning:`` line for each step graded ``bounded`` or ``free_text`` that the procedure does not
     name in ``accept_bounded``: a run with its value ends ``bounded``, not ``verified`` (docs/concepts.md, Grades)."""
-    from stepguard.kinds import bounded_steps, kind_of
+    from stepguard.kinds import StepContext, bounded_steps, kind_of
 
     out = []
     for var in bounded_steps(procedure):
         i = procedure.index_of[var]
-        grade = kind_of(procedure.steps[i]).grade(procedure, i)
+        grade = kind_of(procedure.steps[i]).grade(StepContext(procedure, i))
         out.append(f"warning: step {var} is graded {grade}: {_WHY[grade]}, so it proves no one value; a run "
                    f"ends bounded (exit 8), not verified, unless the procedure accepts it: accept_bounded: [{var}]")
     return out

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stepguard.evaluator import Number
-from stepguard.kinds import kind_of
+from stepguard.kinds import StepContext, kind_of
 from stepguard.procedure import Procedure
 from stepguard.verify import Deviation
 
@@ -32,4 +32,4 @@ def correction_note(procedure: Procedure, index: int, deviation: Deviation | Map
         corrective context never grows across re-prompts.
     """
     dev = deviation if isinstance(deviation, Deviation) else Deviation.model_validate(dict(deviation))
-    return kind_of(procedure.steps[index]).correction_note(procedure, index, dev, env)
+    return kind_of(procedure.steps[index]).correction_note(StepContext(procedure, index), dev, env)

@@ -37,7 +37,7 @@ from stepguard.guard._result import grade_of, outcome
 from stepguard.guard._state import GuardState, RunContext, Stop, json_update
 from stepguard.guard._window import StreamWatch, aread_window, first_try_tally, follow_window, next_window, read_window
 from stepguard.guard.rungs import Rung, get_rung
-from stepguard.kinds import KindVerdict, kind_of
+from stepguard.kinds import KindVerdict, StepContext, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
 from stepguard.procedure import Procedure, Step, format_value
 from stepguard.tools import calls_from_native
@@ -314,13 +314,13 @@ def _provenance(ctx: RunContext, prov: Mapping[str, str], index: int) -> str:
     proc = ctx.procedure
     if any(prov.get(n) == "flagged" for n in proc.reads(index)):
         return "flagged"  # verified only against a flagged (unverified) operand
-    return kind_of(proc.steps[index]).provenance(proc, index)
+    return kind_of(proc.steps[index]).provenance(StepContext(proc, index))
 
 
 def _check_kind(state: GuardState, ctx: RunContext) -> KindVerdict:
     """Check the reply for the step at ``cursor``, asked alone, by its kind."""
     i, proc = state.cursor, ctx.procedure
-    return kind_of(proc.steps[i]).check(proc, i, ctx.env(state), state.reply, calls_from_native(state.tool_calls))
+    return kind_of(proc.steps[i]).check(StepContext(proc, i), ctx.env(state), state.reply, calls_from_native(state.tool_calls))
 
 
 def _readable(step: Step, text: str | None) -> str | None:
@@ -459,7 +459,7 @@ def _executed(ctx: RunContext, state: GuardState, value: str) -> dict[str, Any]:
     """The executed action's value, checked by its kind (:meth:`~stepguard.kinds.Kind.check_result`):
     committed, or a deviation that stops the run at its step."""
     i = state.cursor
-    dev = kind_of(ctx.procedure.steps[i]).check_result(ctx.procedure, i, ctx.env(state), value)
+    dev = kind_of(ctx.procedure.steps[i]).check_result(StepContext(ctx.procedure, i), ctx.env(state), value)
     if dev is not None:
         return {"verified": [], "deviation": dev, "pending_call": False, "stop": Stop("tool_error"),
                 "events": [_event(dev, state, "stop", ctx=ctx)]}
@@ -504,7 +504,8 @@ def intend(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     i = state.cursor
     var = ctx.procedure.steps[i].var
     try:
-        intent = kind_of(ctx.procedure.steps[i]).intent(ctx.procedure, i, _accepted(state, ctx), ctx.tools, _action_key(ctx, var))
+        intent = kind_of(ctx.procedure.steps[i]).intent(StepContext(ctx.procedure, i), _accepted(state, ctx), ctx.tools,
+                                                        _action_key(ctx, var))
     except ToolError as exc:
         return _tool_failed(ctx, state, exc)
     if intent is None:
@@ -554,7 +555,7 @@ def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if ctx.closed.is_set():  # stopped after the intent was recorded: the action does not run
         return _withdrawn(state, var)
     try:
-        value = kind_of(ctx.procedure.steps[i]).execute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer,
+        value = kind_of(ctx.procedure.steps[i]).execute(StepContext(ctx.procedure, i), _accepted(state, ctx), ctx.tools, ctx.observer,
                                                         key=_action_key(ctx, var))
     except ToolError as exc:
         return {**_tool_failed(ctx, state, exc), **_recorded(state, var, error=str(exc)[:300])}
@@ -574,8 +575,8 @@ async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     if ctx.closed.is_set():  # as in act
         return _withdrawn(state, var)
     try:
-        value = await kind_of(ctx.procedure.steps[i]).aexecute(ctx.procedure, i, _accepted(state, ctx), ctx.tools, ctx.observer,
-                                                               key=_action_key(ctx, var))
+        value = await kind_of(ctx.procedure.steps[i]).aexecute(StepContext(ctx.procedure, i), _accepted(state, ctx), ctx.tools,
+                                                               ctx.observer, key=_action_key(ctx, var))
     except ToolError as exc:
         return {**_tool_failed(ctx, state, exc), **_recorded(state, var, error=str(exc)[:300])}
     return {**_executed(ctx, state, value), **_recorded(state, var, result=value)}

@@ -25,7 +25,7 @@ from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, grade_of, input_text, outcome, run_status
 from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
 from stepguard.guard._thread_lock import hold_thread
-from stepguard.kinds import bounded_steps, kind_of
+from stepguard.kinds import StepContext, bounded_steps, kind_of
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
@@ -636,7 +636,7 @@ def _refuse_unsafe_actions(tid: str, ctx: RunContext, state: GuardState) -> None
     """
     steps, index = ctx.procedure.steps, ctx.procedure.index_of
     why = [reason for var, record in sorted(state.actions.items()) if var in index
-           for reason in [kind_of(steps[index[var]]).resume_refusal(ctx.procedure, index[var], record, ctx.tools)] if reason]
+           for reason in [kind_of(steps[index[var]]).resume_refusal(StepContext(ctx.procedure, index[var]), record, ctx.tools)] if reason]
     if why:
         raise CheckpointError(f"checkpoint thread {tid!r} is not resumed: {'; '.join(why)}")
 

@@ -10,7 +10,7 @@ from string import Template
 
 from stepguard.evaluator import Number
 from stepguard.guard._forms import PromptForms, current_forms
-from stepguard.kinds import kind_of
+from stepguard.kinds import StepContext, kind_of
 from stepguard.model import ChatMessage
 from stepguard.procedure import Procedure, format_value
 
@@ -34,7 +34,7 @@ def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | s
     step = procedure.steps[index]
     kind = kind_of(step)
     notes = [step.instruction.rstrip(". ")] if step.instruction else []
-    notes += kind.notes(procedure, index)
+    notes += kind.notes(StepContext(procedure, index))
     if step.scale is not None:
         notes.append(FORMS.text("rounding_note", rule=FORMS.rounding(step.rounding), scale=step.scale))
     if step.type == "one_of" and step.choices:
@@ -42,7 +42,7 @@ def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | s
     elif step.type in ("boolean", "string", "integer") and kind.names_type:
         notes.append(FORMS.text("type_note", type=step.type) if step.type != "integer" else FORMS.text("integer_note"))
     note = f"    ({'; '.join(notes)})" if notes else ""
-    return kind.line(procedure, index, values or {}, note)
+    return kind.line(StepContext(procedure, index), values or {}, note)
 
 
 def context_block(context: Sequence[ChatMessage]) -> str:
@@ -68,7 +68,7 @@ def _count_line(procedure: Procedure, indices: Sequence[int]) -> str:
     count and the step names it wrote 60 of 60.
     """
     first, last = procedure.steps[indices[0]].var, procedure.steps[indices[-1]].var
-    own = kind_of(procedure.steps[indices[0]]).count_line(procedure, indices)
+    own = kind_of(procedure.steps[indices[0]]).count_line([StepContext(procedure, i) for i in indices])
     if own is not None:
         return own
     if len(indices) == 1:
@@ -171,7 +171,7 @@ class PromptSet:
         fields = {
             "known": shown + "".join(f"\n\n{t}" for t in texts),
             "steps": "\n".join(_step_line(procedure, i, values) for i in indices),
-            "example": kind_of(procedure.steps[indices[0]]).chunk_example(procedure, indices, values),
+            "example": kind_of(procedure.steps[indices[0]]).chunk_example([StepContext(procedure, i) for i in indices], values),
             "count_line": _count_line(procedure, indices),
             "note": note or "",
         }

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import format_number, parse_number
-from stepguard.kinds import ACCEPTABLE_GRADES, bounded_steps, kind_of
+from stepguard.kinds import ACCEPTABLE_GRADES, StepContext, bounded_steps, kind_of
 from stepguard.procedure import Procedure, Step, ValueShape, ValueType, json_text
 from stepguard.verify import DeviationKind
 
@@ -265,7 +265,7 @@ def grade_of(procedure: Procedure, index: int, provenance: str) -> Grade | None:
         ValueError: the kind gives a grade that is not a :data:`Grade`.
     """
     if provenance in ("model_verified", "tool"):
-        grade = kind_of(procedure.steps[index]).grade(procedure, index)
+        grade = kind_of(procedure.steps[index]).grade(StepContext(procedure, index))
         if grade not in _GRADES:
             raise ValueError(f"step kind {procedure.steps[index].kind!r} gives grade {grade!r}, not one of {', '.join(_GRADES)}")
         return cast(Grade, grade)  # one of the Literal's values: checked above

@@ -2,7 +2,8 @@
 
 Each kind holds its step model (a :class:`stepguard.procedure.Step` subclass, so a procedure file's
 errors name the kind's own fields) and how its steps are prompted, read, checked, corrected,
-executed and committed (:class:`Kind`). The built-in kinds:
+executed and committed (:class:`Kind`: its parts :class:`Prompting`, :class:`Checking` and
+:class:`Acting`, each method given the step as a :class:`StepContext`). The built-in kinds:
 
 * ``compute`` (:mod:`stepguard.kinds.compute`): the model computes the value; the default;
 * ``tool`` (:mod:`stepguard.kinds.tool`): a named tool, called with checked arguments;
@@ -13,6 +14,7 @@ executed and committed (:class:`Kind`). The built-in kinds:
 from stepguard.kinds._base import (
     ACCEPTABLE_GRADES,
     Kind,
+    StepContext,
     Value,
     bounded_steps,
     get_kind,
@@ -22,6 +24,7 @@ from stepguard.kinds._base import (
     step_kinds,
     unregister_kind,
 )
+from stepguard.kinds._parts import Acting, Checking, Prompting
 from stepguard.kinds._reading import ArgVerdict, KindVerdict
 from stepguard.kinds.compute import Compute, ComputeStep
 from stepguard.kinds.extract import Extract, ExtractStep, verify_extract
@@ -30,13 +33,17 @@ from stepguard.kinds.tool import Tool, ToolArg, ToolStep, verify_tool_call
 
 __all__ = [
     "ACCEPTABLE_GRADES",
+    "Acting",
     "ArgVerdict",
+    "Checking",
     "Compute",
     "ComputeStep",
     "Extract",
     "ExtractStep",
     "Kind",
     "KindVerdict",
+    "Prompting",
+    "StepContext",
     "Text",
     "TextStep",
     "Tool",

@@ -16,187 +16,37 @@ Adding a kind is one module and one registration::
             kind: Literal["upper"]
             source: str
 
-        def check(self, procedure, index, env, reply, tool_calls=()): ...
+        def check(self, ctx, env, reply, tool_calls=()): ...
+
+Every method is given the step as a :class:`StepContext` (the procedure, the step's index, the
+step); the parts a kind inherits (:mod:`stepguard.kinds._parts`) hold the defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
+from typing import ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
-from stepguard.evaluator import Number, parse_number
-from stepguard.procedure import BUILT_IN_STEP_MODELS, Procedure, Step, ValueShape, use_step_models
+from stepguard.kinds._context import StepContext
+from stepguard.kinds._parts import Acting, Checking, Prompting, Value, parse_committed
+from stepguard.procedure import BUILT_IN_STEP_MODELS, Procedure, Step, use_step_models
 
-if TYPE_CHECKING:
-    from stepguard.kinds._reading import KindVerdict
-    from stepguard.tools import ToolCall, ToolSet
-    from stepguard.verify import Deviation
-
-__all__ = ["ACCEPTABLE_GRADES", "Kind", "Value", "bounded_steps", "get_kind", "kind_of", "parse_committed", "register_kind", "step_kinds",
-           "unregister_kind"]
-
-Value = Any
-"""A committed value as the evaluator reads it: a number (``int``, ``Fraction``), a ``bool``, a
-``str``, or for a structured text value a ``tuple`` (a list) or a mapping (JSON)."""
+__all__ = ["ACCEPTABLE_GRADES", "Kind", "StepContext", "Value", "bounded_steps", "get_kind", "kind_of", "parse_committed", "register_kind",
+           "step_kinds", "unregister_kind"]
 
 
-class Kind:
-    """A step kind (the base of every registered kind; its defaults fit a kind asked alone).
+class Kind(Prompting, Checking, Acting):
+    """A step kind: the base of every registered kind, its three parts (:class:`Prompting`,
+    :class:`Checking`, :class:`Acting`) with their defaults; a kind overrides only what differs.
 
     Attributes:
         name: the ``kind`` a procedure file writes (``compute``, ``tool``, ...).
         step_model: the pydantic model of its steps, a :class:`stepguard.procedure.Step` subclass
             whose ``kind`` field is ``Literal[name]``.
-        asked_alone: whether its steps are asked one to a model call (``False``: several steps of
-            this kind go into one chunk).
-        names_type: whether its prompt line says the value's type (``a boolean``, ``a whole number``).
     """
 
     name: ClassVar[str]
     step_model: ClassVar[type[Step]]
-    asked_alone: ClassVar[bool] = True
-    names_type: ClassVar[bool] = False
-    """Whether the step's line names a boolean, string or integer type (``a whole number``)."""
-
-    # --- prompting -------------------------------------------------------------------------
-    def notes(self, procedure: Procedure, index: int) -> list[str]:
-        """What the step's prompt line says about its value beyond its instruction (source, format, rules)."""
-        return []
-
-    def line(self, procedure: Procedure, index: int, values: Mapping[str, Value], note: str) -> str:
-        """The step's line in a prompt (``total = ?    (read it from receipt)``); ``note`` is the
-        parenthesised notes already joined (``""`` for none); ``values``: names to write as values."""
-        return f"{procedure.steps[index].var} = ?{note or '    (as the procedure says)'}"
-
-    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
-        """The shape of the answer line, for a chunk that starts with this step."""
-        return f"{procedure.steps[index].var} = <result>"
-
-    def chunk_example(self, procedure: Procedure, indices: Sequence[int], values: Mapping[str, Value]) -> str:
-        """The answer-line shape shown for a chunk that starts with this step (``indices``, in order):
-        by default :meth:`example` of the first step."""
-        return self.example(procedure, indices[0], values)
-
-    def count_line(self, procedure: Procedure, indices: Sequence[int]) -> str | None:
-        """What to write, for a chunk that starts with this step; ``None``: the default count line."""
-        return None
-
-    def offered_tools(self, step: Step, tools: ToolSet) -> tuple[dict[str, Any], ...]:
-        """The tool schemas offered with the model call (OpenAI ``tools``); ``()`` for none."""
-        return ()
-
-    # --- reading and checking ---------------------------------------------------------------
-    def check(
-        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
-    ) -> KindVerdict:
-        """Read and check the reply for step ``index``, asked alone (never evaluating the reply).
-
-        Returns:
-            A :class:`stepguard.kinds.KindVerdict`: the value text to commit, or the first deviation.
-        """
-        raise NotImplementedError(f"step kind {self.name!r} does not check replies")
-
-    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
-        """The note that opens a re-prompt for step ``index`` after ``deviation`` (names no expected value)."""
-        got = (deviation.got or "").strip()[:120]
-        detail = deviation.detail.split(" [", 1)[0]
-        yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
-        return f"{yours}: {detail}. Write {procedure.steps[index].var} again, following every rule on its line."
-
-    def provenance(self, procedure: Procedure, index: int) -> str:
-        """The provenance of a verified value of step ``index`` (:data:`stepguard.guard.Provenance`)."""
-        return "model_verified"
-
-    def grade(self, procedure: Procedure, index: int) -> str:
-        """The grade of a verified value of step ``index`` (:data:`stepguard.guard.Grade`): how strong the
-        check it passed is. By default ``bounded``: a kind's own check held, which proves no one value
-        (a kind whose check does give one says so: ``exact``, ``matched``, ``tool``)."""
-        return "bounded"
-
-    def value_of(self, step: Step, text: str) -> Value:
-        """The committed value text of ``step`` as the evaluator reads it (``"7/2"`` -> ``Fraction(7, 2)``).
-
-        Raises:
-            ValueError: the text is not a value of the step's type (a checkpoint that does not fit).
-        """
-        return parse_committed(text, step.type)
-
-    def result_shape(self, step: Step) -> ValueShape:
-        """How a run's result holds ``step``'s committed value (:data:`stepguard.procedure.ValueShape`):
-        ``scalar`` (typed by the step's ``type``) unless the kind commits a list or a JSON value."""
-        return "scalar"
-
-    # --- acting ----------------------------------------------------------------------------
-    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
-        """Carry out the checked action of ``verdict`` (a tool call) and return the value text to commit.
-
-        Args:
-            key: the action's idempotency key (the step's identity in the run: the same on every
-                resume of its thread), for an action that can be deduplicated by it.
-
-        Raises:
-            ToolError: the action failed; the run stops at this step.
-        """
-        raise NotImplementedError(f"step kind {self.name!r} has nothing to execute")
-
-    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
-        """Async twin of :meth:`execute`."""
-        return self.execute(procedure, index, verdict, tools, observer, key)
-
-    def intent(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, key: str) -> dict[str, Any] | None:
-        """The JSON record of the action ``verdict`` is about to carry out, made durable (checkpointed)
-        before :meth:`execute` runs; ``None``: nothing to record. An action whose step already holds a
-        recorded result for an equal intent is not carried out again: that result is committed.
-
-        Raises:
-            ToolError: the action cannot be carried out; the run stops at this step.
-        """
-        return None
-
-    def resume_refusal(self, procedure: Procedure, index: int, record: Mapping[str, Any], tools: ToolSet) -> str | None:
-        """Why a thread whose step ``index`` holds the action ``record`` (``{"intent"[, "result"][, "error"]}``)
-        cannot be resumed (the phrase names the step), or ``None`` when it can."""
-        return None
-
-    def check_result(self, procedure: Procedure, index: int, env: Mapping[str, Value], value: str) -> Deviation | None:
-        """Check an executed action's value text by the step's predicate; ``None`` when it passes."""
-        return None
-
-    # --- authoring and simulation ----------------------------------------------------------
-    def describe(self, procedure: Procedure, index: int) -> list[str]:
-        """Lines ``stepguard check`` prints about what the step verifies beyond its type and predicate."""
-        return [f"{self.name}: a step of a registered kind"]
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The reply a model that follows the step writes (the seeded simulator's answer); ``None`` when unknown."""
-        return None
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """The step a prompt line of this kind describes (the inverse of :meth:`line`), for a simulator
-        given no procedure; ``None`` when the line is not of this kind."""
-        return None
-
-
-def parse_committed(text: str, type_: str | None) -> Value:
-    """A committed value text read back by its declared type (``True``, ``-12``, ``7/2``, a string).
-
-    Raises:
-        ValueError: a boolean that reads other than True or False.
-    """
-    if type_ in ("string", "one_of"):
-        return text
-    if type_ == "boolean":  # committed as the prompts write it (``True``); ``true`` in older state
-        if text.lower() not in ("true", "false"):
-            raise ValueError(f"a committed boolean reads {text!r}, not True or False")
-        return text.lower() == "true"
-    if "/" in text:
-        from fractions import Fraction
-
-        num, den = text.split("/", 1)
-        return Fraction(int(num), int(den))
-    value: Number = parse_number(text)
-    return value
 
 
 _KINDS: dict[str, Kind] = {}
@@ -274,4 +124,4 @@ def bounded_steps(procedure: Procedure) -> tuple[str, ...]:
     """The steps of ``procedure`` whose verified value is graded ``bounded`` or ``free_text`` and that its
     ``accept_bounded`` does not name, in order: a run with a value of one ends ``bounded``, not ``verified``."""
     return tuple(s.var for i, s in enumerate(procedure.steps)
-                 if s.var not in procedure.accept_bounded and kind_of(s).grade(procedure, i) in ACCEPTABLE_GRADES)
+                 if s.var not in procedure.accept_bounded and kind_of(s).grade(StepContext(procedure, i)) in ACCEPTABLE_GRADES)

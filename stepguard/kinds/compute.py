@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 
-from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._prompting import NUMBER, inline
-from stepguard.procedure import ComputeStep, Procedure, Step, format_value
+from stepguard.procedure import ComputeStep, Step, format_value
 from stepguard.verify import Deviation
 
 __all__ = ["Compute", "ComputeStep"]
@@ -57,48 +57,48 @@ class Compute(Kind):
 
     names_type = True
 
-    def line(self, procedure: Procedure, index: int, values: Mapping[str, Value], note: str) -> str:
+    def line(self, ctx: StepContext, values: Mapping[str, Value], note: str) -> str:
         """``var = expr`` with the names in ``values`` written as values, or ``var = ?`` without one."""
-        step = procedure.steps[index]
+        step = ctx.step
         if step.expression is not None:
             return f"{step.var} = {inline(step.expression, values)}{note}"
-        return super().line(procedure, index, values, note)
+        return super().line(ctx, values, note)
 
-    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+    def example(self, ctx: StepContext, values: Mapping[str, Value]) -> str:
         """The answer line's shape for the chunk's first step.
 
         A step over numbers alone (``t1 = 219 - 19``, as the derived rungs write them) shows its
         expression before the result: with ``t1 = <result>`` the embedded model copied the
         expression and stopped (docs/lab/fidelity-history.md, the derived rungs).
         """
-        step = procedure.steps[index]
+        step = ctx.step
         expr = None if step.expression is None else inline(step.expression, values)
-        if expr is not None and any(name not in values for name in procedure.reads(index)):
+        if expr is not None and any(name not in values for name in ctx.reads):
             return f"{step.var} = {expr} = <the numbers substituted> = <result>"
         if expr is not None and not NUMBER.fullmatch(expr.strip()):
             return f"{step.var} = {expr} = <result>"
         return f"{step.var} = <result>"
 
-    def chunk_example(self, procedure: Procedure, indices: Sequence[int], values: Mapping[str, Value]) -> str:
+    def chunk_example(self, chunk: Sequence[StepContext], values: Mapping[str, Value]) -> str:
         """:meth:`example` of the chunk's first step, except for a copy (``S2 = y``) asked alone, which
         shows ``S2 = y = <result>``: shown ``S2 = y = <the numbers substituted> = <result>``, the
         embedded model wrote ``S2 = y = 19 = 38`` on every re-ask. A chunk that opens with copies keeps
         its first step's shape: shown the first operation's instead, the model began at that step
         and skipped the copies (docs/lab/fidelity-history.md, "A copy step's example")."""
-        step = procedure.steps[indices[0]]
+        step = chunk[0].step
         expr = None if step.expression is None else inline(step.expression, values)
-        if len(indices) == 1 and expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):
+        if len(chunk) == 1 and expr is not None and _copies(step) and not NUMBER.fullmatch(expr.strip()):
             return f"{step.var} = {expr} = <result>"
-        return self.example(procedure, indices[0], values)
+        return self.example(chunk[0], values)
 
-    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
+    def correction_note(self, ctx: StepContext, deviation: Deviation, env: Mapping[str, Value]) -> str:
         """Names the step, its expression and the committed operands, never the expected result:
         the operands are verified already, so restating them leaks no answer; the model's own line
         is cut to 120 characters, so the note never grows across re-prompts."""
-        step = procedure.steps[index]
+        step = ctx.step
         var = step.var
         got = (deviation.got or "").strip()[:_MAX_GOT]
-        reads = [n for n in procedure.reads(index) if n in env]
+        reads = [n for n in ctx.reads if n in env]
         operands = ", ".join(f"{n} = {format_value(env[n])}" for n in reads)
         where = f" where {operands}" if operands else ""
         how = f"{var} = {step.expression}{where}" if step.expression else var
@@ -116,28 +116,24 @@ class Compute(Kind):
         notes["check_failed"] = notes["type_error"]
         return notes.get(deviation.kind, f"Recompute {how}, then continue.")
 
-    def provenance(self, procedure: Procedure, index: int) -> str:
+    def provenance(self, ctx: StepContext) -> str:
         """``unverifiable`` for a step with neither ``expr`` nor ``check``, else ``model_verified``."""
-        unchecked = procedure.compiled[index] is None and procedure.compiled_checks[index] is None
+        unchecked = ctx.compiled is None and ctx.compiled_check is None
         return "unverifiable" if unchecked else "model_verified"
 
-    def grade(self, procedure: Procedure, index: int) -> str:
+    def grade(self, ctx: StepContext) -> str:
         """``exact`` for a step with an ``expr`` or an expected-value ``check`` (one naming no ``value``, or
         ``value == E`` with ``E`` naming no ``value``: the evaluator computed the value the model's must
         equal), ``bounded`` for one whose only check is a predicate over ``value`` (``0 <= value <=
         subtotal``: any value in range passes), ``unchecked`` for neither."""
-        check = procedure.compiled_checks[index]
-        if procedure.compiled[index] is not None or procedure.check_is_expected[index]:
+        check = ctx.compiled_check
+        if ctx.compiled is not None or ctx.procedure.check_is_expected[ctx.index]:
             return "exact"
         if check is None:
             return "unchecked"
         return "exact" if _pins_value(check.tree.body) else "bounded"
 
-    def describe(self, procedure: Procedure, index: int) -> list[str]:
+    def describe(self, ctx: StepContext) -> list[str]:
         """Nothing beyond the expected value, predicate and type lines every step has."""
         return []
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """``None``: the simulator writes computed steps itself, with its fault model."""
-        return None
 

@@ -45,9 +45,8 @@ from fractions import Fraction
 from itertools import islice
 from typing import Any
 
-from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number, normalize
-from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._reading import MAX_VALUE, KindVerdict, check_predicate, lines_of, show_value, step_line
 from stepguard.procedure import ExtractStep, Occurrence, Procedure, Step, apply_scale, format_value
 from stepguard.tools import ToolCall
@@ -430,13 +429,12 @@ def verify_extract(procedure: Procedure, index: int, env: Mapping[str, Any], rep
     return check_predicate(procedure, index, env, apply_scale(value, step), out, got)
 
 
-def _extract_step(procedure: Procedure, index: int) -> ExtractStep:
-    step = procedure.steps[index]
+def _extract_step(step: Step) -> ExtractStep:
     assert isinstance(step, ExtractStep)
     return step
 
 
-def _candidates(step: ExtractStep, text: str) -> list[Any]:
+def candidates(step: ExtractStep, text: str) -> list[Any]:
     """The values ``text`` offers for ``step``, in order: its fields (after the label; a choice as
     spelled), or its exact numbers (after the label)."""
     candidates: list[Any]
@@ -448,26 +446,6 @@ def _candidates(step: ExtractStep, text: str) -> list[Any]:
     else:
         candidates = list(source_numbers(text, step.label, step.percent).exact)
     return candidates
-
-
-def _first_checked(step: ExtractStep, env: Mapping[str, Value], replies: Sequence[str], candidates: Sequence[Any]) -> str | None:
-    """The first of ``replies`` whose value (``candidates``, in step) the step's check accepts; a check
-    that cannot be evaluated on a value passes over it."""
-    check = None
-    if step.check is not None:
-        from stepguard.evaluator import compile_expression
-
-        check = compile_expression(step.check)
-    for reply, value in zip(replies, candidates, strict=True):
-        try:
-            if check is None or check.evaluate({**env, "value": value}) is True:
-                return reply
-        except EvaluationError:
-            continue
-    return None
-
-
-_SOURCE = re.compile(r"read it from ([A-Za-z]\w*)(?:, after '([^']*)')?(?:, occurrence (first|last|[1-9][0-9]{0,8}))?")
 
 
 def _after(step: ExtractStep) -> str:
@@ -485,9 +463,9 @@ class Extract(Kind):
     step_model = ExtractStep
     names_type = True
 
-    def notes(self, procedure: Procedure, index: int) -> list[str]:
+    def notes(self, ctx: StepContext) -> list[str]:
         """Where to read it, and its predicate."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         notes = [f"read it from {step.source}{_after(step)}, as written there"]
         if step.percent == "fraction":
             notes.append("a percent as a fraction: 15% is 0.15")
@@ -497,32 +475,32 @@ class Extract(Kind):
             notes.append(f"it must satisfy {step.check}")
         return notes
 
-    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+    def example(self, ctx: StepContext, values: Mapping[str, Value]) -> str:
         """``var = <the value as written in source>``."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         return f"{step.var} = <the value as written in {step.source}>"
 
     def check(
-        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
+        self, ctx: StepContext, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
     ) -> KindVerdict:
         """:func:`verify_extract`."""
-        return verify_extract(procedure, index, env, reply)
+        return verify_extract(ctx.procedure, ctx.index, env, reply)
 
-    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
+    def correction_note(self, ctx: StepContext, deviation: Deviation, env: Mapping[str, Value]) -> str:
         """What was refused, and to copy the value as written in the source."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         got = (deviation.got or "").strip()[:120]
         yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
         detail = deviation.detail.split(" [", 1)[0]
         return f"{yours}: {detail}. Copy the value for {step.var} exactly as it is written in {step.source}."
 
-    def grade(self, procedure: Procedure, index: int) -> str:
+    def grade(self, ctx: StepContext) -> str:
         """``matched``: the value is one the source writes, found whole (after its label)."""
         return "matched"
 
-    def describe(self, procedure: Procedure, index: int) -> list[str]:
+    def describe(self, ctx: StepContext) -> list[str]:
         """Where the value must occur."""
-        step = _extract_step(procedure, index)
+        step = _extract_step(ctx.step)
         where = f" after the label {step.label!r}" if step.label else ""
         if step.occurrence is not None:
             where += f" (occurrence {step.occurrence} of it)"
@@ -533,31 +511,3 @@ class Extract(Kind):
         what = "a whole field, case as written" if step.type in ("string", "one_of") else "a whole number"
         return [f"extract: the value must occur in input {step.source}{where}, as {what} (numbers, money and dates "
                 f"normalised, a date committed as YYYY-MM-DD{pct if step.type not in ('string', 'one_of') else ''})"]
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The first value of the source (after the label) that the step's check accepts (with
-        ``procedure``: that :func:`verify_extract` verifies, so the simulator reads as the guard does)."""
-        assert isinstance(step, ExtractStep)
-        text = env.get(step.source)
-        if not isinstance(text, str):
-            return None
-        candidates = _candidates(step, text)
-        replies = [f"{step.var} = {v if isinstance(v, str) else format_number(v)}" for v in candidates]
-        if procedure is not None and step.var in procedure.index_of:
-            index = procedure.index_of[step.var]
-            return next((r for r in replies if verify_extract(procedure, index, env, r).deviation is None), None)
-        return _first_checked(step, env, replies, candidates)
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """``var = ?    (read it from receipt, after 'Total', ...)`` as an :class:`ExtractStep`."""
-        m = _SOURCE.search(notes)
-        if m is None:
-            return None
-        type_ = "string" if "a string" in notes else "number"
-        try:
-            occurrence = m.group(3)
-            return ExtractStep.model_validate({"var": var, "kind": "extract", "source": m.group(1), "label": m.group(2) or None,
-                                               "type": type_, "occurrence": int(occurrence) if occurrence and occurrence.isdigit()
-                                               else occurrence})
-        except ValueError:
-            return None

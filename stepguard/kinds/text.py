@@ -18,7 +18,7 @@ from typing import Any
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import normalize
-from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._reading import KindVerdict, check_predicate, step_line
 from stepguard.procedure import Procedure, Step, TextFormat, TextStep, ValueShape, json_text, no_duplicate_keys
 from stepguard.tools import ToolCall
@@ -181,7 +181,7 @@ def _fail(out: KindVerdict, var: str, got: str, fault: _Fault) -> KindVerdict:
 def _check_read(procedure: Procedure, index: int, env: Mapping[str, Any], read: _Read, out: KindVerdict,
                 got: str) -> KindVerdict:
     """The step's predicate on what the reply wrote: on the text, on a list's items, on JSON's value."""
-    step = _text_step(procedure, index)
+    step = _text_step(procedure.steps[index])
     if step.format == "text":
         return check_predicate(procedure, index, env, read.value, out, got)
     try:  # the predicate reads what a later step reads (Text.value_of), JSON null included
@@ -209,22 +209,13 @@ def _check_null(procedure: Procedure, index: int, env: Mapping[str, Any], value:
     return out
 
 
-def _text_step(procedure: Procedure, index: int) -> TextStep:
-    step = procedure.steps[index]
+def _text_step(step: Step) -> TextStep:
     assert isinstance(step, TextStep)
     return step
 
 
 _RESULT_SHAPES: dict[TextFormat, ValueShape] = {"text": "scalar", "list": "list", "json": "json"}
 _SHAPES = {"text": "text on one line", "list": "a JSON list of strings on one line", "json": "JSON on one line"}
-_FROM = re.compile(r"\bfrom ([A-Za-z]\w*)")
-_MOST = re.compile(r"at most (\d+) (characters|items)")
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s.strip()]
-
-
 @register_kind
 class Text(Kind):
     """Text, a list or JSON the model writes; asked alone."""
@@ -232,9 +223,9 @@ class Text(Kind):
     name = "text"
     step_model = TextStep
 
-    def notes(self, procedure: Procedure, index: int) -> list[str]:
+    def notes(self, ctx: StepContext) -> list[str]:
         """Its source, shape, length, items, pattern, schema and predicate."""
-        step = _text_step(procedure, index)
+        step = _text_step(ctx.step)
         notes: list[str] = []
         if step.source:
             notes.append(f"from {step.source}")
@@ -254,16 +245,16 @@ class Text(Kind):
             notes.append(f"it must satisfy {step.check}")
         return notes
 
-    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+    def example(self, ctx: StepContext, values: Mapping[str, Value]) -> str:
         """``var = <text on one line>`` (or a list's, or JSON's, shape)."""
-        step = _text_step(procedure, index)
+        step = _text_step(ctx.step)
         return f"{step.var} = " + {"text": "<text on one line>", "list": '["<item>", "<item>"]', "json": "<JSON on one line>"}[step.format]
 
     def check(
-        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
+        self, ctx: StepContext, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
     ) -> KindVerdict:
         """:func:`verify_text`."""
-        return verify_text(procedure, index, env, reply)
+        return verify_text(ctx.procedure, ctx.index, env, reply)
 
     def value_of(self, step: Step, text: str) -> Value:
         """The committed text; a list as a tuple of its items, JSON as its value (``len(names)`` counts names).
@@ -285,13 +276,13 @@ class Text(Kind):
         assert isinstance(step, TextStep)
         return _RESULT_SHAPES[step.format]
 
-    def grade(self, procedure: Procedure, index: int) -> str:
+    def grade(self, ctx: StepContext) -> str:
         """``free_text``: the value passed its format rules and predicate, which prove no one value."""
         return "free_text"
 
-    def describe(self, procedure: Procedure, index: int) -> list[str]:
+    def describe(self, ctx: StepContext) -> list[str]:
         """Its shape, length, pattern, membership and schema rules."""
-        step = _text_step(procedure, index)
+        step = _text_step(ctx.step)
         unit = "items" if step.format == "list" else "characters"
         out = [f"text: {dict(text='one line of text', list='a JSON list of strings', json='a JSON value')[step.format]}"
                + (f", from {step.source}" if step.source else "")]
@@ -306,30 +297,3 @@ class Text(Kind):
         if step.json_schema is not None:
             out.append("schema: a JSON Schema (draft 2020-12)")
         return out
-
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """A first sentence of the source (within ``max_length``), a list of its first sentences, or ``{"summary": ...}``."""
-        assert isinstance(step, TextStep)
-        text = env.get(step.source) if step.source else None
-        sentences = _sentences(text) if isinstance(text, str) else ["Done."]
-        if step.format == "json":
-            return f"{step.var} = {json.dumps({'summary': sentences[0]})}"
-        if step.format == "list":
-            return f"{step.var} = {json.dumps(sentences[: step.max_length or 3])}"
-        first = sentences[0]
-        if step.max_length is not None and len(first) > step.max_length:
-            first = first[: step.max_length].rsplit(" ", 1)[0]
-        return f"{step.var} = {first}"
-
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """``var = ?    (from notes_text; text on one line; at most 80 characters)`` as a :class:`TextStep`."""
-        if "on one line" not in notes:
-            return None
-        fmt = "list" if "JSON list" in notes else "json" if "JSON on one line" in notes else "text"
-        m, most = _FROM.search(notes), _MOST.search(notes)
-        data = {"var": var, "kind": "text", "format": fmt, "source": m.group(1) if m else None,
-                "max_length": int(most.group(1)) if most else None}
-        try:
-            return TextStep.model_validate(data)
-        except ValueError:
-            return None

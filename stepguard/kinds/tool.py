@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from stepguard.errors import EvaluationError, ProcedureError, StepguardError, ToolError
-from stepguard.evaluator import DEFAULT_MAX_BITS, CompiledExpression, Number, check_size, compile_expression, format_number
-from stepguard.kinds._base import Kind, Value, register_kind
+from stepguard.evaluator import DEFAULT_MAX_BITS, CompiledExpression, Number, check_size, format_number
+from stepguard.kinds._base import Kind, StepContext, Value, register_kind
 from stepguard.kinds._reading import ArgVerdict, KindVerdict, same_value, show_value
 from stepguard.procedure import Procedure, Step, ToolArg, ToolStep, apply_scale, coerce_value, format_value
 from stepguard.tools import ToolCall, ToolSet, call_kwargs, kwargs_from_json, kwargs_json
@@ -227,19 +226,19 @@ class Tool(Kind):
     name = "tool"
     step_model = ToolStep
 
-    def line(self, procedure: Procedure, index: int, values: Mapping[str, Value], note: str) -> str:
+    def line(self, ctx: StepContext, values: Mapping[str, Value], note: str) -> str:
         """``var = CALL tool(sku=sku, note=<string: len(value) <= 80>)``."""
-        step = _tool_step(procedure, index)
+        step = _tool_step(ctx)
         return f"{step.var} = CALL {step.tool}({_arg_text(step)}){note}"
 
-    def example(self, procedure: Procedure, index: int, values: Mapping[str, Value]) -> str:
+    def example(self, ctx: StepContext, values: Mapping[str, Value]) -> str:
         """``CALL tool(sku=<value>)``."""
-        step = _tool_step(procedure, index)
+        step = _tool_step(ctx)
         return f"CALL {step.tool}({', '.join(f'{n}=<value>' for n in (step.args or {}))})"
 
-    def count_line(self, procedure: Procedure, indices: Sequence[int]) -> str | None:
+    def count_line(self, chunk: Sequence[StepContext]) -> str | None:
         """One call, with each argument's value written out."""
-        step = _tool_step(procedure, indices[0])
+        step = _tool_step(chunk[0])
         return (f"Call the tool {step.tool} once, for step {step.var}. Write each argument's value itself "
                 "(a string in double quotes, or a number), never a name or a formula, as")
 
@@ -249,26 +248,26 @@ class Tool(Kind):
         return (tools[step.tool].schema(only=list(step.args or {})),) if step.tool in tools else ()
 
     def check(
-        self, procedure: Procedure, index: int, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
+        self, ctx: StepContext, env: Mapping[str, Value], reply: str, tool_calls: Sequence[ToolCall] = ()
     ) -> KindVerdict:
         """The reply's call (its native calls, else its ``CALL`` lines): :func:`verify_tool_call`."""
         from stepguard.tools import parse_calls
 
-        return verify_tool_call(procedure, index, env, list(tool_calls) or parse_calls(reply), reply)
+        return verify_tool_call(ctx.procedure, ctx.index, env, list(tool_calls) or parse_calls(reply), reply)
 
-    def correction_note(self, procedure: Procedure, index: int, deviation: Deviation, env: Mapping[str, Value]) -> str:
+    def correction_note(self, ctx: StepContext, deviation: Deviation, env: Mapping[str, Value]) -> str:
         """What was refused, that nothing was executed, and how to call again."""
         got = (deviation.got or "").strip()[:120]
         yours = f"Your reply `{got}` was not accepted" if got else "Your reply was not accepted"
         detail = deviation.detail.split(" [", 1)[0]
-        return (f"{yours}: {detail}. It was not executed. Call {_tool_step(procedure, index).tool} exactly once, with each "
+        return (f"{yours}: {detail}. It was not executed. Call {_tool_step(ctx).tool} exactly once, with each "
                 "argument's value written out as the step's expression gives it from the known values.")
 
-    def provenance(self, procedure: Procedure, index: int) -> str:
+    def provenance(self, ctx: StepContext) -> str:
         """``tool``: the value is the tool's result, not the model's."""
         return "tool"
 
-    def execute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
+    def execute(self, ctx: StepContext, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
         """Call the tool with the checked arguments (at their places; ``key`` as its idempotency key
         where it takes one); its result in the step's type, as value text.
 
@@ -276,7 +275,7 @@ class Tool(Kind):
             ToolError: it raised, timed out, returned a value the step cannot hold (or one past the
                 evaluator's bounds), or an argument has no exact decimal form (it is then not called).
         """
-        step, call = _tool_step(procedure, index), verdict.call
+        step, call = _tool_step(ctx), verdict.call
         assert call is not None
         verdicts = [(a.name, a.ok, a.detail) for a in verdict.args]
         with observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
@@ -284,9 +283,9 @@ class Tool(Kind):
             record.result(value)
         return value
 
-    async def aexecute(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
+    async def aexecute(self, ctx: StepContext, verdict: KindVerdict, tools: ToolSet, observer: Any, key: str = "") -> str:
         """Async twin of :meth:`execute` (the tool through :meth:`stepguard.tools.Tool.acall`)."""
-        step, call = _tool_step(procedure, index), verdict.call
+        step, call = _tool_step(ctx), verdict.call
         assert call is not None
         verdicts = [(a.name, a.ok, a.detail) for a in verdict.args]
         with observer.tool_call(step.var, call.name, _call_args_text(call), verdicts) as record:
@@ -294,14 +293,14 @@ class Tool(Kind):
             record.result(value)
         return value
 
-    def intent(self, procedure: Procedure, index: int, verdict: KindVerdict, tools: ToolSet, key: str) -> dict[str, Any] | None:
+    def intent(self, ctx: StepContext, verdict: KindVerdict, tools: ToolSet, key: str) -> dict[str, Any] | None:
         """``{"tool", "args", "key"[, "data_version"]}``: the call about to be made, with its arguments
         as the tool receives them (:func:`stepguard.tools.kwargs_json`: ``{"decimal": "25.00"}``).
 
         Raises:
             ToolError: an argument has no exact decimal form, or the tool's ``data_version`` raised.
         """
-        step, call = _tool_step(procedure, index), verdict.call
+        step, call = _tool_step(ctx), verdict.call
         assert call is not None
         tool = tools[call.name]
         try:
@@ -313,7 +312,7 @@ class Tool(Kind):
             out["data_version"] = _data_version(tool, step.var)
         return out
 
-    def resume_refusal(self, procedure: Procedure, index: int, record: Mapping[str, Any], tools: ToolSet) -> str | None:
+    def resume_refusal(self, ctx: StepContext, record: Mapping[str, Any], tools: ToolSet) -> str | None:
         """Why a thread holding ``record`` for this step cannot be resumed, or ``None``.
 
         * started and no result recorded (a crash during the call): refused, unless the tool is
@@ -324,7 +323,7 @@ class Tool(Kind):
         * a recorded result of a ``read_only`` tool with no ``data_version``: called again; a
           different result is refused.
         """
-        step = _tool_step(procedure, index)
+        step = _tool_step(ctx)
         intent = record.get("intent") or {}
         name = str(intent.get("tool", step.tool))
         tool = tools.get(name)
@@ -362,10 +361,10 @@ class Tool(Kind):
                     "verify old results beside new ones: run the work on a new thread")
         return None
 
-    def check_result(self, procedure: Procedure, index: int, env: Mapping[str, Value], value: str) -> Deviation | None:
+    def check_result(self, ctx: StepContext, env: Mapping[str, Value], value: str) -> Deviation | None:
         """The step's predicate on the tool's result: a ``tool_error`` deviation when it is false."""
-        step = _tool_step(procedure, index)
-        check = procedure.compiled_checks[index]
+        step = _tool_step(ctx)
+        check = ctx.compiled_check
         if check is None:
             return None
         try:
@@ -377,13 +376,13 @@ class Tool(Kind):
         return Deviation(kind="tool_error", step=step.var,
                          detail=f"tool {step.tool} returned {value[:80]}, and check {step.check!r} is false for it")
 
-    def grade(self, procedure: Procedure, index: int) -> str:
+    def grade(self, ctx: StepContext) -> str:
         """``tool``: the value is its tool's result, for arguments every check passed."""
         return "tool"
 
-    def describe(self, procedure: Procedure, index: int) -> list[str]:
+    def describe(self, ctx: StepContext) -> list[str]:
         """The tool, each argument's rule, and what a failing tool does."""
-        step = _tool_step(procedure, index)
+        step = _tool_step(ctx)
         out = [f"tool: {step.tool}, called once, only after every argument passes; its result is the value (provenance tool)"]
         for name, arg in (step.args or {}).items():
             if isinstance(arg, str):
@@ -393,39 +392,9 @@ class Tool(Kind):
         out.append("a tool that raises or times out: tool_error, the run stops at this step")
         return out
 
-    def perfect_reply(self, step: Step, env: Mapping[str, Value], procedure: Procedure | None = None) -> str | None:
-        """The call with each argument's value: an expression computed from ``env``, a free one the
-        first candidate its predicate accepts."""
-        assert isinstance(step, ToolStep)
-        args = []
-        for name, arg in (step.args or {}).items():
-            if isinstance(arg, ToolArg):
-                value = _free_candidate(arg, env)
-            else:
-                try:
-                    value = compile_expression(arg).evaluate(env)
-                except EvaluationError:
-                    return None
-            args.append(f"{name}={_literal(value)}")
-        return f"CALL {step.tool}({', '.join(args)})"
 
-    def parse_line(self, var: str, rhs: str, notes: str) -> Step | None:
-        """``var = CALL tool(sku=sku, n=<string: len(value) <= 3>)`` as a :class:`ToolStep`."""
-        m = _CALL.match(rhs.strip())
-        if m is None:
-            return None
-        args: dict[str, Any] = {}
-        for name, src in _split_args(m.group(2)):
-            type_, _, check = src.strip("<>").partition(":")
-            args[name] = {"type": type_.strip(), "check": check.strip() or None} if src.startswith("<") else src
-        try:
-            return ToolStep.model_validate({"var": var, "kind": "tool", "tool": m.group(1), "args": args})
-        except ValueError:  # pydantic's ValidationError: a line this kind would not write
-            return None
-
-
-def _tool_step(procedure: Procedure, index: int) -> ToolStep:
-    step = procedure.steps[index]
+def _tool_step(ctx: StepContext) -> ToolStep:
+    step = ctx.step
     assert isinstance(step, ToolStep)
     return step
 
@@ -485,50 +454,3 @@ def _data_version(tool: Any, step: str) -> str:
         return str(tool.data_version())[:200]
     except Exception as exc:  # noqa: BLE001 - the user's callable
         raise ToolError(f"tool {tool.name}'s data_version raised {type(exc).__name__}: {str(exc)[:200]}", tool.name, step) from None
-
-
-_CALL = re.compile(r"^CALL ([\w.-]+)\((.*)\)$")
-
-
-def _literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    return format_number(value)
-
-
-def _split_args(text: str) -> list[tuple[str, str]]:
-    """``sku=sku, n=<string: len(value) <= 3>`` -> ``[("sku", "sku"), ("n", "<string: ...>")]`` (top-level commas)."""
-    out, depth, cur = [], 0, ""
-    for ch in text + ",":
-        if ch == "," and depth == 0:
-            if "=" in cur:
-                k, v = cur.split("=", 1)
-                out.append((k.strip(), v.strip()))
-            cur = ""
-            continue
-        depth += ch in "(<["
-        depth -= ch in ")>]" and depth > 0
-        cur += ch
-    return out
-
-
-def _free_candidate(arg: ToolArg, env: Mapping[str, Value]) -> Any:
-    """A value for a free argument: the first candidate its predicate accepts (its constants, then defaults)."""
-    numeric = arg.type in ("integer", "decimal", "number")
-    consts: list[Any] = []
-    if arg.check:
-        try:
-            consts = [n.value for n in ast.walk(compile_expression(arg.check).tree) if isinstance(n, ast.Constant)]
-        except EvaluationError:
-            pass
-    tries = [c for c in consts if isinstance(c, (int, float)) != (not numeric) and not isinstance(c, bool)]
-    tries += [0, 1, 10] if numeric else ["ok", "refund"]
-    for value in tries:
-        try:
-            if not arg.check or compile_expression(arg.check).evaluate({**env, "value": value}) is True:
-                return value
-        except EvaluationError:
-            continue
-    return tries[0]
