@@ -18,9 +18,8 @@ from stepguard.procedure import Procedure
 from stepguard.trace import Record, Trace
 from stepguard.verify._checks import PASS, Noted, Outcome, RecordContext, Withdrawn, check_record, record_context
 from stepguard.verify._deviation import Deviation
-from stepguard.verify._values import operand_leaves, read_raw_value
 
-__all__ = ["ChunkVerdict", "expected_value", "operand_leaves", "read_raw_value", "verify_chunk"]
+__all__ = ["ChunkVerdict", "expected_value", "verify_chunk"]
 
 
 @dataclass
