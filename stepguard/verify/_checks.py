@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import Number, format_number
@@ -96,11 +96,11 @@ Outcome = Literal["pass", "restated", "invented"] | Deviation | Withdrawn | Note
 """What a check says of a record (the module's docstring lists each)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RecordContext:
+class RecordContext(NamedTuple):
     """What the walk knows when it meets one record (build it with :func:`record_context`).
 
-    The mappings are the walk's own, read only, and valid while the record is checked.
+    Immutable and cheap to build (one a record). The mappings are the walk's own: the checks read
+    them and never change them, and they hold while the record is checked.
 
     Attributes:
         procedure: the procedure being executed.

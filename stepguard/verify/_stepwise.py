@@ -96,18 +96,19 @@ class _Walk:
 
     def apply(self, rec: Record, ctx: RecordContext, outcome: Outcome) -> ChunkVerdict | None:
         """Act on the checks' ``outcome`` for ``rec``: the verdict when it ends the walk, else ``None``."""
-        if isinstance(outcome, Withdrawn):
-            self.withdraw(rec.var)
-            return self.fail(outcome.deviation)
-        if isinstance(outcome, Deviation):
-            return self.fail(outcome, ctx.value)
-        if isinstance(outcome, Noted):
-            self.verdict.others.append(outcome.deviation)
+        if outcome == PASS:
+            if ctx.where == "step":
+                assert ctx.value is not None  # readable passed
+                self.take(rec, ctx.value)
         elif outcome == "invented":
             self.invented.append(rec)
-        elif outcome == PASS and ctx.where == "step":
-            assert ctx.value is not None  # readable passed
-            self.take(rec, ctx.value)
+        elif isinstance(outcome, Noted):
+            self.verdict.others.append(outcome.deviation)
+        elif isinstance(outcome, Withdrawn):
+            self.withdraw(rec.var)
+            return self.fail(outcome.deviation)
+        elif isinstance(outcome, Deviation):
+            return self.fail(outcome, ctx.value)
         return None
 
 
