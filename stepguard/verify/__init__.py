@@ -14,8 +14,9 @@ Public face:
 
 from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
 from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, number_text, scan_numbers
-from stepguard.verify._stepwise import ChunkVerdict, expected_value, operand_leaves, read_raw_value, verify_chunk
+from stepguard.verify._stepwise import ChunkVerdict, expected_value, verify_chunk
 from stepguard.verify._taxonomy import FAILURE_LABELS, SCORE_LABELS, Score, ScoreLabel, ScoringTarget, score_generation
+from stepguard.verify._values import operand_leaves, read_raw_value
 
 __all__ = [
     "DEVIATION_KINDS",

@@ -114,7 +114,8 @@ def _numeric_after(text: str, end: int) -> bool:
     return bool(rest) and rest[0] > "\x7f" and unicodedata.numeric(rest[0], None) is not None
 
 
-_Found = list[tuple[str, dict[str, Number], bool, int, bool]]  # (as written, readings, doubtful, sign, a percent)
+_Token = tuple[str, dict[str, Number], bool, int, bool]  # (as written, readings, doubtful, sign, a percent)
+_Found = list[_Token]
 _SPACE_GROUPS = re.compile(r"[0-9]{1,3}(?: [0-9]{3})+(?![0-9])")
 _SPACE = re.compile(f"[{_SPACES}]")
 
@@ -222,21 +223,39 @@ def scan_numbers(text: str, context: str | None = None, first_only: bool = False
     found = _tokens(text, first_only)
     convention = _convention_of(context) if context is not None else _convention(found)
     out = SourceNumbers()
-    for written, readings, doubtful, negative, pct in found:
-        if pct and percent == "fraction":
-            readings = {k: normalize(Fraction(v) / 100) for k, v in readings.items()}
-        values = tuple(dict.fromkeys(negative * v for v in readings.values()))
-        if not values:
-            continue
-        if pct and percent is None:
-            out.percents.append((written.strip(), tuple(dict.fromkeys(values + tuple(normalize(Fraction(v) / 100) for v in values)))))
-            continue
-        if not doubtful and (convention is None or convention in readings) and len(values) == 1:
-            out.exact.append(values[0])
-        elif not doubtful and convention in readings:
-            out.exact.append(negative * readings[convention])
-        else:  # two values, or a value of the convention the document does not use (12,5 beside 18.86)
-            if any(c in written for c in _DASHES + "()"):
-                values = tuple(dict.fromkeys(values + tuple(-v for v in values)))  # either sign
-            out.ambiguous.append((written.strip(), values))
+    for token in found:
+        _place(out, token, convention, percent)
     return out
+
+
+def _place(out: SourceNumbers, token: _Token, convention: str | None, percent: Percent | None) -> None:
+    """Put one token of :func:`scan_numbers` where it belongs in ``out``: a percent read with no
+    declared meaning, an exact number (one reading, or the document's convention's), or an ambiguous
+    token with every value it could mean (either sign, when a dash or a bracket is in it)."""
+    written, readings, doubtful, negative, pct = token
+    if pct and percent == "fraction":
+        readings = {k: normalize(Fraction(v) / 100) for k, v in readings.items()}
+    values = tuple(dict.fromkeys(negative * v for v in readings.values()))
+    if not values:
+        return
+    if pct and percent is None:
+        out.percents.append((written.strip(), tuple(dict.fromkeys(values + tuple(normalize(Fraction(v) / 100) for v in values)))))
+        return
+    exact = None if doubtful else _exact(readings, values, negative, convention)
+    if exact is not None:
+        out.exact.append(exact)
+        return
+    # two values, or a value of the convention the document does not use (12,5 beside 18.86)
+    if any(c in written for c in _DASHES + "()"):
+        values = tuple(dict.fromkeys(values + tuple(-v for v in values)))  # either sign
+    out.ambiguous.append((written.strip(), values))
+
+
+def _exact(readings: dict[str, Number], values: tuple[Number, ...], negative: int, convention: str | None) -> Number | None:
+    """A token's one value: the same in every convention that reads it (and the document shows no
+    other), or the one the document's convention gives; ``None`` when neither."""
+    if (convention is None or convention in readings) and len(values) == 1:
+        return values[0]
+    if convention in readings:
+        return negative * readings[convention]
+    return None

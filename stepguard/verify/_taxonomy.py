@@ -33,7 +33,7 @@ from stepguard.errors import EvaluationError
 from stepguard.evaluator import CompiledExpression, Number, compile_expression, format_number
 from stepguard.procedure import Procedure
 from stepguard.trace import Answer, Record, parse_trace
-from stepguard.verify._stepwise import read_raw_value
+from stepguard.verify._values import read_raw_value
 
 __all__ = ["FAILURE_LABELS", "SCORE_LABELS", "Score", "ScoreLabel", "ScoringTarget", "score_generation"]
 
