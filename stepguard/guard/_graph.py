@@ -15,7 +15,8 @@ records the call's intent (:meth:`~stepguard.kinds.Kind.intent`) in its own chec
 killed during the call leaves an intent with no result, which a resume never repeats blindly.
 Run-wide budgets (tokens, wall time) are checked on the edge out of ``plan``, so before every
 model call; a derived rung's nested run gets what is left of them.
-The deviation travels in state along conditional edges; a re-ask is a new, corrected prompt,
+Each node returns its update and its next hop as one ``Command`` (its return annotation names the
+nodes it may go to). The deviation travels in state; a re-ask is a new, corrected prompt,
 never a node retry (which would resend the same input).
 """
 
@@ -25,10 +26,12 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any, Literal, TypeVar
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from stepguard.errors import BudgetExhausted, EvaluationError, RunClosed, StepguardError, ToolError
 from stepguard.guard._corrections import correction_note
@@ -46,18 +49,33 @@ from stepguard.verify import ChunkVerdict, Deviation, expected_value, verify_chu
 
 __all__ = ["build_graph", "nested_thread"]
 
-def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+Hop = TypeVar("Hop", bound=str)
+
+
+def _go(goto: Hop, update: Mapping[str, Any]) -> Command[Hop]:
+    """A node's outcome: its update (typed values written as their checkpoint JSON, :func:`json_update`) and the next node."""
+    return Command(update=json_update(update), goto=goto)
+
+
+def _after(state: GuardState, update: Mapping[str, Any]) -> GuardState:
+    """``state`` with a node's ``update`` applied (its events left out), to pick the next hop from."""
+    return replace(state, **{k: v for k, v in update.items() if k != "events"})
+
+
+def plan(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["ask", "exhausted", "finish"]]:
     """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone).
 
     Steps at ``cursor`` the evaluator computes (``execute: evaluator``) are committed first, graded
-    ``computed`` (:func:`computed_steps`); a chunk ends before the next one. None left: no chunk.
+    ``computed`` (:func:`computed_steps`); a chunk ends before the next one. None left: no chunk,
+    on to ``finish``. A run-wide budget (tokens, wall time) that forbids another model call goes to
+    ``exhausted``; else ``ask``.
     """
     ctx = runtime.context
     n = len(ctx.procedure.steps)
     computed = computed_steps(state, ctx)
     cursor = computed.get("cursor", state.cursor)
     if cursor >= n:
-        return computed
+        return _go("finish", computed)
     size = state.chunk_size or ctx.config.chunk_size
     rung = _rung(state)
     if rung is not None and (not rung.whole_chunk or ctx.config.streams):
@@ -73,7 +91,8 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
                     size)
     end, chunk = min(n, cursor + size), state.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.rung, state.attempt)
-    return {**computed, "chunk_start": cursor, "chunk_end": end, "chunk_no": chunk}
+    update = {**computed, "chunk_start": cursor, "chunk_end": end, "chunk_no": chunk}
+    return _go("exhausted" if _spent_before_call(state, ctx) else "ask", update)  # the steps computed spent no call
 
 
 def computed_steps(state: GuardState, ctx: RunContext) -> dict[str, Any]:
@@ -245,7 +264,7 @@ def _refuse_if_closed(ctx: RunContext) -> None:
         raise RunClosed(f"the run of {ctx.procedure.name!r} was stopped by its caller; its thread {ctx.thread_id!r} resumes here")
 
 
-def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def ask(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["verify"]]:
     """Send the chunk (or corrective) prompt to the model; on a derived rung, run the derived steps
     (the nested run stops with this one: it shares its ``stop``)."""
     ctx = runtime.context
@@ -257,16 +276,16 @@ def ask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             result = _nested_guard(ctx, state, sub).run(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
         except BudgetExhausted as exc:  # stopped at a sub-step no try verified (Rung.nested_config), or a budget
             result, spent = exc.result, exc.budget
-        return _derived_reply(state, ctx, sub, result, spent)
+        return _go("verify", _derived_reply(state, ctx, sub, result, spent))
     messages, settings = _messages_and_settings(state, ctx)
     watch = _watch(state, ctx, runtime.stream_writer)
     with ctx.observer.model_call(messages, settings) as record:
         resp = ctx.model.complete(messages, settings) if watch is None else read_window(ctx.model, messages, settings, watch)
         record.response(resp)
-    return _record_reply(state, resp, watch=watch)
+    return _go("verify", _record_reply(state, resp, watch=watch))
 
 
-async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+async def aask(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["verify"]]:
     """Async twin of :func:`ask`."""
     ctx = runtime.context
     _refuse_if_closed(ctx)
@@ -277,7 +296,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
             result = await _nested_guard(ctx, state, sub).arun(sub, {}, nested_thread(ctx, state), stop=ctx.closed)
         except BudgetExhausted as exc:  # as in ask
             result, spent = exc.result, exc.budget
-        return _derived_reply(state, ctx, sub, result, spent)
+        return _go("verify", _derived_reply(state, ctx, sub, result, spent))
     messages, settings = _messages_and_settings(state, ctx)
     watch = _watch(state, ctx, runtime.stream_writer)
     with ctx.observer.model_call(messages, settings) as record:
@@ -286,7 +305,7 @@ async def aask(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
         else:
             resp = await aread_window(ctx.model, messages, settings, watch)
         record.response(resp)
-    return _record_reply(state, resp, watch=watch)
+    return _go("verify", _record_reply(state, resp, watch=watch))
 
 
 def _watch(state: GuardState, ctx: RunContext, write: Callable[[Any], None]) -> StreamWatch | None:
@@ -336,7 +355,7 @@ def _readable(step: Step, text: str | None) -> str | None:
     return text
 
 
-def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def verify(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["intend"]]:
     """Parse the reply (never evaluating it) and check it step by step against the evaluator.
 
     A tool step's call is checked here, argument by argument; it runs in ``act`` only if all pass.
@@ -344,7 +363,7 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     step = ctx.procedure.steps[state.cursor]
     if kind_of(step).asked_alone:
-        return _verify_alone(state, ctx, step)
+        return _go("intend", _verify_alone(state, ctx, step))
     trace = parse_trace(state.reply, var_names=ctx.procedure.variables)
     verdict = verify_chunk(
         ctx.procedure, state.cursor, state.chunk_end, ctx.env(state), trace,
@@ -360,13 +379,13 @@ def verify(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ]
     value = format_value(verdict.model_value) if verdict.model_value is not None else None
     kept = [verdict.deviation.step, value] if verdict.deviation is not None and value is not None else state.kept_value
-    return {
+    return _go("intend", {
         "verified": [[v, format_value(x)] for v, x in verdict.verified],
-        "deviation": verdict.deviation.model_dump() if verdict.deviation else None,
+        "deviation": verdict.deviation,
         "model_value": value,
         "kept_value": kept,
         "events": notes,
-    }
+    })
 
 
 def _verify_alone(state: GuardState, ctx: RunContext, step: Step) -> dict[str, Any]:
@@ -486,7 +505,7 @@ def _action_key(ctx: RunContext, var: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def intend(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def intend(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["act"]]:
     """Record the intent of the action ``verify`` accepted (:meth:`~stepguard.kinds.Kind.intent`)
     before ``act`` carries it out: this node's checkpoint makes it durable first.
 
@@ -497,7 +516,11 @@ def intend(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     Raises:
         RunClosed: the run's caller stopped it: no intent is recorded, no action runs.
     """
-    ctx = runtime.context
+    return _go("act", _intent(state, runtime.context))
+
+
+def _intent(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """:func:`intend`'s update."""
     if not state.pending_call:
         return {}
     _refuse_if_closed(ctx)  # a stopped run executes no tool: nothing is recorded, the resume asks the step again
@@ -534,7 +557,7 @@ def _withdrawn(state: GuardState, var: str) -> dict[str, Any]:
     return {"actions": actions, "verified": [], "pending_call": False}
 
 
-def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def act(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["commit"]]:
     """Execute the action ``verify`` accepted (a tool call, once) by the step's kind, and make its
     result the step's value; its result (or error) is recorded beside its intent.
 
@@ -543,7 +566,11 @@ def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     recorded for the step (see :func:`intend`) is committed without executing anything. A run
     stopped by its caller executes nothing (:func:`_withdrawn`).
     """
-    ctx = runtime.context
+    return _go("commit", _action(state, runtime.context))
+
+
+def _action(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """:func:`act`'s update."""
     if not state.pending_call:
         return {}
     i = state.cursor
@@ -561,9 +588,13 @@ def act(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {**_executed(ctx, state, value), **_recorded(state, var, result=value)}
 
 
-async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+async def aact(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["commit"]]:
     """Async twin of :func:`act` (:meth:`~stepguard.kinds.Kind.aexecute`)."""
-    ctx = runtime.context
+    return _go("commit", await _aaction(state, runtime.context))
+
+
+async def _aaction(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """:func:`aact`'s update."""
     if not state.pending_call:
         return {}
     i = state.cursor
@@ -581,9 +612,19 @@ async def aact(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any
     return {**_executed(ctx, state, value), **_recorded(state, var, result=value)}
 
 
-def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Commit the verified prefix (the checkpoint after this node is the resume point)."""
-    ctx = runtime.context
+CommitHop = Literal["plan", "reprompt", "exhausted", "repair", "flag", "stop", "finish"]
+
+
+def commit(state: GuardState, runtime: Runtime[RunContext]) -> Command[CommitHop]:
+    """Commit the verified prefix (the checkpoint after this node is the resume point), then go on:
+    ``finish`` after a failed tool or the last step, ``plan`` after a clean chunk, else the policy's
+    node for the deviation (:func:`_policy_hop`)."""
+    update = _committed(state, runtime.context)
+    return _go(_policy_hop(_after(state, update), runtime.context), update)
+
+
+def _committed(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """:func:`commit`'s update."""
     verified = state.verified
     values = dict(state.values)
     prov = dict(state.provenance)
@@ -618,9 +659,9 @@ def commit(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return out
 
 
-Route = Literal["plan", "ask", "reprompt", "exhausted", "repair", "flag", "stop", "finish"]
+PolicyHop = Literal["repair", "flag", "stop"]
 
-_ROUTE_OF: dict[str, Route] = {"repair": "repair", "flag": "flag", "raise": "stop"}
+_ROUTE_OF: dict[str, PolicyHop] = {"repair": "repair", "flag": "flag", "raise": "stop"}
 """The node a policy (or ``on_exhausted``) of repair, flag or raise routes to."""
 
 
@@ -660,9 +701,8 @@ def _budget_left(state: GuardState, ctx: RunContext) -> str | None:
     return None
 
 
-def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route:
-    """Pick the policy's node for a deviation, or go on."""
-    ctx = runtime.context
+def _policy_hop(state: GuardState, ctx: RunContext) -> CommitHop:
+    """Where a committed ``state`` goes: the policy's node for a deviation, or on."""
     n = len(ctx.procedure.steps)
     if state.stop:  # a tool failed: nothing after its step is verified from it
         return "finish"
@@ -676,22 +716,10 @@ def route_after_commit(state: GuardState, runtime: Runtime[RunContext]) -> Route
     return _ROUTE_OF[policy]
 
 
-def route_after_plan(state: GuardState, runtime: Runtime[RunContext]) -> Route:
-    """Ask the model, unless a run-wide budget (tokens, wall time) forbids another call; finish where
-    the steps the evaluator computed were the last."""
-    if state.cursor >= len(runtime.context.procedure.steps):
-        return "finish"
-    return "exhausted" if _spent_before_call(state, runtime.context) else "ask"
-
-
-def exhausted(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Record which budget is spent; ``on_exhausted`` picks what follows."""
-    return {"spent": _budget_left(state, runtime.context) or "reprompts_per_step"}
-
-
-def route_after_exhausted(state: GuardState, runtime: Runtime[RunContext]) -> Route:
-    """``on_exhausted``: repair, flag or stop."""
-    return _ROUTE_OF[runtime.context.config.on_exhausted]
+def exhausted(state: GuardState, runtime: Runtime[RunContext]) -> Command[PolicyHop]:
+    """Record which budget is spent; ``on_exhausted`` picks what follows: repair, flag or stop."""
+    ctx = runtime.context
+    return _go(_ROUTE_OF[ctx.config.on_exhausted], {"spent": _budget_left(state, ctx) or "reprompts_per_step"})
 
 
 def _budget_deviation(state: GuardState, var: str) -> Deviation:
@@ -699,8 +727,8 @@ def _budget_deviation(state: GuardState, var: str) -> Deviation:
     return state.deviation or Deviation(kind="budget_exhausted", step=var, detail=f"the {state.spent or 'run'} budget is spent")
 
 
-def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Prepare a corrective prompt for the failing step, on the next ladder rung."""
+def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["plan"]]:
+    """Prepare a corrective prompt for the failing step, on the next ladder rung; then ``plan`` asks it."""
     ctx = runtime.context
     attempt = state.attempt + 1
     ladder = ctx.config.ladder
@@ -723,15 +751,29 @@ def reprompt(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         dev = dev.model_copy(update={"detail": f"{dev.detail} [{rung} {why}]".strip()})
         rung = fallback
     note = correction_note(ctx.procedure, state.cursor, dev if state.deviation is None else state.deviation, ctx.env(state))
-    return {
+    return _go("plan", {
         "attempt": attempt, "rung": rung, "note": note, "reprompts": state.reprompts + 1,
         "events": [_event(dev, state, "reprompt", rung, ctx)],
-    }
+    })
 
 
-def repair(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Supply the evaluator's value for the failing step and mark it ``repaired``."""
-    ctx = runtime.context
+PolicyNext = Literal["plan", "finish"]
+
+
+def repair(state: GuardState, runtime: Runtime[RunContext]) -> Command[PolicyNext]:
+    """Supply the evaluator's value for the failing step and mark it ``repaired``; on (:func:`_next`)."""
+    return _next(state, runtime.context, _repaired(state, runtime.context))
+
+
+def _next(state: GuardState, ctx: RunContext, update: Mapping[str, Any]) -> Command[PolicyNext]:
+    """A policy's ``update`` and what follows it: ``finish`` where the run stopped or every step is
+    committed, else ``plan`` (whose hop checks the run-wide budgets)."""
+    after = _after(state, update)
+    return _go("finish" if after.stop or after.cursor >= len(ctx.procedure.steps) else "plan", update)
+
+
+def _repaired(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """:func:`repair`'s update."""
     i = state.cursor
     var = ctx.procedure.steps[i].var
     try:
@@ -755,9 +797,13 @@ def _step_reprompts(state: GuardState, var: str) -> dict[str, Any]:
     return {"step_reprompts": {**state.step_reprompts, var: state.attempt}}
 
 
-def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Shadow mode: keep the model's value unverified, record the deviation, go on."""
-    ctx = runtime.context
+def flag(state: GuardState, runtime: Runtime[RunContext]) -> Command[PolicyNext]:
+    """Shadow mode: keep the model's value unverified, record the deviation, go on (:func:`_next`)."""
+    return _next(state, runtime.context, _flagged(state, runtime.context))
+
+
+def _flagged(state: GuardState, ctx: RunContext) -> dict[str, Any]:
+    """:func:`flag`'s update."""
     i = state.cursor
     var = ctx.procedure.steps[i].var
     dev = _budget_deviation(state, var)
@@ -775,7 +821,7 @@ def flag(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     }
 
 
-def stop(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def stop(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["finish"]]:
     """Stop early: the ``raise`` policy, or a spent budget with ``on_exhausted='raise'``."""
     ctx = runtime.context
     spent = state.spent
@@ -783,37 +829,12 @@ def stop(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     var = ctx.procedure.steps[min(state.cursor, len(ctx.procedure.steps) - 1)].var
     dev = state.deviation or (_budget_deviation(state, var) if spent else None)
     events = [_event(dev, state, "raise", ctx=ctx)] if dev else []
-    return {"stop": why, "events": events, **(_step_reprompts(state, var) if dev else {})}
+    return _go("finish", {"stop": why, "events": events, **(_step_reprompts(state, var) if dev else {})})
 
 
-def route_after_policy(state: GuardState, runtime: Runtime[RunContext]) -> Route:
-    """Continue unless the run stopped or every step is committed; a spent token budget repairs or stops."""
-    ctx = runtime.context
-    if state.stop or state.cursor >= len(ctx.procedure.steps):
-        return "finish"
-    return "plan"  # plan's edge checks the run-wide budgets
-
-
-def finish(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def finish(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["__end__"]]:
     """Record the end time; the result is built from the final state."""
-    return {"finished_at": time.time()}
-
-
-def _as_json(fn: Any) -> Any:
-    """``fn`` (a node) with its update's typed values written as their checkpoint JSON (:func:`json_update`)."""
-    import functools
-    import inspect
-
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def anode(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-            return json_update(await fn(state, runtime))
-        return anode
-
-    @functools.wraps(fn)
-    def node(state: GuardState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return json_update(fn(state, runtime))
-    return node
+    return _go("__end__", {"finished_at": time.time()})  # END: the run is over
 
 
 def build_graph(use_async: bool = False) -> StateGraph[GuardState, RunContext, GuardState, GuardState]:
@@ -823,18 +844,6 @@ def build_graph(use_async: bool = False) -> StateGraph[GuardState, RunContext, G
              "commit": commit, "reprompt": reprompt, "repair": repair, "flag": flag, "stop": stop,
              "exhausted": exhausted, "finish": finish}
     for name, fn in nodes.items():
-        g.add_node(name, _as_json(fn))
+        g.add_node(name, fn)  # its next hops from its return annotation, Command[Literal[...]]
     g.add_edge(START, "plan")
-    g.add_conditional_edges("plan", route_after_plan, ["ask", "exhausted", "finish"])
-    g.add_edge("ask", "verify")
-    g.add_edge("verify", "intend")
-    g.add_edge("intend", "act")
-    g.add_edge("act", "commit")
-    g.add_conditional_edges("commit", route_after_commit, ["plan", "reprompt", "exhausted", "repair", "flag", "stop", "finish"])
-    g.add_edge("reprompt", "plan")
-    g.add_conditional_edges("exhausted", route_after_exhausted, ["repair", "flag", "stop"])
-    g.add_conditional_edges("repair", route_after_policy, ["plan", "finish"])
-    g.add_conditional_edges("flag", route_after_policy, ["plan", "finish"])
-    g.add_edge("stop", "finish")
-    g.add_edge("finish", END)
     return g
