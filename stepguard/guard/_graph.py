@@ -13,7 +13,7 @@
 for other steps); a tool that fails stops the run at its step (``tool_error``). ``intend`` before it
 records the call's intent (:meth:`~stepguard.kinds.Kind.intent`) in its own checkpoint, so a process
 killed during the call leaves an intent with no result, which a resume never repeats blindly.
-Run-wide budgets (tokens, wall time) are checked on the edge out of ``plan``, so before every
+Run-wide budgets (tokens, wall time) are checked by ``plan`` as it picks its hop, so before every
 model call; a derived rung's nested run gets what is left of them.
 Each node returns its update and its next hop as one ``Command`` (its return annotation names the
 nodes it may go to). The deviation travels in state; a re-ask is a new, corrected prompt,
@@ -141,7 +141,7 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
 def _record_reply(state: GuardState, resp: ChatResponse, calls: int = 1, watch: StreamWatch | None = None) -> Update:
     """The reply as the attempt's, its usage added to the run's; ``watch``: the streamed window's, whose restated step it records."""
     u = resp.usage
-    usage = state.progress.usage.add(calls, u.input_tokens, u.output_tokens, u.cached_tokens, resp.latency_s)
+    usage = state.progress.usage + Usage(u.input_tokens, u.output_tokens, u.cached_tokens, model_calls=calls, model_s=resp.latency_s)
     tool_calls = [{"name": str(c.get("name", "")), "arguments": c.get("arguments", "")} for c in getattr(resp, "tool_calls", ()) or ()]
     restated = list(watch.restated) if watch is not None and watch.restated is not None else None
     attempt = replace(state.attempt, reply=resp.text, finish_reason=resp.finish_reason, tool_calls=tool_calls, derived_note=None,
@@ -205,8 +205,9 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
     value = read.value if read is not None else result.answer_text if result.status == "verified" else result.texts.get(var)
     text = f"{var} = {value}" if value is not None else ""
     u, now = result.usage, result.spent  # the nested thread's, and what this call of it spent (a resumed one: less)
-    ctx.carried = ctx.carried.add(u.model_calls - now.model_calls, u.input_tokens - now.input_tokens, u.output_tokens - now.output_tokens,
-                                  u.cached_tokens - now.cached_tokens, max(0.0, u.model_s - now.model_s))
+    ctx.carried = ctx.carried + Usage(u.input_tokens - now.input_tokens, u.output_tokens - now.output_tokens,
+                                      u.cached_tokens - now.cached_tokens, model_calls=u.model_calls - now.model_calls,
+                                      model_s=max(0.0, u.model_s - now.model_s))
     usage = ChatResponse(text=text, usage=Usage(u.input_tokens, u.output_tokens, u.cached_tokens), latency_s=u.model_s)
     out = _record_reply(state, usage, calls=u.model_calls)
     assert out.attempt is not None
@@ -217,7 +218,7 @@ def _derived_reply(state: GuardState, ctx: RunContext, sub: Procedure, result: A
         dev = state.attempt.deviation or Deviation(kind="arithmetic_error", step=var)
         event = Deviation(kind=dev.kind, step=var, got=f"{var} = {read.value}",
                           detail=f"{var} read by position by the {state.progress.rung} rung: {read.record}")
-        out = replace(out, events=[DeviationEvent(**event.model_dump(), attempt=state.progress.tries, chunk=state.progress.chunk_no - 1,
+        out = replace(out, events=[DeviationEvent(deviation=event, attempt=state.progress.tries, chunk=state.progress.chunk_no - 1,
                                                   action="read", rung=state.progress.rung)])
     return out
 
@@ -452,21 +453,35 @@ def _past_the_reply(dev: Deviation | None, verified: list[Any], trace: Any, proc
     return None
 
 
-def _event(dev: Deviation, state: GuardState, action: str, rung: str | None = None, ctx: RunContext | None = None) -> DeviationEvent:
-    """The event of ``dev`` acted on by ``action`` (``rung``: the re-prompt's), told to the run's observer (``ctx``)."""
-    d = dev.model_dump()
-    pending = state.attempt.deviation
-    if state.attempt.derived_note and action != "note" and pending is not None and d.get("step") == pending.step:
-        if state.attempt.derived_spent:  # the derived run stopped because a run budget ran out, not at a wrong sub-step
-            d.update(kind="budget_exhausted", detail=f"step {d.get('step')} has no verified value: the {state.attempt.derived_spent} "
-                                                     f"budget ran out inside the {state.progress.rung} rung")
-        elif d.get("kind") == "under_executed":  # the derived run stopped at a wrong sub-step: no value, not a skip
-            d.update(kind="arithmetic_error", detail=f"step {d.get('step')} has no verified value")
-        d["detail"] = f"{d.get('detail', '')} (the {state.progress.rung} rung's {state.attempt.derived_note})"
+EventAction = Literal["reprompt", "repair", "raise", "flag", "note", "stop", "read"]
+
+
+def _event(dev: Deviation, state: GuardState, action: EventAction, rung: str | None = None,
+           ctx: RunContext | None = None) -> DeviationEvent:
+    """The event of ``dev`` acted on by ``action`` (``rung``: the re-prompt's), told to the run's observer
+    (``ctx``); where the pending step's reply came from a derived rung's nested run that did not
+    verify, ``dev`` with the sub-step it ended on added (:func:`_derived_deviation`)."""
+    dev = _derived_deviation(dev, state) if action != "note" else dev
     if ctx is not None:
         # a guard's deviation always names its step (only raw-mode scoring has whole-trace kinds)
-        ctx.observer.step_checked(dev.step or "", "fail", d.get("kind"), action, d.get("detail", ""), rung=rung)
-    return DeviationEvent(**{**d, "attempt": state.progress.tries, "chunk": state.progress.chunk_no - 1, "action": action, "rung": rung})
+        ctx.observer.step_checked(dev.step or "", "fail", dev.kind, action, dev.detail, rung=rung)
+    return DeviationEvent(deviation=dev, attempt=state.progress.tries, chunk=state.progress.chunk_no - 1, action=action, rung=rung)
+
+
+def _derived_deviation(dev: Deviation, state: GuardState) -> Deviation:
+    """``dev``, for the pending step of a reply a derived rung's nested run gave without verifying it,
+    naming the sub-step it ended on (``budget_exhausted`` where a run budget stopped it; ``arithmetic_error``,
+    not a skip, where it gave no value); other deviations as they are."""
+    a, rung = state.attempt, state.progress.rung
+    if not a.derived_note or a.deviation is None or dev.step != a.deviation.step:
+        return dev
+    kind, detail = dev.kind, dev.detail
+    if a.derived_spent:  # the derived run stopped because a run budget ran out, not at a wrong sub-step
+        kind = "budget_exhausted"
+        detail = f"step {dev.step} has no verified value: the {a.derived_spent} budget ran out inside the {rung} rung"
+    elif kind == "under_executed":  # the derived run stopped at a wrong sub-step: no value, not a skip
+        kind, detail = "arithmetic_error", f"step {dev.step} has no verified value"
+    return dev.model_copy(update={"kind": kind, "detail": f"{detail} (the {rung} rung's {a.derived_note})"})
 
 
 def _executed(ctx: RunContext, state: GuardState, value: str) -> Update:
@@ -711,7 +726,7 @@ def _policy_hop(state: GuardState, ctx: RunContext) -> CommitHop:
     if state.progress.stop:  # a tool failed: nothing after its step is verified from it
         return "finish"
     if state.attempt.deviation is None:
-        return "finish" if state.progress.cursor >= n else "plan"  # plan's edge checks the run-wide budgets
+        return "finish" if state.progress.cursor >= n else "plan"  # plan's hop checks the run-wide budgets
     policy = ctx.config.policy
     if policy == "reprompt":
         return "reprompt" if _budget_left(state, ctx) is None else "exhausted"

@@ -22,11 +22,11 @@ from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._options import check_thread_id
 from stepguard.guard._prompts import PromptSet
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, grade_of, input_text, outcome, run_status
-from stepguard.guard._state import GuardState, Progress, RunContext, RunUsage, check_against
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, grade_of, input_text, outcome, run_status
+from stepguard.guard._state import GuardState, Progress, RunContext, check_against
 from stepguard.guard._thread_lock import hold_thread
 from stepguard.kinds import bounded_steps, kind_of
-from stepguard.model import ChatMessage, ChatModel
+from stepguard.model import ChatMessage, ChatModel, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
 
@@ -567,9 +567,9 @@ def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any]
             pass
 
 
-def _plus(a: UsageTotals, b: UsageTotals) -> UsageTotals:
+def _plus(a: Usage, b: Usage) -> Usage:
     """``a``'s calls, tokens and model seconds with ``b``'s added; ``a``'s wall time (the outer call's)."""
-    return UsageTotals(model_calls=a.model_calls + b.model_calls, input_tokens=a.input_tokens + b.input_tokens,
+    return Usage(model_calls=a.model_calls + b.model_calls, input_tokens=a.input_tokens + b.input_tokens,
                        output_tokens=a.output_tokens + b.output_tokens, cached_tokens=a.cached_tokens + b.cached_tokens,
                        wall_s=a.wall_s, model_s=round(a.model_s + b.model_s, 6))
 
@@ -615,23 +615,21 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         chunks=p.chunk_no,
         reprompts=p.reprompts,
         repaired=sum(1 for s in steps if s.provenance == "repaired"),
-        usage=UsageTotals(
+        usage=Usage(
             model_calls=usage.model_calls, input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
             wall_s=round(wall_s, 6), model_s=round(usage.model_s, 6),
         ),
         resumed=None if before is None else "finished" if before.progress.finished_at is not None else "unfinished",
-        spent=None if before is None else _spent(usage, before.progress.usage.add(
-            ctx.carried.model_calls, ctx.carried.input_tokens, ctx.carried.output_tokens, ctx.carried.cached_tokens, ctx.carried.model_s),
-            wall_s),
+        spent=None if before is None else _spent(usage, before.progress.usage + ctx.carried, wall_s),
         thread_id=thread_id,
         labels=dict(ctx.config.extra),
     )
 
 
-def _spent(total: RunUsage, before: RunUsage, wall_s: float) -> UsageTotals:
+def _spent(total: Usage, before: Usage, wall_s: float) -> Usage:
     """What one call added to a thread's usage: ``total`` less what the thread held ``before`` it."""
-    return UsageTotals(
+    return Usage(
         model_calls=total.model_calls - before.model_calls, input_tokens=total.input_tokens - before.input_tokens,
         output_tokens=total.output_tokens - before.output_tokens, cached_tokens=total.cached_tokens - before.cached_tokens,
         wall_s=round(wall_s, 6), model_s=round(max(0.0, total.model_s - before.model_s), 6),

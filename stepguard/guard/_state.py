@@ -36,7 +36,7 @@ from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent
 from stepguard.guard._stop import RunStop
 from stepguard.kinds import kind_of
-from stepguard.model import ChatMessage, ChatModel
+from stepguard.model import ChatMessage, ChatModel, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import Env, ToolSet
 from stepguard.verify import Deviation
@@ -79,25 +79,8 @@ class Stop:
         return value
 
 
-@dataclass(frozen=True)
-class RunUsage:
-    """What a run has spent so far; JSON in checkpoints."""
-
-    model_calls: int = 0
-    """Model calls (a derived rung's nested calls included)."""
-    input_tokens: int = 0
-    """Prompt tokens, as the model reported them."""
-    output_tokens: int = 0
-    """Completion tokens."""
-    cached_tokens: int = 0
-    """Prompt tokens the server reported as served from its cache."""
-    model_s: float = 0.0
-    """Seconds spent waiting for the model."""
-
-    def add(self, calls: int, input_tokens: int, output_tokens: int, cached_tokens: int, model_s: float) -> RunUsage:
-        """A new total with these added."""
-        return RunUsage(self.model_calls + calls, self.input_tokens + input_tokens, self.output_tokens + output_tokens,
-                        self.cached_tokens + cached_tokens, self.model_s + model_s)
+RunUsage = Usage
+"""What a run has spent so far (:class:`stepguard.model.Usage`, the one usage type); JSON in checkpoints."""
 
 
 Count = Annotated[int, Field(strict=True, ge=0)]
@@ -139,7 +122,7 @@ class Progress:
     """``[var, value text]``: the last value the model wrote for a deviating step on any try, so a
     ``flag`` after a try that gave none (a derived rung that stopped at a wrong sub-step) still
     keeps the model's value rather than ending the run."""
-    usage: RunUsage = field(default_factory=RunUsage)
+    usage: Usage = field(default_factory=Usage)
     """Model calls, tokens, model seconds."""
     reprompts: Count = 0
     """Re-prompts in the whole run."""
@@ -399,7 +382,7 @@ class RunContext:
     so a tool receives ``amount=25.00`` as ``Decimal("25.00")``."""
     thread_id: str = ""
     """The run's checkpoint thread (a fresh id without one); part of each action's idempotency key."""
-    carried: RunUsage = field(default_factory=RunUsage)
+    carried: Usage = field(default_factory=Usage)
     """What this call recorded that earlier calls of the thread spent: a derived rung's nested run
     resumed from its own checkpoint reports its thread's calls, some made before this call began
     (a run's ``spent`` leaves them out)."""
