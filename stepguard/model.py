@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field
+
 __all__ = [
     "AsyncReplyStream", "ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings", "ReplyStream",
     "StreamCut", "StreamingModel", "Usage", "WrittenReply", "aopen_stream", "open_stream",
@@ -26,24 +28,43 @@ class ChatMessage(TypedDict):
     content: str
 
 
-@dataclass(frozen=True)
-class Usage:
-    """Token counts of one or more model calls (tokens, as the server counts them).
+class Usage(BaseModel):
+    """What model calls spent: the one usage type, from a reply's token counts (what an adapter
+    reports) to a run's totals (the guard's checkpoints, :attr:`stepguard.guard.GuardResult.usage`
+    and ``spent``; ``RunUsage`` and ``UsageTotals`` are this class).
 
-    ``cached_tokens`` is the part of ``input_tokens`` the server served from its prompt cache,
-    where the server reports it (OpenAI ``prompt_tokens_details.cached_tokens``); else 0.
+    Tokens as the server counts them; ``cached_tokens`` is the part of ``input_tokens`` the server
+    served from its prompt cache, where the server reports it (OpenAI ``prompt_tokens_details.cached_tokens``);
+    else 0. ``Usage(input_tokens, output_tokens, cached_tokens)`` takes the token counts by position.
     """
 
+    model_config = ConfigDict(frozen=True)
+
+    model_calls: int = 0
+    """Model calls these totals count (0 in one reply's usage: the guard counts its calls)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    wall_s: float = 0.0
+    """Seconds of wall time of the run these totals are of (0 in a reply's usage and a checkpoint's)."""
+    model_s: float = Field(0.0, description="Seconds spent waiting on the model.")
+
+    def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cached_tokens: int = 0, *, model_calls: int = 0,
+                 wall_s: float = 0.0, model_s: float = 0.0, **other: Any) -> None:
+        """The counts by name, the token counts also by position; ``other`` keys (a checkpoint's or a
+        stored row's that this class does not hold, such as shape 1's ``finished_at``) are ignored.
+
+        Raises:
+            pydantic.ValidationError: a count that is not a number.
+        """
+        super().__init__(model_calls=model_calls, input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached_tokens,
+                         wall_s=wall_s, model_s=model_s, **other)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_tokens + other.cached_tokens,
-        )
+        """Both added, count by count (wall time too)."""
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cached_tokens + other.cached_tokens, model_calls=self.model_calls + other.model_calls,
+                     wall_s=self.wall_s + other.wall_s, model_s=self.model_s + other.model_s)
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,7 @@ def test_langgraph_node_inner_steps_show_in_subgraph_stream(kind: str, use_async
     nodes = [name for _, name in inner]
     assert nodes == ["plan", "ask", "verify", "intend", "act", "commit"] * 2 + ["finish"]  # two chunks of two steps
     commits = [upd["commit"] for ns, upd in events if ns and "commit" in upd]
-    assert Decimal(commits[-1]["values"]["total"]) == Decimal("104.60")  # the state keeps exact text
+    assert Decimal(commits[-1]["progress"]["values"]["total"]) == Decimal("104.60")  # the state keeps exact text
     outer = [upd for ns, upd in events if not ns]
     assert outer[-1]["invoice"]["total"] == "104.60" and outer[-1]["invoice"]["invoice"]["status"] == "verified"
     # without subgraphs=True the parent's stream is as before: the node's update alone

@@ -33,3 +33,19 @@ def test_a_guard_with_a_checkpointer_compiles_its_own(tmp_path, monkeypatch) -> 
     assert built == []  # compiled on first use, not at construction
     assert guard.run(PROC, {"x": 3}, thread_id="t").status == "verified"
     assert built == [False]
+
+
+EDGES = {
+    ("__start__", "plan"), ("plan", "ask"), ("plan", "exhausted"), ("plan", "finish"), ("ask", "verify"), ("verify", "intend"),
+    ("intend", "act"), ("act", "commit"), ("commit", "plan"), ("commit", "reprompt"), ("commit", "exhausted"), ("commit", "repair"),
+    ("commit", "flag"), ("commit", "stop"), ("commit", "finish"), ("reprompt", "plan"), ("exhausted", "repair"),
+    ("exhausted", "flag"), ("exhausted", "stop"), ("repair", "plan"), ("repair", "finish"), ("flag", "plan"), ("flag", "finish"),
+    ("stop", "finish"), ("finish", "__end__"),
+}
+"""The controller's hops: each node declares where it may go (its ``Command[Literal[...]]``), no router works them out."""
+
+
+def test_each_node_declares_its_next_hops_and_no_other() -> None:
+    for use_async in (False, True):
+        drawn = guard_module.build_graph(use_async).compile().get_graph()
+        assert {(e.source, e.target) for e in drawn.edges} == EDGES

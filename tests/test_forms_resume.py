@@ -22,7 +22,7 @@ from stepguard.errors import CheckpointError, RunClosed, StepguardError
 from stepguard.guard import _forms_resume, _prompts, sqlite_checkpointer
 from stepguard.guard._forms import FORMS_DIR, TEXT_KEYS, current_forms, load_forms
 from stepguard.guard._result import DeviationEvent
-from stepguard.guard._state import GuardState
+from stepguard.guard._state import GuardState, Progress
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from tests._fakes import ScriptedModel
 from tests.test_guard import INPUTS, _expected, _procedure
@@ -133,7 +133,7 @@ def _one(kind_steps: list[dict[str, Any]]) -> Procedure:
 ])
 def test_which_committed_values_depend_on_the_wording(provenance: str, extra: dict[str, Any], allowed: bool) -> None:
     proc = _one([{"var": "b", "expr": "a + 1"}, {"var": "c", "expr": "b * 2"}])
-    state = GuardState(cursor=1, values={"b": "3"}, provenance={"b": provenance})
+    state = GuardState(Progress(cursor=1, values={"b": "3"}, provenance={"b": provenance}))
     why = _forms_resume.forms_refusal(state, proc, 6, 7)
     assert (why is None) is allowed, why
     if not allowed:
@@ -146,14 +146,14 @@ def test_which_committed_values_depend_on_the_wording(provenance: str, extra: di
 def test_a_value_read_by_position_depends_on_the_wording() -> None:
     proc = _one([{"var": "b", "expr": "a * 17"}, {"var": "c", "expr": "b * 2"}])
     read = DeviationEvent(kind="arithmetic_error", step="b", detail="b read by position", action="read", rung="digits")
-    state = GuardState(cursor=1, values={"b": "34"}, provenance={"b": "model_verified"}, events=[read])
+    state = GuardState(Progress(cursor=1, values={"b": "34"}, provenance={"b": "model_verified"}), events=[read])
     why = _forms_resume.forms_refusal(state, proc, 6, 7)
     assert why is not None and "step b's committed value was read by position from the sub-steps of the digits rung" in why
 
 
 def test_a_value_checked_by_a_predicate_depends_on_the_wording_and_a_hidden_expected_value_does_not() -> None:
     proc = _one([{"var": "b", "check": "value > a"}, {"var": "c", "expr": "b * 2"}])
-    state = GuardState(cursor=1, values={"b": "9"}, provenance={"b": "model_verified"})
+    state = GuardState(Progress(cursor=1, values={"b": "9"}, provenance={"b": "model_verified"}))
     why = _forms_resume.forms_refusal(state, proc, 6, 7)
     assert why is not None and "step b's committed value is graded bounded (only a predicate over it held)" in why
     hidden = _one([{"var": "b", "check": "a * 3"}, {"var": "c", "expr": "b * 2"}])

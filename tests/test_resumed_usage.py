@@ -92,7 +92,7 @@ def test_a_thread_stopped_mid_run_and_gone_on_spends_only_the_new_calls(tmp_path
     cfg = GuardConfig(chunk_size=2)
     with pytest.raises(ModelError):  # the model fails at the second chunk: the first stays committed
         Guard(_FailsAt(2), cfg, saver).run(INVOICE, INPUTS, thread_id="t")
-    before = saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"]["usage"]
+    before = saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"]["progress"]["usage"]
     done = Guard(ScriptedModel(), cfg, saver).run(INVOICE, INPUTS, thread_id="t")
     assert done.status == "verified" and done.resumed == "unfinished"
     assert before["model_calls"] == 1

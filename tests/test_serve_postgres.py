@@ -54,6 +54,27 @@ def test_postgres_checkpointer_keeps_a_finished_run_and_refuses_other_work(pg_ur
         saver.conn.close()
 
 
+def test_a_thread_checkpointed_in_shape_2_resumes_from_postgres(pg_url: str) -> None:
+    """A checkpoint written before the state's shape 3 (one channel per field) resumes from Postgres as from SQLite."""
+    from stepguard import Guard
+    from stepguard.guard import postgres_checkpointer
+    from stepguard.procedure import parse_procedure
+    from tests._fakes import FixedReplies
+    from tests.test_state_shape import PROC, SHAPE_2, _checkpoint
+
+    proc = parse_procedure(PROC)
+    saver = postgres_checkpointer(pg_url)
+    try:
+        guard = Guard(FixedReplies(["b = 6"]), checkpointer=saver)
+        _checkpoint(saver, "pg-shape-2", {**SHAPE_2, "identity": guard.run_identity(proc, {"x": 2}), "attempt": 0, "rung": None,
+                                          "note": None})
+        result = guard.run(proc, {"x": 2}, thread_id="pg-shape-2")
+        assert result.status == "verified" and result.values == {"a": 3, "b": 6} and result.resumed == "unfinished"
+        assert result.spent.model_calls == 1
+    finally:
+        saver.conn.close()
+
+
 def _serve(port: int, upstream: str, procedures: Path, pg_url: str, log: Path, workers: int = 1) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", upstream, "--procedures", str(procedures),
            "--port", str(port), "--checkpoint", pg_url, "--workers", str(workers)]

@@ -164,7 +164,8 @@ class _StopAtIntent(InMemorySaver):
 
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         out = super().put(config, checkpoint, metadata, new_versions)
-        record = (checkpoint.get("channel_values", {}).get("actions") or {}).get("refund_ref") or {}
+        progress = checkpoint.get("channel_values", {}).get("progress") or {}
+        record = (progress.get("actions") or {}).get("refund_ref") or {}
         if "intent" in record and "result" not in record:
             self.stop.set()
         return out

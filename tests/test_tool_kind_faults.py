@@ -281,7 +281,7 @@ def test_the_intent_is_checkpointed_before_the_tool_runs_and_the_result_after(tm
     guard: Guard
 
     def refund(order_id: str, amount: Decimal) -> str:
-        seen.append(guard._graph.get_state({"configurable": {"thread_id": "t"}}).values.get("actions", {}).get("refund_ref"))
+        seen.append(guard._graph.get_state({"configurable": {"thread_id": "t"}}).values["progress"]["actions"].get("refund_ref"))
         return "RF-1"
 
     guard = Guard(ReplyModel([LOOKUP, 'CALL issue_refund(order_id="ORD-7", amount=25.00)']), checkpointer=ck,
@@ -291,7 +291,7 @@ def test_the_intent_is_checkpointed_before_the_tool_runs_and_the_result_after(tm
     intent = seen[0]["intent"]
     assert seen[0].keys() == {"intent"} and intent["tool"] == "issue_refund"
     assert intent["args"] == {"order_id": "ORD-7", "amount": {"decimal": "25.00"}} and len(intent["key"]) == 32
-    final = guard._graph.get_state({"configurable": {"thread_id": "t"}}).values["actions"]["refund_ref"]
+    final = guard._graph.get_state({"configurable": {"thread_id": "t"}}).values["progress"]["actions"]["refund_ref"]
     assert final == {"intent": intent, "result": "RF-1"}
 
 

@@ -53,7 +53,7 @@ def _settings_key(settings: GenerationSettings) -> dict[str, Any]:
 
 
 def _response_to_json(r: ChatResponse) -> dict[str, Any]:
-    return {**asdict(r), "usage": asdict(r.usage)}
+    return {**asdict(r), "usage": r.usage.model_dump(include={"input_tokens", "output_tokens", "cached_tokens"})}  # a reply's counts
 
 
 def _response_from_json(d: dict[str, Any]) -> ChatResponse:

@@ -77,16 +77,16 @@ def forms_refusal(state: GuardState, procedure: Procedure, stored: int, now: int
         the first step (in the procedure's order) whose state depends on the wording.
     """
     head = f"written under prompt forms {stored} and resumed under prompt forms {now}"
-    if (state.attempt or state.rung is not None) and state.cursor < len(procedure.steps):
-        var = procedure.steps[state.cursor].var
-        rung = f", rung {state.rung}" if state.rung else ""
-        return (f"{head}: step {var} stopped in the middle of its re-prompts (re-prompt {state.attempt}{rung}), "
+    if (state.progress.tries or state.progress.rung is not None) and state.progress.cursor < len(procedure.steps):
+        var = procedure.steps[state.progress.cursor].var
+        rung = f", rung {state.progress.rung}" if state.progress.rung else ""
+        return (f"{head}: step {var} stopped in the middle of its re-prompts (re-prompt {state.progress.tries}{rung}), "
                 "and what a re-prompt asks depends on the forms")
     read = {e.step: e.rung for e in state.events if e.action == "read" and e.step}
     for index, step in enumerate(procedure.steps):
-        if step.var not in state.values:
+        if step.var not in state.progress.values:
             continue
-        why = _depends(procedure, index, state.provenance.get(step.var, "missing"), read)
+        why = _depends(procedure, index, state.progress.provenance.get(step.var, "missing"), read)
         if why:
             return f"{head}: step {step.var}'s committed value {why}, so it depends on the forms' wording"
     return None

@@ -22,11 +22,11 @@ from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
 from stepguard.guard._options import check_thread_id
 from stepguard.guard._prompts import PromptSet
-from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, UsageTotals, grade_of, input_text, outcome, run_status
-from stepguard.guard._state import STATE_SHAPE, GuardState, RunContext, RunUsage, check_against
+from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, grade_of, input_text, outcome, run_status
+from stepguard.guard._state import GuardState, Progress, RunContext, check_against
 from stepguard.guard._thread_lock import hold_thread
 from stepguard.kinds import StepContext, bounded_steps, kind_of
-from stepguard.model import ChatMessage, ChatModel
+from stepguard.model import ChatMessage, ChatModel, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
 
@@ -197,14 +197,15 @@ class Guard:
                 prompts or model differ); the message names each difference. Or an unfinished run
                 whose recorded actions forbid going on (:func:`_refuse_unsafe_actions`).
         """
-        forms_changed = self._check_work(tid, values, ctx.identity, ctx.procedure)
-        check_against(GuardState.of(values), ctx.procedure)
-        start, finished = self._plan_start(values)
-        if forms_changed and not finished:
-            start["identity"] = ctx.identity  # what it commits from here on is asked under today's forms
+        state = GuardState.of(values)  # a shape-1 or shape-2 checkpoint is read in the current shape, or refused
+        forms_changed = self._check_work(tid, state, ctx.identity, ctx.procedure)
+        check_against(state, ctx.procedure)
+        finished = state.progress.finished_at is not None
+        if forms_changed and not finished:  # what it commits from here on is asked under today's forms
+            state.progress = replace(state.progress, identity=ctx.identity)
         if not finished:
-            _refuse_unsafe_actions(tid, ctx, GuardState.of(values))
-        return start, finished
+            _refuse_unsafe_actions(tid, ctx, state)
+        return self._plan_start(state), finished
 
     def check_thread(
         self, procedure: Procedure, inputs: Mapping[str, Any], thread_id: str | None, *, context: Sequence[ChatMessage] = ()
@@ -224,11 +225,22 @@ class Guard:
             return
         with hold_thread(self.checkpointer, thread_id):  # a run of it in flight: refused now, before the stream
             pass
-        stored = self._graph.get_state({"configurable": {"thread_id": thread_id}}).values
+        stored = self._stored({"configurable": {"thread_id": thread_id}})
         if stored:
-            self._check_work(thread_id, stored, identity, procedure)
+            self._check_work(thread_id, GuardState.of(stored), identity, procedure)
 
-    def _check_work(self, tid: str, values: Mapping[str, Any], identity: Mapping[str, Any], procedure: Procedure) -> bool:
+    def _stored(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The channels of the thread's last checkpoint as stored (``{}``: none), every shape's: the
+        graph's own state view shows only the current shape's channels."""
+        saved = self.checkpointer.get_tuple(cfg) if self.checkpointer is not None else None  # type: ignore[arg-type]
+        return dict(saved.checkpoint["channel_values"]) if saved is not None else {}
+
+    async def _astored(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """Async twin of :meth:`_stored`."""
+        saved = await self.checkpointer.aget_tuple(cfg) if self.checkpointer is not None else None  # type: ignore[arg-type]
+        return dict(saved.checkpoint["channel_values"]) if saved is not None else {}
+
+    def _check_work(self, tid: str, state: GuardState, identity: Mapping[str, Any], procedure: Procedure) -> bool:
         """Refuse a thread that holds other work (:func:`_refuse_other_work`); ``True`` where it holds
         this work written under other prompt forms and may resume under today's
         (:mod:`stepguard.guard._forms_resume`).
@@ -237,13 +249,14 @@ class Guard:
             CheckpointError: other work, or a forms change its committed values do not allow (the
                 message names both forms versions and the step).
         """
-        diff = identity_diff(values.get("identity"), identity)
-        change = forms_change(values.get("identity"), identity, self._prompts) if TEMPLATES_CHANGED in diff else None
+        stored = state.progress.identity
+        diff = identity_diff(stored, identity)
+        change = forms_change(stored, identity, self._prompts) if TEMPLATES_CHANGED in diff else None
         if change is not None:
             said = f"prompt forms: stored {change[0]}, now {change[1]}"
             diff = [said if d == TEMPLATES_CHANGED else d for d in diff]
             if diff == [said]:
-                why = forms_refusal(GuardState.of(values), procedure, *change)
+                why = forms_refusal(state, procedure, *change)
                 if why is not None:
                     raise CheckpointError(f"checkpoint thread {tid!r} was {why}; use a new thread id to run it under "
                                           f"prompt forms {change[1]}")
@@ -252,8 +265,8 @@ class Guard:
         return False
 
     @staticmethod
-    def _plan_start(values: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """``(input, finished)`` for a thread whose last checkpoint holds ``values``.
+    def _plan_start(state: GuardState) -> dict[str, Any]:
+        """The graph's input for a thread whose last checkpoint holds ``state``.
 
         A finished run (its ``finish`` node ran) is returned as it is. An unfinished one starts a
         new pass from ``plan`` with its committed state as input: the chunk in flight when the
@@ -261,8 +274,7 @@ class Guard:
         writes is not used: a process killed between a node's saved writes and the next
         checkpoint left the thread with no next task, and the run stalled.)
         """
-        state = GuardState.of(values)  # a shape-1 checkpoint is read in its new shape, or refused
-        return state.channels(), state.finished_at is not None  # events accumulate in their channel
+        return state.channels()  # events accumulate in their channel
 
     def run(
         self,
@@ -374,7 +386,7 @@ class Guard:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:
-            stored = progress.stored = self._graph.get_state(cfg).values if self.checkpointer is not None else {}
+            stored = progress.stored = self._stored(cfg)
             start, done = self._begin(ctx, stored, tid)
             if done:
                 yield from progress.take("values", done)
@@ -413,7 +425,7 @@ class Guard:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
         try:
-            stored = progress.stored = (await self._agraph.aget_state(cfg)).values if self.checkpointer is not None else {}
+            stored = progress.stored = await self._astored(cfg)
             start, done = self._begin(ctx, stored, tid)
             if done:
                 for item in progress.take("values", done):
@@ -446,7 +458,7 @@ class Guard:
     def _fresh(self, ctx: RunContext) -> dict[str, Any]:
         """The input of a new run: a partial :class:`GuardState` (every other field at its default)."""
         size = ctx.config.window if ctx.config.streams else ctx.config.chunk_size  # streamed: the first window's width
-        return {"shape": STATE_SHAPE, "cursor": 0, "chunk_size": size, "events": [], "identity": ctx.identity}
+        return {**GuardState(Progress(chunk_size=size, identity=ctx.identity)).channels(), "events": []}
 
     def _finish(self, ctx: RunContext, values: dict[str, Any], tid: str, wall_s: float, stored: Mapping[str, Any]) -> GuardResult:
         """The run's result from its last state ``values`` (``stored``: the thread's state before this
@@ -454,7 +466,7 @@ class Guard:
         state = GuardState.of(values)
         result = build_result(ctx, state, tid, wall_s, GuardState.of(stored) if stored else None)
         self.observer.run_finished(result, None)
-        why, dev = state.stop, state.deviation
+        why, dev = state.progress.stop, state.attempt.deviation
         if why is not None and why.reason == "raise" and dev is not None:
             raise StepDeviation(f"step {dev.step} deviated ({dev.kind}): {dev.detail}", dev, result)
         if why is not None and why.reason == "budget" and ctx.config.on_exhausted == "raise":
@@ -526,12 +538,11 @@ class _Progress:
     def new(self, values: Mapping[str, Any]) -> Iterator[StepOutcome | DeviationEvent]:
         """The deviations and committed steps in ``values`` not reported yet (deviations first:
         the policy acted before the step it names was committed)."""
-        events = values.get("events") or []
-        for e in events[self.events:]:
-            yield e if isinstance(e, DeviationEvent) else DeviationEvent(**{k: v for k, v in e.items() if k in DeviationEvent.model_fields})
-        self.events = max(self.events, len(events))
-        committed = values.get("values") or {}
-        prov, rep, chunk = values.get("provenance") or {}, values.get("step_reprompts") or {}, values.get("step_chunk") or {}
+        state = GuardState.of(values)
+        yield from state.events[self.events:]
+        self.events = max(self.events, len(state.events))
+        p = state.progress
+        committed, prov, rep, chunk = p.values, p.provenance, p.step_reprompts, p.step_chunk
         for i, s in enumerate(self.ctx.procedure.steps):
             if s.var in committed and s.var not in self.steps:
                 self.steps.add(s.var)
@@ -556,9 +567,9 @@ def _attach_partial(exc: BaseException, ctx: RunContext, last: Mapping[str, Any]
             pass
 
 
-def _plus(a: UsageTotals, b: UsageTotals) -> UsageTotals:
+def _plus(a: Usage, b: Usage) -> Usage:
     """``a``'s calls, tokens and model seconds with ``b``'s added; ``a``'s wall time (the outer call's)."""
-    return UsageTotals(model_calls=a.model_calls + b.model_calls, input_tokens=a.input_tokens + b.input_tokens,
+    return Usage(model_calls=a.model_calls + b.model_calls, input_tokens=a.input_tokens + b.input_tokens,
                        output_tokens=a.output_tokens + b.output_tokens, cached_tokens=a.cached_tokens + b.cached_tokens,
                        wall_s=a.wall_s, model_s=round(a.model_s + b.model_s, 6))
 
@@ -574,7 +585,8 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     declares, at its ``scale`` (``Decimal('1221.00')``; see :func:`stepguard.guard._result.typed_value`).
     """
     proc = ctx.procedure
-    values, prov, reprompts, chunks = state.values, state.provenance, state.step_reprompts, state.step_chunk
+    p = state.progress
+    values, prov, reprompts, chunks = p.values, p.provenance, p.step_reprompts, p.step_chunk
     steps = [
         outcome(s, values.get(s.var), provenance=prov.get(s.var, "missing"), grade=grade_of(proc, i, prov.get(s.var, "missing")),
                 reprompts=reprompts.get(s.var, 0), chunk=chunks.get(s.var), index=i)
@@ -587,7 +599,7 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
     status = run_status(steps, proc.accept_bounded)
     if first_bad is None and status == "bounded":  # the first value only a predicate or a format bounded, not accepted
         first_bad = next((s.var for s in steps if s.var in bounded_steps(proc)), None)
-    usage = state.usage
+    usage = p.usage
     events = list(state.events)
     return GuardResult(
         procedure=proc.name,
@@ -600,26 +612,24 @@ def build_result(ctx: RunContext, state: GuardState, thread_id: str | None, wall
         first_unverified=first_bad,
         steps=steps,
         deviations=events,
-        chunks=state.chunk_no,
-        reprompts=state.reprompts,
+        chunks=p.chunk_no,
+        reprompts=p.reprompts,
         repaired=sum(1 for s in steps if s.provenance == "repaired"),
-        usage=UsageTotals(
+        usage=Usage(
             model_calls=usage.model_calls, input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
             wall_s=round(wall_s, 6), model_s=round(usage.model_s, 6),
         ),
-        resumed=None if before is None else "finished" if before.finished_at is not None else "unfinished",
-        spent=None if before is None else _spent(usage, before.usage.add(
-            ctx.carried.model_calls, ctx.carried.input_tokens, ctx.carried.output_tokens, ctx.carried.cached_tokens, ctx.carried.model_s),
-            wall_s),
+        resumed=None if before is None else "finished" if before.progress.finished_at is not None else "unfinished",
+        spent=None if before is None else _spent(usage, before.progress.usage + ctx.carried, wall_s),
         thread_id=thread_id,
         labels=dict(ctx.config.extra),
     )
 
 
-def _spent(total: RunUsage, before: RunUsage, wall_s: float) -> UsageTotals:
+def _spent(total: Usage, before: Usage, wall_s: float) -> Usage:
     """What one call added to a thread's usage: ``total`` less what the thread held ``before`` it."""
-    return UsageTotals(
+    return Usage(
         model_calls=total.model_calls - before.model_calls, input_tokens=total.input_tokens - before.input_tokens,
         output_tokens=total.output_tokens - before.output_tokens, cached_tokens=total.cached_tokens - before.cached_tokens,
         wall_s=round(wall_s, 6), model_s=round(max(0.0, total.model_s - before.model_s), 6),
@@ -635,7 +645,7 @@ def _refuse_unsafe_actions(tid: str, ctx: RunContext, state: GuardState) -> None
         CheckpointError: one phrase per such step.
     """
     steps, index = ctx.procedure.steps, ctx.procedure.index_of
-    why = [reason for var, record in sorted(state.actions.items()) if var in index
+    why = [reason for var, record in sorted(state.progress.actions.items()) if var in index
            for reason in [kind_of(steps[index[var]]).resume_refusal(StepContext(ctx.procedure, index[var]), record, ctx.tools)] if reason]
     if why:
         raise CheckpointError(f"checkpoint thread {tid!r} is not resumed: {'; '.join(why)}")

@@ -27,13 +27,14 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal, Self, TypeAlias, cast, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer, model_validator
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import format_number, parse_number
 from stepguard.kinds import ACCEPTABLE_GRADES, StepContext, bounded_steps, kind_of
+from stepguard.model import Usage
 from stepguard.procedure import Procedure, Step, ValueShape, ValueType, json_text
-from stepguard.verify import DeviationKind
+from stepguard.verify import Deviation, DeviationKind
 
 __all__ = [
     "DeviationEvent", "Grade", "GuardResult", "Provenance", "StepOutcome", "StepValue", "UsageTotals",
@@ -381,12 +382,18 @@ def outcome(step: Step, text: str | None, **fields: Any) -> StepOutcome:
 
 
 class DeviationEvent(BaseModel):
-    """One deviation seen during the run and what the policy did about it."""
+    """One deviation seen during the run (the :class:`~stepguard.verify.Deviation` the check found,
+    carried as it is) and what the policy did about it.
 
-    kind: DeviationKind
-    step: str | None
-    detail: str
-    got: str | None = None
+    Its JSON is flat, the deviation's fields first: ``{"kind", "step", "detail", "got", "attempt",
+    "chunk", "action", "rung"}``; it reads that form (or ``deviation=`` a :class:`Deviation`, or the
+    deviation's fields as keywords). ``kind``, ``step``, ``detail`` and ``got`` read the deviation's.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    deviation: Deviation
+    """The deviation, as the check found it (a derived rung's note added to its detail)."""
     attempt: int = Field(0, description="0 = first try of the chunk; n = n-th re-prompt for this step.")
     chunk: int = 0
     action: Literal["reprompt", "repair", "raise", "flag", "note", "stop", "read"] = "reprompt"
@@ -394,16 +401,44 @@ class DeviationEvent(BaseModel):
     sub-steps by a digit rung (``detail`` lists every sub-step and digit; docs/concepts.md)."""
     rung: str | None = Field(None, description="The ladder rung used for the re-prompt, if one was sent.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _nested(cls, data: Any) -> Any:
+        """The flat form (the deviation's fields beside the event's) read with its deviation apart."""
+        if isinstance(data, dict) and "deviation" not in data:
+            own = {k: v for k, v in data.items() if k in ("attempt", "chunk", "action", "rung")}
+            return {**own, "deviation": {k: v for k, v in data.items() if k in Deviation.model_fields}}
+        return data
 
-class UsageTotals(BaseModel):
-    """Totals over the run (tokens as the server counts them; seconds of wall time)."""
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {**data.pop("deviation"), **data}
 
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    wall_s: float = 0.0
-    model_s: float = Field(0.0, description="Seconds spent waiting on the model.")
+    @property
+    def kind(self) -> DeviationKind:
+        """The deviation's kind."""
+        return self.deviation.kind
+
+    @property
+    def step(self) -> str | None:
+        """The step it concerns."""
+        return self.deviation.step
+
+    @property
+    def detail(self) -> str:
+        """What was wrong, in words."""
+        return self.deviation.detail
+
+    @property
+    def got(self) -> str | None:
+        """What the model wrote for the step, if anything."""
+        return self.deviation.got
+
+
+UsageTotals = Usage
+"""Totals over the run (:class:`stepguard.model.Usage`, the one usage type): tokens as the server
+counts them, seconds of wall time and of waiting on the model."""
 
 
 class GuardResult(_ExactJson):

@@ -1,4 +1,21 @@
-"""The controller's state (checkpointed by LangGraph) and the per-run context (not checkpointed)."""
+"""The controller's state (checkpointed by LangGraph) and the per-run context (not checkpointed).
+
+The state is two typed parts and the run's events, one checkpoint channel each:
+
+* :class:`Progress`: what the run has done and goes on from (committed values, provenance,
+  usage, recorded actions, the pending ask's rung and note, the stop reason), versioned by
+  :data:`STATE_SHAPE`;
+* :class:`Attempt`: the ask in flight (the chunk asked, the reply, its verified prefix, its
+  first deviation), replaced by each node that handles it;
+* ``events``: every :class:`~stepguard.guard.DeviationEvent`, appended.
+
+Checkpoints hold each part as JSON (numbers as exact text, ``"-12"``, ``"7/2"``), so every
+checkpointer (memory, SQLite, Postgres) stores it without registering types. Reading a checkpoint
+validates it once, declaratively (each field's type below, through pydantic), and migrates shapes
+1 and 2 (one flat channel per field) to the current one (:meth:`GuardState.of`). Nodes return an
+:class:`Update`: the new progress and attempt (whole, built with :func:`dataclasses.replace`) and
+the events they report.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from stepguard.errors import CheckpointError
 from stepguard.evaluator import Number
@@ -19,17 +36,20 @@ from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent
 from stepguard.guard._stop import RunStop
 from stepguard.kinds import kind_of
-from stepguard.model import ChatMessage, ChatModel
+from stepguard.model import ChatMessage, ChatModel, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import Env, ToolSet
 from stepguard.verify import Deviation
 
-__all__ = ["STATE_SHAPE", "check_against", "GuardState", "RunContext", "RunUsage", "Stop", "StopReason", "json_update"]
+__all__ = ["STATE_SHAPE", "Attempt", "GuardState", "Progress", "RunContext", "RunUsage", "Stop", "StopReason", "Update",
+           "check_against"]
 
 
-STATE_SHAPE = 2
-"""The shape of :class:`GuardState` in checkpoints. 1 (no ``shape`` key): the stop reason as text
-(``"budget:tokens"``) and ``finished_at`` inside ``usage``; read by moving both. 2: as below."""
+STATE_SHAPE = 3
+"""The shape of the checkpointed state. 1 (no ``shape`` key): one channel per field, the stop reason
+as text (``"budget:tokens"``) and ``finished_at`` inside ``usage``. 2: one channel per field.
+3: the channels ``progress`` (:class:`Progress`, whose ``shape`` says 3), ``attempt``
+(:class:`Attempt`) and ``events``; shape 2's ``attempt`` count is :attr:`Progress.tries`."""
 
 StopReason = Literal["raise", "budget", "unrepairable", "tool_error"]
 """Why a run stopped before its last step:
@@ -43,270 +63,269 @@ StopReason = Literal["raise", "budget", "unrepairable", "tool_error"]
 
 @dataclass(frozen=True)
 class Stop:
-    """Why and where a run stopped early; JSON in checkpoints (:meth:`as_json`)."""
+    """Why and where a run stopped early; ``{"reason": ..., "budget": ...}`` in checkpoints."""
 
     reason: StopReason
     """What stopped it."""
     budget: str | None = None
     """For ``budget``: which one (``tokens``, ``wall_time``, ``reprompts_per_step``, ``reprompts_per_run``)."""
 
-    def as_json(self) -> dict[str, Any]:
-        """``{"reason": ..., "budget": ...}``."""
-        return {"reason": self.reason, "budget": self.budget}
-
     @classmethod
-    def read(cls, value: Any) -> Stop | None:
-        """A stop from its JSON, or from shape 1's text (``raise``, ``budget:<name>``, ``unrepairable``).
-
-        Raises:
-            CheckpointError: a value that is neither (the checkpoint is not one this version wrote).
-        """
-        if value is None or isinstance(value, Stop):
-            return value
-        given = value
+    def read(cls, value: Any) -> Any:
+        """Shape 1's text (``raise``, ``budget:<name>``, ``unrepairable``) as a stop's JSON; anything else as it is."""
         if isinstance(value, str):
             reason, _, budget = value.partition(":")
-            value = {"reason": reason, "budget": budget or None}
-        if isinstance(value, Mapping) and value.get("reason") in _STOP_REASONS and isinstance(value.get("budget"), (str, type(None))):
-            return cls(value["reason"], value.get("budget"))
-        raise CheckpointError(f"a checkpoint's stop reason reads {str(given)[:80]!r}, which this version did not write")
+            return {"reason": reason, "budget": budget or None}
+        return value
 
 
-_STOP_REASONS = frozenset(get_args(StopReason))
+RunUsage = Usage
+"""What a run has spent so far (:class:`stepguard.model.Usage`, the one usage type); JSON in checkpoints."""
 
 
-@dataclass
-class RunUsage:
-    """What a run has spent so far; JSON in checkpoints (:meth:`as_json`)."""
-
-    model_calls: int = 0
-    """Model calls (a derived rung's nested calls included)."""
-    input_tokens: int = 0
-    """Prompt tokens, as the model reported them."""
-    output_tokens: int = 0
-    """Completion tokens."""
-    cached_tokens: int = 0
-    """Prompt tokens the server reported as served from its cache."""
-    model_s: float = 0.0
-    """Seconds spent waiting for the model."""
-
-    def as_json(self) -> dict[str, Any]:
-        """Every field by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def read(cls, value: Any) -> RunUsage:
-        """Usage from its JSON (unknown keys, such as shape 1's ``finished_at``, ignored).
-
-        Raises:
-            CheckpointError: a count that is not a number.
-        """
-        if isinstance(value, RunUsage):
-            return value
-        if not isinstance(value, Mapping):
-            raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not a mapping of counts")
-        names = {f.name for f in fields(cls)}
-        try:
-            counts: dict[str, Any] = {k: (float(v) if k == "model_s" else int(v)) for k, v in value.items() if k in names}
-            return cls(**counts)
-        except (TypeError, ValueError):
-            raise CheckpointError(f"a checkpoint's usage reads {str(value)[:80]!r}, not counts") from None
-
-    def add(self, calls: int, input_tokens: int, output_tokens: int, cached_tokens: int, model_s: float) -> RunUsage:
-        """A new total with these added."""
-        return RunUsage(self.model_calls + calls, self.input_tokens + input_tokens, self.output_tokens + output_tokens,
-                        self.cached_tokens + cached_tokens, self.model_s + model_s)
+Count = Annotated[int, Field(strict=True, ge=0)]
+"""A whole number, 0 or more (``True`` and ``"2"`` are not)."""
+Text = Annotated[str, Field(strict=True)]
+Pair = Annotated[list[Text], Field(min_length=2, max_length=2)]
+"""``[variable, text]``."""
+Time = Annotated[float, Field(strict=True)]
 
 
-@dataclass
-class GuardState:
-    """Everything the controller needs to resume a run, read by attribute as typed objects; every field has its default here.
+@dataclass(frozen=True)
+class Progress:
+    """What a run has done and goes on from: committed values and how each was got, what it spent,
+    where the ladder of the step at ``cursor`` stands, and why it stopped (checkpointed, versioned by :data:`STATE_SHAPE`)."""
 
-    Checkpoints hold it as JSON, so every checkpointer (SQLite, Postgres, memory) stores it without
-    registering types: numbers as exact text (``"-12"``, ``"7/2"``), the deviation as the dump of
-    :class:`stepguard.verify.Deviation`, the stop reason and usage as :meth:`Stop.as_json` and
-    :meth:`RunUsage.as_json`, events as dumps of :class:`stepguard.guard.DeviationEvent`. Nodes
-    return partial updates as dicts of these fields (typed objects are written as their JSON by the
-    graph); reading a state turns them back into typed objects (:meth:`__post_init__`).
-    """
-
-    shape: int = STATE_SHAPE
-    """The checkpoint shape this state was written in (:data:`STATE_SHAPE`)."""
-    cursor: int = 0
+    shape: Count = STATE_SHAPE
+    """The checkpoint shape this progress was written in (:data:`STATE_SHAPE`)."""
+    cursor: Count = 0
     """0-based index of the next uncommitted step."""
-    values: dict[str, str] = field(default_factory=dict)
+    values: dict[Text, Text] = field(default_factory=dict)
     """Committed step values, exact text."""
-    provenance: dict[str, str] = field(default_factory=dict)
+    provenance: dict[Text, Text] = field(default_factory=dict)
     """var -> :data:`stepguard.guard.Provenance`."""
-    step_reprompts: dict[str, int] = field(default_factory=dict)
+    step_reprompts: dict[Text, Count] = field(default_factory=dict)
     """var -> re-prompts spent on that step."""
-    step_chunk: dict[str, int] = field(default_factory=dict)
+    step_chunk: dict[Text, Count] = field(default_factory=dict)
     """var -> 0-based chunk that committed it."""
-    chunk_no: int = 0
+    chunk_no: Count = 0
     """Model-call groups started so far."""
-    chunk_size: int = 0
+    chunk_size: Count = 0
     """Current chunk size (adaptive); 0 until the run sets it from the config."""
-    chunk_start: int = 0
-    """Start of the chunk being asked (a step index)."""
-    chunk_end: int = 0
-    """End (exclusive) of the chunk being asked."""
-    attempt: int = 0
-    """Re-prompts so far for the step at ``cursor``."""
-    rung: str | None = None
+    tries: Count = 0
+    """Re-prompts so far for the step at ``cursor`` (shape 2's ``attempt``)."""
+    rung: Text | None = None
     """Rung of the pending ask; ``None`` on a first try."""
-    note: str | None = None
+    note: Text | None = None
     """Correction note of the pending ask."""
-    reply: str = ""
-    """The last reply's text."""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    """The last reply's native tool calls, ``[{"name": ..., "arguments": "<JSON>"}]`` (empty for a text reply)."""
-    pending_call: bool = False
-    """True when the last reply's tool call passed every check and is to be executed (the ``act`` node)."""
-    finish_reason: str = ""
-    """The last reply's finish reason (``length``: cut at max tokens)."""
-    derived_spent: str | None = None
-    """The run budget (``tokens``, ``wall_time``) that stopped the last reply's nested run, if one did."""
-    derived_note: str | None = None
-    """Where the last reply came from a derived rung's nested run that did not verify: the sub-step
-    it ended on (``sub-step t2 = t1 / 4 never verified; the model wrote `t2 = 326.5 / 4 = 81.6```),
-    added to the deviation's detail; ``None`` otherwise."""
-    restated: list[str] | None = None
-    """``[var, line]``: a step of the last reply's streamed window, verified and reported, that the
-    model wrote again with another value; the reply ends before that line (:class:`~stepguard.guard._window.StreamWatch`),
-    and ``verify`` notes it. ``None`` otherwise."""
-    verified: list[list[str]] = field(default_factory=list)
-    """``[[var, value text], ...]``: the verified prefix of the last reply."""
-    deviation: Deviation | None = None
-    """The first deviation of the last reply."""
-    model_value: str | None = None
-    """What the model wrote for the deviating step."""
-    kept_value: list[str] | None = None
+    kept_value: Pair | None = None
     """``[var, value text]``: the last value the model wrote for a deviating step on any try, so a
     ``flag`` after a try that gave none (a derived rung that stopped at a wrong sub-step) still
     keeps the model's value rather than ending the run."""
-    events: Annotated[list[DeviationEvent], operator.add] = field(default_factory=list)
-    """Every deviation seen and what was done, appended by every node that reports one."""
-    usage: RunUsage = field(default_factory=RunUsage)
+    usage: Usage = field(default_factory=Usage)
     """Model calls, tokens, model seconds."""
-    finished_at: float | None = None
-    """When the run finished (Unix time), ``None`` while it has not."""
-    reprompts: int = 0
+    reprompts: Count = 0
     """Re-prompts in the whole run."""
-    stop: Stop | None = None
-    """Why the run stopped early, or ``None``."""
-    spent: str | None = None
+    spent: Text | None = None
     """The budget found spent (``tokens``, ``wall_time``, ``reprompts_per_step``, ...), else ``None``."""
-    identity: dict[str, Any] = field(default_factory=dict)
+    stop: Annotated[Stop | None, BeforeValidator(Stop.read)] = None
+    """Why the run stopped early, or ``None``."""
+    finished_at: Time | None = None
+    """When the run finished (Unix time), ``None`` while it has not."""
+    identity: dict[Text, Any] = field(default_factory=dict)
     """What decides the result (:func:`stepguard.guard.run_identity`); checked on resume."""
-    actions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    actions: dict[Text, dict[Text, Any]] = field(default_factory=dict)
     """var -> the record of the step's action (a tool call): its ``intent``
     (:meth:`stepguard.kinds.Kind.intent`), checkpointed before the action runs, then its
     ``result`` (value text) or ``error``; read on resume (:meth:`stepguard.kinds.Kind.resume_refusal`).
     Absent from older checkpoints, which read as no actions recorded."""
 
+
+@dataclass(frozen=True)
+class Attempt:
+    """The ask in flight: the chunk asked, the model's reply and what checking it found (checkpointed
+    with the progress so a run resumes mid-ladder, replaced as the ask goes through the nodes)."""
+
+    chunk_start: Count = 0
+    """Start of the chunk being asked (a step index)."""
+    chunk_end: Count = 0
+    """End (exclusive) of the chunk being asked."""
+    reply: Text = ""
+    """The last reply's text."""
+    tool_calls: list[dict[Text, Any]] = field(default_factory=list)
+    """The last reply's native tool calls, ``[{"name": ..., "arguments": "<JSON>"}]`` (empty for a text reply)."""
+    pending_call: Annotated[bool, Field(strict=True)] = False
+    """True when the last reply's tool call passed every check and is to be executed (the ``act`` node)."""
+    finish_reason: Text = ""
+    """The last reply's finish reason (``length``: cut at max tokens)."""
+    derived_spent: Text | None = None
+    """The run budget (``tokens``, ``wall_time``) that stopped the last reply's nested run, if one did."""
+    derived_note: Text | None = None
+    """Where the last reply came from a derived rung's nested run that did not verify: the sub-step
+    it ended on (``sub-step t2 = t1 / 4 never verified; the model wrote `t2 = 326.5 / 4 = 81.6```),
+    added to the deviation's detail; ``None`` otherwise."""
+    restated: Pair | None = None
+    """``[var, line]``: a step of the last reply's streamed window, verified and reported, that the
+    model wrote again with another value; the reply ends before that line (:class:`~stepguard.guard._window.StreamWatch`),
+    and ``verify`` notes it. ``None`` otherwise."""
+    verified: list[Pair] = field(default_factory=list)
+    """``[[var, value text], ...]``: the verified prefix of the last reply."""
+    deviation: Deviation | None = None
+    """The first deviation of the last reply."""
+    model_value: Text | None = None
+    """What the model wrote for the deviating step."""
+
+
+_ATTEMPT_FIELDS = frozenset(f.name for f in fields(Attempt))
+_PROGRESS_FIELDS = frozenset(f.name for f in fields(Progress))
+_EVENTS: TypeAdapter[list[DeviationEvent]] = TypeAdapter(list[DeviationEvent])
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
+    """The (cached) validator and serializer of ``cls``."""
+    if cls not in _ADAPTERS:
+        _ADAPTERS[cls] = TypeAdapter(cls)
+    return _ADAPTERS[cls]
+
+
+def _read(cls: type[Any], value: Any, channel: str) -> Any:
+    """``value`` (a checkpoint channel's JSON, or already ``cls``) as ``cls``.
+
+    Raises:
+        CheckpointError: the first field that does not read, named, with what it holds.
+    """
+    if isinstance(value, cls):
+        return value
+    try:
+        return _adapter(cls).validate_python(value)
+    except ValidationError as exc:
+        raise _refusal(exc, channel) from None
+
+
+def _refusal(exc: ValidationError, channel: str) -> CheckpointError:
+    """The first error of ``exc`` as a :class:`CheckpointError` naming the field and what it holds."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    name = loc[0] if loc and channel in ("progress", "attempt") else channel
+    label = {"stop": "stop reason"}.get(name, name)
+    given = err.get("input")
+    return CheckpointError(f"a checkpoint's {label} reads {str(given)[:80]!r}, not as this version writes it "
+                           f"({'.'.join(loc) or channel}: {err['msg']}): not a state this version of stepguard wrote")
+
+
+def _read_events(value: Any) -> list[DeviationEvent]:
+    """A checkpoint's events (their JSON, or already typed) as :class:`DeviationEvent` objects.
+
+    Raises:
+        CheckpointError: a value that is no list of events.
+    """
+    if isinstance(value, list) and all(isinstance(e, DeviationEvent) for e in value):
+        return value
+    try:
+        return _EVENTS.validate_python(value)
+    except ValidationError as exc:
+        raise _refusal(exc, "events") from None
+
+
+def _dump(value: Any) -> Any:
+    """A state part (or a list of events) as its checkpoint JSON."""
+    return _adapter(type(value)).dump_python(value, mode="json") if not isinstance(value, list) else _EVENTS.dump_python(value, mode="json")
+
+
+@dataclass(frozen=True)
+class Update:
+    """What a node changes: the whole new :class:`Progress` and :class:`Attempt` where it changes
+    them (built from the node's input with :func:`dataclasses.replace`), and the events it reports."""
+
+    progress: Progress | None = None
+    attempt: Attempt | None = None
+    events: list[DeviationEvent] = field(default_factory=list)
+
+    def channels(self) -> dict[str, Any]:
+        """The update as the graph's channels take it: each part that changed as its JSON."""
+        out: dict[str, Any] = {}
+        if self.progress is not None:
+            out["progress"] = _dump(self.progress)
+        if self.attempt is not None:
+            out["attempt"] = _dump(self.attempt)
+        if self.events:
+            out["events"] = _dump(list(self.events))
+        return out
+
+
+@dataclass
+class GuardState:
+    """The controller graph's state: the run's :class:`Progress`, the :class:`Attempt` in flight and
+    every event, read by attribute as typed objects (a checkpoint's channels hold their JSON; reading
+    the state validates them, :meth:`__post_init__`)."""
+
+    progress: Progress = field(default_factory=Progress)
+    attempt: Attempt = field(default_factory=Attempt)
+    events: Annotated[list[DeviationEvent], operator.add] = field(default_factory=list)
+    """Every deviation seen and what was done, appended by every node that reports one."""
+
     def __post_init__(self) -> None:
-        """Read the JSON fields as typed objects (a checkpoint's channels hold their JSON).
+        """Read the channels' JSON as typed objects.
 
         Raises:
-            CheckpointError: a field that does not read as what this version writes.
+            CheckpointError: a field that does not read as what this version writes, named.
         """
-        _check_fields(self)
-        try:
-            written: object = self.deviation  # a checkpoint's channel holds the deviation's JSON
-            if isinstance(written, Mapping):
-                self.deviation = Deviation.model_validate(dict(written))
-            self.events = [e if isinstance(e, DeviationEvent) else _event_of(e) for e in self.events]
-        except (ValueError, TypeError) as exc:  # pydantic's ValidationError, an event that is no mapping
-            raise CheckpointError(f"a checkpoint's deviation or events do not read as this version writes them: "
-                                  f"{str(exc).splitlines()[0]}") from None
-        self.stop = Stop.read(self.stop)
-        self.usage = RunUsage.read(self.usage)
+        self.progress = _read(Progress, self.progress, "progress")
+        self.attempt = _read(Attempt, self.attempt, "attempt")
+        self.events = _read_events(self.events)
 
-    @property
-    def deviation_model(self) -> Deviation | None:
-        """The pending deviation (kept for callers of the shape-1 state: :attr:`deviation` is typed now)."""
-        return self.deviation
+    def then(self, update: Update) -> GuardState:
+        """This state with ``update`` applied (its events appended)."""
+        return GuardState(update.progress or self.progress, update.attempt or self.attempt, [*self.events, *update.events])
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> GuardState:
         """A state from a checkpoint's or a finished run's channel values (unknown keys ignored).
 
-        A shape-1 checkpoint (no ``shape``) is read by moving ``usage.finished_at`` to
-        :attr:`finished_at` and its stop text to a :class:`Stop`.
+        Shapes 1 and 2 (one channel per field) are migrated: each field goes to its part, shape 2's
+        ``attempt`` count to :attr:`Progress.tries`; shape 1's ``usage.finished_at`` to
+        :attr:`Progress.finished_at` and its stop text to a :class:`Stop`.
 
         Raises:
             CheckpointError: a shape newer than :data:`STATE_SHAPE`, or a field that does not read.
         """
+        if "progress" in values:
+            progress = values["progress"]
+            shape = progress.get("shape") if isinstance(progress, Mapping) else STATE_SHAPE
+            _check_shape(shape)
+            return cls(_read(Progress, progress, "progress"), _read(Attempt, values.get("attempt") or {}, "attempt"),
+                       _read_events(values.get("events") or []))
         shape = values.get("shape", 1)
-        if not isinstance(shape, int) or isinstance(shape, bool) or not 1 <= shape <= STATE_SHAPE:
-            raise CheckpointError(f"the checkpoint's state has shape {shape!r}; this version of stepguard reads shapes 1 to {STATE_SHAPE}")
-        names = {f.name for f in fields(cls)}
-        kept = {k: v for k, v in values.items() if k in names}
-        if shape == 1:
-            usage = dict(kept.get("usage") or {})
+        _check_shape(shape)
+        flat = dict(values)
+        if shape == 1 and isinstance(flat.get("usage"), Mapping):
+            usage = dict(flat["usage"])
             if "finished_at" in usage:
-                kept["finished_at"] = usage.pop("finished_at")
-            kept["usage"], kept["shape"] = usage, STATE_SHAPE
-        return cls(**kept)
+                flat["finished_at"] = usage.pop("finished_at")
+            flat["usage"] = usage
+        if "attempt" in flat:
+            flat["tries"] = flat.pop("attempt")
+        flat["shape"] = STATE_SHAPE
+        events = flat.get("events", [])
+        return cls(_read(Progress, {k: v for k, v in flat.items() if k in _PROGRESS_FIELDS}, "progress"),
+                   _read(Attempt, {k: v for k, v in flat.items() if k in _ATTEMPT_FIELDS}, "attempt"), _read_events(events))
 
     def channels(self) -> dict[str, Any]:
-        """The state as a checkpoint holds it (JSON-friendly), ``events`` left out (they accumulate in their channel)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "events"}
-        return json_update(out)
+        """The state as a checkpoint holds it (JSON), ``events`` left out (they accumulate in their channel)."""
+        return Update(self.progress, self.attempt).channels()
 
 
-def _count(v: Any) -> bool:
-    return type(v) is int and v >= 0
-
-
-def _text_map(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
-
-
-def _count_map(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _count(x) for k, x in v.items())
-
-
-def _pair(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v)
-
-
-_FIELD_RULES: dict[str, tuple[Any, str]] = {
-    **{n: (_count, "a whole number, 0 or more") for n in
-       ("shape", "cursor", "chunk_no", "chunk_size", "chunk_start", "chunk_end", "attempt", "reprompts")},
-    **{n: (lambda v: v is None or isinstance(v, str), "text or null") for n in
-       ("rung", "note", "derived_spent", "derived_note", "model_value", "spent")},
-    "reply": (lambda v: isinstance(v, str), "text"),
-    "finish_reason": (lambda v: isinstance(v, str), "text"),
-    "pending_call": (lambda v: type(v) is bool, "true or false"),
-    "values": (_text_map, "a mapping of variable to value text"),
-    "provenance": (_text_map, "a mapping of variable to provenance"),
-    "step_reprompts": (_count_map, "a mapping of variable to a count"),
-    "step_chunk": (_count_map, "a mapping of variable to a chunk number"),
-    "tool_calls": (lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v), "a list of calls"),
-    "verified": (lambda v: isinstance(v, list) and all(_pair(p) for p in v), "a list of [variable, value text]"),
-    "kept_value": (lambda v: v is None or _pair(v), "null or [variable, value text]"),
-    "restated": (lambda v: v is None or _pair(v), "null or [variable, line]"),
-    "events": (lambda v: isinstance(v, list), "a list of events"),
-    "identity": (lambda v: isinstance(v, dict), "a mapping"),
-    "actions": (lambda v: isinstance(v, dict), "a mapping of step to action"),
-    "deviation": (lambda v: v is None or isinstance(v, (Deviation, Mapping)), "null or a deviation"),
-    "finished_at": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)), "null or a time"),
-}
-"""What each checkpointed field must hold; anything else is a checkpoint this version did not write."""
-
-
-def _check_fields(state: GuardState) -> None:
-    """Refuse a field that does not hold what this version writes, naming it.
+def _check_shape(shape: Any) -> None:
+    """Refuse a shape this version does not read.
 
     Raises:
-        CheckpointError: the field and what it holds.
+        CheckpointError: naming the shape and the ones read.
     """
-    for name, (ok, what) in _FIELD_RULES.items():
-        value = getattr(state, name, None)
-        if not ok(value):
-            raise CheckpointError(f"a checkpoint's {name} reads {str(value)[:80]!r}, not {what}: "
-                                  "not a state this version of stepguard wrote")
+    if not isinstance(shape, int) or isinstance(shape, bool) or not 1 <= shape <= STATE_SHAPE:
+        raise CheckpointError(f"the checkpoint's state has shape {shape!r}; this version of stepguard reads shapes 1 to {STATE_SHAPE}")
 
 
 def check_against(state: GuardState, procedure: Any) -> None:
@@ -316,46 +335,26 @@ def check_against(state: GuardState, procedure: Any) -> None:
     Raises:
         CheckpointError: what does not fit, named.
     """
-    from typing import get_args as _args
-
     from stepguard.guard._result import Provenance
     from stepguard.guard.rungs import rung_names
 
+    p = state.progress
     problems = []
-    if state.cursor > len(procedure.steps):
-        problems.append(f"cursor {state.cursor} is past the procedure's {len(procedure.steps)} steps")
-    unknown = sorted(set(state.values) - set(procedure.variables))
+    if p.cursor > len(procedure.steps):
+        problems.append(f"cursor {p.cursor} is past the procedure's {len(procedure.steps)} steps")
+    unknown = sorted(set(p.values) - set(procedure.variables))
     if unknown:
         problems.append(f"values of variables the procedure does not have: {', '.join(unknown[:5])}")
-    if len(state.values) != state.cursor and not unknown:
-        problems.append(f"{len(state.values)} committed values for a cursor at step {state.cursor}")
-    known = set(_args(Provenance))
-    odd = sorted({p for p in state.provenance.values() if p not in known})
+    if len(p.values) != p.cursor and not unknown:
+        problems.append(f"{len(p.values)} committed values for a cursor at step {p.cursor}")
+    known = set(get_args(Provenance))
+    odd = sorted({v for v in p.provenance.values() if v not in known})
     if odd:
         problems.append(f"provenance {', '.join(map(repr, odd[:3]))} (this version knows {', '.join(sorted(known))})")
-    if state.rung is not None and state.rung not in rung_names():
-        problems.append(f"rung {state.rung!r} is not registered")
+    if p.rung is not None and p.rung not in rung_names():
+        problems.append(f"rung {p.rung!r} is not registered")
     if problems:
         raise CheckpointError("the checkpoint does not fit the procedure: " + "; ".join(problems))
-
-
-def _event_of(data: Any) -> DeviationEvent:
-    return DeviationEvent(**{k: v for k, v in dict(data).items() if k in DeviationEvent.model_fields})
-
-
-def json_update(update: Mapping[str, Any]) -> dict[str, Any]:
-    """A node's update with its typed values as their checkpoint JSON (a pydantic model's dump,
-    :class:`Stop` and :class:`RunUsage` as their ``as_json``)."""
-    out: dict[str, Any] = {}
-    for key, value in update.items():
-        if isinstance(value, BaseModel):
-            value = value.model_dump()
-        elif isinstance(value, (Stop, RunUsage)):
-            value = value.as_json()
-        elif key == "events":
-            value = [e.model_dump() if isinstance(e, BaseModel) else e for e in value]
-        out[key] = value
-    return out
 
 
 @dataclass
@@ -383,7 +382,7 @@ class RunContext:
     so a tool receives ``amount=25.00`` as ``Decimal("25.00")``."""
     thread_id: str = ""
     """The run's checkpoint thread (a fresh id without one); part of each action's idempotency key."""
-    carried: RunUsage = field(default_factory=RunUsage)
+    carried: Usage = field(default_factory=Usage)
     """What this call recorded that earlier calls of the thread spent: a derived rung's nested run
     resumed from its own checkpoint reports its thread's calls, some made before this call began
     (a run's ``spent`` leaves them out)."""
@@ -402,7 +401,7 @@ class RunContext:
         cache = self._parsed
         steps = self.procedure.steps
         index = self.procedure.index_of
-        for var, text in state.values.items():
+        for var, text in state.progress.values.items():
             hit = cache.get(var)
             if hit is None or hit[0] != text:
                 step = steps[index[var]]
