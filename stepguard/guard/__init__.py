@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         check_thread_id as check_thread_id,
         thread_needs_checkpointer as thread_needs_checkpointer,
     )
+    from stepguard.guard._options_table import options_schema as options_schema, options_table as options_table
     from stepguard.guard._postgres import postgres_checkpointer
     from stepguard.guard._prompts import PromptSet, context_block, format_value as format_value, render_raw_prompt
     from stepguard.guard._result import (
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 # old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
 # and BENCHMARK_SETTINGS (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways
 # in that read options), fields_of, FieldSpec and Option (the configuration model's declarations, read by the CLI's
-# flags).
+# flags), options_table and options_schema (docs/options.md and its schema, written by scripts/gen_docs.py).
 
 __all__ = [
     "DeviationEvent",
@@ -102,6 +103,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "FieldSpec": ("stepguard.guard._fields", "FieldSpec"),
     "Option": ("stepguard.guard._fields", "Option"),
     "fields_of": ("stepguard.guard._fields", "fields_of"),
+    "options_schema": ("stepguard.guard._options_table", "options_schema"),
+    "options_table": ("stepguard.guard._options_table", "options_table"),
     "RUNGS": ("stepguard.guard._config", "RUNGS"),
     "ExhaustedAction": ("stepguard.guard._config", "ExhaustedAction"),
     "GuardConfig": ("stepguard.guard._config", "GuardConfig"),
