@@ -1,5 +1,6 @@
 """Generate the reference pages: docs/procedures.md and docs/schemas/procedure.schema.json from the
-procedure model's JSON Schema, docs/cli.md from the typer app (typer's own Markdown generator).
+procedure model's JSON Schema, docs/cli.md from the typer app (typer's own Markdown generator),
+docs/options.md and docs/schemas/options.schema.json from GuardConfig's fields (the one options model).
 
 Usage: ``python scripts/gen_docs.py`` (writes the files) or ``python scripts/gen_docs.py --check``
 (exit status 1 when a file is out of date; tests/test_docs.py runs this).
@@ -212,10 +213,13 @@ def cli_md() -> str:
 
 def outputs() -> dict[Path, str]:
     """Every generated file and its content."""
+    from stepguard.guard import options_schema, options_table
     from stepguard.procedure import procedure_json_schema
 
     schema = procedure_json_schema()
     return {
+        DOCS / "options.md": options_table(),
+        DOCS / "schemas" / "options.schema.json": json.dumps(options_schema(), indent=2) + "\n",
         DOCS / "schemas" / "procedure.schema.json": json.dumps(schema, indent=2) + "\n",
         DOCS / "procedures.md": procedures_md(schema),
         DOCS / "cli.md": cli_md(),

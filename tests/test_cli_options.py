@@ -19,14 +19,16 @@ from stepguard.bench.run import GUARDED_DEFAULTS
 from stepguard.cli import app
 from stepguard.cli._deferred import Deferred, deferred_defaults
 from stepguard.cli._exit import ExitCode
-from stepguard.cli._guard_options import GUARD_FIELDS, build_guard_config
+from stepguard.cli._guard_options import build_guard_config
 from stepguard.cli._open_model import open_model
 from stepguard.errors import LocalServerError
-from stepguard.guard import GuardConfig, rung_names
+from stepguard.guard import GuardConfig, fields_of, rung_names
 
 ROOT = Path(__file__).parent.parent
 INVOICE = ["run", str(ROOT / "examples" / "invoice.yaml"), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:perfect"]
 GUARDED = {"run": ("run",), "bench run": ("bench", "run"), "bench demo": ("bench", "demo")}
+FLAGGED = {spec.name: spec.option.flag for spec in fields_of(GuardConfig) if spec.option.flag}
+"""The GuardConfig fields with a flag (the parameter is named as the field), and the flag."""
 
 
 def _commands(group: Any = None, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -51,12 +53,14 @@ def test_guard_options_are_the_same_everywhere_and_default_to_guardconfig(comman
     params = _params(GUARDED[command])
     expected = GuardConfig(**(GUARDED_DEFAULTS if command.startswith("bench") else {}))
     by_procedure = ("chunk_size", "ladder", "inline_known") if command in ("run", "bench run") else ()
-    for option, field in GUARD_FIELDS.items():
+    assert set(FLAGGED) <= set(params)
+    for option, flag in FLAGGED.items():
+        assert params[option].opts == [flag.split("/")[0]], option  # the field's own flag, generated
         default = params[option].default
         if option in by_procedure:  # GuardConfig.for_procedure's (bench run: for procedure files), said in the help
             assert default is None and "Default by procedure" in (params[option].help or ""), option
             continue
-        want = getattr(expected, field)
+        want = getattr(expected, option)
         assert (tuple(default.split(",")) if option == "ladder" else default) == want, option
     assert params["timeout"].opts == ["--timeout"] and params["model"].opts == ["--model"]
     assert ["--max-total-tokens", "--max-wall-s"] == params["max_total_tokens"].opts + params["max_wall_s"].opts
@@ -77,8 +81,8 @@ def test_ladder_help_lists_the_registered_rungs() -> None:
 def test_build_guard_config_maps_every_option_to_its_field() -> None:
     assert build_guard_config() == GuardConfig()
     assert build_guard_config(defaults=GUARDED_DEFAULTS) == GuardConfig(**GUARDED_DEFAULTS)
-    cfg = build_guard_config(chunk_size=2, adaptive=True, policy="flag", on_exhausted="repair", max_reprompts=1,
-                             ladder=" narrow, restate ", max_total_tokens=900, max_wall_s=1.5, defaults=GUARDED_DEFAULTS)
+    cfg = build_guard_config({"chunk_size": 2, "adaptive": True, "policy": "flag", "on_exhausted": "repair", "max_reprompts_per_step": 1,
+                              "ladder": " narrow, restate ", "max_total_tokens": 900, "max_wall_s": 1.5}, defaults=GUARDED_DEFAULTS)
     assert cfg == GuardConfig(chunk_size=2, adaptive=True, policy="flag", on_exhausted="repair", max_reprompts_per_step=1,
                               ladder=("narrow", "restate"), max_total_tokens=900, max_wall_s=1.5)
 
@@ -90,7 +94,7 @@ def test_build_guard_config_maps_every_option_to_its_field() -> None:
 ])
 def test_a_value_guardconfig_rejects_is_a_usage_error(options: dict[str, Any], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(typer.Exit) as info:
-        build_guard_config(**options)
+        build_guard_config(options)
     assert info.value.exit_code == ExitCode.USAGE
     assert message in capsys.readouterr().err
 

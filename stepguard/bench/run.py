@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
 __all__ = [
-    "GUARDED_DEFAULTS",
+    "GUARDED_DEFAULTS",  # noqa: F822 - read from the guard on first use (__getattr__ below)
     "RAW_TOKENS_PER_STEP",
     "Mode",
     "RunSummary",
@@ -52,11 +52,17 @@ __all__ = [
 
 Mode = Literal["raw", "guarded", "reask"]
 
-GUARDED_DEFAULTS: dict[str, Any] = {"on_exhausted": "flag"}
-"""GuardConfig fields a guarded run sets unlike GuardConfig's defaults, here and in ``stepguard bench``.
-``flag``, not ``raise``, when a budget is spent: the run goes on with the model's values, so every
-row has a first answer to score as in raw mode, instead of ending as a failed row."""
 
+def __getattr__(name: str) -> Any:
+    """``GUARDED_DEFAULTS``: :func:`stepguard.guard.defaults_for` ``(benchmark=True)``, the GuardConfig
+    fields a guarded run sets unlike GuardConfig's defaults, here and in ``stepguard bench`` (``on_exhausted``
+    ``flag``: why, in :data:`stepguard.guard.BENCHMARK_SETTINGS`). Read from the guard when asked for, so
+    importing this module imports no guard."""
+    if name == "GUARDED_DEFAULTS":
+        from stepguard.guard import defaults_for
+
+        return defaults_for(benchmark=True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 SYNC_INTERVAL_S: float | None = 0.05
@@ -237,12 +243,13 @@ def resolve_guard_config(given: GuardConfig | GuardOptions | None, procedures: l
     """Guarded mode's configuration: ``given`` when a :class:`~stepguard.guard.GuardConfig`, else the
     options (none: all defaults) resolved as every way in resolves them
     (:meth:`~stepguard.guard.GuardOptions.resolve`): the defaults by procedure of
-    ``procedures`` (a suite's; ``None`` for generated integer sums), then :data:`GUARDED_DEFAULTS`."""
+    ``procedures`` (a suite's; ``None`` for generated integer sums) and the benchmark's
+    (:func:`~stepguard.guard.defaults_for` with ``benchmark``)."""
     from stepguard.guard import GuardConfig, GuardOptions
 
     if isinstance(given, GuardConfig):
         return given
-    return (given or GuardOptions()).resolve(procedures, defaults=GUARDED_DEFAULTS)
+    return (given or GuardOptions()).resolve(procedures, benchmark=True)
 
 
 def _run_procedures(make: Any, inst_meta: dict[str, Any], instances: Any) -> list[Procedure] | None:

@@ -7,16 +7,30 @@ with ``None`` as its signature default, and the command's class (:func:`deferred
 the real default, and any help text that names registered things, the first time click asks for
 the command's parameters: to parse its arguments or to print its help. A Python caller of the
 function gets ``None``, which the command passes on as "the library's default".
+
+The same class can add whole options then (``added``): options generated from a model that is slow
+to import (the guard's flags, from ``GuardConfig``). Their values do not reach the command's
+function as arguments; it reads them with :func:`added_values`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from typer.core import TyperCommand, TyperOption
 
-__all__ = ["Deferred", "deferred_defaults"]
+__all__ = ["Deferred", "added_values", "deferred_defaults"]
+
+_ADDED: ContextVar[Mapping[str, Any] | None] = ContextVar("stepguard_added_options", default=None)
+"""The added options' values of the command being invoked (set for the length of its call)."""
+
+
+def added_values() -> dict[str, Any]:
+    """The values of the options ``deferred_defaults(..., added=...)`` added to the command now running,
+    by parameter name (``None``: not given); empty outside such a command."""
+    return dict(_ADDED.get() or {})
 
 
 class Deferred(NamedTuple):
@@ -28,14 +42,18 @@ class Deferred(NamedTuple):
     """Text appended to a parameter's help, e.g. the registered rung names."""
 
 
-def deferred_defaults(provider: Callable[[], Deferred]) -> type[TyperCommand]:
+def deferred_defaults(provider: Callable[[], Deferred], added: Callable[[], list[Any]] | None = None,
+                      after: str | None = None) -> type[TyperCommand]:
     """A command class whose parameters get their defaults and help notes from ``provider()``.
 
-    ``provider`` is called once per command object, the first time click asks for its parameters;
-    it may import what it needs.
+    ``provider`` (and ``added``) are called once per command object, the first time click asks for
+    its parameters; they may import what they need.
 
     Args:
         provider: returns a :class:`Deferred`; a name it gives that the command lacks is an error.
+        added: returns click options to add to the command (typer's, built by it); their values are
+            read with :func:`added_values`, not passed to the command's function.
+        after: the parameter the added options follow in the help (``None``: at the end).
 
     Returns:
         A :class:`typer.core.TyperCommand` subclass to pass as ``cls=`` to ``Typer.command``.
@@ -43,14 +61,27 @@ def deferred_defaults(provider: Callable[[], Deferred]) -> type[TyperCommand]:
 
     class DeferredDefaultsCommand(TyperCommand):
         _resolved = False
+        _added: tuple[str, ...] = ()
 
         # Any: click's Context and Parameter, which typer may vendor (typer._click), so no one
         # import names them for every typer version.
         def get_params(self, ctx: Any) -> list[Any]:
             if not self._resolved:
                 self._resolved = True
+                if added is not None:
+                    options = added()
+                    self._added = tuple(p.name for p in options)
+                    at = next((i + 1 for i, p in enumerate(self.params) if p.name == after), len(self.params))
+                    self.params[at:at] = options
                 _apply(self, provider())
             return super().get_params(ctx)
+
+        def invoke(self, ctx: Any) -> Any:
+            token = _ADDED.set({name: ctx.params.pop(name) for name in self._added if name in ctx.params})
+            try:
+                return super().invoke(ctx)
+            finally:
+                _ADDED.reset(token)
 
     return DeferredDefaultsCommand
 

@@ -15,27 +15,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from stepguard.cli._deferred import Deferred, deferred_defaults
+from stepguard.cli._deferred import Deferred
 from stepguard.cli._exit import ExitCode, exit_for_error, fail
-from stepguard.cli._guard_options import (
-    BY_PROCEDURE,
-    Adaptive,
-    ChunkSize,
-    Follow,
-    InlineKnown,
-    Ladder,
-    MaxReprompts,
-    MaxTotalTokens,
-    MaxWallS,
-    OnExhausted,
-    PolicyOption,
-    Streamed,
-    Window,
-    build_guard_config,
-    by_procedure_notes,
-    guard_option_defaults,
-    guard_options,
-)
+from stepguard.cli._guard_options import build_guard_config, by_procedure_notes, guard_command, guard_option_defaults, guard_options
 from stepguard.cli._open_model import ModelSpec, Timeout, open_model, with_local_hint
 from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
 from stepguard.errors import LocalServerError, StepguardError
@@ -68,13 +50,13 @@ def _run_guarded(fn: Any) -> Any:
         raise _fail(exc) from None
 
 
-def _bench_guard_defaults() -> Deferred:
-    """The guard options' defaults in the benchmark: GuardConfig's, with
-    :data:`stepguard.bench.run.GUARDED_DEFAULTS` over them (``--on-exhausted flag``), said in the help."""
-    from stepguard.bench.run import GUARDED_DEFAULTS
-    from stepguard.guard import GuardConfig
+def _bench_guard_defaults(by_procedure: bool = False) -> Deferred:
+    """The guard options' defaults in the benchmark: GuardConfig's, with the benchmark's
+    (:func:`stepguard.guard.defaults_for` ``(benchmark=True)``: ``--on-exhausted flag``) over them, said in the help."""
+    from stepguard.guard import GuardConfig, defaults_for
 
-    deferred = guard_option_defaults(GUARDED_DEFAULTS)
+    GUARDED_DEFAULTS = defaults_for(benchmark=True)
+    deferred = guard_option_defaults(GUARDED_DEFAULTS, by_procedure=by_procedure)
     why = (f"The benchmark's default is {GUARDED_DEFAULTS['on_exhausted']}, not GuardConfig's {GuardConfig.on_exhausted}: "
            "a step whose re-prompts are spent keeps the model's value and the run goes on, so its row has an answer "
            "to score; a spent --max-total-tokens or --max-wall-s budget stops the run where it is, and its row has "
@@ -85,15 +67,14 @@ def _bench_guard_defaults() -> Deferred:
 def _run_defaults() -> Deferred:
     from stepguard.bench.run import RAW_TOKENS_PER_STEP
 
-    guard = _bench_guard_defaults()
-    defaults = {k: (None if k in BY_PROCEDURE else v) for k, v in guard.defaults.items()}  # None: chosen in run_command
-    return Deferred({**defaults, "raw_tokens": RAW_TOKENS_PER_STEP},
+    guard = _bench_guard_defaults(by_procedure=True)  # None for those: chosen in run_command
+    return Deferred({**guard.defaults, "raw_tokens": RAW_TOKENS_PER_STEP},
                     by_procedure_notes(guard.notes, "For procedure files (not generated instances): "))
 
 
 def _mixed_suite_note(instances: Path) -> None:
     """Say so when a suite mixes integer sums with other procedures: one configuration serves the
-    run, the one for the other procedures (:func:`stepguard.guard.procedure_defaults`)."""
+    run, the one for the other procedures (:func:`stepguard.guard.defaults_for`)."""
     from stepguard.bench.suites import is_suite, load_suite
     from stepguard.guard import beyond_integer_sums
 
@@ -114,18 +95,6 @@ def run_command(
     limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most N instances per configuration.")] = None,
     configs: Annotated[Optional[str], typer.Option("--configs", metavar="STEPSxLOOKBACK,...", help="Only these configurations, e.g. 95x7,23x2.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", metavar="N", help="Instances in flight at once.")] = 4,
-    policy: PolicyOption = None,
-    chunk_size: ChunkSize = None,
-    adaptive: Adaptive = None,
-    on_exhausted: OnExhausted = None,
-    max_reprompts: MaxReprompts = None,
-    ladder: Ladder = None,
-    max_total_tokens: MaxTotalTokens = None,
-    max_wall_s: MaxWallS = None,
-    inline_known: InlineKnown = None,
-    streamed: Streamed = None,
-    window: Window = None,
-    follow: Follow = None,
     raw_tokens: Annotated[Optional[int], typer.Option("--raw-tokens-per-step", metavar="N", help="Raw: max_tokens = N x steps + 64.")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     timeout: Timeout = None,
@@ -134,7 +103,7 @@ def run_command(
 ) -> None:
     """Execute instances in raw, guarded or reask mode into a resumable run directory (one row per instance).
 
-    The guard options (--policy to --max-wall-s) apply to --mode guarded, and so do --otel and
+    The guard options (--chunk-size to --follow) apply to --mode guarded, and so do --otel and
     --trace-file: one trace per instance (raw mode makes no spans).
     """
     from stepguard.bench.run import RAW_TOKENS_PER_STEP, check_selection, run_benchmark
@@ -147,11 +116,8 @@ def run_command(
         check_selection(instances, configs, limit)
     except (StepguardError, ValueError) as exc:
         raise _fail(exc) from None
-    options = guard_options(
-        chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, follow=follow,
-    ) if mode == "guarded" else None  # resolved by run_benchmark, as from Python: defaults by procedure, then the benchmark's
-    if mode == "guarded" and any(v is None for v in (chunk_size, ladder, inline_known)):
+    options = guard_options() if mode == "guarded" else None  # resolved by run_benchmark, as from Python: defaults by procedure, then the benchmark's
+    if mode == "guarded" and options is not None and not set(options.given()) >= {"chunk_size", "ladder", "inline_known"}:
         try:
             _mixed_suite_note(instances)
         except (StepguardError, ValueError) as exc:  # a suite that cannot load: as run_benchmark would say it
@@ -216,36 +182,21 @@ def demo_command(
         "model: about 20 minutes more)."))] = None,
     lookback: Annotated[int, typer.Option("--lookback", metavar="N", help="Look-back depth of every instance.")] = 2,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", metavar="N", help="Default: 1 for a local model, 8 otherwise.")] = None,
-    policy: PolicyOption = None,
-    chunk_size: ChunkSize = None,
-    adaptive: Adaptive = None,
-    on_exhausted: OnExhausted = None,
-    max_reprompts: MaxReprompts = None,
-    ladder: Ladder = None,
-    max_total_tokens: MaxTotalTokens = None,
-    max_wall_s: MaxWallS = None,
-    inline_known: InlineKnown = None,
-    streamed: Streamed = None,
-    window: Window = None,
-    follow: Follow = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
     timeout: Timeout = None,
 ) -> None:
     """Generate a small instance set, run it raw and guarded, and write the report (the README's first command).
 
-    The guard options (--policy to --max-wall-s) apply to the guarded half.
+    The guard options (--chunk-size to --follow) apply to the guarded half.
     """
     from stepguard.bench.demo import DEFAULT_SIZES, SIM_SIZES, estimate_seconds, parse_sizes, run_demo
-    from stepguard.bench.run import GUARDED_DEFAULTS
+    from stepguard.guard import defaults_for
 
     try:
         plan = parse_sizes(sizes) if sizes else None
     except ValueError as exc:
         raise _fail(exc) from None
-    config = build_guard_config(
-        chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted, max_reprompts=max_reprompts,
-        ladder=ladder, max_total_tokens=max_total_tokens, max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, follow=follow, defaults=GUARDED_DEFAULTS,
-    )
+    config = build_guard_config(defaults=defaults_for(benchmark=True))
     with open_model(model, timeout) as chat:
         plan = plan or (SIM_SIZES if chat.simulated else DEFAULT_SIZES)
         low, high = estimate_seconds(plan, chat.simulated)
@@ -265,7 +216,7 @@ def demo_command(
 
 def register(bench_app: typer.Typer) -> None:
     """Add ``run``, ``report``, ``compare`` and ``demo`` (the ``*_command`` functions here) to ``bench_app``."""
-    bench_app.command("run", cls=deferred_defaults(_run_defaults))(run_command)
+    bench_app.command("run", cls=guard_command(_run_defaults, after="concurrency"))(run_command)
     bench_app.command("report")(report_command)
     bench_app.command("compare")(compare_command)
-    bench_app.command("demo", cls=deferred_defaults(_bench_guard_defaults))(demo_command)
+    bench_app.command("demo", cls=guard_command(_bench_guard_defaults, after="concurrency"))(demo_command)

@@ -14,26 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from stepguard.cli._deferred import Deferred, deferred_defaults
+from stepguard.cli._deferred import Deferred
 from stepguard.cli._exit import ExitCode, exit_for_error, exit_for_status, fail
-from stepguard.cli._guard_options import (
-    BY_PROCEDURE,
-    Adaptive,
-    ChunkSize,
-    Follow,
-    InlineKnown,
-    Ladder,
-    MaxReprompts,
-    MaxTotalTokens,
-    MaxWallS,
-    OnExhausted,
-    PolicyOption,
-    Streamed,
-    Window,
-    build_guard_config,
-    by_procedure_notes,
-    guard_option_defaults,
-)
+from stepguard.cli._guard_options import build_guard_config, by_procedure_notes, guard_command, guard_option_defaults
 from stepguard.cli._open_model import ModelSpec, Timeout, open_model
 from stepguard.cli._progress import Progress
 from stepguard.cli._telemetry import OtelOption, TraceFileOption, traced
@@ -209,18 +192,6 @@ def run_command(
         "--inputs-file", metavar="FILE",
         help="The inputs as one JSON or YAML object (name: value), read strictly; -i NAME=VALUE overrides a value.")] = None,
     model: ModelSpec = "local",
-    policy: PolicyOption = None,
-    chunk_size: ChunkSize = None,
-    adaptive: Adaptive = None,
-    on_exhausted: OnExhausted = None,
-    max_reprompts: MaxReprompts = None,
-    ladder: Ladder = None,
-    max_total_tokens: MaxTotalTokens = None,
-    max_wall_s: MaxWallS = None,
-    inline_known: InlineKnown = None,
-    streamed: Streamed = None,
-    window: Window = None,
-    follow: Follow = None,
     checkpoint: Annotated[Optional[Path], typer.Option(
         "--checkpoint", metavar="FILE", help="SQLite checkpoint file (resume with --thread-id).")] = None,
     thread_id: Annotated[Optional[str], typer.Option(
@@ -239,6 +210,8 @@ def run_command(
     timeout: Timeout = None,
 ) -> None:
     """Execute PROCEDURE stepwise under the guard and print the verified result.
+
+    The guard options (--chunk-size to --follow) are GuardConfig's fields (docs/options.md).
 
     Values print with the places their step declares (1221.00), in the table and with --json.
     Progress goes to stderr as the run goes (each step as it commits, each deviation); --quiet
@@ -266,9 +239,7 @@ def run_command(
             check_input_names([i.name for i in proc.inputs], inputs, f"procedure {proc.name!r}")  # with "did you mean"
 
             toolset = load_tools(tools) if tools else None
-            config = build_guard_config(chunk_size=chunk_size, adaptive=adaptive, policy=policy, on_exhausted=on_exhausted,
-                                        max_reprompts=max_reprompts, ladder=ladder, max_total_tokens=max_total_tokens,
-                                        max_wall_s=max_wall_s, inline_known=inline_known, streamed=streamed, window=window, follow=follow, procedures=proc)
+            config = build_guard_config(procedures=proc)
             saver = sqlite_checkpointer(checkpoint) if checkpoint else None
             with open_model(model, timeout, procedure=proc) as chat:
                 guard = Guard(chat, config, saver, observer=observer, tools=toolset)
@@ -293,13 +264,13 @@ def run_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` (:func:`run_command`) to ``app``, its guard options' defaults read from GuardConfig."""
-    app.command("run", cls=deferred_defaults(_run_option_defaults))(run_command)
+    app.command("run", cls=guard_command(_run_option_defaults))(run_command)
 
 
 def _run_option_defaults() -> Deferred:
     """GuardConfig's defaults, except the options chosen by the procedure, which say how."""
-    base = guard_option_defaults()
-    return Deferred({k: (None if k in BY_PROCEDURE else v) for k, v in base.defaults.items()}, by_procedure_notes(base.notes))
+    base = guard_option_defaults(by_procedure=True)
+    return Deferred(base.defaults, by_procedure_notes(base.notes))
 
 
 def _print(result: GuardResult, as_json: bool) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from stepguard.guard._config import (
+        BENCHMARK_SETTINGS as BENCHMARK_SETTINGS,
         PRODUCTION_SETTINGS as PRODUCTION_SETTINGS,
         RUNGS,
         ExhaustedAction,
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
         LadderWarning,
         Policy,
         beyond_integer_sums as beyond_integer_sums,
+        defaults_for,
     )
+    from stepguard.guard._fields import FieldSpec as FieldSpec, Option as Option, fields_of as fields_of
     from stepguard.guard._guard import Guard, GuardUpdate, build_result as build_result, sqlite_checkpointer
     from stepguard.guard._identity import identity_diff, identity_digest as identity_digest, run_identity
     from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallRecord, NullObserver
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
         check_thread_id as check_thread_id,
         thread_needs_checkpointer as thread_needs_checkpointer,
     )
+    from stepguard.guard._options_table import options_schema as options_schema, options_table as options_table
     from stepguard.guard._postgres import postgres_checkpointer
     from stepguard.guard._prompts import PromptSet, context_block, format_value as format_value, render_raw_prompt
     from stepguard.guard._result import (
@@ -52,7 +56,9 @@ if TYPE_CHECKING:
 # package's private modules (tests/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
 # old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
-# (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways in that read options).
+# and BENCHMARK_SETTINGS (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways
+# in that read options), fields_of, FieldSpec and Option (the configuration model's declarations, read by the CLI's
+# flags), options_table and options_schema (docs/options.md and its schema, written by scripts/gen_docs.py).
 
 __all__ = [
     "DeviationEvent",
@@ -79,6 +85,7 @@ __all__ = [
     "StepValue",
     "UsageTotals",
     "context_block",
+    "defaults_for",
     "get_rung",
     "identity_diff",
     "postgres_checkpointer",
@@ -90,7 +97,14 @@ __all__ = [
 ]
 
 _HOMES: dict[str, tuple[str, str]] = {
+    "BENCHMARK_SETTINGS": ("stepguard.guard._config", "BENCHMARK_SETTINGS"),
     "PRODUCTION_SETTINGS": ("stepguard.guard._config", "PRODUCTION_SETTINGS"),
+    "defaults_for": ("stepguard.guard._config", "defaults_for"),
+    "FieldSpec": ("stepguard.guard._fields", "FieldSpec"),
+    "Option": ("stepguard.guard._fields", "Option"),
+    "fields_of": ("stepguard.guard._fields", "fields_of"),
+    "options_schema": ("stepguard.guard._options_table", "options_schema"),
+    "options_table": ("stepguard.guard._options_table", "options_table"),
     "RUNGS": ("stepguard.guard._config", "RUNGS"),
     "ExhaustedAction": ("stepguard.guard._config", "ExhaustedAction"),
     "GuardConfig": ("stepguard.guard._config", "GuardConfig"),

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from pydantic import AfterValidator, Field, StrictStr
+
+from stepguard.guard._fields import FieldSpec, Option, fields_of
 from stepguard.guard.rungs import rung_names
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig", "LadderWarning", "Policy",
-           "beyond_integer_sums", "ladder_mismatch", "procedure_defaults"]
+__all__ = ["BENCHMARK_SETTINGS", "DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig",
+           "LadderWarning", "Policy", "beyond_integer_sums", "check_field", "defaults_for", "ladder_mismatch"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -44,7 +47,7 @@ A rung registered later (:func:`stepguard.guard.rungs.register`) is accepted in 
 
 
 PRODUCTION_SETTINGS: dict[str, Any] = {"ladder": ("split", "resample", "resample", "digits"), "chunk_size": 1, "inline_known": True}
-"""The settings :meth:`GuardConfig.for_procedure` gives a procedure beyond integer sums: one step a
+"""The settings :func:`defaults_for` gives a procedure beyond integer sums: one step a
 call with its operands written into the line, re-asked by its operations (``split``), then resampled,
 then, last, digit by digit with its value read by position (``digits``, docs/production.md, "Digit rungs").
 Measured on the production suite (docs/production.md); the benchmark's integer sums keep the
@@ -116,80 +119,109 @@ def ladder_mismatch(procedure: Procedure, config: GuardConfig) -> str | None:
             "for decimals, min/max and conditionals")
 
 
-_WHOLE = (("chunk_size", 1, 2**31 - 1), ("max_reprompts_per_step", 0, 2**31 - 1), ("max_reprompts_per_run", 0, 2**31 - 1),
-          ("max_total_tokens", 1, 2**63 - 1), ("seed", -(2**63), 2**63 - 1), ("max_tokens_per_step", 1, 2**31 - 1),
-          ("window", 1, 100_000))
-"""The whole-number fields and their ranges (a seed is a 64-bit integer, as the OpenAI API's)."""
+_INT32, _INT64 = 2**31 - 1, 2**63 - 1
+
+
+def _registered(ladder: tuple[str, ...]) -> tuple[str, ...]:
+    """``ladder`` names at least one rung, each a registered one (:func:`stepguard.guard.rungs.rung_names`).
+
+    Raises:
+        ValueError: an empty ladder or an unknown rung (the message lists the rungs).
+    """
+    if not ladder:
+        raise ValueError(f"ladder must name at least one rung ({', '.join(rung_names())})")
+    for rung in ladder:
+        if rung not in rung_names():
+            raise ValueError(f"unknown ladder rung {rung!r}: use one of {', '.join(rung_names())}")
+    return ladder
 
 
 @dataclass(frozen=True)
 class GuardConfig:
-    """How a :class:`stepguard.guard.Guard` executes a procedure.
+    """How a :class:`stepguard.guard.Guard` executes a procedure: the one configuration model.
 
-    Every number here is a parameter. The defaults of ``chunk_size``, ``ladder`` and
-    ``max_reprompts_per_step`` were chosen from measurements on the embedded model: the figures are
-    in ``docs/policies.md`` ("Why these defaults") and ``docs/fidelity.md``. A caller sets them per
-    run through :class:`stepguard.guard._options.GuardOptions` (the CLI, the drop-in client, the proxy).
+    Each field is declared once, here: its type, its constraint and its description (pydantic's
+    ``Field``) and, where it has one, its command-line flag (:class:`~stepguard.guard._fields.Option`).
+    The per-run options (:class:`~stepguard.guard.GuardOptions`), the CLI's flags, the proxy's keys and
+    the docs' table (docs/options.md) are built from these declarations. The defaults of
+    ``chunk_size``, ``ladder`` and ``max_reprompts_per_step`` were chosen from measurements on the
+    embedded model: the figures are in ``docs/policies.md`` ("Why these defaults") and
+    ``docs/fidelity.md``; :func:`defaults_for` gives a procedure's.
 
     Raises:
-        ValueError: a field out of range or an unknown policy, action or rung (names the field).
+        ValueError: a field out of range, of the wrong type, or an unknown policy, action or rung; the
+            message names the field and the value (``chunk_size must be a whole number from 1 to
+            2147483647, not 0``).
     """
 
-    chunk_size: int = 5
-    """Steps per model call (at least 1); the measured default, see docs/policies.md."""
-    adaptive: bool = False
-    """Shrink the chunk (halve, down to 1) after a deviation; grow it (+1, up to ``chunk_size``) after a clean chunk.
-    In streamed mode the window instead: halved after a deviation (down to 4), doubled after a clean
-    window, at most ``window`` (:func:`stepguard.guard._window.next_window`)."""
-    policy: Policy = "reprompt"
-    """What to do at a deviation."""
-    ladder: tuple[str, ...] = ("bridge", "decompose", "commute", "digits")
-    """Re-prompt rungs by registered name (:data:`RUNGS`, :mod:`stepguard.guard.rungs`), in order, one
-    attempt each (the last repeats while the budget lasts); the ladder restarts for every new failing
-    step. The measured default, see docs/policies.md; ``digits`` last, so it costs nothing where the
-    cheaper rungs succeed (docs/production.md, "Digit rungs")."""
-    max_reprompts_per_step: int = 4
-    """Re-prompts for one step before ``on_exhausted``: one for each rung of the default ladder (docs/policies.md)."""
-    max_reprompts_per_run: int = 200
-    """Re-prompts for the whole run before ``on_exhausted``."""
-    max_total_tokens: int | None = None
-    """Input plus output tokens for the whole run, nested rung runs included; ``None`` = unbounded.
-    Checked before every model call, and each call's ``max_tokens`` is capped at what is left, so a
-    run overshoots by at most one call's input tokens."""
-    max_wall_s: float | None = None
-    """Wall-clock seconds for the run (in this process), nested rung runs included; ``None`` =
-    unbounded. Checked before every model call, so a run overshoots by at most one call, which the
-    model's own per-attempt deadline bounds."""
-    on_exhausted: ExhaustedAction = "raise"
-    """What happens when a budget is spent."""
-    temperature: float = 0.0
-    """Sampling temperature of first tries and non-resample rungs."""
-    seed: int = 0
-    """Sampling seed of first tries; resample rungs use ``seed + attempt``."""
-    resample_temperature: float = 0.7
-    """Temperature of the ``resample`` rung."""
-    inline_known: bool = False
-    """Write the values a step reads into its line (``t3 = 0.05 if False else 0``) instead of
-    listing them as known values: the ``chain`` rung's nested runs, one sub-step a call, ask so
-    (why, measured: docs/lab/production-suite-history.md)."""
-    max_tokens_per_step: int = 48
-    """Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."""
-    streamed: bool = False
-    """Ask a whole window of computed steps in one streamed call, checking each step as its line
-    completes and cutting the stream at the first deviation (:mod:`stepguard.guard._window`);
-    re-asks after a deviation use ``chunk_size`` and the ladder as in chunked mode. Figures:
-    docs/policies.md, "Streamed mode"."""
-    window: int = 100
-    """Most steps one streamed call covers (a window ends earlier before a step asked alone)."""
-    follow: bool = False
-    """Follow the model: streamed windows (whatever ``streamed`` says), the whole procedure in one
-    while the model is right; after a deviation each window is as wide as the per-step accuracy
-    measured in this run allows (:func:`stepguard.guard._window.follow_window`), widening as the model
-    holds. Replaces ``adaptive``'s rule. Not a default until measured: docs/policies.md, "Follow the model"."""
-    prompt_dir: Path | None = None
-    """A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones."""
-    extra: dict[str, str] = field(default_factory=dict)
-    """Free-form labels recorded with the result (e.g. the instance id)."""
+    chunk_size: Annotated[int, Field(strict=True, ge=1, le=_INT32, description=(
+        "Steps per model call. The measured default, see docs/policies.md.")),
+        Option("--chunk-size", "N")] = 5
+    adaptive: Annotated[bool, Field(strict=True, description=(
+        "Shrink chunks after deviations, grow them after clean ones (halve, down to 1; +1, up to ``chunk_size``). "
+        "In streamed mode the window instead: halved after a deviation (down to 4), doubled after a clean "
+        "window, at most ``window`` (:func:`stepguard.guard._window.next_window`).")),
+        Option("--adaptive/--no-adaptive")] = False
+    policy: Annotated[Policy, Field(description="What the guard does at a deviation. One of :data:`Policy`."),
+                      Option("--policy", "POLICY")] = "reprompt"
+    ladder: Annotated[tuple[StrictStr, ...], AfterValidator(_registered), Field(description=(
+        "Re-prompt rungs in order, by registered name. The built-in ones are :data:`RUNGS`; one attempt each (the last repeats while "
+        "the budget lasts); the ladder restarts for every new failing step. The measured default, see "
+        "docs/policies.md; ``digits`` last, so it costs nothing where the cheaper rungs succeed "
+        "(docs/production.md, \"Digit rungs\").")),
+        Option("--ladder", "RUNG,...", expects="be a sequence of rung names such as ('bridge', 'decompose')")] = (
+        "bridge", "decompose", "commute", "digits")
+    max_reprompts_per_step: Annotated[int, Field(strict=True, ge=0, le=_INT32, description=(
+        "Re-prompts per step before ``on_exhausted``. One for each rung of the default ladder (docs/policies.md).")),
+        Option("--max-reprompts", "N")] = 4
+    max_reprompts_per_run: Annotated[int, Field(strict=True, ge=0, le=_INT32, description=(
+        "Re-prompts for the whole run before ``on_exhausted``."))] = 200
+    max_total_tokens: Annotated[int | None, Field(strict=True, ge=1, le=_INT64, description=(
+        "Input plus output tokens for the whole run, re-prompts and nested rung runs included. Checked before "
+        "every model call, and each call's ``max_tokens`` is capped at what is left, so a run overshoots by at "
+        "most one call's input tokens.")),
+        Option("--max-total-tokens", "TOKENS", none="unbounded")] = None
+    max_wall_s: Annotated[float | None, Field(strict=True, gt=0, description=(
+        "Wall-clock seconds for the whole run (in this process), nested rung runs included. Checked before "
+        "every model call, so a run overshoots by at most one call, which the model's own per-attempt "
+        "deadline bounds.")),
+        Option("--max-wall-s", "SECONDS", expects="be positive seconds (or None)", none="unbounded")] = None
+    on_exhausted: Annotated[ExhaustedAction, Field(description=(
+        "What happens when a budget is spent. One of :data:`ExhaustedAction`.")),
+        Option("--on-exhausted", "ACTION")] = "raise"
+    temperature: Annotated[float, Field(strict=True, ge=0, le=2, allow_inf_nan=False, description=(
+        "Sampling temperature of first tries and non-resample rungs."))] = 0.0
+    seed: Annotated[int, Field(strict=True, ge=-(2**63), le=_INT64, description=(
+        "Sampling seed of first tries; resample rungs use ``seed + attempt``. A 64-bit integer, as the OpenAI API's."))] = 0
+    resample_temperature: Annotated[float, Field(strict=True, ge=0, le=2, allow_inf_nan=False, description=(
+        "Temperature of the ``resample`` rung."))] = 0.7
+    inline_known: Annotated[bool, Field(strict=True, description=(
+        "Write the values a step reads into its line instead of listing them. As in ``t3 = 0.05 if False else 0``; "
+        "the ``chain`` rung's nested runs, one sub-step a call, ask so (why, measured: "
+        "docs/lab/production-suite-history.md).")),
+        Option("--inline-known/--no-inline-known")] = False
+    max_tokens_per_step: Annotated[int, Field(strict=True, ge=1, le=_INT32, description=(
+        "Token allowance per step in a chunk; ``max_tokens`` of a call = allowance x steps + 32."))] = 48
+    streamed: Annotated[bool, Field(strict=True, description=(
+        "Ask a window of steps in one streamed call, cut at the first deviation (docs/policies.md). Each step is "
+        "checked as its line completes (:mod:`stepguard.guard._window`); re-asks after a deviation use "
+        "``chunk_size`` and the ladder as in chunked mode. Figures: docs/policies.md, \"Streamed mode\".")),
+        Option("--streamed/--chunked")] = False
+    window: Annotated[int, Field(strict=True, ge=1, le=100_000, description=(
+        "Most steps one streamed call covers. A window ends earlier before a step asked alone.")),
+        Option("--window", "N")] = 100
+    follow: Annotated[bool, Field(strict=True, description=(
+        "Follow the model: one streamed window while it is right; after a deviation, windows sized by the "
+        "accuracy measured in this run (docs/policies.md). Streamed windows whatever ``streamed`` says, widening "
+        "as the model holds (:func:`stepguard.guard._window.follow_window`); replaces ``adaptive``'s rule. Not a "
+        "default until measured: docs/policies.md, \"Follow the model\".")),
+        Option("--follow/--no-follow")] = False
+    prompt_dir: Annotated[Path | None, Field(description=(
+        "A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones.")),
+        Option(expects="be a folder path (or None)", none="the built-in templates", per_run=False)] = None
+    extra: Annotated[dict[StrictStr, StrictStr], Field(strict=True, description=(
+        "Free-form labels recorded with the result (e.g. the instance id); the per-run option ``labels`` adds to them.")),
+        Option(expects="map text to text (labels recorded with the result)")] = field(default_factory=dict)
 
     @classmethod
     def for_procedure(cls, procedure: Procedure, **fields: Any) -> GuardConfig:
@@ -202,7 +234,7 @@ class GuardConfig:
         Raises:
             ValueError: a field out of range (as the constructor).
         """
-        return cls(**{**procedure_defaults(procedure), **fields})
+        return cls(**{**defaults_for(procedure), **fields})
 
     @property
     def streams(self) -> bool:
@@ -210,119 +242,56 @@ class GuardConfig:
         return self.streamed or self.follow
 
     def __post_init__(self) -> None:
-        """Refuse a field out of range: the first of :data:`_FIELD_CHECKS`, in order, to find one
-        raises ``ValueError`` with its message."""
-        for check in _FIELD_CHECKS:
-            problem = check(self)
-            if problem is not None:
-                raise ValueError(problem)
+        """Check every field against its declaration, in order (:meth:`~stepguard.guard._fields.FieldSpec.check`),
+        keeping the value as the field holds it (a list ladder as a tuple); the first refused raises ``ValueError``."""
+        for spec in fields_of(GuardConfig):
+            object.__setattr__(self, spec.name, spec.check(getattr(self, spec.name)))
 
 
-def _counts(c: GuardConfig) -> str | None:
-    """The counts and budgets (:data:`_WHOLE`) are whole numbers in range (``max_total_tokens`` may be None)."""
-    for name, low, high in _WHOLE:
-        value = getattr(c, name)
-        if value is None and name == "max_total_tokens":
-            continue
-        if type(value) is not int or not low <= value <= high:  # True is an int to Python, 5.0 is not a count
-            return f"{name} must be a whole number from {low} to {high}, not {value!r}"
-    return None
+def check_field(name: str, value: Any) -> Any:
+    """``value`` as :class:`GuardConfig`'s field ``name`` holds it, checked as the constructor checks it.
+
+    Raises:
+        KeyError: no such field.
+        ValueError: the value refused (the message names the field and the value).
+    """
+    return _SPECS[name].check(value)
 
 
-def _wall_type(c: GuardConfig) -> str | None:
-    """``max_wall_s`` is a number of seconds, or None."""
-    if c.max_wall_s is not None and (isinstance(c.max_wall_s, bool) or not isinstance(c.max_wall_s, (int, float))):
-        return f"max_wall_s must be seconds, a number (or None), not {c.max_wall_s!r}"
-    return None
+_SPECS: dict[str, FieldSpec] = {spec.name: spec for spec in fields_of(GuardConfig)}
 
 
-def _ladder_type(c: GuardConfig) -> str | None:
-    """``ladder`` is a sequence (a tuple or list), not one name."""
-    ladder: object = c.ladder  # as given, which the annotation does not promise
-    if isinstance(ladder, str) or not isinstance(ladder, (tuple, list)):
-        return f"ladder must be a sequence of rung names such as ('bridge', 'decompose'), not {c.ladder!r}"
-    return None
+BENCHMARK_SETTINGS: dict[str, Any] = {"on_exhausted": "flag"}
+"""The settings :func:`defaults_for` adds for the benchmark (``run_benchmark``, ``stepguard bench``):
+``flag``, not ``raise``, when a budget is spent, so the run goes on with the model's values and every
+row has a first answer to score as in raw mode, instead of ending as a failed row."""
 
 
-def _extra(c: GuardConfig) -> str | None:
-    """``extra`` maps text to text."""
-    if not isinstance(c.extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in c.extra.items()):
-        return f"extra must map text to text (labels recorded with the result), not {c.extra!r}"
-    return None
+def defaults_for(procedures: Procedure | Iterable[Procedure] | None = None, *, benchmark: bool = False) -> dict[str, Any]:
+    """The defaults by procedure: the :class:`GuardConfig` fields a run of ``procedures`` sets unlike the
+    class defaults. The one place they are decided (the CLI, the client, the proxy and the benchmark
+    resolve through :meth:`~stepguard.guard.GuardOptions.resolve`, which calls this).
 
-
-def _prompt_dir(c: GuardConfig) -> str | None:
-    """``prompt_dir`` is a folder path, or None."""
-    folder: object = c.prompt_dir  # as given, which the annotation does not promise
-    if folder is not None and not isinstance(folder, (str, Path)):
-        return f"prompt_dir must be a folder path (or None), not {c.prompt_dir!r}"
-    return None
-
-
-def _switches(c: GuardConfig) -> str | None:
-    """The on/off fields are booleans."""
-    for name in ("adaptive", "inline_known", "streamed", "follow"):
-        if type(getattr(c, name)) is not bool:
-            return f"{name} must be true or false, not {getattr(c, name)!r}"
-    return None
-
-
-def _temperatures(c: GuardConfig) -> str | None:
-    """The temperatures are numbers from 0 to 2 (NaN is not)."""
-    for name in ("temperature", "resample_temperature"):
-        value = getattr(c, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:  # NaN fails too
-            return f"{name} must be a number from 0 to 2, not {value!r}"
-    return None
-
-
-def _wall_positive(c: GuardConfig) -> str | None:
-    """``max_wall_s`` (a number by now) is positive."""
-    if c.max_wall_s is not None and not c.max_wall_s > 0:
-        return f"max_wall_s must be positive seconds (or None), not {c.max_wall_s}"
-    return None
-
-
-def _policies(c: GuardConfig) -> str | None:
-    """``policy`` is a :data:`Policy` and ``on_exhausted`` an :data:`ExhaustedAction`."""
-    if c.policy not in ("reprompt", "repair", "raise", "flag"):
-        return f"policy must be reprompt, repair, raise or flag, not {c.policy!r}"
-    if c.on_exhausted not in ("raise", "repair", "flag"):
-        return f"on_exhausted must be raise, repair or flag, not {c.on_exhausted!r}"
-    return None
-
-
-def _rungs(c: GuardConfig) -> str | None:
-    """``ladder`` names at least one rung, each a registered one."""
-    if not c.ladder:
-        return f"ladder must name at least one rung ({', '.join(rung_names())})"
-    for rung in c.ladder:
-        if rung not in rung_names():
-            return f"unknown ladder rung {rung!r}: use one of {', '.join(rung_names())}"
-    return None
-
-
-_FIELD_CHECKS: tuple[Callable[[GuardConfig], str | None], ...] = (
-    _counts, _wall_type, _ladder_type, _extra, _prompt_dir, _switches, _temperatures, _wall_positive, _policies, _rungs)
-""":meth:`GuardConfig.__post_init__`'s checks, in order: each the message of the field it refuses, or None."""
-
-
-def procedure_defaults(procedures: Procedure | Iterable[Procedure] | None) -> dict[str, Any]:
-    """The defaults by procedure: :data:`PRODUCTION_SETTINGS` where any of ``procedures`` is beyond
-    integer sums (:func:`beyond_integer_sums`), else none (GuardConfig's own).
-
-    One configuration serves a run, so a run mixing both kinds (a suite) gets the production settings:
-    their ``split`` rung asks an integer sum through ``bridge`` and ``decompose`` too.
+    :data:`PRODUCTION_SETTINGS` where any of ``procedures`` is beyond integer sums
+    (:func:`beyond_integer_sums`); none for integer sums (the class defaults, measured on them). One
+    configuration serves a run, so a run mixing both kinds (a suite) gets the production settings:
+    their ``split`` rung asks an integer sum through ``bridge`` and ``decompose`` too. With
+    ``benchmark``, :data:`BENCHMARK_SETTINGS` on top.
 
     Args:
         procedures: one procedure, several, or ``None`` (generated integer sums: no procedure to read).
+        benchmark: the benchmark's run (``on_exhausted="flag"``).
 
     Returns:
-        GuardConfig fields by name (empty for integer sums).
+        GuardConfig fields by name (empty for integer sums outside the benchmark); a new dict each call.
     """
-    if procedures is None:
-        return {}
-    from stepguard.procedure import Procedure
+    out: dict[str, Any] = {}
+    if procedures is not None:
+        from stepguard.procedure import Procedure
 
-    many = [procedures] if isinstance(procedures, Procedure) else list(procedures)
-    return dict(PRODUCTION_SETTINGS) if any(beyond_integer_sums(p) for p in many) else {}
+        many = [procedures] if isinstance(procedures, Procedure) else list(procedures)
+        if any(beyond_integer_sums(p) for p in many):
+            out.update(PRODUCTION_SETTINGS)
+    if benchmark:
+        out.update(BENCHMARK_SETTINGS)
+    return out

@@ -10,7 +10,7 @@ The CLI's flags, ``GuardedOpenAI``'s ``extra_body["stepguard"]``, the proxy's ``
 Resolution, in one place, lowest first:
 
 1. :class:`GuardConfig`'s own defaults;
-2. the defaults by procedure (:func:`~stepguard.guard._config.procedure_defaults`: :data:`PRODUCTION_SETTINGS` where a
+2. the defaults by procedure (:func:`~stepguard.guard._config.defaults_for`: :data:`PRODUCTION_SETTINGS` where a
    procedure of the run is beyond integer sums);
 3. the way in's own defaults (the benchmark's ``on_exhausted="flag"``);
 4. a ``base`` configuration a caller gave (``GuardedOpenAI(config=...)``, ``create_app(config=...)``),
@@ -28,11 +28,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import TYPE_CHECKING, Any, Final
 
-from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, procedure_defaults
+from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, check_field, defaults_for
+from stepguard.guard._fields import fields_of
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
@@ -75,9 +75,10 @@ class OptionError(ValueError):
 
 
 BY_PROCEDURE: tuple[str, ...] = tuple(PRODUCTION_SETTINGS)
-"""The fields whose default depends on the procedure (:func:`~stepguard.guard._config.procedure_defaults`)."""
+"""The fields whose default depends on the procedure (:func:`~stepguard.guard._config.defaults_for`)."""
 
-_FLOATS = ("max_wall_s", "temperature", "resample_temperature")
+_FLOATS = tuple(spec.name for spec in fields_of(GuardConfig) if spec.base is float)
+"""The fields that hold a number with a fraction (a JSON integer or decimal is read as a float)."""
 
 
 def check_thread_id(thread_id: object, where: str = "thread_id") -> str | None:
@@ -104,61 +105,54 @@ def thread_needs_checkpointer(how: str) -> OptionError:
     return OptionError("thread_id", f"thread_id needs a checkpointer ({how}): without one the thread could never resume")
 
 
-@dataclass(frozen=True, kw_only=True)
-class GuardOptions:
-    """The fields a caller may set for one guarded run; each :data:`UNSET` unless given.
+OPTION_NAMES: tuple[str, ...] = tuple("labels" if spec.name == "extra" else spec.name
+                                     for spec in fields_of(GuardConfig) if spec.option.per_run)
+"""Every option's name, in :class:`GuardConfig`'s order: its fields a caller may set per run, ``extra``
+given as ``labels``."""
 
-    Every field but ``labels`` is the :class:`GuardConfig` field of the same name (its docstring says
-    what it does); ``labels`` adds to ``GuardConfig.extra``. ``prompt_dir`` is not an option: a
-    request must not pick a folder on the machine that serves it.
+
+class GuardOptions:
+    """The fields a caller may set for one guarded run (:data:`OPTION_NAMES`); each :data:`UNSET` unless given.
+
+    Not declared again: the options are :class:`GuardConfig`'s fields whose
+    :class:`~stepguard.guard._fields.Option` says ``per_run`` (all but ``prompt_dir``: a request must not
+    pick a folder on the machine that serves it), each checked by the field's own declaration;
+    ``labels`` adds to ``GuardConfig.extra``. Read one as an attribute (``options.chunk_size``);
+    immutable and hashable, equal when the same options are set to the same values.
 
     Raises:
-        OptionError: a value :class:`GuardConfig` refuses, a non-finite number, or a ladder that is
-            neither a list of rung names nor comma-separated names (names the field).
+        OptionError: an unknown option, a value :class:`GuardConfig` refuses, a non-finite number, or a
+            ladder that is neither a list of rung names nor comma-separated names (names the field).
     """
 
-    chunk_size: int | Unset = UNSET
-    """Steps per model call."""
-    adaptive: bool | Unset = UNSET
-    """Shrink the chunk after a deviation, grow it after a clean chunk."""
-    policy: str | Unset = UNSET
-    """What the guard does at a deviation: reprompt, repair, raise or flag."""
-    ladder: Union[tuple[str, ...], list[str], str, Unset] = UNSET  # noqa: UP007 - read at run time by dataclasses only
-    """Re-prompt rungs in order: a list of names, or one comma-separated text (kept as a tuple)."""
-    max_reprompts_per_step: int | Unset = UNSET
-    """Re-prompts for one step before ``on_exhausted``."""
-    max_reprompts_per_run: int | Unset = UNSET
-    """Re-prompts for the whole run before ``on_exhausted``."""
-    max_total_tokens: int | None | Unset = UNSET
-    """Tokens for the whole run; ``None``: unbounded."""
-    max_wall_s: float | None | Unset = UNSET
-    """Wall-clock seconds for the run; ``None``: unbounded."""
-    on_exhausted: str | Unset = UNSET
-    """What happens when a budget is spent: raise, repair or flag."""
-    temperature: float | Unset = UNSET
-    """Sampling temperature of first tries."""
-    seed: int | Unset = UNSET
-    """Sampling seed of first tries."""
-    resample_temperature: float | Unset = UNSET
-    """Temperature of the ``resample`` rung."""
-    inline_known: bool | Unset = UNSET
-    """Write the values a step reads into its line."""
-    max_tokens_per_step: int | Unset = UNSET
-    """Token allowance per step in a chunk."""
-    streamed: bool | Unset = UNSET
-    """Ask a window of steps in one streamed call, cut at the first deviation."""
-    window: int | Unset = UNSET
-    """Most steps one streamed call covers."""
-    follow: bool | Unset = UNSET
-    """Follow the model: one streamed window while it is right, windows sized by its measured accuracy after a deviation."""
-    labels: Mapping[str, str] | Unset = UNSET
-    """Free labels recorded with the result (added to ``GuardConfig.extra``)."""
+    __slots__ = ("_given",)
+    _given: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        for name in OPTION_NAMES:
-            value = getattr(self, name)
-            if value is not UNSET:
-                object.__setattr__(self, name, _checked(name, value))
+    def __init__(self, **options: Any) -> None:
+        for key in options:
+            if key not in OPTION_NAMES:
+                raise OptionError(str(key), f"unknown option {key!r}; the options are: {', '.join(OPTION_NAMES)}")
+        object.__setattr__(self, "_given", {name: _checked(name, value) for name, value in options.items() if value is not UNSET})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in OPTION_NAMES:
+            return self._given.get(name, UNSET)
+        raise AttributeError(f"GuardOptions has no option {name!r}; the options are: {', '.join(OPTION_NAMES)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to option {name!r}: GuardOptions is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GuardOptions) and self._given == other._given
+
+    def __hash__(self) -> int:
+        return hash(frozenset((k, frozenset(v.items()) if isinstance(v, dict) else v) for k, v in self._given.items()))
+
+    def __repr__(self) -> str:
+        return f"GuardOptions({', '.join(f'{k}={v!r}' for k, v in self._given.items())})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_options_from, (self._given,))  # copy and pickle rebuild through the checks, never by setattr
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> GuardOptions:
@@ -169,19 +163,16 @@ class GuardOptions:
         Raises:
             OptionError: an unknown name (the message lists the options), or a value refused (as the class).
         """
-        for key in raw:
-            if key not in OPTION_NAMES:
-                raise OptionError(str(key), f"unknown option {key!r}; the options are: {', '.join(OPTION_NAMES)}")
-        return cls(**{k: v for k, v in raw.items() if v is not None and v is not UNSET})
+        return cls(**{str(k): v for k, v in raw.items() if v is not None and v is not UNSET})
 
     def given(self) -> dict[str, Any]:
         """The options set, by name (``labels`` as given)."""
-        return {name: getattr(self, name) for name in OPTION_NAMES if getattr(self, name) is not UNSET}
+        return dict(self._given)
 
     def over(self, other: GuardOptions) -> GuardOptions:
         """These options, with ``other``'s where these are unset (``labels`` merged, these winning)."""
         merged = {**other.given(), **self.given()}
-        if isinstance(self.labels, Mapping) and isinstance(other.labels, Mapping):
+        if "labels" in self._given and "labels" in other._given:
             merged["labels"] = {**other.labels, **self.labels}
         return GuardOptions(**merged)
 
@@ -194,25 +185,28 @@ class GuardOptions:
         return dataclasses.replace(base, **changes)
 
     def resolve(self, procedures: Procedure | Iterable[Procedure] | None = None, *, base: GuardConfig | None = None,
-                defaults: Mapping[str, Any] | None = None) -> GuardConfig:
+                defaults: Mapping[str, Any] | None = None, benchmark: bool = False) -> GuardConfig:
         """The run's :class:`GuardConfig` (the order is in the module docstring).
 
         Args:
             procedures: the run's procedure(s), for the defaults by procedure; ``None``: none to read.
             base: a caller's whole configuration; given, it replaces the defaults below these options.
-            defaults: the way in's own GuardConfig fields (the benchmark's ``{"on_exhausted": "flag"}``).
+            defaults: the way in's own GuardConfig fields, over the defaults by procedure.
+            benchmark: the benchmark's run: :func:`~stepguard.guard._config.defaults_for`'s ``benchmark``
+                settings (``on_exhausted="flag"``) under ``defaults``.
 
         Raises:
             OptionError: never for these options' values (checked when built); ``ValueError`` from
                 GuardConfig for a bad ``defaults``.
         """
         if base is None:
-            base = GuardConfig(**{**procedure_defaults(procedures), **(defaults or {})})
+            base = GuardConfig(**{**defaults_for(procedures, benchmark=benchmark), **(defaults or {})})
         return self.apply(base)
 
 
-OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(GuardOptions))
-"""Every option's name, in declaration order."""
+def _options_from(given: Mapping[str, Any]) -> GuardOptions:
+    """:class:`GuardOptions` with ``given`` set (what a copy or an unpickling rebuilds)."""
+    return GuardOptions(**given)
 
 
 def _number(name: str, value: Any) -> Any:
@@ -238,15 +232,17 @@ def _ladder(value: Any) -> tuple[str, ...]:
 
 
 def _checked(name: str, value: Any) -> Any:
-    """``value`` normalised (a ladder as a tuple, a JSON decimal as a float) and checked as GuardConfig checks it.
+    """``value`` normalised (a ladder as a tuple, a JSON decimal as a float) and checked by its
+    :class:`GuardConfig` field's declaration (:func:`~stepguard.guard._config.check_field`).
 
     Raises:
         OptionError: the value refused, with GuardConfig's message.
     """
     if name == "labels":
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            raise OptionError(name, f"labels must map text to text (recorded with the result), not {value!r}")
-        return dict(value)
+        try:
+            return dict(check_field("extra", value))
+        except ValueError:
+            raise OptionError(name, f"labels must map text to text (recorded with the result), not {value!r}") from None
     if name == "ladder":
         value = _ladder(value)
     elif name in _FLOATS and value is not None:
@@ -254,7 +250,6 @@ def _checked(name: str, value: Any) -> Any:
     elif isinstance(value, Decimal):  # 5.0 in JSON: not a whole number, and shown as written
         value = float(value)  # 1E+400: inf, as a Python caller's float("inf") is shown
     try:
-        GuardConfig(**{name: value})  # the one set of checks, on this field alone
-    except (ValueError, TypeError) as exc:
+        return check_field(name, value)
+    except ValueError as exc:
         raise OptionError(name, str(exc)) from None
-    return value
