@@ -3,8 +3,11 @@
 Each row goes through the CLI (``stepguard run`` by typer's CliRunner, the Guard it builds captured),
 ``GuardedOpenAI`` (a stub ``openai`` client), the proxy (Starlette's TestClient over ``sim:perfect``)
 and ``run_benchmark`` (a one-procedure suite on ``sim:perfect``), and must give the same resolved
-GuardConfig or the same error naming the field. The CLI has flags for nine options; a row setting
-another (``labels``, ``temperature``...) skips the CLI, said in ``CLI_FLAGS``.
+GuardConfig or the same error naming the field. The CLI's flags are the ones the configuration model
+declares (``CLI_FLAGS``, read from it, as ``stepguard run`` builds them); a row setting an option
+without one (``labels``, ``temperature``...) skips the CLI. Each row is also held against the
+generated options schema (``docs/schemas/options.schema.json``): a valid row validates, and an invalid
+row the schema can tell (a type or a range) is refused by it too.
 """
 
 from __future__ import annotations
@@ -38,12 +41,25 @@ INVOICE_FILE = ROOT / "examples" / "invoice.yaml"
 INVOICE = load_procedure(INVOICE_FILE)
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 
-CLI_FLAGS = {"chunk_size": "--chunk-size", "policy": "--policy", "on_exhausted": "--on-exhausted", "ladder": "--ladder",
-             "max_reprompts_per_step": "--max-reprompts", "max_total_tokens": "--max-total-tokens",
-             "max_wall_s": "--max-wall-s", "adaptive": ("--adaptive", "--no-adaptive"),
-             "inline_known": ("--inline-known", "--no-inline-known"), "follow": ("--follow", "--no-follow")}
-"""The options the CLI has flags for; the others (labels, temperature, seed, resample_temperature,
-max_reprompts_per_run, max_tokens_per_step) are set per run from the client, the proxy or Python."""
+def _flags() -> dict[str, str | tuple[str, str]]:
+    """The CLI's flag of each option that has one, as the configuration model declares it (the
+    flags ``stepguard run`` builds are generated from the same declarations): a switch as ``(on, off)``."""
+    from stepguard.guard._fields import fields_of
+
+    out: dict[str, str | tuple[str, str]] = {}
+    for spec in fields_of(GuardConfig):
+        flag = spec.option.flag
+        if flag is not None and spec.option.per_run:
+            on, _, off = flag.partition("/")
+            out[spec.name] = (on, off) if off else on
+    return out
+
+
+CLI_FLAGS = _flags()
+"""The options the CLI has flags for, read from the model; the others (labels, temperature, seed,
+resample_temperature, max_reprompts_per_run, max_tokens_per_step) are set per run from the client,
+the proxy or Python."""
+
 
 # (options as a caller writes them, the GuardConfig fields they give on top of the defaults by procedure)
 VALID: list[tuple[dict[str, Any], dict[str, Any]]] = [
@@ -59,6 +75,7 @@ VALID: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({"max_reprompts_per_run": 4, "max_tokens_per_step": 64}, {"max_reprompts_per_run": 4, "max_tokens_per_step": 64}),
     ({"follow": True}, {"follow": True}),
     ({"follow": True, "window": 12}, {"follow": True, "window": 12}),
+    ({"streamed": True, "window": 3}, {"streamed": True, "window": 3}),
 ]
 
 # (options, the field named, what the message says)
@@ -231,7 +248,8 @@ def test_a_python_caller_of_run_benchmark_gets_the_defaults_by_procedure(suite: 
     with load_model("sim:perfect") as model:
         run_benchmark(suite, "guarded", model, tmp_path / "py", progress=False)
     recorded = json.loads((tmp_path / "py" / "run.json").read_text())["guard_config"]
-    assert (recorded["chunk_size"], tuple(recorded["ladder"]), recorded["inline_known"]) == (1, ("split", "resample", "resample", "digits"), True)
+    got = (recorded["chunk_size"], tuple(recorded["ladder"]), recorded["inline_known"])
+    assert got == (1, ("split", "resample", "resample", "digits"), True)
     res = CliRunner().invoke(app, ["bench", "run", "--instances", str(suite), "--mode", "guarded", "--model", "sim:perfect",
                                    "--out", str(tmp_path / "cli"), "--no-progress"])
     assert res.exit_code == 0, res.output
@@ -292,3 +310,39 @@ def test_top_p_is_sent_by_the_client_and_refused_by_a_proxy_that_cannot_send_it(
     assert call.sent == {"top_p": 0.5}
     error = via_proxy(proxy, {}, {"top_p": 0.5})
     assert isinstance(error, dict) and error["param"] == "top_p" and "cannot be honoured: the upstream sim:perfect" in error["message"]
+
+
+def test_the_cli_flags_are_the_generated_ones() -> None:
+    """Every flag the model declares is one ``stepguard run --help`` shows, and the table exercises each."""
+    out = CliRunner().invoke(app, ["run", "--help"], terminal_width=200)
+    for flag in CLI_FLAGS.values():
+        for spelled in flag if isinstance(flag, tuple) else (flag,):
+            assert spelled in out.output, spelled
+    exercised = {name for options, _ in VALID for name in options}
+    assert set(CLI_FLAGS) <= exercised, set(CLI_FLAGS) - exercised
+
+
+@pytest.mark.parametrize("options", [opts for opts, _ in VALID], ids=lambda o: ",".join(o) or "none")
+def test_a_valid_row_validates_against_the_generated_schema(options: dict[str, Any]) -> None:
+    import jsonschema
+
+    from stepguard.guard._options_table import options_schema
+
+    jsonschema.validate(options, options_schema())
+
+
+SCHEMA_TELLS = {"chunk_size", "policy", "on_exhausted", "max_reprompts_per_step", "max_wall_s", "max_total_tokens",
+                "temperature", "seed", "adaptive", "follow", "labels"}
+"""The invalid rows whose fault is a type or a range, which a JSON Schema can say (an unknown rung or
+option is the options model's to refuse, with its message)."""
+
+
+@pytest.mark.parametrize("options,field,message", [row for row in INVALID if row[1] in SCHEMA_TELLS],
+                         ids=lambda x: x if isinstance(x, str) else None)
+def test_an_invalid_row_is_refused_by_the_generated_schema(options: dict[str, Any], field: str, message: str) -> None:
+    import jsonschema
+
+    from stepguard.guard._options_table import options_schema
+
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(options, options_schema())
