@@ -7,13 +7,13 @@ Every case keeps its timeouts short; nothing here may hang.
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from stepguard.adapters.models.local import free_port
 from stepguard.adapters.models.openai_compat import OpenAICompatibleModel, provider_for_url
 from stepguard.errors import ModelError, ModelOutputTruncated, ModelTimeout, ModelUnavailable
 from stepguard.model import ChatModel, GenerationSettings, Usage
@@ -68,8 +68,16 @@ async def test_async_reply(stub: StubServer) -> None:
     await model.aclose()
 
 
-def test_unreachable_endpoint_is_unavailable_quickly() -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """A base URL nothing answers on: a port bound here (port 0) and held unlistened, so a connection is refused."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}/v1"
+
+
+def test_unreachable_endpoint_is_unavailable_quickly(refused_url: str) -> None:
+    url = refused_url
     model = OpenAICompatibleModel("m", base_url=url, api_key_env=None, timeout=2, max_retries=0)
     started = time.perf_counter()
     with pytest.raises(ModelUnavailable, match="cannot reach") as info:
@@ -112,9 +120,9 @@ def test_truncated_reply_is_returned_or_raised(stub: StubServer) -> None:
     assert info.value.text == "reply to: hi"
 
 
-def test_key_never_in_repr_or_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_never_in_repr_or_errors(monkeypatch: pytest.MonkeyPatch, refused_url: str) -> None:
     monkeypatch.setenv("MY_KEY", "sk-very-secret")
-    url = f"http://127.0.0.1:{free_port()}/v1"
+    url = refused_url
     model = OpenAICompatibleModel("m", base_url=url, api_key_env="MY_KEY", timeout=1, max_retries=0)
     assert "sk-very-secret" not in repr(model)
     with pytest.raises(ModelUnavailable) as info:

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ pytest.importorskip("starlette", reason="the serve extra is not installed: pip i
 
 from stepguard.errors import MissingExtraError  # noqa: E402
 from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedure_folder, open_checkpointer  # noqa: E402
+from tests._serve_process import start_serve  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
@@ -339,38 +339,17 @@ def test_upstream_keys_are_never_echoed_or_logged(stub: StubServer, monkeypatch:
 # --- the command line, and curl -----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_curl_against_stepguard_serve(stub: StubServer, tmp_path: Path) -> None:
     from stepguard.adapters import load_model
 
     sim = load_model("sim:perfect", procedure=PROCS["invoice"])
     stub.script = lambda prompt: sim.complete([{"role": "user", "content": prompt}]).text  # the upstream computes right
-    port = _free_port()
     env = {**os.environ, "STEPGUARD_API_KEY": SECRET, "STEPGUARD_PROXY_TOKEN": TOKEN}
     log = tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", f"{stub.base_url}#scripted", "--procedures",
-           str(ROOT / "examples"), "--port", str(port)]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    proc, base = start_serve(["--upstream", f"{stub.base_url}#scripted", "--procedures", str(ROOT / "examples")], log, env=env)
     try:
-        base = f"http://127.0.0.1:{port}/v1"
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/models").status_code == 401:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            pytest.fail(log.read_text())
-
+        assert httpx.get(f"{base}/models").status_code == 401
         def curl(*args: str) -> str:
             out = subprocess.run(["curl", "-sS", "-H", f"Authorization: Bearer {TOKEN}", *args], capture_output=True, text=True,
                                  timeout=60)

@@ -63,10 +63,10 @@ def test_a_port_in_use_is_a_one_line_usage_error_naming_it(taken: int) -> None:
     ("no-such-host.invalid", "(not a host name or address this machine can resolve)"),
 ])
 def test_a_host_it_cannot_listen_on_is_a_usage_error(host: str, says: str) -> None:
-    out = CliRunner().invoke(app, ["serve", "--upstream", "sim:perfect", "--host", host, "--port", "8787"])
+    out = CliRunner().invoke(app, ["serve", "--upstream", "sim:perfect", "--host", host, "--port", "0"])
     assert out.exit_code == 2, out.output
     [line] = _errors(out.output)
-    assert line.startswith(f"error: cannot listen on {host}:8787: ") and says in line
+    assert line.startswith(f"error: cannot listen on {host}:0: ") and says in line
 
 
 def test_a_port_out_of_range_is_a_usage_error() -> None:

@@ -10,9 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import httpx
 import pytest
 
 from tests._postgres import postgres_server, postgres_skip_reason
+from tests._serve_process import start_serve
 from tests._stub_server import StubServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(postgres_skip_reason() is not None, reason=str(postgres_skip_reason()))]
@@ -54,31 +53,10 @@ def test_postgres_checkpointer_keeps_a_finished_run_and_refuses_other_work(pg_ur
         saver.conn.close()
 
 
-def _serve(port: int, upstream: str, procedures: Path, pg_url: str, log: Path, workers: int = 1) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", upstream, "--procedures", str(procedures),
-           "--port", str(port), "--checkpoint", pg_url, "--workers", str(workers)]
-    with open(log, "w") as fh:
-        return subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _wait_up(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    for _ in range(600):
-        if proc.poll() is not None:
-            pytest.fail(f"stepguard serve exited {proc.returncode}:\n{log.read_text()}")
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    pytest.fail(f"stepguard serve did not start:\n{log.read_text()}")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _serve(upstream: str, procedures: Path, pg_url: str, log: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
+    """A proxy on ``pg_url`` in its own process group, answering; the process and its base URL."""
+    return start_serve(["--upstream", upstream, "--procedures", str(procedures), "--checkpoint", pg_url,
+                        "--workers", str(workers)], log, new_session=True)
 
 
 def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(pg_url: str, tmp_path: Path) -> None:
@@ -109,16 +87,18 @@ def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(p
     with StubServer() as stub:
         stub.script = script
         upstream = f"{stub.base_url}#scripted"
-        ports = [_free_port(), _free_port()]
-        workers = [_serve(p, upstream, folder, pg_url, tmp_path / f"w{i}.log") for i, p in enumerate(ports)]
+        workers: list[subprocess.Popen[bytes]] = []
+        bases: list[str] = []
         try:
-            for port, w, i in zip(ports, workers, range(2)):
-                _wait_up(port, w, tmp_path / f"w{i}.log")
+            for i in range(2):
+                proc, base = _serve(upstream, folder, pg_url, tmp_path / f"w{i}.log")
+                workers.append(proc)
+                bases.append(base)
             first: dict[str, Any] = {}
 
             def call_first() -> None:
                 try:
-                    first["resp"] = httpx.post(f"http://127.0.0.1:{ports[0]}/v1/chat/completions", json=body, timeout=60)
+                    first["resp"] = httpx.post(f"{bases[0]}/chat/completions", json=body, timeout=60)
                 except httpx.HTTPError as exc:
                     first["error"] = exc
 
@@ -131,7 +111,7 @@ def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(p
             t.join(timeout=30)
             assert "error" in first  # its client saw the connection drop
 
-            resp = httpx.post(f"http://127.0.0.1:{ports[1]}/v1/chat/completions", json=body, timeout=120)
+            resp = httpx.post(f"{bases[1]}/chat/completions", json=body, timeout=120)
             assert resp.status_code == 200, resp.text
             result = resp.json()["stepguard"]
             assert result["status"] == "verified" and result["thread_id"] == "survivor-1"
@@ -139,7 +119,7 @@ def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(p
             assert asked == steps[: k + 1] + steps[k:]  # only the step in flight at the death is asked again
             assert all(asked.count(v) == 1 for v in steps if v != kill_at)
 
-            again = httpx.post(f"http://127.0.0.1:{ports[1]}/v1/chat/completions", json=body, timeout=60)
+            again = httpx.post(f"{bases[1]}/chat/completions", json=body, timeout=60)
             assert again.json()["choices"][0]["message"]["content"] == resp.json()["choices"][0]["message"]["content"]
             assert len(asked) == len(steps) + 1  # a finished thread answers from its checkpoint
         finally:
@@ -150,14 +130,12 @@ def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(p
 
 
 def test_workers_option_serves_with_a_shared_checkpointer(pg_url: str, tmp_path: Path) -> None:
-    port = _free_port()
     log = tmp_path / "serve.log"
-    proc = _serve(port, "sim:perfect", ROOT / "examples", pg_url, log, workers=2)
+    proc, base = _serve("sim:perfect", ROOT / "examples", pg_url, log, workers=2)
     try:
-        _wait_up(port, proc, log)
         body = {"model": "stepguard/invoice", "messages": [],
                 "stepguard": {"inputs": {"subtotal": "100.10", "rate": "0.1"}, "thread_id": "multi-1"}}
-        answers = {httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=60).json()["choices"][0]["message"]["content"]
+        answers = {httpx.post(f"{base}/chat/completions", json=body, timeout=60).json()["choices"][0]["message"]["content"]
                    for _ in range(6)}
         assert answers == {"104.60"}
     finally:

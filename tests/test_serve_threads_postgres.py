@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,8 +23,8 @@ import openai
 import pytest
 
 from tests._postgres import postgres_server, postgres_skip_reason
+from tests._serve_process import start_serve
 from tests._stub_server import StubServer
-from tests.test_serve_postgres import _free_port, _wait_up
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(postgres_skip_reason() is not None, reason=str(postgres_skip_reason()))]
 
@@ -68,19 +67,17 @@ def workers(pg_url: str, tmp_path: Path) -> Iterator[tuple[list[str], _Upstream,
     upstream = _Upstream()
     with StubServer() as stub:
         stub.script = upstream
-        ports = [_free_port(), _free_port()]
         env = {**os.environ, "STEPGUARD_TEST_REFUND_LOG": str(log)}
-        procs = []
-        for i, port in enumerate(ports):
-            cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", f"{stub.base_url}#scripted",
-                   "--procedures", str(ROOT / "examples"), "--tools", "tests._refund_tools:TOOLS",
-                   "--port", str(port), "--checkpoint", pg_url]
-            with open(tmp_path / f"w{i}.log", "w") as fh:
-                procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True))
+        procs: list[subprocess.Popen[bytes]] = []
+        bases: list[str] = []
         try:
-            for i, (port, proc) in enumerate(zip(ports, procs, strict=True)):
-                _wait_up(port, proc, tmp_path / f"w{i}.log")
-            yield [f"http://127.0.0.1:{p}/v1" for p in ports], upstream, log, [p.pid for p in procs]
+            for i in range(2):
+                proc, base = start_serve(["--upstream", f"{stub.base_url}#scripted", "--procedures", str(ROOT / "examples"),
+                                          "--tools", "tests._refund_tools:TOOLS", "--checkpoint", pg_url],
+                                         tmp_path / f"w{i}.log", env=env, new_session=True)
+                procs.append(proc)
+                bases.append(base)
+            yield bases, upstream, log, [p.pid for p in procs]
         finally:
             for proc in procs:
                 if proc.poll() is None:

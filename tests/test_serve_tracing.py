@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +30,7 @@ from stepguard.serve import create_app
 from stepguard.serve._server import OPTIONS_ENV
 from stepguard.serve._upstream import Upstream
 from stepguard.telemetry import read_trace_file
+from tests._serve_process import start_serve
 
 ROOT = Path(__file__).parent.parent
 INVOICE = ROOT / "examples" / "invoice.yaml"
@@ -82,23 +80,9 @@ def _serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str, P
     folder.mkdir()
     (folder / "invoice.yaml").write_text(INVOICE.read_text())
     log = tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "stepguard", "serve", "--upstream", "sim:perfect", "--procedures", str(folder),
-           "--port", "0", *extra]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, OPTIONS_ENV: ""}, stdout=fh, stderr=subprocess.STDOUT)
-    for _ in range(600):
-        found = re.search(r"base URL: (http://127\.0\.0\.1:\d+/v1)", log.read_text())
-        if found:
-            try:
-                if httpx.get(f"{found.group(1)}/models", timeout=5).status_code == 200:
-                    return proc, found.group(1), log
-            except httpx.HTTPError:
-                pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    proc.kill()
-    pytest.fail(log.read_text())
+    proc, base = start_serve(["--upstream", "sim:perfect", "--procedures", str(folder), *extra], log,
+                             env={**os.environ, OPTIONS_ENV: ""})
+    return proc, base, log
 
 
 def test_serve_trace_file_writes_the_spans_run_writes(tmp_path: Path) -> None:
