@@ -1,4 +1,5 @@
-"""A scripted ChatModel for guard tests: computes chunk prompts exactly, with faults on demand."""
+"""The tests' shared fakes: scripted ChatModels (chunk prompts computed exactly, faults on demand), fixed
+and streamed replies, and the small procedures many test files run them on."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections import defaultdict
 from stepguard.evaluator import compile_expression, format_number, parse_number
 from stepguard.guard.rungs.arith._digits import MAX_SUB_STEPS
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+from stepguard.procedure import Procedure
 
 _NOTE = re.compile(r"[ \t]{2,}\((.*)\)[ \t]*$")
 _ROUND = re.compile(r"round (half up|half to even) to (\d+) decimal places")
@@ -17,6 +19,44 @@ _BLOCK = re.compile(r"^(Known values|Steps):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
 DIGIT_SUB_STEPS = frozenset(f"d{i}" for i in range(1, MAX_SUB_STEPS + 1))
 """The digit rungs' sub-steps (``d1 .. dn``): put them in ``always_wrong`` for a model wrong on every try,
 since ``digits``, the last rung of the default ladders, asks a step as these."""
+
+
+CHAIN_INPUTS = {"x": 7, "y": 3}
+"""The inputs of :func:`chain_procedure` and :func:`sum_chain_procedure`."""
+
+
+def chain_procedure(n: int = 12) -> Procedure:
+    """``S1 = x``, ``S2 = y``, then ``n - 2`` steps of ``+``, ``-`` and ``* 2`` looking back up to three steps."""
+    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
+    ops = ["+", "-", "*"]
+    for k in range(3, n + 1):
+        back = max(1, k - 3)
+        op = ops[k % 3] if k % 3 != 2 else "+"
+        steps.append({"var": f"S{k}", "expr": f"S{k - 1} {op} S{back}" if op != "*" else f"S{k - 1} * 2"})
+    return Procedure.model_validate({"name": "t", "inputs": ["x", "y"], "steps": steps})
+
+
+def chain_expected(proc: Procedure) -> dict[str, object]:
+    """The evaluator's exact values of ``proc`` on :data:`CHAIN_INPUTS` (the result's typed values compare equal to them)."""
+    return dict(proc.expected_values(CHAIN_INPUTS))
+
+
+def sum_chain_procedure(n: int = 12) -> Procedure:
+    """``telemetry_demo``: ``S1 = x``, ``S2 = y``, then ``n - 2`` sums looking back up to three steps."""
+    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
+    steps += [{"var": f"S{k}", "expr": f"S{k - 1} + S{max(1, k - 3)}"} for k in range(3, n + 1)]
+    return Procedure.model_validate({"name": "telemetry_demo", "inputs": ["x", "y"], "steps": steps})
+
+
+DIGIT_PRODUCT = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
+    {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x * y"}]})
+"""``r = a * b``: one product, for the digit rungs."""
+
+
+def asked_steps(messages: list[dict[str, str]]) -> list[str]:
+    """The variables a prompt asks for (its ``Steps:`` block)."""
+    block = str(messages[-1]["content"]).split("Steps:\n", 1)[-1].split("\n\n", 1)[0]
+    return [line.split(" = ", 1)[0] for line in block.splitlines() if " = " in line]
 
 
 def _fmt(v) -> str:

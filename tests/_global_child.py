@@ -13,9 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from stepguard.adapters.integrations.openai_wrapper import GuardedOpenAI
-from tests._fakes import ScriptedModel
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
 from tests._stub_server import StubServer
-from tests.test_telemetry import INPUTS, _procedure
 
 memory = InMemorySpanExporter()
 tp = TracerProvider()

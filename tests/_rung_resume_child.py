@@ -11,8 +11,7 @@ import sys
 import time
 
 from stepguard import Guard, GuardConfig, sqlite_checkpointer
-from tests._fakes import ScriptedModel
-from tests.test_streamed_digits_faults import PRODUCT, _asked_steps
+from tests._fakes import DIGIT_PRODUCT as PRODUCT, ScriptedModel, asked_steps as _asked_steps
 
 INPUTS = {"a": 478, "b": 36}
 

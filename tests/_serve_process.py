@@ -16,9 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests._paths import ROOT
+
 __all__ = ["start_serve"]
 
-ROOT = Path(__file__).parent.parent
 _BASE_URL = re.compile(r"base URL: (http://127\.0\.0\.1:\d+/v1)")
 
 

@@ -25,8 +25,7 @@ from stepguard.adapters import load_model
 from stepguard.errors import CheckpointError
 from stepguard.guard import NullObserver, sqlite_checkpointer
 from stepguard.tools import Tool
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 
 class KillInCommit(NullObserver):

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import importlib
 import tomllib
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 
 def _pyproject() -> dict:

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 from stepguard import Guard, load_procedure
 from stepguard.adapters import load_model
 from stepguard.cli._app import app
+from tests._paths import ROOT
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(EXAMPLES))
 from agent_tools import TOOLS  # noqa: E402
 from run_example import AGENT_EXAMPLES  # noqa: E402

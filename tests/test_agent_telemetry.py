@@ -6,7 +6,7 @@ from __future__ import annotations
 from stepguard import Guard, parse_procedure
 from stepguard.tools import Tool
 from tests._fakes import ReplyModel
-from tests.test_telemetry import Traced
+from tests._traced import Traced
 
 PROC = parse_procedure("""
 name: refund

@@ -14,8 +14,9 @@ from stepguard.cli._app import app
 from stepguard.procedure import parse_procedure, procedure_json_schema
 from stepguard.trace import Record, parse_trace
 from stepguard.verify import read_raw_value, verify_chunk
+from tests._paths import ROOT
 
-SCHEMA = Path(__file__).parent.parent / "docs" / "schemas" / "procedure.schema.json"
+SCHEMA = ROOT / "docs" / "schemas" / "procedure.schema.json"
 PROC = parse_procedure("""
 inputs: {subtotal: decimal, rate: decimal}
 steps:

@@ -20,8 +20,9 @@ from stepguard.cli._app import app
 from stepguard.cli._exit import ExitCode
 from stepguard.errors import ProcedureError, RunStoreError
 from stepguard.verify import score_generation
+from tests._paths import ROOT
 
-SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "production"
+SUITE = ROOT / "benchmarks" / "production"
 
 ORDER = """\
 name: order

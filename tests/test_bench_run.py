@@ -20,8 +20,8 @@ from stepguard.bench.run import parse_configs, run_benchmark
 from stepguard.bench.store import ERRORS, RESULTS, iter_rows, read_meta
 from stepguard.errors import ModelError, ModelUnavailable, RunStoreError
 from stepguard.guard import GuardConfig
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED = {"id", "n_steps", "lookback", "mode", "first_answer", "correct", "exact", "labels", "usage", "simulated"}
 TIMING = {"latency_s", "wall_s", "model_s", "attempt_s"}
 

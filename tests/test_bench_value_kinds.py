@@ -14,8 +14,9 @@ from stepguard.bench._runmeta import instance_source, run_meta
 from stepguard.bench.run import run_benchmark
 from stepguard.bench.store import RESULTS, iter_rows
 from stepguard.bench.suites import load_suite
+from tests._paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 
 KINDS = """\
 name: kinds

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from stepguard import BudgetExhausted, Guard, GuardConfig, Procedure
-from tests._fakes import ScriptedModel
-from tests.test_guard import INPUTS, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_procedure as _procedure
 
 
 def _tokens(result) -> int:

@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 from stepguard import GuardResult
-from tests.test_guard import _expected, _procedure
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._fakes import chain_expected as _expected, chain_procedure as _procedure
+from tests._paths import ROOT
 
 
 def _child(tmp: Path, delay: float) -> subprocess.Popen[bytes]:

@@ -8,8 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from stepguard.cli._app import app
+from tests._paths import DATA
 
-SHIPPING = Path(__file__).resolve().parent / "data" / "shipping_user"
+SHIPPING = DATA / "shipping_user"
 
 
 def _bench(*args: str) -> str:

@@ -16,9 +16,9 @@ from stepguard import GuardResult
 from stepguard.cli import app
 from stepguard.cli._exit import EXIT_CODES_HELP, ExitCode
 from stepguard.cli.run import print_result
+from tests._paths import ROOT
 from tests._stub_server import StubServer
 
-ROOT = Path(__file__).parent.parent
 INVOICE = str(ROOT / "examples" / "invoice.yaml")
 INPUTS = ["-i", "subtotal=100.10", "-i", "rate=0.1"]
 WRONG_TOTAL = "discount = 5.01\nnet = 95.09\ntax = 9.51\ntotal = 104.61\n"  # right but the last: 104.60

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+from tests._paths import ROOT
+
 HEAVY = ("langgraph", "langchain_core", "matplotlib", "opentelemetry.sdk", "openai", "scipy")
 """Modules none of ``stepguard --help``, ``check``, ``init`` (and the other help screens) may load."""
 

@@ -23,8 +23,8 @@ from stepguard.cli._guard_options import GUARD_FIELDS, build_guard_config
 from stepguard.cli._open_model import open_model
 from stepguard.errors import LocalServerError
 from stepguard.guard import GuardConfig, rung_names
+from tests._paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 INVOICE = ["run", str(ROOT / "examples" / "invoice.yaml"), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:perfect"]
 GUARDED = {"run": ("run",), "bench run": ("bench", "run"), "bench demo": ("bench", "demo")}
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from click.testing import Result
 from typer.testing import CliRunner
 
 from stepguard.cli._app import app
 from stepguard.cli._progress import model_label
+from tests._paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 INVOICE = [str(EXAMPLES / "invoice.yaml"), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:paper"]
 N23 = [str(EXAMPLES / "benchmark_n23.yaml"), "-i", "x=3", "-i", "y=13", "--model", "sim:paper"]  # inputs the simulator errs on
 

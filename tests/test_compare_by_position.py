@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stepguard.guard.rungs.arith._digits import Sheet, larger_at_first_difference
-from tests.test_digit_rungs import _operand, _read, _rung, _step, _texts
+
+from .test_digit_rungs import _operand, _read, _rung, _step, _texts
 
 _MAX = re.compile(r"max\((.*), (.*)\)")
 

@@ -14,8 +14,9 @@ import pytest
 from stepguard import Guard, GuardConfig, Procedure, load_procedure
 from stepguard.guard._config import PRODUCTION_SETTINGS, beyond_integer_sums
 from tests._fakes import ScriptedModel
+from tests._paths import ROOT
 
-SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "production"
+SUITE = ROOT / "benchmarks" / "production"
 
 
 def _proc(expr: str, **step: object) -> Procedure:

@@ -20,8 +20,8 @@ from stepguard.bench.run import run_benchmark
 from stepguard.bench.store import RESULTS, RunStore
 from stepguard.errors import StepguardError, RunStoreError
 from stepguard.guard import sqlite_checkpointer
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 N = 24
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests._paths import ROOT
 from tests._scripts import load_script
 
-ROOT = Path(__file__).parent.parent
 STORE = ROOT / "benchmarks" / "stores" / "curve" / "raw"
 PAGE = ROOT / "docs" / "fidelity.md"
 LAB = ROOT / "docs" / "lab" / "fidelity-history.md"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+from tests._paths import ROOT
 
 
 def test_generated_pages_are_up_to_date() -> None:
@@ -45,7 +45,6 @@ def test_the_proxy_pages_invoice_numbers_are_the_invoices() -> None:
     """docs/proxy.md answered 124.56 for subtotal 120.00 and rate 0.2 (the procedure gives 136.80), so a
     user checking the proxy against the page thought it broken: every value it quotes is computed here."""
     import re
-
     from decimal import Decimal
 
     from stepguard import load_procedure

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from pathlib import Path
 
 from stepguard.evaluator import compile_expression
+from tests._paths import ROOT
 
-DOC = Path(__file__).parent.parent / "docs" / "procedures.md"
+DOC = ROOT / "docs" / "procedures.md"
 ROW = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \|", re.M)
 
 

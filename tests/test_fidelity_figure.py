@@ -14,10 +14,10 @@ import pytest
 
 from stepguard.bench import plots
 from stepguard.bench.overlay import curves_from_cells, paired_from_cells
+from tests._paths import ROOT
 from tests._scripts import load_script
 from tests.conftest import SimRuns
 
-ROOT = Path(__file__).parent.parent
 CELLS = ROOT / "docs" / "data" / "fidelity_cells.json"
 PAGE = ROOT / "docs" / "fidelity.md"
 LAB = ROOT / "docs" / "lab" / "fidelity-history.md"

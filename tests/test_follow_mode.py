@@ -19,8 +19,8 @@ from stepguard.guard._options import GuardOptions
 from stepguard.guard._window import first_try_tally, follow_window, measured_accuracy
 from stepguard.procedure import load_inputs_file, load_procedure, parse_procedure
 from tests._fakes import ScriptedModel, StreamingReplies
+from tests._paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 PRODUCTION = sorted(p for p in (ROOT / "benchmarks" / "production").glob("*.yaml") if ".inputs" not in p.name and ".prompt" not in p.name)
 sys.path.insert(0, str(ROOT / "examples"))
 from run_example import EXAMPLES  # noqa: E402  (the examples' compute procedures and their inputs)

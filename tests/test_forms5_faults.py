@@ -14,7 +14,8 @@ from stepguard.guard.rungs.arith._digits import MAX_SUB_STEPS
 from stepguard.guard.rungs.arith.chain import chain_steps
 from stepguard.procedure import round_to_scale
 from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
-from tests.test_digit_rungs import _operand, _read, _rung, _step, _texts, _want
+
+from .test_digit_rungs import _operand, _read, _rung, _step, _texts, _want
 
 
 def _one_digit_off(text: str, data: st.DataObject) -> str:

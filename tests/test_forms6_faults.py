@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import warnings
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -18,7 +17,9 @@ from stepguard.guard import LadderWarning, _prompts
 from stepguard.guard._prompts import PROMPT_FORMS
 from stepguard.guard.rungs.arith._digits import Sheet, larger_at_first_difference
 from tests._fakes import ScriptedModel
-from tests.test_digit_rungs import _step
+from tests._paths import ROOT
+
+from .test_digit_rungs import _step
 
 
 def test_the_forms_history_says_what_each_version_changed_the_current_one_too() -> None:
@@ -30,7 +31,7 @@ def test_the_forms_history_says_what_each_version_changed_the_current_one_too() 
         assert history.get(version, "").strip(), f"the forms file does not say what version {version} changed"
 
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = ROOT
 _EXAMPLE = re.compile(r"`{1,2}(\d+)`{1,2} and `{1,2}(\d+)`{1,2}(?::| as)\s+`{1,2}(?:d\d+ = )?(max\(\d+, \d+\))`{1,2}")
 
 

@@ -24,8 +24,7 @@ from stepguard.guard._forms import FORMS_DIR, TEXT_KEYS, current_forms, load_for
 from stepguard.guard._result import DeviationEvent
 from stepguard.guard._state import GuardState
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
-from tests._fakes import ScriptedModel
-from tests.test_guard import INPUTS, _expected, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_expected as _expected, chain_procedure as _procedure
 
 NEW_COUNT = "Now write $n lines, one a step, from $first to $last, in order, each as"
 

@@ -5,25 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stepguard import BudgetExhausted, Guard, GuardConfig, Procedure, StepDeviation
-from tests._fakes import ScriptedModel
-
-
-def _procedure(n: int = 12) -> Procedure:
-    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
-    ops = ["+", "-", "*"]
-    for k in range(3, n + 1):
-        back = max(1, k - 3)
-        op = ops[k % 3] if k % 3 != 2 else "+"
-        steps.append({"var": f"S{k}", "expr": f"S{k - 1} {op} S{back}" if op != "*" else f"S{k - 1} * 2"})
-    return Procedure.model_validate({"name": "t", "inputs": ["x", "y"], "steps": steps})
-
-
-INPUTS = {"x": 7, "y": 3}
-
-
-def _expected(proc: Procedure) -> dict[str, object]:
-    """The evaluator's exact values (the result's typed values compare equal to them)."""
-    return dict(proc.expected_values(INPUTS))
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_expected as _expected, chain_procedure as _procedure
 
 
 def _assert_no_silent_errors(result, proc) -> None:

@@ -8,8 +8,7 @@ import pytest
 
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.guard import Rung, get_rung, register_rung, rung_names
-from tests._fakes import ScriptedModel
-from tests.test_guard import INPUTS, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_procedure as _procedure
 
 
 @register_rung

@@ -14,8 +14,8 @@ import pytest
 from stepguard import CheckpointError, Guard, GuardConfig, ModelUnavailable, load_procedure
 from stepguard.guard import DeviationEvent, GuardResult, StepOutcome, context_block, sqlite_checkpointer
 from tests._fakes import ScriptedModel
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 INVOICE = load_procedure(ROOT / "examples/invoice.yaml")
 A = {"subtotal": "100.10", "rate": "0.1"}
 CTX = [{"role": "system", "content": "You bill for ACME."}, {"role": "user", "content": "Invoice order 42."}]

@@ -26,8 +26,8 @@ from stepguard.adapters import load_model
 from stepguard.bench.suites import load_suite, suite_files
 from stepguard.cli import app
 from stepguard.procedure import load_procedure
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "benchmarks" / "production_split.yaml"
 TEST_SET = ROOT / "benchmarks" / "production" / "test"
 NEW_FOLDERS = {"test": TEST_SET, "dev": ROOT / "benchmarks" / "production" / "dev"}

@@ -25,6 +25,7 @@ from stepguard.cli._app import app
 from stepguard.cli._exit import ExitCode
 from stepguard.errors import ProcedureError
 from stepguard.procedure import Procedure, load_inputs_file, parse_inputs_text
+from tests._paths import ROOT
 
 PROC = """\
 name: p
@@ -275,7 +276,7 @@ def test_bench_run_refuses_a_duplicate_key_naming_the_file_and_line(tmp_path: Pa
 
 
 def test_the_production_suite_reads_as_before() -> None:
-    suite = Path(__file__).resolve().parent.parent / "benchmarks" / "production"
+    suite = ROOT / "benchmarks" / "production"
     assert len(load_suite(suite)) > 0
 
 

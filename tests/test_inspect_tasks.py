@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests._paths import ROOT
+
 pytest.importorskip("inspect_ai")
 
 from inspect_ai.log import EvalLog, read_eval_log
@@ -25,7 +27,6 @@ from inspect_ai.log import EvalLog, read_eval_log
 from stepguard.bench.case import OUTCOMES, row_outcomes
 from tests._stub_server import StubServer
 
-ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,9 @@ from stepguard.bench.instances import (
 )
 from stepguard.cli.bench import app
 from stepguard.errors import ProcedureError, RunStoreError
+from tests._paths import ROOT
 
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "docs" / "schemas" / "instance.schema.json"
+SCHEMA_FILE = ROOT / "docs" / "schemas" / "instance.schema.json"
 USER_LINE = {
     "id": "invoice-1", "n_steps": 2, "inputs": {"price": 12, "qty": 3},
     "steps": [{"var": "subtotal", "expr": "price * qty"}, {"var": "total", "expr": "subtotal + 4"}],

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
+
 TREES = {"stepguard": "stepguard", "adapters": "stepguard.adapters"}
 """Folder in the repository -> the package it installs as (setup.py's package_dir)."""
 

@@ -4,14 +4,11 @@ step without it is refused."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from stepguard.errors import ProcedureError
 from stepguard.procedure import parse_procedure
-
-ROOT = Path(__file__).parent.parent
+from tests._paths import ROOT
 
 
 def test_a_misspelt_variable_says_did_you_mean() -> None:

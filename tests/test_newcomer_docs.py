@@ -12,8 +12,8 @@ from stepguard import Guard
 from stepguard.adapters import load_model
 from stepguard.cli._app import app
 from stepguard.procedure import parse_procedure
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 UNCHECKED = "name: u\ninputs: {x: integer}\nsteps:\n  - {var: a, expr: x + 1}\n  - {var: note}\n  - {var: b, expr: a + 1}\n"
 
 

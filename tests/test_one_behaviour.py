@@ -14,6 +14,8 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
+from tests._paths import ROOT
+
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install 'stepguard[serve]'")
 
 from starlette.testclient import TestClient
@@ -26,7 +28,6 @@ from stepguard.serve._upstream import Upstream
 from stepguard.wire import GuardedProcedureError
 from tests._stub_server import StubServer
 
-ROOT = Path(__file__).parent.parent
 PARCEL_TEXT = """
 name: parcel
 inputs:

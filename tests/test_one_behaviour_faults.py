@@ -13,7 +13,8 @@ pytest.importorskip("starlette", reason="the serve extra is not installed: pip i
 from starlette.testclient import TestClient
 
 from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall
-from tests.test_one_behaviour import PROCEDURES, client, proxy, stub  # noqa: F401  # the module's fixtures
+
+from .test_one_behaviour import PROCEDURES, client, proxy, stub  # noqa: F401  # the module's fixtures
 
 IMAGE = {"type": "image_url", "image_url": {"url": "http://example.invalid/x.png"}}
 

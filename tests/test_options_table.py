@@ -32,8 +32,8 @@ from stepguard.procedure import load_procedure
 from stepguard.serve import create_app
 from stepguard.serve._upstream import Upstream
 from stepguard.wire import InvalidGuardedCall
+from tests._paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 INVOICE_FILE = ROOT / "examples" / "invoice.yaml"
 INVOICE = load_procedure(INVOICE_FILE)
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}

@@ -4,11 +4,8 @@ the README, the docs and the report's own captions that gives 61% names v1."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from stepguard.bench import overlay, report
-
-ROOT = Path(__file__).parent.parent
+from tests._paths import ROOT
 
 
 def _paragraphs(text: str) -> list[str]:

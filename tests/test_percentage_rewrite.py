@@ -13,7 +13,6 @@ import warnings
 from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -26,8 +25,8 @@ from stepguard.guard import get_rung
 from stepguard.guard.rungs.arith.chain import quotient_last
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from tests._fakes import ScriptedModel
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TAX = ROOT / "benchmarks" / "production" / "dev" / "income_tax_rate.yaml"
 INPUTS = {"income": "71400", "allowance": "9100"}  # tax 19060: 26.6946...%, 26.69 half to even
 

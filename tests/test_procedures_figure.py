@@ -10,8 +10,9 @@ import pytest
 
 from stepguard.bench import plots, suite_report
 from stepguard.bench.aggregate import aggregate_run
+from tests._paths import ROOT
 
-STORES = Path(__file__).parent.parent / "benchmarks" / "stores" / "prod-digits"
+STORES = ROOT / "benchmarks" / "stores" / "prod-digits"
 
 
 def _figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -60,7 +61,7 @@ def test_a_simulators_raw_run_on_a_prompt_file_reads_not_applicable_never_zero(t
 
     from stepguard.cli import app
 
-    shipping = str(Path(__file__).parent.parent / "benchmarks" / "production" / "shipping.yaml")
+    shipping = str(ROOT / "benchmarks" / "production" / "shipping.yaml")
     for mode in ("raw", "guarded"):
         out = CliRunner().invoke(app, ["bench", "run", "--instances", shipping, "--mode", mode, "--model", "sim:paper",
                                        "--out", str(tmp_path / mode)])

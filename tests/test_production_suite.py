@@ -8,7 +8,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +16,9 @@ from stepguard import Guard
 from stepguard.adapters import load_model
 from stepguard.bench.suites import load_suite, suite_files
 from stepguard.procedure import Procedure, load_procedure
+from tests._paths import ROOT
 
-SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "production"
+SUITE = ROOT / "benchmarks" / "production"
 CENT, TENTH, UNIT, BP = Decimal("0.01"), Decimal("0.1"), Decimal("1"), Decimal("0.0001")
 D = Decimal
 

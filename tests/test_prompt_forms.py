@@ -17,8 +17,9 @@ from stepguard.adapters import RecordingModel, load_model
 from stepguard.bench.generate import generate_instance
 from stepguard.bench.suites import load_suite
 from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
+from tests._paths import ROOT
 
-PRODUCTION = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
+PRODUCTION = ROOT / "benchmarks" / "production"
 
 PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d", 5: "db5e76768d4f052f129cbc176805bc1da9a9297a33d86acf7afe30415c162ddf",
           6: "4bc06038b9921c8aa7fb0bccd56c2200558b353705d2ab065d4c92d3edea60ce",

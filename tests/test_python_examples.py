@@ -10,8 +10,7 @@ from stepguard import Guard
 from stepguard.adapters import load_model
 from stepguard.cli.authoring import STARTER
 from stepguard.procedure import parse_procedure
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests._paths import ROOT
 
 
 def _blocks(path: Path) -> list[str]:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._paths import ROOT
+
 pytest.importorskip("instructor")
 
 from pydantic import ValidationError
@@ -156,7 +158,7 @@ def test_reask_runs_beside_raw_and_guarded_in_the_report(tmp_path: Path) -> None
 def test_a_suite_case_is_refused(tmp_path: Path) -> None:
     from stepguard.bench.suites import load_suite
 
-    root = Path(__file__).resolve().parents[1] / "benchmarks" / "production"
+    root = ROOT / "benchmarks" / "production"
     case = load_suite(root / "invoice.yaml")[0]
     with pytest.raises(ValueError, match="generated instances only"):
         asyncio.run(arun_reask(case, JsonModel({}, [None])))  # type: ignore[arg-type]

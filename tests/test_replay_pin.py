@@ -6,15 +6,15 @@ same results: status, values, provenance, re-prompts, deviations, model calls.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from stepguard import Guard, GuardConfig
 from stepguard.adapters import ReplayModel
 from stepguard.bench.generate import generate_instance
+from tests._paths import DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = DATA
 RECORDED = json.loads((DATA / "guarded_qwen.results.json").read_text())
 _SAME = ("status", "answer", "answer_var", "first_unverified", "chunks", "reprompts", "repaired", "inputs", "model")
 

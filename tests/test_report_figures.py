@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from stepguard.bench.report import build_report
+from tests._paths import DATA
 from tests.conftest import SimRuns
 
-GOLDEN = Path(__file__).parent / "data" / "report_figures.json"
+GOLDEN = DATA / "report_figures.json"
 TIMED = {"wall_s", "model_s"}
 PINNED = ("n", "n_steps", "lookback", "first_answer_accuracy", "exact_step_rate", "labels", "step_value_accuracy",
           "lookback_confusion", "truncated", "mean_first_error_position", "per_instance",

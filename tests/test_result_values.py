@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +15,10 @@ from stepguard import Guard, GuardConfig, GuardResult, Procedure, load_procedure
 from stepguard.adapters import load_model
 from stepguard.guard import StepValue
 from stepguard.guard._result import StepOutcome, typed_value, value_text
+from tests._paths import ROOT
 from tests._stub_server import StubServer
 
-INVOICE = Path(__file__).parent.parent / "examples" / "invoice.yaml"
+INVOICE = ROOT / "examples" / "invoice.yaml"
 INVOICE_INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 
 KINDS = Procedure.model_validate({"name": "kinds", "inputs": {"hours": "integer", "rate": "decimal"}, "steps": [

@@ -25,8 +25,8 @@ from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from stepguard.guard import GuardResult, sqlite_checkpointer
 from stepguard.procedure import load_procedure
 from tests._fakes import ScriptedModel
+from tests._paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 INVOICE = load_procedure(ROOT / "examples" / "invoice.yaml")
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 

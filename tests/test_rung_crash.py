@@ -13,12 +13,12 @@ from pathlib import Path
 
 from stepguard import GuardResult
 from stepguard.guard.rungs import get_rung
-from tests.test_streamed_digits_faults import PRODUCT
+from tests._fakes import DIGIT_PRODUCT as PRODUCT
+from tests._paths import ROOT
 
 SHEET = len(get_rung("digits").derive(PRODUCT, 2, {"x": 478, "y": 36}).steps)  # type: ignore[union-attr]
 """The sub-steps of ``478 * 36`` digit by digit (tests/_rung_resume_child.py)."""
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _child(tmp: Path, delay: float) -> subprocess.Popen[bytes]:

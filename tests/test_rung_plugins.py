@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from stepguard.guard.rungs import ENTRY_POINT_GROUP, rung_names, rung_origin
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 _MYRUNG = '''
 from stepguard import Procedure
@@ -76,7 +75,7 @@ from stepguard import Guard, GuardConfig
 from stepguard.guard import rung_names
 from stepguard.guard.rungs import rung_origin
 from tests._fakes import ScriptedModel
-from tests.test_guard import INPUTS, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, chain_procedure as _procedure
 
 model = ScriptedModel(faults={"S4": ["wrong", "wrong"]})
 result = Guard(model, GuardConfig(ladder=("narrow", "myrung"), chunk_size=3)).run(_procedure(8), INPUTS)

@@ -17,8 +17,8 @@ from jsonschema import Draft202012Validator
 from stepguard.cli.authoring import STARTER
 from stepguard.errors import ProcedureError
 from stepguard.procedure import parse_procedure, procedure_json_schema
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "docs" / "schemas" / "procedure.schema.json"
 VALIDATOR = Draft202012Validator(json.loads(PUBLISHED.read_text(encoding="utf-8")))
 _FENCE = re.compile(r"^```(yaml|yml|json)[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -19,6 +19,8 @@ import httpx
 import openai
 import pytest
 
+from tests._paths import ROOT
+
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install 'stepguard[serve]'")
 
 from stepguard.errors import MissingExtraError  # noqa: E402
@@ -26,7 +28,6 @@ from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedu
 from tests._serve_process import start_serve  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
 
-ROOT = Path(__file__).parent.parent
 PROCS = load_procedure_folder(ROOT / "examples")
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 TOKEN = "proxy-token-123"

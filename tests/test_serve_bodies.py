@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests._paths import ROOT
 
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install 'stepguard[serve]'")
 
 from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedure_folder  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
 
-PROCS = load_procedure_folder(Path(__file__).parent.parent / "examples")
+PROCS = load_procedure_folder(ROOT / "examples")
 GUARDED: dict[str, Any] = {"model": "stepguard/invoice", "messages": [{"role": "user", "content": "x"}],
                            "stepguard": {"inputs": {"subtotal": "120", "rate": "0.2"}}}
 

@@ -20,14 +20,14 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from tests._paths import ROOT
+
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install 'stepguard[serve]'")
 
 from stepguard.cli import app  # noqa: E402
 from stepguard.errors import LocalServerError  # noqa: E402
 from stepguard.serve._server import OPTIONS_ENV, TOKEN_ENV  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
-
-ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture

@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
+
+from tests._paths import ROOT
 
 pytest.importorskip("starlette")
 
 from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedure_folder  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
 
-PROCS = load_procedure_folder(Path(__file__).parent.parent / "examples")
+PROCS = load_procedure_folder(ROOT / "examples")
 LIMIT = 4096
 TOKEN = "limit-token"
 

@@ -18,13 +18,13 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._paths import ROOT
 from tests._postgres import postgres_server, postgres_skip_reason
 from tests._serve_process import start_serve
 from tests._stub_server import StubServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(postgres_skip_reason() is not None, reason=str(postgres_skip_reason()))]
 
-ROOT = Path(__file__).parent.parent
 INPUTS = {"x": 3, "y": 4}
 
 
@@ -35,9 +35,8 @@ def pg_url() -> Iterator[str]:
 
 
 def test_postgres_checkpointer_keeps_a_finished_run_and_refuses_other_work(pg_url: str) -> None:
-    from stepguard.adapters import load_model
-
     from stepguard import CheckpointError, Guard, load_procedure
+    from stepguard.adapters import load_model
     from stepguard.guard import postgres_checkpointer
 
     proc = load_procedure(ROOT / "examples/invoice.yaml")
@@ -61,7 +60,6 @@ def _serve(upstream: str, procedures: Path, pg_url: str, log: Path, workers: int
 
 def test_a_run_survives_its_workers_death_and_no_committed_step_is_asked_twice(pg_url: str, tmp_path: Path) -> None:
     from stepguard.adapters import load_model
-
     from stepguard.procedure import load_procedure
 
     folder = tmp_path / "procedures"

@@ -24,6 +24,8 @@ import httpx
 import openai
 import pytest
 
+from tests._paths import ROOT
+
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install 'stepguard[serve]'")
 
 from stepguard import Guard, load_procedure
@@ -32,7 +34,6 @@ from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedu
 from stepguard.tools import Tool
 from tests._stub_server import StubServer
 
-ROOT = Path(__file__).parent.parent
 PROCS = load_procedure_folder(ROOT / "examples")
 REFUND_IN = {"sku": "A-12", "amount": "19.99"}
 LOOKUP = 'CALL catalog_lookup(sku="A-12")'

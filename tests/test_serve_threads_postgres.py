@@ -22,13 +22,13 @@ import httpx
 import openai
 import pytest
 
+from tests._paths import ROOT
 from tests._postgres import postgres_server, postgres_skip_reason
 from tests._serve_process import start_serve
 from tests._stub_server import StubServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(postgres_skip_reason() is not None, reason=str(postgres_skip_reason()))]
 
-ROOT = Path(__file__).parent.parent
 LOOKUP = 'CALL catalog_lookup(sku="A-12")'
 REFUND = 'CALL issue_refund(order_id="ORD-7", amount=19.99)'
 

@@ -19,6 +19,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from tests._paths import ROOT
+
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install 'stepguard[serve]'")
 
 from google.protobuf.json_format import MessageToDict
@@ -32,7 +34,6 @@ from stepguard.serve._upstream import Upstream
 from stepguard.telemetry import read_trace_file
 from tests._serve_process import start_serve
 
-ROOT = Path(__file__).parent.parent
 INVOICE = ROOT / "examples" / "invoice.yaml"
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 IDS = {"gen_ai.conversation.id", "stepguard.thread_id"}

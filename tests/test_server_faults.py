@@ -35,9 +35,8 @@ from stepguard.errors import (
     ModelUnavailable,
     StepguardError,
 )
-from tests._fakes import ScriptedModel
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_expected as _expected, chain_procedure as _procedure
 from tests._stub_server import StubServer
-from tests.test_guard import INPUTS, _expected, _procedure
 
 MSG = [{"role": "user", "content": "hi"}]
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from stepguard.cli import app
 from stepguard.telemetry import read_trace_file
+from tests._paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 ARGV = ["run", str(ROOT / "examples" / "invoice.yaml"), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:paper"]
 
 

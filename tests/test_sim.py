@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import random
 import re
-from pathlib import Path
 from string import Template
 
 import pytest
@@ -15,8 +14,9 @@ from stepguard.adapters.models.sim import DEFAULT_PRESET, PRESETS, SimPreset, Si
 from stepguard.errors import ModelSpecError
 from stepguard.evaluator import compile_expression, format_number, parse_number
 from stepguard.model import ChatModel, GenerationSettings
+from tests._paths import ROOT
 
-PROMPTS = Path(__file__).resolve().parents[1] / "stepguard" / "guard" / "prompts"
+PROMPTS = ROOT / "stepguard" / "guard" / "prompts"
 RAW = Template((PROMPTS / "raw.txt").read_text())
 CHUNK = Template((PROMPTS / "chunk.txt").read_text())
 CORRECTION = Template((PROMPTS / "correction.txt").read_text())

@@ -19,8 +19,8 @@ from stepguard import CheckpointError, Guard, GuardConfig, ModelUnavailable, loa
 from stepguard.adapters import load_model
 from stepguard.guard import sqlite_checkpointer
 from tests._fakes import ScriptedModel
+from tests._paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 INVOICE = load_procedure(ROOT / "examples/invoice.yaml")
 A = {"subtotal": "100.10", "rate": "0.1"}
 B = {"subtotal": "250.00", "rate": "0.1"}

@@ -12,10 +12,10 @@ import pytest
 
 from stepguard.bench.store import ERRORS, RESULTS, RunStore, iter_rows, read_meta
 from stepguard.errors import RunStoreError
+from tests._paths import ROOT
 
 META = {"model": {"spec": "sim:paper"}, "mode": "raw", "guard_config": None, "generation": {"temperature": 0.0},
         "instances_sha256": "abc"}
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fill(rundir: Path, ids: list[str]) -> None:

@@ -18,7 +18,8 @@ from stepguard.adapters import load_model
 from stepguard.guard import GuardResult, StepOutcome
 from stepguard.telemetry import OtelObserver
 from tests._stub_server import StubServer
-from tests.test_stream_verified import PROC, RIGHT, N, _text
+
+from .test_stream_verified import PROC, RIGHT, N, _text
 
 
 @pytest.fixture

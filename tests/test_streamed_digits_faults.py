@@ -8,18 +8,10 @@ import pytest
 
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.guard.rungs import get_rung, rung_names
-from tests._fakes import ScriptedModel
+from tests._fakes import DIGIT_PRODUCT as PRODUCT, ScriptedModel, asked_steps as _asked_steps
 
-PRODUCT = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
-    {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x * y"}]})
 SHEET = len(get_rung("digits").derive(PRODUCT, 2, {"x": 4789, "y": 356}).steps)  # type: ignore[union-attr]
 """The sub-steps of ``4789 * 356`` digit by digit."""
-
-
-def _asked_steps(messages: list[dict[str, str]]) -> list[str]:
-    """The variables a prompt asks for (its ``Steps:`` block)."""
-    block = str(messages[-1]["content"]).split("Steps:\n", 1)[-1].split("\n\n", 1)[0]
-    return [line.split(" = ", 1)[0] for line in block.splitlines() if " = " in line]
 
 
 @pytest.mark.parametrize("use_async", [False, True])

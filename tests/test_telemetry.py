@@ -10,50 +10,14 @@ import time
 import warnings
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from stepguard import Guard, GuardConfig, ModelTimeout, Procedure
+from stepguard import Guard, GuardConfig, ModelTimeout
 from stepguard.telemetry import OtelObserver, TelemetryExportWarning, configure_telemetry, shutdown
-from tests._fakes import ScriptedModel
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
+from tests._traced import Traced
 
-INPUTS = {"x": 7, "y": 3}
 SECRET = "sk-test-SECRET-0123456789"
-
-
-def _procedure(n: int = 12) -> Procedure:
-    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
-    steps += [{"var": f"S{k}", "expr": f"S{k - 1} + S{max(1, k - 3)}"} for k in range(3, n + 1)]
-    return Procedure.model_validate({"name": "telemetry_demo", "inputs": ["x", "y"], "steps": steps})
-
-
-class Traced:
-    """A tracer and meter provider that keep everything in memory."""
-
-    def __init__(self) -> None:
-        self.spans = InMemorySpanExporter()
-        self.tp = TracerProvider()
-        self.tp.add_span_processor(SimpleSpanProcessor(self.spans))
-        self.reader = InMemoryMetricReader()
-        self.mp = MeterProvider(metric_readers=[self.reader])
-
-    def observer(self, **kw) -> OtelObserver:
-        return OtelObserver(self.tp, self.mp, **kw)
-
-    def named(self, prefix: str) -> list:
-        return [s for s in self.spans.get_finished_spans() if s.name.startswith(prefix)]
-
-    def metrics(self) -> dict[str, list]:
-        out: dict[str, list] = {}
-        for rm in self.reader.get_metrics_data().resource_metrics:
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    out[m.name] = list(m.data.data_points)
-        return out
 
 
 @pytest.fixture

@@ -17,9 +17,8 @@ from stepguard.bench.generate import generate_grid
 from stepguard.bench.instances import write_instances
 from stepguard.cli._app import app
 from stepguard.telemetry import OtelObserver, configure_telemetry, read_trace_file, shutdown
-from tests._fakes import ScriptedModel
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
 from tests._otlp_server import OtlpReceiver, ResettingEndpoint
-from tests.test_telemetry import INPUTS, _procedure
 
 MAX_CONNECTIONS_PER_EXPORT = 4
 """One OTLP/HTTP export to a dead endpoint within the 1 s default timeout: a request and its

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 
 def _child() -> list[dict]:
@@ -33,8 +32,7 @@ def test_guarded_openai_is_traced_through_the_global_provider_under_the_callers_
 def test_without_a_global_provider_the_default_observer_traces_nothing():
     from stepguard import Guard
     from stepguard.guard import GlobalTelemetry
-    from tests._fakes import ScriptedModel
-    from tests.test_telemetry import INPUTS, _procedure
+    from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
 
     guard = Guard(ScriptedModel())
     assert isinstance(guard.observer.inner, GlobalTelemetry)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from stepguard import Guard, GuardConfig
-from tests._fakes import ScriptedModel
-from tests.test_telemetry import INPUTS, Traced, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
+from tests._traced import Traced
 
 
 @pytest.fixture

@@ -23,9 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from stepguard import Guard, GuardConfig  # noqa: E402
 from stepguard.adapters.integrations.openai_wrapper import ClientChatModel  # noqa: E402
 from stepguard.telemetry import OtelObserver  # noqa: E402
-from tests._fakes import ScriptedModel  # noqa: E402
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
-from tests.test_telemetry import INPUTS, _procedure  # noqa: E402
 
 
 @pytest.fixture

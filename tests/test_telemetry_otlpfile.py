@@ -13,9 +13,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from stepguard import Guard, GuardConfig
 from stepguard.telemetry import OtelObserver, OtlpJsonFileExporter, configure_telemetry, read_trace_file, replay_trace_file, shutdown
-from tests._fakes import ScriptedModel
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
 from tests._otlp_server import OtlpReceiver
-from tests.test_telemetry import INPUTS, _procedure
 
 
 def _value(v) -> object:

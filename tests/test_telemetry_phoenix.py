@@ -25,10 +25,10 @@ import pytest
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.telemetry import OtelObserver, TelemetryExportWarning, configure_telemetry, shutdown
 from tests._fakes import ScriptedModel
+from tests._paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[1]
 START = ROOT / "scripts" / "start_phoenix.sh"
 
 

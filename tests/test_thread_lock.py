@@ -18,8 +18,8 @@ from stepguard import CheckpointError, Guard, RunClosed, ThreadInFlight, load_pr
 from stepguard.guard import RunStop, sqlite_checkpointer
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.tools import Tool
+from tests._paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 REFUND = load_procedure(ROOT / "examples/refund.yaml")
 REFUND_IN = {"sku": "A-12", "amount": "19.99"}
 

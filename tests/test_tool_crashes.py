@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from stepguard import GuardResult
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 
 def _child(tmp: Path, mode: str, tool: str) -> subprocess.Popen[bytes]:

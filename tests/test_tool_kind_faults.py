@@ -23,6 +23,7 @@ from stepguard.guard import sqlite_checkpointer
 from stepguard.model import ChatResponse
 from stepguard.tools import Tool
 from tests._fakes import ReplyModel
+from tests._paths import ROOT
 
 REFUND = parse_procedure("""
 name: refund
@@ -92,7 +93,7 @@ def test_the_cli_passes_amount_25_00_as_written(monkeypatch: pytest.MonkeyPatch)
     import examples.agent_tools as agent_tools
     from stepguard.cli import app
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.chdir(ROOT)
     before = len(agent_tools.REFUNDS)
     out = CliRunner().invoke(app, ["run", "examples/refund.yaml", "-i", "sku=A-12", "-i", "amount=25.00", "--tools",
                                    "examples.agent_tools:TOOLS", "--model", "sim:perfect"])

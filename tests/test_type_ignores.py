@@ -7,9 +7,8 @@ errors) are left out until the lead merges them; then remove them from ``IN_REWO
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 IN_REWORK: tuple[str, ...] = ()
 """Files another branch is editing (the same list as pyproject.toml's "in rework" blocks)."""

@@ -29,10 +29,11 @@ from stepguard.cli._app import app
 from stepguard.errors import ProcedureError, RunStoreError
 from stepguard.procedure import load_procedure
 from tests._fakes import DIGIT_SUB_STEPS, ScriptedModel
+from tests._paths import DATA, ROOT
 from tests._stub_server import StubServer
 
-SHIPPING = Path(__file__).resolve().parent / "data" / "shipping_user"
-PRODUCTION = Path(__file__).resolve().parent.parent / "benchmarks" / "production"
+SHIPPING = DATA / "shipping_user"
+PRODUCTION = ROOT / "benchmarks" / "production"
 
 
 def _rows(rundir: Path) -> dict[str, dict]:

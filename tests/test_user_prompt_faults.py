@@ -14,8 +14,9 @@ import pytest
 from stepguard.bench.suites import load_suite
 from stepguard.bench.user_prompt import load_user_prompt, number_texts
 from stepguard.procedure import load_procedure
+from tests._paths import DATA
 
-SHIPPING = Path(__file__).resolve().parent / "data" / "shipping_user"
+SHIPPING = DATA / "shipping_user"
 
 
 @pytest.mark.parametrize("reply", [

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
+
 sys.path.insert(0, str(ROOT / "examples"))
-from run_example import AGENT_EXAMPLES, EXAMPLES  # noqa: E402
+from run_example import AGENT_EXAMPLES, EXAMPLES
 
 INPUTS = {**EXAMPLES, **AGENT_EXAMPLES}
 
