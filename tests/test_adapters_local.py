@@ -84,6 +84,7 @@ def test_server_that_dies_reports_its_log(fake) -> None:
     assert "failed to load model" in str(info.value)
 
 
+@pytest.mark.slow
 def test_server_that_never_answers_times_out_and_is_killed(fake) -> None:
     server = fake("silent", ready_timeout=1.0)
     with pytest.raises(LocalServerError, match="did not answer"):
@@ -91,6 +92,7 @@ def test_server_that_never_answers_times_out_and_is_killed(fake) -> None:
     assert server.pid is None
 
 
+@pytest.mark.slow
 def test_sigterm_ignored_means_sigkill_after_grace(fake) -> None:
     server = fake("ignore_term", stop_grace=0.5).start()
     pid = server.pid

@@ -100,6 +100,7 @@ def test_http_429_is_retried_until_it_succeeds(stub: StubServer) -> None:
     assert r.text == "reply to: hi" and stub.counts["error429"] == 3
 
 
+@pytest.mark.slow
 def test_hang_times_out_within_the_timeout(stub: StubServer) -> None:
     started = time.perf_counter()
     with pytest.raises(ModelTimeout, match="within 0.5 s"):
@@ -107,6 +108,7 @@ def test_hang_times_out_within_the_timeout(stub: StubServer) -> None:
     assert 0.4 < time.perf_counter() - started < 20  # generous: the point is that it ends
 
 
+@pytest.mark.slow
 async def test_async_hang_times_out(stub: StubServer) -> None:
     with pytest.raises(ModelTimeout):
         await make(stub, "hang", timeout=0.5).acomplete(HI)
@@ -179,6 +181,7 @@ async def _call(model: OpenAICompatibleModel, mode: str) -> Any:
         await model.aclose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize(("name", "text", "finish"), TEXT_SHAPES)
 async def test_reply_shapes_that_are_text(stub: StubServer, name: str, text: str, finish: str, mode: str) -> None:
@@ -187,6 +190,7 @@ async def test_reply_shapes_that_are_text(stub: StubServer, name: str, text: str
     assert r.usage == Usage(12, 5, 8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize(("name", "kind", "pattern", "status", "said"), ERROR_SHAPES)
 async def test_reply_shapes_that_are_typed_errors_quoting_the_server(
@@ -215,6 +219,7 @@ def test_a_number_content_is_read_exactly_as_written_in_every_notation(stub: Stu
         stub.number = "0.10000000000000000001"
 
 
+@pytest.mark.slow
 def test_a_400_is_not_retried_and_a_502_html_page_is(stub: StubServer) -> None:
     before = stub.counts.copy()
     for name in ("error400", "html502", "error200"):

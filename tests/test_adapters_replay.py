@@ -105,6 +105,7 @@ def test_bad_cassettes(tmp_path: Path) -> None:
     assert ReplayModel(two, model_name="other").complete(msgs("a")).text == "1: a"
 
 
+@pytest.mark.slow
 def test_record_a_real_endpoint_and_replay_offline(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     with StubServer() as stub:

@@ -124,6 +124,7 @@ def test_a_url_of_the_chat_endpoint_is_read_as_its_base(url: str) -> None:
     assert parse_model_spec(url).target == "http://h:8000/v1"
 
 
+@pytest.mark.slow
 def test_a_chat_endpoint_url_reaches_the_endpoint() -> None:
     from stepguard.adapters import load_model
     from tests._stub_server import StubServer

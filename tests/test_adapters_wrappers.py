@@ -171,6 +171,7 @@ def _graph_of(kind: str, checkpointer: Any = None, config: GuardConfig | None = 
     return g.compile(checkpointer=checkpointer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["typeddict", "dataclass", "pydantic"])
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 def test_langgraph_node_inner_steps_show_in_subgraph_stream(kind: str, use_async: bool) -> None:

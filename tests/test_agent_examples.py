@@ -51,6 +51,7 @@ def test_runner_runs_each_agent_example(name: str, capsys: pytest.CaptureFixture
     assert "guarded: status verified" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_cli_runs_tools_only_when_given_explicitly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(EXAMPLES.parent)
     args = ["run", "examples/refund.yaml", "-i", "sku=A-12", "-i", "amount=19.99", "--model", "sim:perfect"]

@@ -321,6 +321,7 @@ def test_langgraph_node_accepts_langchain_tools() -> None:
     assert model.settings[0].tools[0]["function"]["name"] == "catalog_lookup"
 
 
+@pytest.mark.slow
 def test_a_thread_is_not_resumed_with_other_code_behind_a_tool_name(tmp_path) -> None:
     """Tools without a version are keyed by their code: a checkpoint made with one catalog_lookup
     returned its old answer, verified, when resumed with another function of that name."""

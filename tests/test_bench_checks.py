@@ -24,6 +24,7 @@ def _row(rid: str, ok: bool = True, **extra: object) -> dict:
     return {"id": rid, "n_steps": 5, "lookback": 2, "correct": ok, "exact": ok, "verified_correct": ok, **extra}
 
 
+@pytest.mark.slow
 def test_compare_without_shared_ids_is_an_error_naming_both_counts(make_run: RunFactory) -> None:
     raw = make_run("raw", "raw", [_row("a"), _row("b")])
     guarded = make_run("guarded", "guarded", [_row("c")])
@@ -57,6 +58,7 @@ def test_pairs_of_different_instances_are_refused_and_other_models_are_said(make
     assert cmp.warnings and "different models" in cmp.table() and "'m'" in cmp.table() and cmp.as_dict()["warnings"]
 
 
+@pytest.mark.slow
 def test_rows_record_their_instance_and_a_changed_copy_is_refused(sim_runs: SimRuns, tmp_path: Path) -> None:
     from stepguard.adapters import load_model
     from stepguard.bench.run import run_benchmark

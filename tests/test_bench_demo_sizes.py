@@ -12,6 +12,8 @@ from stepguard.bench.demo import run_demo
 from stepguard.bench.store import read_meta
 from stepguard.errors import RunStoreError
 
+pytestmark = pytest.mark.slow
+
 
 def test_larger_sizes_add_instances_and_smaller_ones_are_refused_untouched(tmp_path: Path) -> None:
     model = load_model("sim:paper")

@@ -111,6 +111,7 @@ def test_raw_scoring_compares_the_decimal_answer_exactly() -> None:
     assert score_generation(case.scoring_target(), trace + "Final answer: 1406.640").correct  # trailing zero: the same value
 
 
+@pytest.mark.slow
 def test_api_runs_the_production_suite_raw_and_guarded(tmp_path: Path) -> None:
     cases = load_suite(SUITE)
     for mode, spec in [("raw", "sim:perfect"), ("guarded", "sim:perfect"), ("raw", "sim:paper"), ("guarded", "sim:paper")]:
@@ -155,6 +156,7 @@ def test_cases_as_a_list_run_too(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "g" / "run.json").read_text())["instances_sha256"]
 
 
+@pytest.mark.slow
 def test_cli_runs_the_suite_and_reports_it(tmp_path: Path) -> None:
     cli = CliRunner()
     n = len(load_suite(SUITE))

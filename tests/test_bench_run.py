@@ -70,6 +70,7 @@ def test_guarded_rows_are_complete(instances: Path, tmp_path: Path) -> None:
     assert read_meta(tmp_path)["guard_config"]["on_exhausted"] == "flag"
 
 
+@pytest.mark.slow
 def test_perfect_model_is_right_everywhere_and_repairs_never_count(instances: Path, tmp_path: Path) -> None:
     run_benchmark(instances, "guarded", load_model("sim:perfect"), tmp_path / "p", limit=1, progress=False)
     assert all(r["correct"] and r["exact"] and r["verified_correct"] for r in _rows(tmp_path / "p"))
@@ -133,6 +134,7 @@ run_benchmark(sys.argv[1], sys.argv[2], load_model("sim:paper", latency_s=0.05),
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["raw", "guarded"])
 def test_kill_9_then_resume_equals_an_uninterrupted_run(instances: Path, tmp_path: Path, mode: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -165,6 +167,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(instances: Path, tmp_pat
     assert json.loads((killed / "run.json").read_text())["mode"] == mode
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_keeps_rows(instances: Path, tmp_path: Path) -> None:
     code = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n" + CHILD
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

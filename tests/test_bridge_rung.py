@@ -43,6 +43,7 @@ def test_bridge_does_not_apply_to_a_step_it_cannot_split(a, op, b):
     assert bridge_step(_one_step(op), 0, {"a": a, "b": b}) is None
 
 
+@pytest.mark.slow
 @given(st.integers(-10**6, 10**6), st.integers(-10**6, 10**6), st.sampled_from(["+", "-"]))
 def test_bridge_sub_steps_always_compute_the_step_in_more_than_one_sub_step(a, b, op):
     sub = bridge_step(_one_step(op), 0, {"a": a, "b": b})

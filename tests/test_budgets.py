@@ -75,6 +75,7 @@ class _Slow(ScriptedModel):
         return super().complete(messages, settings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ladder", [("narrow",), ("bridge", "decompose")])
 def test_the_wall_clock_budget_stops_the_run_before_the_next_call(ladder) -> None:
     model = _Slow(always_wrong={"S3"})

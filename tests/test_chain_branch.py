@@ -59,6 +59,7 @@ def test_a_whole_step_taking_a_bare_value_keeps_its_choice_sub_step() -> None:
     assert exprs[-1][1] is not None and " if " in exprs[-1][1]
 
 
+@pytest.mark.slow
 def test_a_wrong_condition_stops_the_chain_before_any_branch_is_asked() -> None:
     """The branch asked is the one the model's verified condition chose: a model wrong on the
     condition every time never sees the branch, and the step does not verify."""

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from stepguard import Guard, GuardConfig, Procedure
 from stepguard.evaluator import parse_number
@@ -98,6 +99,7 @@ def _expr(depth: int) -> st.SearchStrategy[str]:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(expr=_expr(3), a=st.decimals(-999, 999, places=2), b=st.integers(-50, 50), c=st.decimals(0, 99, places=1))
 def test_the_chain_always_computes_the_steps_own_value(expr: str, a: Decimal, b: int, c: Decimal) -> None:

@@ -9,9 +9,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from stepguard import GuardResult
 from tests._fakes import chain_expected as _expected, chain_procedure as _procedure
 from tests._paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def _child(tmp: Path, delay: float) -> subprocess.Popen[bytes]:

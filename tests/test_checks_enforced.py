@@ -32,6 +32,7 @@ def test_a_check_that_agrees_only_for_some_inputs_is_enforced_for_each() -> None
         Guard(load_model("sim:perfect")).run(proc, {"a": 3, "b": 4})
 
 
+@pytest.mark.slow
 def test_an_expected_check_is_enforced_on_the_models_value() -> None:
     """The value must equal both; with expr alone the model's 7 would pass, the check wants 7 too."""
     proc = _proc({"var": "s", "expr": "a + b", "check": "b + a"})

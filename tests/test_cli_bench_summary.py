@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from stepguard.cli._app import app
@@ -19,6 +20,7 @@ def _bench(*args: str) -> str:
     return out.output
 
 
+@pytest.mark.slow
 def test_a_resumed_finished_store_says_how_many_of_its_done_rows_are_correct(tmp_path: Path) -> None:
     first = _bench("--mode", "guarded", "--model", "sim:perfect", "--out", str(tmp_path / "g"))
     assert "3 new rows (3 correct), 0 already done (0 correct)" in first

@@ -48,6 +48,7 @@ def test_verified_exits_0_and_prints_two_places() -> None:
     assert GuardResult.model_validate(data).answer_text == "104.60"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("policy", "code", "status"), [
     ("flag", ExitCode.FLAGGED, "flagged"),
     ("repair", ExitCode.REPAIRED, "repaired"),
@@ -72,6 +73,7 @@ def test_codes_are_distinct_and_documented() -> None:
     assert EXIT_CODES_HELP in " ".join(docs.split()), "docs/cli.md is stale: python scripts/gen_docs.py"
 
 
+@pytest.mark.slow
 def test_a_flagged_run_does_not_exit_0_as_a_process(stub: StubServer) -> None:
     """The real console entry point, in its own process (the bug: a flagged run exited 0)."""
     cmd = [sys.executable, "-m", "stepguard", "run", INVOICE, *INPUTS, "--model", f"{stub.base_url}#scripted",
@@ -81,6 +83,7 @@ def test_a_flagged_run_does_not_exit_0_as_a_process(stub: StubServer) -> None:
     assert "total                104.61  flagged" in done.stdout
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2() -> None:
     assert _run("--model", "sim:perfect", "--bogus").exit_code == ExitCode.USAGE == 2
     out = _run("--model", "sim:perfect", "--policy", "bogus")
@@ -106,6 +109,7 @@ def test_a_bad_procedure_file_exits_5_with_every_error(tmp_path: Path, command: 
     ]
 
 
+@pytest.mark.slow
 def test_bad_inputs_exit_5_and_missing_files_too(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["run", INVOICE, "-i", "subtotal=1", "--model", "sim:perfect"])
     assert out.exit_code == 5 and "missing ['rate']" in out.stderr
@@ -115,6 +119,7 @@ def test_bad_inputs_exit_5_and_missing_files_too(tmp_path: Path) -> None:
     assert out.exit_code == 5 and "cannot read" in out.stderr
 
 
+@pytest.mark.slow
 def test_model_and_checkpoint_errors(stub: StubServer, tmp_path: Path) -> None:
     out = _run("--model", f"{stub.base_url}#error503")
     assert out.exit_code == ExitCode.MODEL == 6 and "503" in out.stderr
@@ -158,6 +163,7 @@ def test_an_answer_nothing_checked_is_flagged_not_verified(stub: StubServer, tmp
     assert [s["grade"] for s in data["steps"]] == ["exact", "unchecked"]
 
 
+@pytest.mark.slow
 def test_a_thread_id_without_a_checkpoint_file_is_a_usage_error() -> None:
     """Nothing would be kept, so the thread could never resume: said before the run, not ignored."""
     out = _run("--model", "sim:perfect", "--thread-id", "emp42")

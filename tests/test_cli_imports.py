@@ -15,6 +15,8 @@ import pytest
 
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 HEAVY = ("langgraph", "langchain_core", "matplotlib", "opentelemetry.sdk", "openai", "scipy")
 """Modules none of ``stepguard --help``, ``check``, ``init`` (and the other help screens) may load."""
 

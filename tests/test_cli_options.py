@@ -46,6 +46,7 @@ def _params(path: tuple[str, ...]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------- one set of options and defaults
+@pytest.mark.slow
 @pytest.mark.parametrize("command", GUARDED)
 def test_guard_options_are_the_same_everywhere_and_default_to_guardconfig(command: str) -> None:
     params = _params(GUARDED[command])
@@ -62,6 +63,7 @@ def test_guard_options_are_the_same_everywhere_and_default_to_guardconfig(comman
     assert ["--max-total-tokens", "--max-wall-s"] == params["max_total_tokens"].opts + params["max_wall_s"].opts
 
 
+@pytest.mark.slow
 def test_the_bench_default_is_documented_where_it_differs() -> None:
     assert GUARDED_DEFAULTS["on_exhausted"] != GuardConfig.on_exhausted  # else the note below is noise
     for command in ("bench run", "bench demo"):
@@ -95,6 +97,7 @@ def test_a_value_guardconfig_rejects_is_a_usage_error(options: dict[str, Any], m
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_run_spends_the_token_budget_given_on_the_command_line() -> None:
     assert CliRunner().invoke(app, INVOICE).exit_code == ExitCode.OK
     out = CliRunner().invoke(app, [*INVOICE, "--max-total-tokens", "1"])
@@ -110,6 +113,7 @@ def _instances(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_bench_run_records_the_built_config(tmp_path: Path) -> None:
     inst = _instances(tmp_path)
     base = ["bench", "run", "--instances", str(inst), "--mode", "guarded", "--model", "sim:perfect", "--no-progress"]
@@ -122,6 +126,7 @@ def test_bench_run_records_the_built_config(tmp_path: Path) -> None:
     assert given == {**plain, "max_total_tokens": 5000, "chunk_size": 2}
 
 
+@pytest.mark.slow
 def test_bench_demo_takes_the_guard_options(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["bench", "demo", "--model", "sim:perfect", "--out", str(tmp_path), "--sizes", "5:1",
                                    "--chunk-size", "3", "--ladder", "narrow", "--no-progress"])
@@ -183,6 +188,7 @@ def test_version() -> None:
     assert stepguard.__version__ == version("stepguard")
 
 
+@pytest.mark.slow
 def test_every_command_answers_h_like_help() -> None:
     paths = [p for p, _ in _commands()]
     assert len(paths) >= 14  # run init check bench(+7) model(+2)

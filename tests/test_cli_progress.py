@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
@@ -62,6 +63,7 @@ def test_the_header_says_which_model_local_resolved_to() -> None:
     assert model_label("sim:paper", object()) == "sim:paper"
 
 
+@pytest.mark.slow
 def test_a_ladder_that_cannot_re_ask_the_steps_warns_in_one_line_naming_the_flag() -> None:
     import subprocess
     import sys

@@ -3,6 +3,8 @@ a derived rung's nested run and a proxy's per-request guard compile nothing."""
 
 from __future__ import annotations
 
+import pytest
+
 import stepguard.guard._guard as guard_module
 from stepguard import Guard, GuardConfig
 from stepguard.procedure import parse_procedure
@@ -23,6 +25,7 @@ def test_no_graph_is_compiled_for_a_new_guard_or_a_derived_rungs_nested_run(monk
     assert built == []
 
 
+@pytest.mark.slow
 def test_a_guard_with_a_checkpointer_compiles_its_own(tmp_path, monkeypatch) -> None:
     from stepguard.guard import sqlite_checkpointer
 

@@ -93,6 +93,7 @@ def _cli_chunks(path: str, *args: str) -> tuple[int, int]:
     return result["chunks"], len(proc.steps)
 
 
+@pytest.mark.slow
 def test_stepguard_run_picks_the_defaults_by_procedure_and_an_option_given_wins(tmp_path: Path) -> None:
     sums = tmp_path / "sums.yaml"
     sums.write_text("name: sums\ninputs: [a, b]\nsteps:\n  - {var: s1, expr: a + b}\n  - {var: s2, expr: s1 - a}\n  - {var: s3, expr: s2 + s1}\n")

@@ -18,6 +18,8 @@ from stepguard.bench.demo_evidence import COMMITTED_CELLS, FIGURE, add_committed
 from stepguard.bench.report import build_report
 from tests.conftest import SimRuns
 
+pytestmark = pytest.mark.slow
+
 
 def test_the_committed_curve_and_the_demo_are_on_one_figure_each_labelled(sim_runs: SimRuns, tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:

@@ -115,6 +115,7 @@ def test_a_single_wrong_digit_anywhere_reads_a_wrong_value(a, b, op, data):
     assert _read(rung, proc, env, wrong) != _want(proc, a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("a,op,b", [
     (468, "+", 228), (-280, "-", 14), (365, "-", -633), (-472, "+", -226), (-454, "+", -144), (-288, "+", -8),  # the 95-step stops
     ("75.4", "+", "2.5"), (0, "+", 0), (0, "-", 7), (999999, "+", 1), (1, "-", 1000000), (1000, "-", 999), (-5, "+", 5),
@@ -153,6 +154,7 @@ def test_a_model_wrong_on_one_digit_sub_step_never_verifies_the_step(a, b, op, d
     assert f"sub-step {wrong} = " in " ".join(e.detail for e in result.deviations)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("a,b,scale", [("12845.5", "80000", 4), ("1350.43", "12", 2), ("99365.7", "8", 2), ("-7", "3", 3),
                                        ("1", "-0.25", 1)])
 def test_a_quotient_is_verified_on_the_simulator_through_its_rounding_sub_step(a, b, scale):
@@ -276,6 +278,7 @@ def test_the_default_ladder_reaches_digits_where_every_cheaper_rung_fails():
     assert result.rung_fixes() == {"digits": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("op", "a", "b", "scale"), [("*", 4789, 356, None), ("+", 4789, 356, None), ("-", 356, 4789, None),
                                                   ("/", 4789, 7, 2)])
 def test_no_call_shows_a_value_the_model_is_about_to_write(op: str, a: int, b: int, scale: int | None) -> None:

@@ -12,11 +12,13 @@ import pytest
 from tests._paths import ROOT
 
 
+@pytest.mark.slow
 def test_generated_pages_are_up_to_date() -> None:
     out = subprocess.run([sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
     if mkdocs is None:

@@ -58,6 +58,7 @@ def _since(stub: StubServer, n: int) -> list[dict[str, Any]]:
 # --- 1. the caller's messages -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_messages_are_context_in_every_model_call(stub: StubServer, client: GuardedOpenAI) -> None:
     n = len(stub.requests)
     resp = client.chat.completions.create(model="sim", messages=CONTEXT, extra_body=_eb(chunk_size=2))
@@ -106,6 +107,7 @@ def test_non_text_content_is_refused_not_dropped(stub: StubServer, client: Guard
     assert len(stub.requests) == n
 
 
+@pytest.mark.slow
 def test_checkpoints_are_keyed_by_the_messages(stub: StubServer, tmp_path: Any) -> None:
     real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
     client = GuardedOpenAI(real, {"invoice": INVOICE}, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
@@ -232,6 +234,7 @@ def test_unsupported_response_format_is_refused(stub: StubServer, client: Guarde
 # --- 4. extra_body["stepguard"] ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("spec", "message"), [
     ("payroll", r'extra_body\["stepguard"\]: must be an object such as \{"procedure": "invoice"'),
     ({"procedure": "payroll"}, r"unknown procedure 'payroll'; known: invoice"),
@@ -382,6 +385,7 @@ def test_bad_inputs_are_refused_at_create_even_when_streaming(stub: StubServer, 
     assert len(stub.requests) == n
 
 
+@pytest.mark.slow
 def test_sampling_options_key_the_thread_but_headers_do_not(stub: StubServer, tmp_path: Any) -> None:
     real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
     client = GuardedOpenAI(real, {"invoice": INVOICE}, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
@@ -412,6 +416,7 @@ def test_tool_steps_run_with_the_tools_given_to_the_client(stub: StubServer) -> 
             GuardedOpenAI(real, {"refund": refund})  # refused at once, not at the first call
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"temperature": float("nan")}, r"temperature: temperature must be a finite number, not nan"),
     ({"temperature": "0.5"}, r"temperature: temperature must be a number from 0 to 2"), ({"temperature": True}, "temperature: temperature must be"),

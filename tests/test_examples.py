@@ -27,6 +27,7 @@ def test_every_example_file_has_inputs_and_an_answer() -> None:
     assert files == set(INPUTS) == set(ANSWERS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ANSWERS))
 def test_example_checks_and_verifies_on_sim_perfect(name: str) -> None:
     path = EXAMPLES / f"{name}.yaml"
@@ -46,6 +47,7 @@ def test_runner_prints_raw_and_guarded(capsys: pytest.CaptureFixture[str]) -> No
     assert "raw:" in out and "guarded: status verified; answer 104.60 (right)" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["invoice", "tax_brackets", "benchmark_n23"])
 def test_runner_runs_guarded_with_the_settings_of_stepguard_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     import json

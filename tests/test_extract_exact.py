@@ -213,6 +213,7 @@ def test_flag_with_no_value_in_normal_form_stops_with_the_reason_not_a_crash() -
 
 
 # --- other ways in: the CLI with a scripted model, and sim:perfect ---------------------------------
+@pytest.mark.slow
 def test_cli_flag_on_an_extract_step_commits_the_normal_form(tmp_path: Any) -> None:
     from tests._stub_server import StubServer
 

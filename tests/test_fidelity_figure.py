@@ -73,6 +73,7 @@ def test_the_page_shows_the_committed_figure(page: Path, link: str, figure: str)
     assert (ROOT / "docs" / "img" / figure).stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_figure_from_recorded_cells(tmp_path: Path, titles: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "fig.png"
     assert _script().main(["--cells", str(CELLS), "--out", str(out)]) == 0
@@ -82,6 +83,7 @@ def test_figure_from_recorded_cells(tmp_path: Path, titles: list[str], capsys: p
     assert "| 23 | all | 10 | 3 | 0 | 0 | 7 | 0.0156 |" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_figure_from_simulated_run_folders(sim_runs: SimRuns, tmp_path: Path, titles: list[str],
                                            capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "fig.png"
@@ -160,6 +162,7 @@ def test_out_must_be_a_png_file(tmp_path: Path) -> None:
             _script().main(["--cells", str(CELLS), "--out", str(out)])
 
 
+@pytest.mark.slow
 def test_one_mode_of_the_cells_is_subtitled_with_its_own_date(tmp_path: Path, titles: list[str]) -> None:
     assert _script().main(["--cells", str(CELLS), "--cells-mode", "guarded", "--out", str(tmp_path / "f.png")]) == 0
     title = " ".join(titles[0].split())

@@ -146,6 +146,7 @@ class _FailsAt(ScriptedModel):
         return super().complete(messages, settings)
 
 
+@pytest.mark.slow
 def test_a_resumed_run_measures_what_it_measured_before() -> None:
     """The tally is read from the checkpointed steps: a run that crashed resumes with the window it had measured."""
     from langgraph.checkpoint.memory import InMemorySaver
@@ -163,6 +164,7 @@ def test_a_resumed_run_measures_what_it_measured_before() -> None:
 
 
 # ----------------------------------------------------------------------------------- sim:perfect, 1 call each
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PRODUCTION, ids=lambda p: p.stem)
 def test_sim_perfect_takes_one_call_for_each_production_procedure(path: Path) -> None:
     proc = load_procedure(path)
@@ -181,6 +183,7 @@ def test_sim_perfect_takes_one_call_for_each_example_compute_procedure(name: str
     assert result.usage.input_tokens <= 1.1 * _raw_tokens(proc, EXAMPLES[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [5, 23, 95])
 def test_sim_perfect_takes_one_call_for_a_generated_instance(n: int) -> None:
     inst = generate_instance(n, 3, seed=7)

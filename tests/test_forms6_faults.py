@@ -68,6 +68,7 @@ def test_the_digit_chosen_names_the_larger_number_as_the_numbers_do(a: int, b: i
     assert (found[1] > found[2]) == (a > b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("op,a,b,scale", [
     ("+", "5", "-5", None), ("+", "0.50", "-0.5", None), ("+", "-0.5", "0.50", None), ("-", "-0.5", "-0.50", None),

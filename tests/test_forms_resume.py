@@ -65,6 +65,7 @@ def _stopped(tmp_path: Path, n: int, config: GuardConfig, **faults: Any) -> Guar
     return guard
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_exact_values_resumes_under_the_new_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     written = _prompts.PROMPT_FORMS
     _stopped(tmp_path, 2, GuardConfig(chunk_size=2))  # S1..S4 committed, verified exactly
@@ -78,6 +79,7 @@ def test_a_checkpoint_of_exact_values_resumes_under_the_new_forms(tmp_path: Path
     assert len(asked) == 2 and "Now write 2 lines, one a step, from S5 to S6" in asked[0]  # today's wording, from S5 on
 
 
+@pytest.mark.slow
 def test_a_flagged_value_refuses_the_resume_naming_both_forms_and_the_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     written = _prompts.PROMPT_FORMS
     _stopped(tmp_path, 2, GuardConfig(chunk_size=2, policy="flag"), faults={"S3": ["wrong"]})
@@ -90,6 +92,7 @@ def test_a_flagged_value_refuses_the_resume_naming_both_forms_and_the_step(tmp_p
         guard.check_thread(_procedure(8), INPUTS, "t")
 
 
+@pytest.mark.slow
 def test_a_step_stopped_in_its_re_prompts_refuses_the_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     written = _prompts.PROMPT_FORMS
     _stopped(tmp_path, 2, GuardConfig(chunk_size=2), faults={"S3": ["wrong"]})  # S3 wrong: its re-prompt is next
@@ -109,6 +112,7 @@ def test_a_forms_change_with_another_difference_is_other_work_named_as_both(tmp_
         guard.run(_procedure(8), {**INPUTS, "x": 8}, thread_id="t")
 
 
+@pytest.mark.slow
 def test_the_same_forms_and_other_templates_are_still_other_work(tmp_path: Path) -> None:
     """The rule reads the forms out of the fingerprint only where the templates are today's."""
     _stopped(tmp_path, 2, GuardConfig(chunk_size=2))

@@ -73,6 +73,7 @@ def test_default_grid_is_55_configurations_of_1000() -> None:
     assert len(configs) == 55
 
 
+@pytest.mark.slow
 def test_values_within_bound_and_inputs_in_range(sample: list) -> None:
     for inst in sample:
         assert 2 <= inst.inputs["x"] <= 20 and 2 <= inst.inputs["y"] <= 20

@@ -155,6 +155,7 @@ def test_a_result_written_before_grades_reads_with_grades_from_provenance() -> N
     assert json.loads(result.model_dump_json())["steps"][0]["grade"] == "exact"
 
 
+@pytest.mark.slow
 def test_a_checkpoint_written_before_grades_gives_the_kind_s_grade(tmp_path: Path) -> None:
     """A checkpoint holds provenance only (grades were never stored): a resumed or finished thread's
     result takes each grade from the procedure, so a predicate-only step reads bounded, not exact."""

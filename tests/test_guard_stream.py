@@ -67,6 +67,7 @@ def test_context_keys_the_run_identity() -> None:
     assert one["context"] != two["context"]
 
 
+@pytest.mark.slow
 def test_a_thread_is_not_resumed_for_another_context(tmp_path: Path) -> None:
     model = ScriptedModel()
     guard = Guard(model, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))

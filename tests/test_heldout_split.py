@@ -74,6 +74,7 @@ def test_at_least_fifteen_new_procedures_most_of_them_held_out() -> None:
     assert min(steps) >= 5 and max(steps) <= 12 and max(steps) >= 10, steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "name"), NEW)
 def test_a_new_procedure_loads_checks_and_has_three_input_sets(key: str, name: str) -> None:
     path = NEW_FOLDERS[key] / f"{name}.yaml"
@@ -139,6 +140,7 @@ def test_the_test_set_runs_alone_as_a_suite() -> None:
     assert {c.procedure_name for c in load_suite(ROOT / "benchmarks" / "production")}.isdisjoint(SCRIPTS["test"].PROCEDURES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "name"), NEW)
 def test_guard_verifies_every_new_case_on_sim_perfect(key: str, name: str) -> None:
     folder, script = NEW_FOLDERS[key], SCRIPTS[key]

@@ -42,6 +42,7 @@ def _exact(value: object) -> bool:
     return value is None or type(value) in (int, Fraction)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPLIES))
 def test_parse_trace_reads_or_labels_and_never_evaluates(name: str) -> None:
     text = REPLIES[name]
@@ -61,6 +62,7 @@ def test_parse_trace_reads_or_labels_and_never_evaluates(name: str) -> None:
         assert trace.records == () and trace.answers == ()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPLIES))
 def test_score_generation_labels_every_hostile_reply(name: str) -> None:
     score = score_generation((PROC, EXPECTED), REPLIES[name])
@@ -68,6 +70,7 @@ def test_score_generation_labels_every_hostile_reply(name: str) -> None:
     assert score.labels and "exact" not in score.labels
 
 
+@pytest.mark.slow
 def test_work_follows_the_head_read_not_the_reply() -> None:
     """A reply far past ``max_chars`` is read only up to it: the answers found are those in the head."""
     line = "Final answer: 1\n"
@@ -103,6 +106,7 @@ def test_specific_readings_are_the_documented_ones() -> None:
     assert parse_trace(REPLIES["injection"]).answers[0].value == 42  # read, not obeyed: scored wrong
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPLIES))
 def test_guard_never_verifies_a_hostile_reply(name: str) -> None:
     model = FixedReplyModel(REPLIES[name])

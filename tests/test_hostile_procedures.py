@@ -71,6 +71,7 @@ def test_missing_file_and_directory_are_refused(tmp_path: Path) -> None:
         load_procedure(tmp_path)
 
 
+@pytest.mark.slow
 def test_step_cap_is_documented_and_adjustable() -> None:
     """10,000 steps load (under a second on 2 cores); 10,001 are refused by LoadLimits.max_steps
     before validation; a larger cap lets a caller take more."""

@@ -6,11 +6,14 @@ from __future__ import annotations
 import unicodedata
 from fractions import Fraction
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stepguard.errors import EvaluationError
 from stepguard.evaluator import compile_expression, parse_number, read_number
 from stepguard.trace import parse_trace
+
+pytestmark = pytest.mark.slow
 
 _SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -88,6 +88,7 @@ def _violations() -> list[tuple[str, int, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_module_imports_another_packages_private_module() -> None:
     """No exceptions: what two packages share has a public home (the OpenAI wire format: stepguard.wire)."""
     found = sorted(set(_violations()))
@@ -114,6 +115,7 @@ def test_the_contracts_cover_cycles_and_private_modules() -> None:
     assert contracts["private"]["type"] == "private_modules"
 
 
+@pytest.mark.slow
 def test_the_import_contracts_hold(tmp_path: Path) -> None:
     """The contracts as CI runs them (scripts/check.sh): in a tree laid out as the wheel installs, since
     the editable install maps adapters/ to stepguard.adapters with a hook import-linter cannot follow."""

@@ -30,6 +30,7 @@ def _sent(requests: list[dict[str, Any]]) -> list[str]:
     return sorted(json.dumps([r["messages"], r.get("seed"), float(r.get("temperature") or 0)]) for r in requests)
 
 
+@pytest.mark.slow
 def test_lm_eval_run_scores_what_bench_run_scores(tmp_path: Path) -> None:
     instances = tmp_path / "instances.jsonl"
     subprocess.run([sys.executable, "-m", "stepguard.cli", "bench", "generate", "--out", str(instances), "--steps", "5,23",

@@ -81,6 +81,7 @@ def _llama_cpp_missing() -> str | None:
 needs_llama = pytest.mark.skipif(_llama_cpp_missing() is not None, reason=str(_llama_cpp_missing()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("runtime", "parallel"), [pytest.param("python", None, marks=needs_llama), ("native", 1), ("native", 3)])
 def test_threads_beyond_the_slots_wait_in_the_client(model_of: Any, runtime: str, parallel: int | None) -> None:
     model, tracker = model_of(runtime, parallel)

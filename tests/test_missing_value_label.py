@@ -93,6 +93,7 @@ def stub() -> Iterator[StubServer]:
         yield server
 
 
+@pytest.mark.slow
 def test_the_client_and_the_proxy_label_it_missing_too(stub: StubServer) -> None:
     real = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0, timeout=30)
     client = GuardedOpenAI(real, {"price": PRICE}, config=GuardConfig(chunk_size=1, max_reprompts_per_step=1, on_exhausted="flag"))

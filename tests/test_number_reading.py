@@ -243,6 +243,7 @@ def test_guard_reasks_instead_of_verifying_a_prefix(bad: str, mode: str) -> None
     assert result.status == "verified" and result.values == {"S1": 12}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("written", [w for w, _ in TAIL_TRAPS])
 def test_guard_reasks_on_every_tail_trap_and_never_verifies_it(written: str) -> None:
     model = ListModel(f"S1 = {written}", "S1 = 12")

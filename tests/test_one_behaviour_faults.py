@@ -16,6 +16,8 @@ from stepguard.adapters import GuardedOpenAI, InvalidGuardedCall
 
 from .test_one_behaviour import PROCEDURES, client, proxy, stub  # noqa: F401  # the module's fixtures
 
+pytestmark = pytest.mark.slow
+
 IMAGE = {"type": "image_url", "image_url": {"url": "http://example.invalid/x.png"}}
 
 

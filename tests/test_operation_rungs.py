@@ -57,6 +57,7 @@ def test_a_rung_does_not_apply_outside_its_operation(rung: str, expr: str, env: 
 _dec = st.decimals(min_value=-9999, max_value=9999, places=3).map(lambda d: str(d.normalize()) if d else "0")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(rung=st.sampled_from(["partial", "scale", "choice", "single"]), op=st.sampled_from(["a * b", "min(a, b)", "max(a, b)", "a + b", "a - b"]),
        a=_dec, b=_dec)
@@ -134,6 +135,7 @@ def test_divide_sets_the_divisors_power_of_ten_aside_and_rounds_last() -> None:
     assert sub.expected_values({})["s"] == proc.expected_values({"a": "99365.70", "b": "80000.00"})["s"]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(a=_dec, b=_dec, scale=st.integers(0, 4), up=st.booleans())
 def test_divide_always_gives_the_exact_quotients_rounding(a: str, b: str, scale: int, up: bool) -> None:
@@ -176,6 +178,7 @@ def test_a_derived_rung_that_fails_names_the_sub_step_it_ended_on() -> None:
     assert "rung's" not in after_resample.detail  # a plain re-ask after it carries no stale note
 
 
+@pytest.mark.slow
 def test_a_derived_run_stops_at_its_first_sub_step_no_try_verified() -> None:
     """Every later sub-step reads the failed one's value and the parent takes only a verified result,
     so asking them is waste: 7 of 26 calls on ``15951.08 * 0.09`` with the embedded model."""

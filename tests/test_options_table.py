@@ -194,6 +194,7 @@ def via_benchmark(options: dict[str, Any], suite: Path, rundir: Path) -> GuardCo
 
 
 # ------------------------------------------------------------------------------------------------ the table
+@pytest.mark.slow
 @pytest.mark.parametrize(("options", "fields"), VALID, ids=[json.dumps(r[0]) for r in VALID])
 def test_a_valid_row_resolves_to_the_same_config_every_way_in(options: dict[str, Any], fields: dict[str, Any], proxy: Any,
                                                               suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,6 +207,7 @@ def test_a_valid_row_resolves_to_the_same_config_every_way_in(options: dict[str,
     assert via_benchmark(options, suite, tmp_path / "run") == _expected(fields, GUARDED_DEFAULTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("options", "field", "says"), INVALID, ids=[json.dumps(r[0]) for r in INVALID])
 def test_an_invalid_row_is_the_same_error_naming_the_field_every_way_in(options: dict[str, Any], field: str, says: str,
                                                                         proxy: Any, suite: Path, tmp_path: Path,

@@ -65,6 +65,7 @@ def _tree(depth: int) -> st.SearchStrategy[str]:
     return st.one_of(leaf, st.tuples(sub, st.sampled_from(["*", "/", "+", "-"]), sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})"))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(expr=_tree(3), values=st.tuples(*[st.integers(-90, 90).filter(bool) for _ in _NAMES]))
 def test_the_rewrite_keeps_the_value_exactly(expr: str, values: tuple[int, ...]) -> None:

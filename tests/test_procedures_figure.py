@@ -12,6 +12,8 @@ from stepguard.bench import plots, suite_report
 from stepguard.bench.aggregate import aggregate_run
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 STORES = ROOT / "benchmarks" / "stores" / "prod-digits"
 
 

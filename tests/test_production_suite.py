@@ -208,6 +208,7 @@ def test_suite_shape() -> None:
     assert roundings == {"ROUND_HALF_UP", "ROUND_HALF_EVEN"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_expected_values_equal_the_independent_ones(name: str) -> None:
     proc = load_procedure(SUITE / f"{name}.yaml")
@@ -227,6 +228,7 @@ def test_input_sets_sit_on_a_rounding_edge(name: str) -> None:
     assert any(proc.expected_values(i) != other.expected_values(i) for _, i in input_sets(name)), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["ROUND_HALF_UP", "ROUND_HALF_EVEN"])
 def test_each_rounding_mode_decides_some_value(mode: str) -> None:
     """Half-up and half-even each matter: switching only the steps of one mode changes a value somewhere."""
@@ -246,6 +248,7 @@ def test_a_half_cent_discount_rounds_half_up() -> None:
     assert even(D("1302.45") * D("0.10")) == D("130.24")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_guard_verifies_every_case_on_sim_perfect(name: str) -> None:
     proc = load_procedure(SUITE / f"{name}.yaml")

@@ -12,12 +12,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stepguard import Guard, GuardConfig
 from stepguard.adapters import RecordingModel, load_model
 from stepguard.bench.generate import generate_instance
 from stepguard.bench.suites import load_suite
 from stepguard.guard._prompts import PROMPT_FORMS, PromptSet
 from tests._paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 PRODUCTION = ROOT / "benchmarks" / "production"
 

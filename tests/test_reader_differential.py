@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stepguard.bench.user_prompt import UserPrompt
 from stepguard.evaluator import Number
 from stepguard.kinds.extract import ExtractStep, normal_value
 from stepguard.trace import line_end, parse_trace
+
+pytestmark = pytest.mark.slow
 
 _SCRIPTS = {"ascii": "0123456789", "fullwidth": "０１２３４５６７８９", "arabic": "٠١٢٣٤٥٦٧٨٩"}
 _SIGNS = ["", "", "-", "+", "−", "–", "‐", "－", "—", "﹣"]

@@ -131,6 +131,7 @@ def test_a_model_that_fails_inside_the_loop_raises_its_error_not_a_given_up_row(
         asyncio.run(arun_reask(inst, Fails({inst.id: inst}, ["S4"])))
 
 
+@pytest.mark.slow
 def test_reask_runs_beside_raw_and_guarded_in_the_report(tmp_path: Path) -> None:
     from stepguard.adapters import load_model
 

@@ -48,6 +48,7 @@ def report(runs: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFacto
     return rep, titles
 
 
+@pytest.mark.slow
 def test_report_files_exist_and_html_is_self_contained(report: tuple[Any, list[str]]) -> None:
     rep, _ = report
     names = {p.name for p in rep.outdir.iterdir()}
@@ -105,6 +106,7 @@ def test_summary_numbers_match_the_rows(runs: tuple[Path, Path, Path], report: t
         assert head["metrics"]["first_answer_accuracy"]["k"] == sum(r["correct"] for r in at47)
 
 
+@pytest.mark.slow
 def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     app = typer.Typer()
     register(app)
@@ -128,6 +130,7 @@ def test_cli_run_report_compare(runs: tuple[Path, Path, Path], tmp_path: Path) -
     assert same.exit_code == 2 and "one raw and one guarded" in same.output
 
 
+@pytest.mark.slow
 def test_cli_demo_on_the_simulator(tmp_path: Path) -> None:
     app = typer.Typer()
     register(app)
@@ -234,6 +237,7 @@ def test_the_overlay_title_says_what_is_drawn(modes: tuple[str, ...], same: bool
     assert says in title and (same or "same instances" not in title)
 
 
+@pytest.mark.slow
 def test_a_run_with_no_finished_row_yet_is_reported_not_a_traceback(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     """A run that has just started (run.json, no results.jsonl): the report is made, its overlay empty."""
     import shutil

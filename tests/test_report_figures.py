@@ -8,9 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stepguard.bench.report import build_report
 from tests._paths import DATA
 from tests.conftest import SimRuns
+
+pytestmark = pytest.mark.slow
 
 GOLDEN = DATA / "report_figures.json"
 TIMED = {"wall_s", "model_s"}

@@ -20,6 +20,8 @@ from stepguard.bench.report import build_report
 from stepguard.bench.run import arun_benchmark
 from tests._stub_server import StubServer
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def model_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:

@@ -86,6 +86,7 @@ def test_paired_counts_and_mcnemar(pair: tuple[Path, Path]) -> None:
     assert compare_runs(*pair).overall.only_guarded == 8
 
 
+@pytest.mark.slow
 def test_paired_table_in_report_md_html_and_summary(pair: tuple[Path, Path], tmp_path: Path) -> None:
     rep = build_report(list(pair), tmp_path / "rep")
     md = rep.report_md.read_text()
@@ -103,6 +104,7 @@ def test_paired_table_in_report_md_html_and_summary(pair: tuple[Path, Path], tmp
     assert [p.overall.n for p in rep.paired] == [11]
 
 
+@pytest.mark.slow
 def test_no_paired_table_without_shared_instances(make_run: RunFactory, tmp_path: Path) -> None:
     raw = make_run("raw", "raw", _rows("raw", 5, 2, [0], 2))
     rep = build_report([raw], tmp_path / "rep")

@@ -180,6 +180,7 @@ OUTCOMES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
 @pytest.mark.parametrize("name", list(HONOURED))
 def test_every_content_validates_against_the_schema_both_ways_in(shapes: Any, proxy: Any, name: str, outcome: str) -> None:

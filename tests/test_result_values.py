@@ -104,6 +104,7 @@ def test_typed_value(text: str | None, type_: str, scale: int | None, want: obje
         assert got.as_tuple() == want.as_tuple()  # type: ignore[union-attr]  # the places too
 
 
+@pytest.mark.slow
 def test_value_text_keeps_places_and_avoids_exponents() -> None:
     assert StepValue.__args__ == (Decimal, int, bool, str, Fraction, list[Any], dict[str, Any])  # type: ignore[attr-defined]  # public, documented
     assert value_text(Decimal("1221.00")) == "1221.00"

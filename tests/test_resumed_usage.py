@@ -27,6 +27,8 @@ from stepguard.procedure import load_procedure
 from tests._fakes import ScriptedModel
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 INVOICE = load_procedure(ROOT / "examples" / "invoice.yaml")
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 

@@ -115,6 +115,7 @@ def test_suite_expected_value_past_28_digits_keeps_every_digit(tmp_path: Path) -
 _PLACES = st.integers(min_value=0, max_value=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(digits=st.integers(min_value=1, max_value=10**600), places=st.integers(min_value=0, max_value=620),
        negative=st.booleans(), scale=_PLACES, rounding=st.sampled_from(sorted(RULES)))

@@ -52,6 +52,7 @@ def test_the_generator_is_deterministic_per_seed(generated: list[GeneratedStep])
         generate_steps(-1)
 
 
+@pytest.mark.slow
 def test_it_gives_only_valid_procedures_and_counts_what_it_skips(generated: list[GeneratedStep]) -> None:
     for step in generated:
         again = Procedure.model_validate(step.procedure.model_dump(exclude_unset=True))  # what `stepguard check` runs
@@ -72,6 +73,7 @@ def test_it_gives_only_valid_procedures_and_counts_what_it_skips(generated: list
         assert form in forms, form
 
 
+@pytest.mark.slow
 def test_the_exact_rewrites_keep_every_generated_value(generated: list[GeneratedStep]) -> None:
     """quotient_last (quotients last, sums over one divisor, powers as products, remainders by floor
     quotients, comparisons times a square, min/max of a quotient as a conditional) changes no value."""
@@ -114,6 +116,7 @@ def test_its_first_answer_is_wrong_on_a_weak_form_and_its_slips_are_seeded() -> 
         SlippingExecutor(0, 0.2, whole_step="never")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("whole_step", ["first", "always"])
 def test_every_outcome_is_verified_or_names_its_refusals(generated: list[GeneratedStep], whole_step: str) -> None:
     outcomes = [run_step(s, 0, 0.25, whole_step) for s in generated]
@@ -153,6 +156,7 @@ NAMED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("whole_step", ["first", "always"])
 @pytest.mark.parametrize("name", list(NAMED))
 def test_the_forms_the_issue_names_verify_on_the_slipping_model(name: str, whole_step: str) -> None:

@@ -11,10 +11,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from stepguard import GuardResult
 from stepguard.guard.rungs import get_rung
 from tests._fakes import DIGIT_PRODUCT as PRODUCT
 from tests._paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 SHEET = len(get_rung("digits").derive(PRODUCT, 2, {"x": 478, "y": 36}).steps)  # type: ignore[union-attr]
 """The sub-steps of ``478 * 36`` digit by digit (tests/_rung_resume_child.py)."""

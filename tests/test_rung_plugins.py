@@ -21,6 +21,8 @@ import pytest
 from stepguard.guard.rungs import ENTRY_POINT_GROUP, rung_names, rung_origin
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 _MYRUNG = '''
 from stepguard import Procedure
 from stepguard.guard.rungs import Rung, register

@@ -44,6 +44,7 @@ def _doc_snippets() -> list[tuple[str, str, str]]:
 SNIPPETS = _doc_snippets()
 
 
+@pytest.mark.slow
 def test_published_schema_is_the_generated_one() -> None:
     assert json.loads(PUBLISHED.read_text(encoding="utf-8")) == procedure_json_schema(), "run: python scripts/gen_docs.py"
     sys.path.insert(0, str(ROOT / "scripts"))

@@ -28,6 +28,8 @@ from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedu
 from tests._serve_process import start_serve  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 PROCS = load_procedure_folder(ROOT / "examples")
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
 TOKEN = "proxy-token-123"

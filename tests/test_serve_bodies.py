@@ -175,6 +175,7 @@ def test_an_error_no_route_answers_is_an_openai_shaped_500(stub: StubServer, mon
 # --- defect 3: numbers that are not finite or out of range ----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("tail", "param", "says"), [
     (b',"temperature": NaN', "temperature", "temperature must be a finite number, not nan"),
     (b',"temperature": 1e400', "temperature", "not 1E+400"),
@@ -192,6 +193,7 @@ def test_the_requests_own_sampling_fields_are_checked(proxy: BackgroundServer, s
     assert error["code"] == "invalid_value"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "raw", "says"), [
     ("temperature", b"NaN", "temperature must be a finite number, not nan"),
     ("temperature", b"1e400", "temperature must be a finite number, not 1E+400"),
@@ -223,6 +225,7 @@ def test_a_finite_temperature_and_seed_still_run(proxy: BackgroundServer, stub: 
     assert sent["temperature"] == 0.5 and sent["seed"] == 2**63 - 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("tail", "param", "says"), [
     (b',"temperature": NaN', "temperature", "finite number"),
     (b',"seed": "7"', "seed", "must be an integer"),
@@ -238,6 +241,7 @@ def test_a_plain_request_the_proxy_answers_itself_is_checked_too(sim_proxy: Back
 # --- defect 4: booleans are JSON booleans ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ['"false"', '"true"', "0", "1", '"no"', "[]"])
 def test_stream_that_is_not_a_json_boolean_is_400_not_a_stream(proxy: BackgroundServer, stub: StubServer,
                                                                value: str) -> None:
@@ -247,12 +251,14 @@ def test_stream_that_is_not_a_json_boolean_is_400_not_a_stream(proxy: Background
     _refused(proxy, stub, body, f"stream must be true or false, not {json.loads(value)!r}", "stream")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ['"false"', "0", '"yes"'])
 def test_the_adaptive_option_is_a_json_boolean(proxy: BackgroundServer, stub: StubServer, value: str) -> None:
     body = json.dumps(GUARDED).encode()[:-2] + f',"adaptive": {value}}}}}'.encode()
     _refused(proxy, stub, body, f"adaptive must be true or false, not {json.loads(value)!r}", "stepguard.adaptive")
 
 
+@pytest.mark.slow
 def test_stream_null_or_false_answers_whole_and_true_streams(proxy: BackgroundServer) -> None:
     for stream in (None, False):
         reply = _post(proxy, json.dumps({**GUARDED, "stream": stream}).encode())
@@ -261,6 +267,7 @@ def test_stream_null_or_false_answers_whole_and_true_streams(proxy: BackgroundSe
     assert reply.headers["content-type"].startswith("text/event-stream") and reply.text.rstrip().endswith("[DONE]")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/v1/chat/completions/", "/v1//chat/completions", "/v1/chat//completions/"])
 def test_another_spelling_of_the_chat_path_is_read_and_guarded_too(proxy: BackgroundServer, stub: StubServer,
                                                                    path: str) -> None:
@@ -295,6 +302,7 @@ BY_OPTION: dict[str, Any] = {"model": "gpt", "messages": [{"role": "user", "cont
                              "stepguard": {"procedure": "invoice", "inputs": {"subtotal": "120", "rate": "0.2"}}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/v1/completions", "/v1/responses", "/v1/chat/completion", "/v1/embeddings"])
 @pytest.mark.parametrize("body", [GUARDED, BY_OPTION])
 def test_a_procedure_named_on_another_path_is_refused_not_forwarded(proxy: BackgroundServer, stub: StubServer, path: str,
@@ -311,6 +319,7 @@ def test_a_procedure_named_on_another_path_is_refused_not_forwarded(proxy: Backg
     assert len(stub.requests) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/v1/chat/completions/.", "/v1/./chat/completions", "/v1/x/../chat/completions", "/v1//chat/completions"])
 def test_dot_segments_reach_the_guard_too(proxy: BackgroundServer, stub: StubServer, path: str) -> None:
     root = proxy.base_url[: -len("/v1")]
@@ -322,6 +331,7 @@ def test_dot_segments_reach_the_guard_too(proxy: BackgroundServer, stub: StubSer
     assert all(r.get("model") != "gpt" or r.get("stepguard") is None for r in stub.requests)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("body", "says", "param"), [
     (b'{"model": "stepguard/invoice", "model": "gpt", "messages": []}', "holds the key 'model' twice", None),
     (json.dumps({**GUARDED, "model": "Stepguard/invoice"}).encode(), "a procedure is named exactly stepguard/<name>", "model"),

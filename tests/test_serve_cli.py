@@ -109,6 +109,7 @@ def test_a_proxy_whose_start_up_fails_exits_6_not_uvicorns_3(monkeypatch: pytest
     assert _errors(out.output) == ["error: the proxy did not start (the log above says why)"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_it_serves_on_the_socket_it_bound(tmp_path: Path, workers: int) -> None:
     """``--port 0`` binds a free port and prints it; one worker and several serve on that socket."""
@@ -142,6 +143,7 @@ def test_it_serves_on_the_socket_it_bound(tmp_path: Path, workers: int) -> None:
         assert "Application shutdown complete" in log.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
 def test_a_timeout_not_above_zero_is_a_usage_error_before_anything_starts(timeout: str) -> None:
     """`serve --timeout 0` printed its base URL, then a ValueError traceback, exit 1."""
@@ -149,6 +151,7 @@ def test_a_timeout_not_above_zero_is_a_usage_error_before_anything_starts(timeou
     assert out.exit_code == 2 and "--timeout" in out.output and "base URL" not in out.output, out.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "token", "warned"), [
     ("0.0.0.0", None, True), ("0.0.0.0", "s3cret", False), ("127.0.0.1", None, False), ("localhost", None, False),
 ])

@@ -18,6 +18,8 @@ pytest.importorskip("starlette")
 from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedure_folder  # noqa: E402
 from tests._stub_server import StubServer  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 PROCS = load_procedure_folder(ROOT / "examples")
 LIMIT = 4096
 TOKEN = "limit-token"

@@ -34,6 +34,8 @@ from stepguard.serve import BackgroundServer, Upstream, create_app, load_procedu
 from stepguard.tools import Tool
 from tests._stub_server import StubServer
 
+pytestmark = pytest.mark.slow
+
 PROCS = load_procedure_folder(ROOT / "examples")
 REFUND_IN = {"sku": "A-12", "amount": "19.99"}
 LOOKUP = 'CALL catalog_lookup(sku="A-12")'

@@ -86,6 +86,7 @@ def _serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str, P
     return proc, base, log
 
 
+@pytest.mark.slow
 def test_serve_trace_file_writes_the_spans_run_writes(tmp_path: Path) -> None:
     want = spans(_run_trace(tmp_path))
     trace = tmp_path / "serve.otlp.jsonl"

@@ -53,6 +53,7 @@ def _model(stub: StubServer, name: str, **kw) -> OpenAICompatibleModel:  # noqa:
     return OpenAICompatibleModel(name, base_url=stub.base_url, api_key_env=None, **{"timeout": 5.0, "max_retries": 2, **kw})
 
 
+@pytest.mark.slow
 def test_connection_reset_mid_response_is_retried_then_model_unavailable(stub: StubServer) -> None:
     before = stub.counts["reset"]
     with _model(stub, "reset") as m, pytest.raises(ModelUnavailable, match="cannot reach") as info:
@@ -61,6 +62,7 @@ def test_connection_reset_mid_response_is_retried_then_model_unavailable(stub: S
     assert info.value.model and "chat/completions" in str(info.value)
 
 
+@pytest.mark.slow
 def test_429_with_retry_after_is_honoured(stub: StubServer) -> None:
     with _model(stub, "retry_after") as m:
         t0 = time.perf_counter()
@@ -83,6 +85,7 @@ def test_truncated_json_body_is_a_model_error_not_a_crash(stub: StubServer) -> N
     assert not isinstance(info.value, (ModelUnavailable, ModelTimeout))
 
 
+@pytest.mark.slow
 def test_slow_server_past_timeout_is_model_timeout(stub: StubServer) -> None:
     with _model(stub, "hang", timeout=0.3, max_retries=1) as m:
         t0 = time.perf_counter()
@@ -156,6 +159,7 @@ def _wait_for(check: Any, limit_s: float = 15.0) -> bool:
     return bool(check())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("name", SLOW)
 async def test_a_slow_server_is_cut_off_at_the_attempt_deadline(stub: StubServer, name: str, mode: str) -> None:
@@ -169,6 +173,7 @@ async def test_a_slow_server_is_cut_off_at_the_attempt_deadline(stub: StubServer
         assert _wait_for(lambda: stub.aborted[name] - aborted == 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_the_call_deadline_bounds_all_attempts(stub: StubServer, mode: str) -> None:
     before = stub.counts["drip"]
@@ -179,6 +184,7 @@ async def test_the_call_deadline_bounds_all_attempts(stub: StubServer, mode: str
     assert time.monotonic() - t0 < 20 and stub.counts["drip"] - before == 1
 
 
+@pytest.mark.slow
 def test_a_retry_after_past_the_call_deadline_is_not_waited_for() -> None:
     with StubServer() as fresh, _model(fresh, "retry_after", call_timeout=0.5) as m:
         with pytest.raises(ModelUnavailable, match=r"HTTP 429 \(1 attempt") as info:
@@ -222,6 +228,7 @@ def _ends(run: Any, proc: Any, expected: Any) -> None:
     assert type(info.value) is expected, repr(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(RUN_ENDS))
 def test_guard_run_ends_well_on_every_shape(scripted: StubServer, name: str) -> None:
     proc, before = _procedure(6), scripted.counts[name]
@@ -230,6 +237,7 @@ def test_guard_run_ends_well_on_every_shape(scripted: StubServer, name: str) -> 
     assert scripted.counts[name] - before <= 60  # bounded work: attempts x (chunks + re-prompts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["parts", "number", "choices_object", "error200", "drip", "hang_forever", "reset"])
 async def test_guard_arun_ends_well_on_every_kind_of_shape(scripted: StubServer, name: str) -> None:
     proc = _procedure(6)
@@ -264,6 +272,7 @@ def _guarded_create(client: Any, name: str) -> Any:
     return client.chat.completions.create(model=name, messages=[], extra_body=spec)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WRAPPED_ENDS))
 def test_guarded_openai_sync_ends_well_on_every_shape(scripted: StubServer, name: str) -> None:
     proc = _procedure(6)
@@ -272,6 +281,7 @@ def test_guarded_openai_sync_ends_well_on_every_shape(scripted: StubServer, name
     _ends(lambda: _guarded_create(client, name).stepguard, proc, WRAPPED_ENDS[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["parts", "choices_object", "error500", "error200", "hang"])
 async def test_guarded_openai_async_ends_well(scripted: StubServer, name: str) -> None:
     proc = _procedure(6)
@@ -296,6 +306,7 @@ def test_guarded_openai_http_500_is_model_unavailable_quoting_the_server(stub: S
 
 
 # -- the CLI: --timeout reaches the model ----------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_run_timeout_ends_a_run_on_a_dripping_server(stub: StubServer, tmp_path: Path) -> None:
     from stepguard.cli import app
     from stepguard.cli._exit import ExitCode

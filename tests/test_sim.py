@@ -159,6 +159,7 @@ def test_lookback_confusion_reads_a_nearer_variable() -> None:
     assert abs(wrong / 1000 - 6 * 0.05) < 0.05  # distance 7: (7 - 1) * rate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field,rate", [("missing_answer", 0.3), ("skip_rate", 0.1), ("premature_answer", 0.25)])
 def test_fault_rates_roughly(field: str, rate: float) -> None:
     model = SimulatedExecutor(SimPreset(**{field: rate}), seed=5)
@@ -202,12 +203,14 @@ def first_answer_accuracy(n: int, model: SimulatedExecutor, count: int = 60) -> 
     return hits / (3 * count)
 
 
+@pytest.mark.slow
 def test_paper_raw_accuracy_falls_with_length() -> None:
     model = SimulatedExecutor("paper", seed=6)
     short, long = first_answer_accuracy(5, model), first_answer_accuracy(95, model)
     assert 0.45 < short < 0.78 and 0.08 < long < 0.35 and short - long > 0.25
 
 
+@pytest.mark.slow
 def test_paper_chunk_errors_are_low_and_fixed_by_reprompting() -> None:
     model = SimulatedExecutor("paper", seed=7)
     bad_steps = total = fixed = failed = 0

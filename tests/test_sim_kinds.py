@@ -49,6 +49,7 @@ def _procedure(kind: str) -> Procedure:
     return parse_procedure(text + LATER % var + f"answer: {var}\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [5, 1], ids=["one-chunk", "a-step-a-call"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_verifies_on_sim_perfect(kind: str, chunk_size: int) -> None:
@@ -77,6 +78,7 @@ def _same(value: object, expected: object) -> bool:
     return value == expected and isinstance(value, bool) == isinstance(expected, bool)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_verifies_async(kind: str) -> None:
     proc = _procedure(kind)
@@ -99,6 +101,7 @@ def test_every_kind_in_raw_mode(kind: str) -> None:
             assert read_raw_value(rec, step.type, step.choices) == expected[step.var], rec.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(10))
 def test_paper_faults_on_every_kind_never_crash_and_never_pass_a_wrong_value(seed: int) -> None:
     """sim:paper on non-numeric steps: faults become wrong values the guard catches, never a crash."""

@@ -101,6 +101,7 @@ def test_a_label_points_at_the_number_right_after_it(text: str, reply: str, kind
     assert (verdict.deviation.kind if verdict.deviation else None) == kind, verdict.deviation
 
 
+@pytest.mark.slow
 def test_a_megabyte_of_numbers_is_read_in_bounded_work() -> None:
     """Bounded work, not a time: every token is read once and the document's convention once."""
     import stepguard.verify._source_numbers as sn

@@ -21,6 +21,8 @@ from stepguard.guard import sqlite_checkpointer
 from tests._fakes import ScriptedModel
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 INVOICE = load_procedure(ROOT / "examples/invoice.yaml")
 A = {"subtotal": "100.10", "rate": "0.1"}
 B = {"subtotal": "250.00", "rate": "0.1"}

@@ -97,6 +97,7 @@ def test_a_different_run_is_refused(tmp_path: Path, key: str, value: object) -> 
         assert store.finished == {"a"}
 
 
+@pytest.mark.slow
 def test_lock_refuses_a_second_process_and_names_the_holder(tmp_path: Path) -> None:
     code = ("import sys\nfrom stepguard.bench.store import RunStore\nfrom stepguard.errors import RunStoreError\n"
             f"try:\n    RunStore.open(sys.argv[1], {META!r})\nexcept RunStoreError as e:\n    print(e); sys.exit(3)\n")

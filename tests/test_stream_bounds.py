@@ -21,6 +21,8 @@ from tests._stub_server import StubServer
 
 from .test_stream_verified import PROC, RIGHT, N, _text
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def stub() -> Iterator[StubServer]:

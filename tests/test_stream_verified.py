@@ -24,6 +24,8 @@ from stepguard.guard import GuardResult, StepOutcome
 from stepguard.procedure import parse_procedure
 from tests._stub_server import StubServer
 
+pytestmark = pytest.mark.slow
+
 N = 12
 PROC = parse_procedure("name: sums\ninputs: [x]\nsteps:\n" + "".join(
     f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, N + 1)))

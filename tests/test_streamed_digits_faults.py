@@ -10,6 +10,8 @@ from stepguard import Guard, GuardConfig, Procedure
 from stepguard.guard.rungs import get_rung, rung_names
 from tests._fakes import DIGIT_PRODUCT as PRODUCT, ScriptedModel, asked_steps as _asked_steps
 
+pytestmark = pytest.mark.slow
+
 SHEET = len(get_rung("digits").derive(PRODUCT, 2, {"x": 4789, "y": 356}).steps)  # type: ignore[union-attr]
 """The sub-steps of ``4789 * 356`` digit by digit."""
 

@@ -14,6 +14,8 @@ from stepguard.model import open_stream
 from stepguard.procedure import parse_procedure
 from tests._stub_server import StubServer
 
+pytestmark = pytest.mark.slow
+
 PROC = parse_procedure("inputs: [x]\nsteps:\n" + "".join(
     f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, 21)))
 RIGHT = {f"s{k}": 2 + sum(range(1, k + 1)) for k in range(1, 21)}

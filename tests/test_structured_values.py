@@ -207,6 +207,7 @@ def test_the_cli_run_end_to_end_writes_a_json_array(tmp_path: Path) -> None:
 # --- the ways a result leaves ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_proxy_answers_with_the_array_and_the_json_value() -> None:
     pytest.importorskip("starlette")
     import openai
@@ -239,6 +240,7 @@ def test_the_proxy_answers_with_the_array_and_the_json_value() -> None:
     assert steps[-1]["steps"][-1]["value"]["s"] == "2.50"
 
 
+@pytest.mark.slow
 def test_guarded_openai_gives_the_typed_result_and_json_content() -> None:
     import openai
 
@@ -300,6 +302,7 @@ def test_the_langgraph_node_writes_the_typed_values() -> None:
     assert out["values"]["doc"] == DOC  # values_key: text, as before
 
 
+@pytest.mark.slow
 def test_a_resumed_run_gives_the_same_typed_values(tmp_path: Path) -> None:
     saver = sqlite_checkpointer(tmp_path / "ck.sqlite")
     first = Guard(FixedReplies(list(REPLIES)), GuardConfig(chunk_size=1), saver).run(parse_procedure(PROC), {}, thread_id="t1")

@@ -94,6 +94,7 @@ def test_runs_of_two_suites_that_share_case_ids_are_not_one_per_case_table(tmp_p
     assert build_report([first, same], tmp_path / "ok").summary_json.is_file()  # one suite, raw and guarded: one table
 
 
+@pytest.mark.slow
 def test_an_instances_file_without_look_backs_is_not_reported_as_a_suite(tmp_path: Path) -> None:
     """Instances of a JSONL with a null look-back (allowed: "user procedures without one") were taken
     for a suite: every instance its own "procedure" with a row of rates and a paired table of one pair."""
@@ -146,6 +147,7 @@ def test_rows_written_before_rows_named_their_procedure_are_cases_only_of_a_suit
         assert [p.procedure for p in compare_runs(*runs).configs] == (["p"] if suite else [None])
 
 
+@pytest.mark.slow
 def test_a_suite_run_and_a_generated_run_are_refused_together(tmp_path: Path, sim_runs: Any) -> None:
     """A generated benchmark and a user's suite (issue 45) made one report without a word: its headline
     counted the suite's guarded cases as n = 0 of any length. Refused, naming both and what to do;

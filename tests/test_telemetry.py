@@ -218,6 +218,7 @@ def _closed_port() -> int:
     return port
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["down", "silent"])
 def test_backend_down_or_silent_run_finishes_and_warns_once(monkeypatch, caplog, backend):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")

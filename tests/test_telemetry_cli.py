@@ -43,6 +43,7 @@ def _names(path: Path) -> list[str]:
     return [s.name for r in read_trace_file(path) for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
 
 
+@pytest.mark.slow
 def test_bench_run_trace_file_holds_one_trace_per_instance(instances, tmp_path):
     trace = tmp_path / "bench.otlp.jsonl"
     res = CliRunner().invoke(app, ["bench", "run", "--instances", str(instances), "--mode", "guarded", "--model", "sim:perfect",
@@ -53,6 +54,7 @@ def test_bench_run_trace_file_holds_one_trace_per_instance(instances, tmp_path):
     assert "stepguard.chunk" in names and "chat sim:perfect" in names
 
 
+@pytest.mark.slow
 def test_bench_run_otel_exports_to_the_endpoint(instances, tmp_path, monkeypatch):
     with OtlpReceiver() as rx:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rx.url)
@@ -71,6 +73,7 @@ def test_bench_run_raw_mode_says_it_makes_no_spans(instances, tmp_path):
     assert "raw mode makes no spans" in res.stderr and not trace.exists()
 
 
+@pytest.mark.slow
 def test_a_dead_endpoint_is_one_line_and_a_bounded_number_of_attempts(instances, tmp_path, monkeypatch):
     """Eight instances make several span batches; the endpoint sees one export's connections."""
     with ResettingEndpoint() as dead:
@@ -100,6 +103,7 @@ def test_after_a_failure_exports_pause_so_attempts_stay_bounded(tmp_path):
     assert 1 <= connections <= MAX_CONNECTIONS_PER_EXPORT
 
 
+@pytest.mark.slow
 def test_run_otel_to_a_dead_endpoint_says_one_line(tmp_path, monkeypatch):
     proc = tmp_path / "p.yaml"
     proc.write_text("name: cli_demo\ninputs: [x, y]\nsteps:\n  - {var: S1, expr: x}\n  - {var: S2, expr: S1 + y}\n")

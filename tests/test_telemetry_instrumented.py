@@ -69,6 +69,7 @@ def test_a_guarded_call_through_an_instrumented_client_is_one_chat_span(instrume
         assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in chats) == 2 * result.usage.input_tokens
 
 
+@pytest.mark.slow
 def test_the_users_own_calls_stay_traced_by_the_instrumentation(instrumented, stub):
     tp, memory = instrumented
     client = openai.OpenAI(base_url=stub.base_url, api_key="sk-test", max_retries=0)

@@ -83,6 +83,7 @@ def test_each_line_parses_with_protobufs_json_format(tmp_path):
     assert {len(s.trace_id) for s in _spans(read)} == {16} and {len(s.trace_id) for s in _spans(direct)} == {24}
 
 
+@pytest.mark.slow
 def test_replaying_the_file_to_otlp_http_delivers_the_same_spans_as_a_live_export(tmp_path):
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -27,6 +27,8 @@ from stepguard.kinds import kind_of  # noqa: E402
 from stepguard.kinds.text import verify_text  # noqa: E402
 from stepguard.procedure import parse_procedure  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 TEXT_CHARS = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"))  # one line: no line breaks
 
 

@@ -20,6 +20,8 @@ from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
 from stepguard.tools import Tool
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 REFUND = load_procedure(ROOT / "examples/refund.yaml")
 REFUND_IN = {"sku": "A-12", "amount": "19.99"}
 

@@ -57,6 +57,7 @@ def test_the_rung_does_not_apply_to_a_step_without_scale_or_over_text() -> None:
     assert get_rung("tie").derive(_rounding(2), 0, {"a": "81.625"}) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(whole=st.integers(-10**6, 10**6), scale=st.integers(0, 4), up=st.booleans())
 def test_the_derived_value_is_the_rules_rounding_of_every_tie(whole: int, scale: int, up: bool) -> None:

@@ -15,6 +15,8 @@ import pytest
 from stepguard import GuardResult
 from tests._paths import ROOT
 
+pytestmark = pytest.mark.slow
+
 
 def _child(tmp: Path, mode: str, tool: str) -> subprocess.Popen[bytes]:
     args = [sys.executable, "-m", "tests._tool_resume_child", str(tmp / "ck.sqlite"), str(tmp / "refunds.log"),

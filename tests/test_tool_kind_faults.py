@@ -240,6 +240,7 @@ def test_resume_after_the_tools_data_changed_is_refused_naming_the_tool(tmp_path
     assert cat.calls == 1
 
 
+@pytest.mark.slow
 def test_resume_with_the_same_data_version_goes_on(tmp_path: Path) -> None:
     cat = Catalogue()
     ck = _interrupted(tmp_path, cat, data_version=lambda: cat.version)
@@ -255,6 +256,7 @@ def test_a_read_only_tool_is_rechecked_on_resume(tmp_path: Path) -> None:
         _resume(ck, cat, read_only=True)
 
 
+@pytest.mark.slow
 def test_a_read_only_tool_whose_answer_is_unchanged_resumes_after_a_version_change(tmp_path: Path) -> None:
     cat = Catalogue()
     ck = _interrupted(tmp_path, cat, read_only=True, data_version=lambda: cat.version)
@@ -263,6 +265,7 @@ def test_a_read_only_tool_whose_answer_is_unchanged_resumes_after_a_version_chan
     assert result.status == "verified" and result.values["diff"] == 0
 
 
+@pytest.mark.slow
 def test_a_tool_whose_data_version_raises_on_resume_is_refused(tmp_path: Path) -> None:
     cat = Catalogue()
     ck = _interrupted(tmp_path, cat, data_version=lambda: cat.version)
@@ -276,6 +279,7 @@ def test_a_tool_whose_data_version_raises_on_resume_is_refused(tmp_path: Path) -
 
 # --- issue 33.12: the intent is durable before the call ----------------------------------------
 
+@pytest.mark.slow
 def test_the_intent_is_checkpointed_before_the_tool_runs_and_the_result_after(tmp_path: Path) -> None:
     seen: list[Any] = []
     ck = sqlite_checkpointer(tmp_path / "ck.sqlite")

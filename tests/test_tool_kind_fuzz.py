@@ -12,11 +12,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from stepguard import BudgetExhausted, Guard, GuardConfig, parse_procedure
 from stepguard.model import ChatResponse
 from stepguard.tools import Tool
 from tests._fakes import ReplyModel
+
+pytestmark = pytest.mark.slow
 
 TEMPLATES = {  # the argument's expression -> an independent computation of its value
     "a": lambda a, b: a, "b": lambda a, b: b, "a + b": lambda a, b: a + b, "a * b": lambda a, b: a * b,

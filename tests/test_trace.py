@@ -207,6 +207,7 @@ def test_max_chars_caps_the_read() -> None:
     assert not parse_trace(text).capped
 
 
+@pytest.mark.slow
 def test_a_10_mb_reply_is_read_in_bounded_time() -> None:
     text = "S1 = 1\n" * 1_500_000
     start = time.perf_counter()
@@ -255,6 +256,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", HOSTILE, ids=[f"hostile{i}" for i in range(len(HOSTILE))])
 def test_hostile_text_is_linear(text: str) -> None:
     start = time.perf_counter()

@@ -122,6 +122,7 @@ def test_a_prompt_file_without_its_procedure_is_refused(tmp_path: Path) -> None:
         load_suite(folder)
 
 
+@pytest.mark.slow
 def test_shipping_raw_through_the_users_messages_guarded_on_sim_and_a_scripted_stub_and_the_report(tmp_path: Path) -> None:
     """Issue 32's must-show: raw sends the user's own messages (to an OpenAI-compatible stub server),
     guarded runs on sim:paper and on a scripted stub, and the report's per-case table names where raw went wrong."""
@@ -206,6 +207,7 @@ def test_a_reply_without_step_lines_names_the_first_step_whose_value_it_never_sh
     assert score.labels == ["missing_answer"] and "is not one number" in extra["answer_read"]["refused"]
 
 
+@pytest.mark.slow
 def test_a_suites_pairs_are_grouped_by_procedure_in_compare_and_the_report(tmp_path: Path) -> None:
     """A suite varies procedures, not step counts: its paired table has one line per procedure (two
     five-step procedures would share one "5 steps" line if grouped by configuration)."""
@@ -237,6 +239,7 @@ def test_a_suites_pairs_are_grouped_by_procedure_in_compare_and_the_report(tmp_p
     assert f"| **all** | - | {3 + commission} |" in paired
 
 
+@pytest.mark.slow
 def test_run_json_records_the_max_tokens_a_prompt_file_sent(tmp_path: Path) -> None:
     folder = tmp_path / "suite"
     shutil.copytree(SHIPPING, folder)

@@ -122,6 +122,7 @@ def test_setup_installs_the_bench_extra_by_default() -> None:
     assert _run(["bash", "scripts/setup.sh"], ROOT, env).stdout.strip() == "would install: -e .[local,bench,dev,lmeval]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["stepguard.bench.stats", "stepguard.bench.compare", "stepguard.bench.plots"])
 def test_a_missing_bench_extra_names_the_install(module: str) -> None:
     """Each module that needs matplotlib or scipy, in a child where they cannot be imported."""
