@@ -1,4 +1,4 @@
-"""Child process of tests/test_telemetry_global.py: sets OpenTelemetry's global tracer provider
+"""Child process of tests/telemetry/test_global_provider.py: sets OpenTelemetry's global tracer provider
 (which can be set only once per process), runs a GuardedOpenAI call against the stub server, and
 prints the finished spans as JSON lines ``{"name", "scope", "trace_id", "parent"}``."""
 

@@ -1,4 +1,4 @@
-"""Child process for the kill-inside-a-derived-rung test (tests/test_rung_crash.py): ``478 * 36``
+"""Child process for the kill-inside-a-derived-rung test (tests/guard/test_rung_crash.py): ``478 * 36``
 asked wrong until the ``digits`` rung's nested run asks it digit by digit, on a sqlite checkpointer;
 each asked variable is appended to LOG (one line a call) before the reply.
 

@@ -42,7 +42,7 @@ from stepguard.guard._stop import RunStop
 from stepguard.guard.rungs import Rung, get_rung, register as register_rung, rung_names
 
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
-# package's private modules (tests/test_layering.py), but not public: build_result, format_value,
+# package's private modules (tests/project/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
 # old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
 # (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways in that read options).

@@ -123,7 +123,7 @@ def test_api_runs_the_production_suite_raw_and_guarded(tmp_path: Path) -> None:
         run = json.loads((rundir / "run.json").read_text())
         assert run["instances"] == str(SUITE) and run["instances_sha256"] == suite_sha256(SUITE)
         # shipping carries its user's own prompt (shipping.prompt.yaml), prose the simulator cannot read:
-        # in raw mode its cases get no answer (tests/test_user_prompt.py); every other case is stepguard's prompt
+        # in raw mode its cases get no answer (tests/bench/test_user_prompt.py); every other case is stepguard's prompt
         own = {r["id"] for r in rows.values() if mode == "raw" and r.get("raw_prompt") == "user"}
         assert own == ({c.id for c in cases if c.id.startswith("shipping/")} if mode == "raw" else set())
         if spec == "sim:perfect":

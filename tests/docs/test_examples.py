@@ -23,7 +23,7 @@ ANSWERS = {"invoice": "104.60", "medication": "750.0", "tax_brackets": "10703.70
 
 
 def test_every_example_file_has_inputs_and_an_answer() -> None:
-    files = {p.stem for p in EXAMPLES.glob("*.yaml")} - set(AGENT_EXAMPLES)  # agent workflows: tests/test_agent_examples.py
+    files = {p.stem for p in EXAMPLES.glob("*.yaml")} - set(AGENT_EXAMPLES)  # agent workflows: tests/docs/test_agent_examples.py
     assert files == set(INPUTS) == set(ANSWERS)
 
 

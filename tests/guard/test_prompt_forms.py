@@ -134,7 +134,7 @@ def test_the_guards_requests_are_those_of_this_forms_version(tmp_path: Path) -> 
     assert got == PINNED.get(PROMPT_FORMS), (
         f"the guard's requests changed (digest {got}): if the prompt text it writes changed, bump PROMPT_FORMS "
         "in stepguard/guard/_prompts.py (stores and checkpoints made before then refuse to resume) and pin this digest "
-        "under the new version in tests/test_prompt_forms.py")
+        "under the new version in tests/guard/test_prompt_forms.py")
 
 
 def test_the_forms_version_is_part_of_the_fingerprint(monkeypatch: Any) -> None:

@@ -1,6 +1,6 @@
 """One run of a checkpoint thread at a time, and a stopped run executes no tool (issue 41, part 6),
 from Python: ``Guard.run`` / ``arun``, the drop-in client, and a second process on the same SQLite
-file. The proxy's side (and two proxy processes on Postgres): tests/test_serve_threads*.py."""
+file. The proxy's side (and two proxy processes on Postgres): tests/serve/test_threads*.py."""
 
 from __future__ import annotations
 

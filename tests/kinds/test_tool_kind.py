@@ -4,7 +4,7 @@
 * tool results and call arguments are bounded: a bad result is a ``tool_error``, a bad argument a
   ``bad_argument`` re-ask, never a traceback or the caller's input error;
 * a resume never mixes old and new tool data, and never repeats a call cut off by a crash
-  (the kill -9 cases are in ``tests/test_tool_crashes.py``).
+  (the kill -9 cases are in ``tests/guard/test_tool_crashes.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """adapters/ in two directions: the models the core calls (``stepguard.adapters.models``) and the
 integrations that call the core (``stepguard.adapters.integrations``), with the paths users were given
 still answering: the package face, ``python -m stepguard.adapters.lm_eval`` and the ``inspect_ai``
-entry point. The import contracts themselves run in tests/test_layering.py."""
+entry point. The import contracts themselves run in tests/project/test_layering.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ served in-process with the stock ``openai`` client and a scripted upstream (test
 - a reader that goes while the upstream sends no text (reasoning, tool-call or empty deltas, a stall)
   closes the upstream at once, through the proxy and through the drop-in client.
 
-The same across two proxy processes sharing Postgres: tests/test_serve_threads_postgres.py.
+The same across two proxy processes sharing Postgres: tests/serve/test_threads_postgres.py.
 """
 
 from __future__ import annotations

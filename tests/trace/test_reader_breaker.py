@@ -422,7 +422,7 @@ def test_a_restatement_with_a_correction_word_and_the_same_value_still_verifies(
 
 @pytest.mark.xfail(strict=True, reason=(
     "open (judgment call): 'area = 6 pi = 18.85' reads area = 6, since an unknown name after a value and "
-    "blanks ends the clause ('S1 = 3 x = 5' reads 3, pinned by tests/test_trace.py); the model meant 6 pi = "
+    "blanks ends the clause ('S1 = 3 x = 5' reads 3, pinned by tests/trace/test_trace.py); the model meant 6 pi = "
     "18.85, and a check-only step commits 6 at the first try. Refusing such a record (more than one value) "
     "would close it and change that pinned rule"))
 def test_a_value_then_a_unit_or_constant_and_its_result_is_not_read_as_the_value() -> None:

@@ -35,7 +35,7 @@ def test_a_conditional_becomes_its_condition_then_the_branch_it_takes() -> None:
     sub = CHAIN.derive(proc, 0, {"income": parse_number("100.10")})
     assert [(s.var, s.expr, s.type) for s in sub.steps] == [
         ("t1", "max(100.1, 100)", "number"), ("t2", "t1 == 100.1", "boolean"),  # the comparison as a choice
-        ("t3", "100.1 * 0.05", "number"),  # the branch taken: no choice sub-step (tests/test_chain_branch.py)
+        ("t3", "100.1 * 0.05", "number"),  # the branch taken: no choice sub-step (tests/guard/rungs/test_chain_branch.py)
         ("band2", "t3", "decimal"),  # 5.005 rounded to 2 places: a sub-step of its own
     ]
     assert (sub.steps[-1].scale, sub.steps[-1].rounding) == (2, "ROUND_HALF_EVEN")
