@@ -63,7 +63,7 @@ TAIL_TRAPS = [
     ("12 \u00b1 1", "correction or hedge"), ("12 \u2248 12.4", "correction or hedge"),
     ("12 million", "number word"), ("12 dozen", "number word"), ("12 bn", "number word"),
     ("12 E3", "more than one number"), ("12 squared", "number word"),
-    ("12\u3000500", "unreadable number"), ("12\u00ad3", "combining or invisible mark"),  # "12\r5": two lines (tests/trace/test_one_reader.py)
+    ("12\u3000500", "unreadable number"), ("12\u00ad3", "combining or invisible mark"),  # "12\r5": two lines (test_one_reader.py)
     ("12\\;000", "unreadable number"), ("12\\!000", "unreadable number"), ("12 {,} 000", "unreadable number"),
     ("12 x 2", "unevaluated expression"), ("12 \u2217 2", "unevaluated expression"),
     ("12 \u2715 2", "unevaluated expression"), ("12 \u2044 1", "unevaluated expression"),
