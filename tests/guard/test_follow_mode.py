@@ -18,7 +18,7 @@ from stepguard.bench.generate import generate_instance
 from stepguard.guard._options import GuardOptions
 from stepguard.guard._window import first_try_tally, follow_window, measured_accuracy
 from stepguard.procedure import load_inputs_file, load_procedure, parse_procedure
-from tests._fakes import ScriptedModel, StreamingReplies
+from tests._fakes import FailsAt, ScriptedModel, StreamingReplies
 from tests._paths import ROOT
 
 PRODUCTION = sorted(p for p in (ROOT / "benchmarks" / "production").glob("*.yaml") if ".inputs" not in p.name and ".prompt" not in p.name)
@@ -130,22 +130,6 @@ def test_follow_streams_the_window_and_cuts_it_at_the_first_wrong_step() -> None
     assert len(model.prompts) == 7  # the window, s3, then s4..s8 one a call (p = 3/5 .. 7/9: one step a window)
 
 
-class _FailsAt(ScriptedModel):
-    """A scripted model whose ``at``-th call (1-based) fails, as a server that went away."""
-
-    def __init__(self, at: int, **kw) -> None:
-        super().__init__(**kw)
-        self.at = at
-
-    def complete(self, messages, settings=None):
-        from stepguard.errors import ModelError
-
-        if len(self.calls) + 1 == self.at:
-            self.calls.append(messages)
-            raise ModelError("the server went away")
-        return super().complete(messages, settings)
-
-
 @pytest.mark.slow
 def test_a_resumed_run_measures_what_it_measured_before() -> None:
     """The tally is read from the checkpointed steps: a run that crashed resumes with the window it had measured."""
@@ -154,7 +138,7 @@ def test_a_resumed_run_measures_what_it_measured_before() -> None:
     from stepguard.errors import ModelError
 
     saver, config = InMemorySaver(), GuardConfig(follow=True, ladder=("narrow",))
-    first = _FailsAt(4, faults={"s3": ["wrong", None]})
+    first = FailsAt(4, faults={"s3": ["wrong", None]})
     with pytest.raises(ModelError):
         Guard(first, config, saver).run(CHAIN, {"x": 2}, thread_id="t")
     assert _widths(first)[:3] == [60, 1, 1]  # the window cut at s3, s3 alone, s4 alone; then the crash

@@ -21,29 +21,15 @@ from typer.testing import CliRunner
 from stepguard import Guard, GuardConfig
 from stepguard.cli import app
 from stepguard.errors import ModelError
-from stepguard.model import ChatMessage, ChatResponse, GenerationSettings
 from stepguard.guard import GuardResult, sqlite_checkpointer
 from stepguard.procedure import load_procedure
-from tests._fakes import ScriptedModel
+from tests._fakes import FailsAt, ScriptedModel
 from tests._paths import ROOT
 
 pytestmark = pytest.mark.slow
 
 INVOICE = load_procedure(ROOT / "examples" / "invoice.yaml")
 INPUTS = {"subtotal": "100.10", "rate": "0.1"}
-
-
-class _FailsAt(ScriptedModel):
-    """The scripted model, failing (a :class:`ModelError`) at its ``n``-th call."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.n = n
-
-    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
-        if len(self.calls) + 1 == self.n:
-            raise ModelError("the model went away")
-        return super().complete(messages, settings)
 
 
 def _argv(ck: Path, *more: str) -> list[str]:
@@ -93,7 +79,7 @@ def test_a_thread_stopped_mid_run_and_gone_on_spends_only_the_new_calls(tmp_path
     saver = sqlite_checkpointer(tmp_path / "ck.sqlite")
     cfg = GuardConfig(chunk_size=2)
     with pytest.raises(ModelError):  # the model fails at the second chunk: the first stays committed
-        Guard(_FailsAt(2), cfg, saver).run(INVOICE, INPUTS, thread_id="t")
+        Guard(FailsAt(2), cfg, saver).run(INVOICE, INPUTS, thread_id="t")
     before = saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"]["usage"]
     done = Guard(ScriptedModel(), cfg, saver).run(INVOICE, INPUTS, thread_id="t")
     assert done.status == "verified" and done.resumed == "unfinished"

@@ -7,22 +7,13 @@ import asyncio
 import pytest
 
 from stepguard import Guard, GuardConfig
-from stepguard.guard import NullObserver
 from stepguard.procedure import parse_procedure
-from tests._fakes import FixedReplies, StreamingReplies
+from tests._fakes import ChunksAsked, FixedReplies, StreamingReplies
 
 PROC = parse_procedure("inputs: [x]\nsteps:\n" + "".join(
     f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, 9)))
 RIGHT = {f"s{k}": 2 + sum(range(1, k + 1)) for k in range(1, 9)}  # x = 2
 LINES = [f"s{k} = {RIGHT[f's{k}']}" for k in range(1, 9)]
-
-
-class _Asked(NullObserver):
-    def __init__(self) -> None:
-        self.asked: list[tuple[int, int, str | None]] = []
-
-    def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
-        self.asked.append((start, end, rung))
 
 
 @pytest.mark.parametrize("streams", [True, False])
@@ -34,7 +25,7 @@ def test_a_verified_step_written_again_is_recorded_as_such_not_as_the_next_step_
     and the stream goes on from s4 as a first try."""
     reply = "\n".join(LINES[:3] + ["s2 = 99"] + LINES[3:]) + "\n"
     model = (StreamingReplies if streams else FixedReplies)([reply, "\n".join(LINES[3:]) + "\n"])
-    seen = _Asked()
+    seen = ChunksAsked()
     guard = Guard(model, GuardConfig(streamed=True, ladder=("restate",)), observer=seen)
     result = asyncio.run(guard.arun(PROC, {"x": 2})) if use_async else guard.run(PROC, {"x": 2})
     assert result.status == "verified" and result.values == RIGHT

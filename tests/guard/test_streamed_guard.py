@@ -14,7 +14,7 @@ from stepguard.bench.generate import generate_instance
 from stepguard.guard import render_raw_prompt
 from stepguard.guard._options import GuardOptions
 from stepguard.procedure import load_inputs_file, load_procedure, parse_procedure
-from tests._fakes import FixedReplies, StreamingReplies
+from tests._fakes import ChunksAsked, FixedReplies, StreamingReplies
 
 PRODUCTION = sorted(p for p in Path("benchmarks/production").glob("*.yaml") if ".inputs" not in p.name and ".prompt" not in p.name)
 
@@ -166,21 +166,13 @@ def test_a_list_value_in_arithmetic_is_a_deviation_not_a_type_error() -> None:
 
 
 def test_the_adaptive_window_halves_after_a_deviation_and_doubles_after_a_clean_window() -> None:
-    from stepguard.guard import NullObserver
     from tests._fakes import ScriptedModel
 
     proc = parse_procedure("inputs: [x]\nsteps:\n" + "".join(
         f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, 31)))
 
-    class Windows(NullObserver):
-        def __init__(self) -> None:
-            self.asked: list[tuple[int, int, str | None]] = []
-
-        def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
-            self.asked.append((start, end, rung))
-
     def windows(adaptive: bool) -> list[tuple[int, int]]:
-        seen = Windows()
+        seen = ChunksAsked()
         cfg = GuardConfig(streamed=True, window=16, adaptive=adaptive, ladder=("restate",))
         result = Guard(ScriptedModel(faults={"s6": ["wrong"]}), cfg, observer=seen).run(proc, {"x": 2})
         assert result.status == "verified" and result.usage.model_calls == len(seen.asked)

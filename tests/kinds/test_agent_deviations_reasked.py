@@ -12,16 +12,7 @@ import pytest
 from stepguard import BudgetExhausted, Guard, GuardConfig, ProcedureError, parse_procedure
 from stepguard.model import ChatResponse
 from stepguard.tools import Tool, parse_calls
-from tests._fakes import ReplyModel
-
-REFUND = parse_procedure("""
-name: refund
-inputs: {sku: string, amount: decimal}
-steps:
-  - {var: order_id, kind: tool, tool: catalog_lookup, args: {sku: sku}, type: string}
-  - {var: refund_ref, kind: tool, tool: issue_refund, args: {order_id: order_id, amount: amount}, type: string}
-""")
-REFUND_IN = {"sku": "A-12", "amount": "19.99"}
+from tests._fakes import REFUND, REFUND_INPUTS as REFUND_IN, ReplyModel
 
 AGE = parse_procedure("""
 name: age_power

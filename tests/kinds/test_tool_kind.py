@@ -22,16 +22,9 @@ from stepguard.errors import CheckpointError, ModelError
 from stepguard.guard import sqlite_checkpointer
 from stepguard.model import ChatResponse
 from stepguard.tools import Tool
-from tests._fakes import ReplyModel
+from tests._fakes import REFUND, ReplyModel
 from tests._paths import ROOT
 
-REFUND = parse_procedure("""
-name: refund
-inputs: {sku: string, amount: decimal}
-steps:
-  - {var: order_id, kind: tool, tool: catalog_lookup, args: {sku: sku}, type: string}
-  - {var: refund_ref, kind: tool, tool: issue_refund, args: {order_id: order_id, amount: amount}, type: string}
-""")
 LOOKUP = 'CALL catalog_lookup(sku="A-12")'
 
 

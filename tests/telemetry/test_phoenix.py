@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from stepguard import Guard, GuardConfig, Procedure
+from stepguard import Guard, GuardConfig
 from stepguard.telemetry import OtelObserver, TelemetryExportWarning, configure_telemetry, shutdown
-from tests._fakes import ScriptedModel
+from tests._fakes import ScriptedModel, sum_chain_procedure
 from tests._paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -73,12 +73,6 @@ def _spans(base: str, project: str, want: int, wait_s: float = 60.0) -> list[dic
     raise AssertionError(f"only {len(spans)} of {want} spans reached Phoenix in {wait_s}s")
 
 
-def _procedure() -> Procedure:
-    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
-    steps += [{"var": f"S{k}", "expr": f"S{k - 1} + S{max(1, k - 3)}"} for k in range(3, 13)]
-    return Procedure.model_validate({"name": "phoenix_demo", "inputs": ["x", "y"], "steps": steps})
-
-
 def test_guarded_run_with_a_deviation_lands_in_phoenix(phoenix_url, monkeypatch):
     monkeypatch.delenv("OTEL_METRICS_EXPORTER", raising=False)  # Phoenix takes traces only
     project = f"stepguard-test-{uuid.uuid4().hex[:8]}"
@@ -86,7 +80,7 @@ def test_guarded_run_with_a_deviation_lands_in_phoenix(phoenix_url, monkeypatch)
     model = ScriptedModel(faults={"S7": ["wrong"]})
     with warnings.catch_warnings():
         warnings.simplefilter("error", TelemetryExportWarning)
-        result = Guard(model, GuardConfig(chunk_size=5, ladder=("restate",)), observer=OtelObserver(tp, mp)).run(_procedure(), {"x": 7, "y": 3})
+        result = Guard(model, GuardConfig(chunk_size=5, ladder=("restate",)), observer=OtelObserver(tp, mp)).run(sum_chain_procedure(name="phoenix_demo"), {"x": 7, "y": 3})
         assert shutdown(timeout_s=15), "spans were not flushed to Phoenix in time"
     assert result.status == "verified" and result.reprompts == 1
     spans = _spans(phoenix_url, project, want=1 + 3 * result.chunks)  # the run, and per chunk: itself, its call, its check

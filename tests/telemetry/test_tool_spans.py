@@ -3,18 +3,11 @@ with one evaluation event per argument; a refused call runs no tool and makes no
 
 from __future__ import annotations
 
-from stepguard import Guard, parse_procedure
+from stepguard import Guard
 from stepguard.tools import Tool
-from tests._fakes import ReplyModel
+from tests._fakes import REFUND as PROC, ReplyModel
 from tests._traced import Traced
 
-PROC = parse_procedure("""
-name: refund
-inputs: {sku: string, amount: decimal}
-steps:
-  - {var: order_id, kind: tool, tool: catalog_lookup, args: {sku: sku}, type: string}
-  - {var: refund_ref, kind: tool, tool: issue_refund, args: {order_id: order_id, amount: amount}, type: string}
-""")
 TOOLS = [Tool("catalog_lookup", lambda sku: "ORD-7"), Tool("issue_refund", lambda order_id, amount: f"RF-{order_id}")]
 REPLIES = ['CALL catalog_lookup(sku="A-12")', 'CALL issue_refund(order_id="ORD-9", amount=19.99)',
            'CALL issue_refund(order_id="ORD-7", amount=19.99)']

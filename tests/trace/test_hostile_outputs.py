@@ -8,33 +8,14 @@ from fractions import Fraction
 import pytest
 
 from stepguard import BudgetExhausted, Guard, GuardConfig, Procedure
-from stepguard.model import ChatResponse, Usage
 from stepguard.trace import parse_trace
 from stepguard.verify import score_generation
 from benchmarks.hostile_cases import REPLIES
+from tests._fakes import SameReply
 
 PROC = Procedure.model_validate({"name": "h", "inputs": ["x"], "steps": [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "S1 + 3"}]})
 INPUTS = {"x": 7}
 EXPECTED = PROC.expected_values(INPUTS)  # S1 = 7, S2 = 10: no hostile reply holds the right values
-
-
-class FixedReplyModel:
-    """A ChatModel that answers every prompt with the same (hostile) text."""
-
-    spec = provider = model_name = "fixed"
-    simulated = True
-
-    def __init__(self, text: str) -> None:
-        self.text, self.calls = text, 0
-
-    def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
-        """Return the fixed text."""
-        self.calls += 1
-        return ChatResponse(self.text, Usage(10, 10), "stop", 0.0, "fixed", True)
-
-    async def acomplete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
-        """Async twin of :meth:`complete`."""
-        return self.complete(messages, settings)
 
 
 def _exact(value: object) -> bool:
@@ -109,7 +90,7 @@ def test_specific_readings_are_the_documented_ones() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPLIES))
 def test_guard_never_verifies_a_hostile_reply(name: str) -> None:
-    model = FixedReplyModel(REPLIES[name])
+    model = SameReply(REPLIES[name])
     config = GuardConfig(chunk_size=2, max_reprompts_per_step=2, on_exhausted="flag")
     result = Guard(model, config).run(PROC, INPUTS)
     assert result.status != "verified"
@@ -124,14 +105,14 @@ def test_guard_never_verifies_a_hostile_reply(name: str) -> None:
 
 
 def test_guard_raise_on_exhausted_surfaces_budget_error_with_partial_result() -> None:
-    model = FixedReplyModel(REPLIES["injection"])
+    model = SameReply(REPLIES["injection"])
     with pytest.raises(BudgetExhausted) as info:
         Guard(model, GuardConfig(chunk_size=2, max_reprompts_per_step=1, on_exhausted="raise")).run(PROC, INPUTS)
     assert info.value.result.status == "failed" and info.value.result.answer is None
 
 
 def test_guard_repair_never_counts_a_hostile_reply_as_the_model_s() -> None:
-    model = FixedReplyModel(REPLIES["nonexistent_vars"])
+    model = SameReply(REPLIES["nonexistent_vars"])
     result = Guard(model, GuardConfig(chunk_size=2, policy="repair")).run(PROC, INPUTS)
     assert result.status == "repaired" and result.answer == 10
     assert all(s.provenance == "repaired" for s in result.steps)

@@ -18,6 +18,7 @@ from stepguard.evaluator import parse_number, read_number
 from stepguard.model import ChatResponse, Usage
 from stepguard.trace import parse_trace
 from stepguard.verify import verify_chunk
+from tests._fakes import SameReply
 
 RECORD_LINES = ["S1 = {}", "Step 1: S1 = {}", "**S1** = {}", "S1: {}", "S1 = S2 + S3 = 40 + 2 = {}", "$S_1 = {}$"]
 ANSWER_LINES = ["Final answer: {}", "Answer: {}", "\\boxed{{{}}}", "Final answer: $\\boxed{{{}}}$"]
@@ -212,30 +213,10 @@ def test_verify_makes_an_unread_value_a_deviation_not_a_step(reply: str) -> None
     assert verdict.deviation.kind == "arithmetic_error" and "no readable value" in verdict.deviation.detail
 
 
-class ListModel:
-    """A ChatModel that gives scripted replies in order, the last one for every later call."""
-
-    spec = provider = model_name = "list"
-    simulated = True
-
-    def __init__(self, *replies: str) -> None:
-        self.replies, self.calls = list(replies), 0
-
-    def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
-        """The next scripted reply."""
-        self.calls += 1
-        text = self.replies[min(self.calls, len(self.replies)) - 1]
-        return ChatResponse(text, Usage(10, 10), "stop", 0.0, "list", True)
-
-    async def acomplete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
-        """Async twin of :meth:`complete`."""
-        return self.complete(messages, settings)
-
-
 @pytest.mark.parametrize("bad", ["S1 = 12,5", "S1 = 12{,}5", "Step 1: S1 = 12.5.3", "S1 = 12 - b", "**S1** = 12 *"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_guard_reasks_instead_of_verifying_a_prefix(bad: str, mode: str) -> None:
-    model = ListModel(bad, "S1 = 12")
+    model = SameReply(bad, "S1 = 12")
     guard = Guard(model, GuardConfig(ladder=("restate",), max_reprompts_per_step=2, on_exhausted="flag"))
     result = guard.run(PROC, INPUTS) if mode == "sync" else asyncio.run(guard.arun(PROC, INPUTS))
     assert model.calls == 2  # the re-ask happened
@@ -246,11 +227,11 @@ def test_guard_reasks_instead_of_verifying_a_prefix(bad: str, mode: str) -> None
 @pytest.mark.slow
 @pytest.mark.parametrize("written", [w for w, _ in TAIL_TRAPS])
 def test_guard_reasks_on_every_tail_trap_and_never_verifies_it(written: str) -> None:
-    model = ListModel(f"S1 = {written}", "S1 = 12")
+    model = SameReply(f"S1 = {written}", "S1 = 12")
     result = Guard(model, GuardConfig(ladder=("restate",), max_reprompts_per_step=2, on_exhausted="flag")).run(PROC, INPUTS)
     assert model.calls == 2 and "no readable value" in result.deviations[0].detail
     assert result.status == "verified" and result.values == {"S1": 12}  # from the second reply, not the trap
-    stuck = ListModel(f"S1 = {written}")
+    stuck = SameReply(f"S1 = {written}")
     result = Guard(stuck, GuardConfig(ladder=("restate",), max_reprompts_per_step=1, on_exhausted="flag")).run(PROC, INPUTS)
     assert result.status != "verified" and all(s.provenance != "model_verified" for s in result.steps)
 
@@ -267,7 +248,7 @@ def test_a_predicate_step_never_verifies_a_prefix(written: str) -> None:
     def reply(prompt: str) -> str:
         return f"fee = {written}" if "fee = ?" in prompt or "total" not in prompt else "total = 112"
 
-    class Fn(ListModel):
+    class Fn(SameReply):
         def complete(self, messages, settings=None) -> ChatResponse:  # noqa: ANN001
             """The reply for this prompt."""
             self.calls += 1
@@ -282,7 +263,7 @@ def test_a_predicate_step_never_verifies_a_prefix(written: str) -> None:
 
 @pytest.mark.parametrize("bad", ["S1 = 12,5", "S1 = 12 - b", "S1 = 1e1\nFinal answer: 12"])
 def test_guard_never_marks_an_unread_value_verified(bad: str) -> None:
-    model = ListModel(bad)
+    model = SameReply(bad)
     result = Guard(model, GuardConfig(ladder=("restate",), max_reprompts_per_step=2, on_exhausted="flag")).run(PROC, INPUTS)
     assert result.status != "verified" and model.calls == 3  # first try and two re-asks, then flagged
     assert all(s.provenance != "model_verified" for s in result.steps)
