@@ -1,6 +1,6 @@
-"""``stepguard serve`` in a child process on a free port (``--port 0``), for the tests that need a real
-process (curl, several workers, a worker killed): the proxy binds port 0 itself and prints its base URL,
-so no test picks a port that another process may take first.
+"""Child processes in tests: ``stepguard serve`` on a free port (``--port 0``), for the tests that need a
+real process (curl, several workers, a worker killed): the proxy binds port 0 itself and prints its base
+URL, so no test picks a port that another process may take first; and :func:`gone`, whether a process ended.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from tests._paths import ROOT
 
-__all__ = ["start_serve"]
+__all__ = ["gone", "start_serve"]
 
 _BASE_URL = re.compile(r"base URL: (http://127\.0\.0\.1:\d+/v1)")
 
@@ -51,3 +51,11 @@ def start_serve(args: Sequence[str], log: Path, *, env: Mapping[str, str] | None
     proc.kill()
     proc.wait(timeout=10)
     pytest.fail(f"stepguard serve did not answer within {wait_s:.0f} s:\n{log.read_text()}")
+
+
+def gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (absent, or a zombie awaiting a non-reaping init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True

@@ -20,6 +20,7 @@ from stepguard.adapters.models import _model_files as files
 from stepguard.adapters.models import _server
 from stepguard.adapters.models.local import LocalServer, list_local_models, resolve_model
 from stepguard.errors import LocalServerError
+from tests._serve_process import gone
 
 FAKE_SERVER = textwrap.dedent(
     """
@@ -43,14 +44,6 @@ FAKE_SERVER = textwrap.dedent(
     HTTPServer(("127.0.0.1", port), H).serve_forever()
     """
 )
-
-
-def gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (absent, or a zombie awaiting a non-reaping init)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return True
 
 
 @pytest.fixture

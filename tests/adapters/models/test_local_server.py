@@ -14,6 +14,7 @@ import pytest
 
 from stepguard.errors import LocalServerError
 from stepguard.model import ChatModel, GenerationSettings
+from tests._serve_process import gone
 
 pytestmark = pytest.mark.real_model
 
@@ -31,14 +32,6 @@ QUESTION = [
     {"role": "system", "content": "Answer briefly."},
     {"role": "user", "content": "What is 2 + 3?"},
 ]
-
-
-def gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (absent, or a zombie awaiting a non-reaping init)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return True
 
 
 @needs_llama
