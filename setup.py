@@ -3,7 +3,7 @@
 pyproject.toml alone cannot both discover packages and map a folder to a subpackage, so:
 every folder under ``stepguard/`` is a package (namespace folders too, so data-only folders such
 as ``stepguard/guard/prompts`` ship their files), and ``adapters/`` and its folders install as
-``stepguard.adapters``. A new folder or data file needs no edit here; tests/test_wheel.py fails
+``stepguard.adapters``. A new folder or data file needs no edit here; tests/project/test_wheel.py fails
 if the wheel misses any file of either tree.
 """
 

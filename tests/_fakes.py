@@ -1,13 +1,17 @@
-"""A scripted ChatModel for guard tests: computes chunk prompts exactly, with faults on demand."""
+"""The tests' shared fakes: scripted ChatModels (chunk prompts computed exactly, faults on demand), fixed
+and streamed replies, and the small procedures many test files run them on."""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
 
+from stepguard.errors import ModelError
 from stepguard.evaluator import compile_expression, format_number, parse_number
+from stepguard.guard import NullObserver
 from stepguard.guard.rungs.arith._digits import MAX_SUB_STEPS
 from stepguard.model import ChatMessage, ChatResponse, GenerationSettings, Usage
+from stepguard.procedure import Procedure, parse_procedure
 
 _NOTE = re.compile(r"[ \t]{2,}\((.*)\)[ \t]*$")
 _ROUND = re.compile(r"round (half up|half to even) to (\d+) decimal places")
@@ -17,6 +21,66 @@ _BLOCK = re.compile(r"^(Known values|Steps):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
 DIGIT_SUB_STEPS = frozenset(f"d{i}" for i in range(1, MAX_SUB_STEPS + 1))
 """The digit rungs' sub-steps (``d1 .. dn``): put them in ``always_wrong`` for a model wrong on every try,
 since ``digits``, the last rung of the default ladders, asks a step as these."""
+
+
+CHAIN_INPUTS = {"x": 7, "y": 3}
+"""The inputs of :func:`chain_procedure` and :func:`sum_chain_procedure`."""
+
+
+def chain_procedure(n: int = 12) -> Procedure:
+    """``S1 = x``, ``S2 = y``, then ``n - 2`` steps of ``+``, ``-`` and ``* 2`` looking back up to three steps."""
+    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
+    ops = ["+", "-", "*"]
+    for k in range(3, n + 1):
+        back = max(1, k - 3)
+        op = ops[k % 3] if k % 3 != 2 else "+"
+        steps.append({"var": f"S{k}", "expr": f"S{k - 1} {op} S{back}" if op != "*" else f"S{k - 1} * 2"})
+    return Procedure.model_validate({"name": "t", "inputs": ["x", "y"], "steps": steps})
+
+
+def chain_expected(proc: Procedure) -> dict[str, object]:
+    """The evaluator's exact values of ``proc`` on :data:`CHAIN_INPUTS` (the result's typed values compare equal to them)."""
+    return dict(proc.expected_values(CHAIN_INPUTS))
+
+
+def sum_chain_procedure(n: int = 12, name: str = "telemetry_demo") -> Procedure:
+    """``S1 = x``, ``S2 = y``, then ``n - 2`` sums looking back up to three steps; the procedure is called ``name``."""
+    steps = [{"var": "S1", "expr": "x"}, {"var": "S2", "expr": "y"}]
+    steps += [{"var": f"S{k}", "expr": f"S{k - 1} + S{max(1, k - 3)}"} for k in range(3, n + 1)]
+    return Procedure.model_validate({"name": name, "inputs": ["x", "y"], "steps": steps})
+
+
+REFUND = parse_procedure("""
+name: refund
+inputs: {sku: string, amount: decimal}
+steps:
+  - {var: order_id, kind: tool, tool: catalog_lookup, args: {sku: sku}, type: string}
+  - {var: refund_ref, kind: tool, tool: issue_refund, args: {order_id: order_id, amount: amount}, type: string}
+""")
+"""Two tool steps: ``catalog_lookup(sku)`` gives the order, ``issue_refund(order_id, amount)`` refunds it."""
+
+REFUND_INPUTS = {"sku": "A-12", "amount": "19.99"}
+
+
+class ChunksAsked(NullObserver):
+    """An observer that keeps ``(start, end, rung)`` of every chunk the guard asks, in order."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[int, int, str | None]] = []
+
+    def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
+        self.asked.append((start, end, rung))
+
+
+DIGIT_PRODUCT = Procedure.model_validate({"name": "d", "inputs": ["a", "b"], "steps": [
+    {"var": "x", "expr": "a"}, {"var": "y", "expr": "b"}, {"var": "r", "expr": "x * y"}]})
+"""``r = a * b``: one product, for the digit rungs."""
+
+
+def asked_steps(messages: list[dict[str, str]]) -> list[str]:
+    """The variables a prompt asks for (its ``Steps:`` block)."""
+    block = str(messages[-1]["content"]).split("Steps:\n", 1)[-1].split("\n\n", 1)[0]
+    return [line.split(" = ", 1)[0] for line in block.splitlines() if " = " in line]
 
 
 def _fmt(v) -> str:
@@ -99,6 +163,21 @@ class ScriptedModel:
         return self.complete(messages, settings)
 
 
+class FailsAt(ScriptedModel):
+    """A scripted model whose ``at``-th call (1-based) raises :class:`ModelError`, as a server that went
+    away; that call is counted in ``calls``, and the calls after it are answered again."""
+
+    def __init__(self, at: int, **kw) -> None:
+        super().__init__(**kw)
+        self.at = at
+
+    def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
+        if len(self.calls) + 1 == self.at:
+            self.calls.append(messages)
+            raise ModelError("the server went away")
+        return super().complete(messages, settings)
+
+
 class ReplyModel:
     """A ChatModel that returns the given replies in order (text, or a ``ChatResponse`` for native
     tool calls); records every prompt. Runs out -> an empty reply."""
@@ -124,18 +203,19 @@ class ReplyModel:
 
 
 class SameReply:
-    """A ChatModel that gives the same reply to every prompt; ``calls`` counts them."""
+    """A ChatModel that gives ``replies`` in order and the last one to every later call (one reply: the
+    same to every prompt); ``calls`` counts the calls."""
 
     spec = provider = model_name = "script"
     simulated = True
 
-    def __init__(self, reply: str) -> None:
-        self.reply, self.calls = reply, 0
+    def __init__(self, *replies: str) -> None:
+        self.replies, self.calls = list(replies), 0
 
     def complete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
-        """The scripted reply."""
+        """The next scripted reply, or the last one again."""
         self.calls += 1
-        return ChatResponse(self.reply, Usage(10, 10), "stop", 0.0, "script", True)
+        return ChatResponse(self.replies[min(self.calls, len(self.replies)) - 1], Usage(10, 10), "stop", 0.0, "script", True)
 
     async def acomplete(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> ChatResponse:
         """Async twin of :meth:`complete`."""

@@ -1,4 +1,4 @@
-"""Child process of tests/test_telemetry_global.py: sets OpenTelemetry's global tracer provider
+"""Child process of tests/telemetry/test_global_provider.py: sets OpenTelemetry's global tracer provider
 (which can be set only once per process), runs a GuardedOpenAI call against the stub server, and
 prints the finished spans as JSON lines ``{"name", "scope", "trace_id", "parent"}``."""
 
@@ -13,9 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from stepguard.adapters.integrations.openai_wrapper import GuardedOpenAI
-from tests._fakes import ScriptedModel
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, sum_chain_procedure as _procedure
 from tests._stub_server import StubServer
-from tests.test_telemetry import INPUTS, _procedure
 
 memory = InMemorySpanExporter()
 tp = TracerProvider()

@@ -1,5 +1,6 @@
 """A throwaway PostgreSQL server for the shared-checkpointer tests: ``initdb`` into a temporary folder,
-``pg_ctl start`` on 127.0.0.1 and a free port, trust auth for one user, stopped and removed afterwards.
+``pg_ctl start`` listening only on a Unix socket in that folder (no TCP port, so none to collide on),
+trust auth for one user, stopped and removed afterwards.
 
 It needs the server binaries (Debian: ``apt-get install postgresql``; ``.ci/run`` installs them);
 as root it runs the server as the ``postgres`` user, which refuses root. :func:`postgres_skip_reason`
@@ -11,7 +12,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -55,15 +55,10 @@ def postgres_skip_reason() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """Start a PostgreSQL server; yield its URL (``postgresql://stepguard@127.0.0.1:PORT/postgres``)."""
+    """Start a PostgreSQL server; yield its URL (``postgresql://stepguard@/postgres?host=FOLDER``: the
+    socket folder, no TCP)."""
     bindir = pg_bindir()
     assert bindir is not None, postgres_skip_reason()
     user = _server_user()
@@ -72,15 +67,14 @@ def postgres_server() -> Iterator[str]:
     if user:
         info = pwd.getpwnam(user)
         os.chown(root, info.pw_uid, info.pw_gid)
-    port = _free_port()
     run = {"user": user} if user else {}
     try:
         subprocess.run([str(bindir / "initdb"), "-D", str(data), "-U", "stepguard", "--auth=trust", "-E", "UTF8", "--no-sync"],
                        check=True, capture_output=True, timeout=120, **run)
-        opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
+        opts = f"-k {root} -c listen_addresses='' -c fsync=off -c max_connections=100"
         subprocess.run([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "60", "start"],
                        check=True, capture_output=True, timeout=90, **run)
-        yield f"postgresql://stepguard@127.0.0.1:{port}/postgres"
+        yield f"postgresql://stepguard@/postgres?host={root}"
     finally:
         subprocess.run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
                        capture_output=True, timeout=60, **run)

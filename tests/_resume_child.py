@@ -6,8 +6,7 @@ import sys
 import time
 
 from stepguard import Guard, GuardConfig, sqlite_checkpointer
-from tests._fakes import ScriptedModel
-from tests.test_guard import INPUTS, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_procedure as _procedure
 
 
 class SlowModel(ScriptedModel):

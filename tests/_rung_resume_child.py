@@ -1,4 +1,4 @@
-"""Child process for the kill-inside-a-derived-rung test (tests/test_rung_crash.py): ``478 * 36``
+"""Child process for the kill-inside-a-derived-rung test (tests/guard/test_rung_crash.py): ``478 * 36``
 asked wrong until the ``digits`` rung's nested run asks it digit by digit, on a sqlite checkpointer;
 each asked variable is appended to LOG (one line a call) before the reply.
 
@@ -11,8 +11,7 @@ import sys
 import time
 
 from stepguard import Guard, GuardConfig, sqlite_checkpointer
-from tests._fakes import ScriptedModel
-from tests.test_streamed_digits_faults import PRODUCT, _asked_steps
+from tests._fakes import DIGIT_PRODUCT as PRODUCT, ScriptedModel, asked_steps as _asked_steps
 
 INPUTS = {"a": 478, "b": 36}
 

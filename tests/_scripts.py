@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).parent.parent
+from tests._paths import ROOT
 
 
 def load_script(relative: str) -> Any:

@@ -8,8 +8,7 @@ import time
 
 from stepguard import Guard, GuardConfig, sqlite_checkpointer
 from stepguard.model import WrittenReply
-from tests._fakes import ScriptedModel
-from tests.test_guard import INPUTS, _procedure
+from tests._fakes import CHAIN_INPUTS as INPUTS, ScriptedModel, chain_procedure as _procedure
 
 
 class SlowStreams(ScriptedModel):

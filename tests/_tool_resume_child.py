@@ -1,4 +1,4 @@
-"""Child process for the tool kill-and-resume tests (tests/test_tool_crashes.py): the refund
+"""Child process for the tool kill-and-resume tests (tests/guard/test_tool_crashes.py): the refund
 procedure on ``sim:perfect`` with a sqlite checkpointer; its ``issue_refund`` appends the key it
 was given (or ``-``) to a log, one line per execution.
 
@@ -25,8 +25,7 @@ from stepguard.adapters import load_model
 from stepguard.errors import CheckpointError
 from stepguard.guard import NullObserver, sqlite_checkpointer
 from stepguard.tools import Tool
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import ROOT
 
 
 class KillInCommit(NullObserver):

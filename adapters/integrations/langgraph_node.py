@@ -66,7 +66,7 @@ def _thread(config: RunnableConfig | None, guard: Guard, procedure: Procedure, i
 
 _STREAM_KEY = "__pregel_stream"
 """Where LangGraph puts the parent's stream in a task's config when it streams with ``subgraphs=True``
-(``langgraph._internal._constants.CONFIG_KEY_STREAM``); tests/test_adapters_wrappers.py checks the
+(``langgraph._internal._constants.CONFIG_KEY_STREAM``); tests/adapters/integrations/test_wrappers.py checks the
 forwarding end to end, so a LangGraph that moves it fails a test rather than going quiet."""
 
 
@@ -117,7 +117,7 @@ class _Teller:
 _READ_KEY = "__pregel_read"
 """Where LangGraph puts a task's state reader, a ``functools.partial`` whose second argument is the
 graph's channels by state key (``langgraph._internal._constants.CONFIG_KEY_READ``); read once, at
-the node's first run, to refuse a state that cannot hold the output. tests/test_langgraph_node_state.py
+the node's first run, to refuse a state that cannot hold the output. tests/adapters/integrations/test_langgraph_node_state.py
 checks it end to end, so a LangGraph that moves it fails a test rather than dropping results again."""
 
 

@@ -4,7 +4,7 @@
 Start-up is kept light: command modules import only typer and stepguard's small modules at the
 top, and the heavy ones (LangGraph, the OpenTelemetry SDK, pydantic models, matplotlib) inside the
 command that needs them; defaults that live in those modules are read when the command is used
-(:mod:`stepguard.cli._deferred`). ``tests/test_cli_imports.py`` checks it;
+(:mod:`stepguard.cli._deferred`). ``tests/cli/test_imports.py`` checks it;
 ``benchmarks/bench_cli_startup.py`` measures it.
 """
 

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
-# package's private modules (tests/test_layering.py), but not public: build_result, format_value,
+# package's private modules (tests/project/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
 # old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
 # and BENCHMARK_SETTINGS (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways

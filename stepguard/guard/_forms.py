@@ -5,7 +5,7 @@ texts the prompt code fills: the count line, the rounding note, the context bloc
 ``history`` (what each version changed, from 2 on). The forms in use are the file of the highest
 version (:func:`current_forms`). A version also covers what no file holds: the kinds' step lines
 and correction notes, and what the rungs derive, so a change to any of them is a bump too
-(``tests/test_prompt_forms.py`` pins the requests to the version). Which checkpoints a bump lets
+(``tests/guard/test_prompt_forms.py`` pins the requests to the version). Which checkpoints a bump lets
 resume: :mod:`stepguard.guard._forms_resume`.
 """
 

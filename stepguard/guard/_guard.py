@@ -9,7 +9,7 @@ import uuid
 import warnings
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -29,6 +29,9 @@ from stepguard.kinds import StepContext, bounded_steps, kind_of
 from stepguard.model import ChatMessage, ChatModel, Usage
 from stepguard.procedure import Procedure
 from stepguard.tools import ToolSet, as_toolset, input_places, missing_tools
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = ["Guard", "GuardUpdate", "sqlite_checkpointer"]
 
@@ -232,12 +235,12 @@ class Guard:
     def _stored(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The channels of the thread's last checkpoint as stored (``{}``: none), every shape's: the
         graph's own state view shows only the current shape's channels."""
-        saved = self.checkpointer.get_tuple(cfg) if self.checkpointer is not None else None  # type: ignore[arg-type]
+        saved = self.checkpointer.get_tuple(cast("RunnableConfig", cfg)) if self.checkpointer is not None else None
         return dict(saved.checkpoint["channel_values"]) if saved is not None else {}
 
     async def _astored(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """Async twin of :meth:`_stored`."""
-        saved = await self.checkpointer.aget_tuple(cfg) if self.checkpointer is not None else None  # type: ignore[arg-type]
+        saved = await self.checkpointer.aget_tuple(cast("RunnableConfig", cfg)) if self.checkpointer is not None else None
         return dict(saved.checkpoint["channel_values"]) if saved is not None else {}
 
     def _check_work(self, tid: str, state: GuardState, identity: Mapping[str, Any], procedure: Procedure) -> bool:

@@ -86,7 +86,7 @@ answer shapes and correction notes, the rungs' sub-step prompts, and the texts o
 is part of :meth:`PromptSet.fingerprint`, so a run store made under one version is refused by
 another, naming the prompts, and a checkpointed thread resumes under another only where none of
 its committed values depends on the wording (:mod:`stepguard.guard._forms_resume`).
-``tests/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a change
+``tests/guard/test_prompt_forms.py`` pins every request of a fixed set of simulated runs to it: a change
 to them fails there until a new forms file is written. What each version changed: the file's
 ``history``."""
 

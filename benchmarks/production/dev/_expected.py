@@ -2,7 +2,7 @@
 
 As ``benchmarks/production/test/_expected.py``: each function is written from its procedure's
 rule (the ``description`` of ``NAME.yaml`` beside this file) with Python's ``decimal`` module
-only, no stepguard import. ``tests/test_heldout_split.py`` requires the evaluator to agree.
+only, no stepguard import. ``tests/benchmarks/test_heldout_split.py`` requires the evaluator to agree.
 
 Run it to print every case's values: ``python benchmarks/production/dev/_expected.py``.
 """

@@ -3,7 +3,7 @@
 Each function below is written from its procedure's business rule (the ``description`` of
 ``NAME.yaml`` beside this file), with Python's ``decimal`` module only: no stepguard import, no
 reading of the files' expressions. Money is quantized as the rule says, and every later line
-uses the rounded earlier ones, as a business line does. ``tests/test_heldout_split.py`` requires
+uses the rounded earlier ones, as a business line does. ``tests/benchmarks/test_heldout_split.py`` requires
 stepguard's evaluator to give the same value for every step of every input set.
 
 Run it to print every case's values: ``python benchmarks/production/test/_expected.py``.

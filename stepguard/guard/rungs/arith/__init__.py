@@ -7,7 +7,7 @@ stepguard's own distribution declares it in ``pyproject.toml``::
 
 and the registry imports this package the first time a rung is looked up
 (:func:`stepguard.guard.rungs.rung_names`). Its modules import from the guard only the public
-rung API, :mod:`stepguard.guard.rungs` (``tests/test_rung_plugins.py`` checks it), as a
+rung API, :mod:`stepguard.guard.rungs` (``tests/guard/rungs/test_plugins.py`` checks it), as a
 third-party package would.
 
 Which rungs are here and why: every rung that derives a sub-procedure from a step's arithmetic,
