@@ -1,7 +1,7 @@
 """The options written out from the one configuration model: the docs' table and the options' JSON Schema.
 
 ``scripts/gen_docs.py`` writes both (docs/options.md, docs/schemas/options.schema.json) and
-``tests/test_docs.py`` checks that the committed files equal what these functions give, so the
+``tests/docs/test_docs.py`` checks that the committed files equal what these functions give, so the
 page cannot drift from :class:`~stepguard.guard.GuardConfig`.
 """
 

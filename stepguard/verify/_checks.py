@@ -17,7 +17,7 @@ that place's checks in order; the first that does not answer :data:`PASS` decide
 A check is a function of the record and a :class:`RecordContext` (the step expected, the values
 committed, the chunk's steps taken so far, the reply's records, and for the expected step's record
 its value as read and the evaluator's). Adding or moving one is a change to :data:`RECORD_CHECKS`
-and to ``tests/test_verify_checks.py``, which pins the order.
+and to ``tests/verify/test_record_checks.py``, which pins the order.
 """
 
 from __future__ import annotations
