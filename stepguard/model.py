@@ -16,8 +16,8 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "AsyncReplyStream", "ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings", "ReplyStream",
-    "StreamCut", "StreamingModel", "Usage", "WrittenReply", "aopen_stream", "open_stream",
+    "PLAN_ROLES", "AsyncReplyStream", "ChatMessage", "ChatModel", "ChatResponse", "ClosableModel", "GenerationSettings",
+    "PlannedStep", "PromptPlan", "ReplyStream", "StreamCut", "StreamingModel", "Usage", "WrittenReply", "aopen_stream", "open_stream",
 ]
 
 
@@ -67,6 +67,96 @@ class Usage(BaseModel):
                      wall_s=self.wall_s + other.wall_s, model_s=self.model_s + other.model_s)
 
 
+PLAN_ROLES: tuple[str, ...] = ("chunk", "reask", "window", "nested", "raw")
+"""What a call is, as :attr:`PromptPlan.role` says it:
+
+- ``chunk``: the guard's first ask of a chunk of steps (one step for a kind asked alone);
+- ``reask``: the guard asks again after a deviation (the prompt opens with a correction note);
+- ``window``: a chunk's first ask read as a stream, checked line by line;
+- ``nested``: a first ask inside a derived rung's nested run (its sub-steps);
+- ``raw``: the whole procedure and its inputs in one prompt, a final answer asked."""
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One step a call asks, as the prompt shows it (an entry of :attr:`PromptPlan.steps`).
+
+    Attributes:
+        var: the step's variable.
+        kind: the step kind's registered name (``compute``, ``tool``, ``extract``, ``text``...).
+        expression: the right-hand side of the step's line as the prompt shows it, its notes left
+            out: ``S3 * 4``, with committed values written in where the prompt inlines them
+            (``(-4) * 4``), ``?`` for a step without an expression, ``CALL lookup(sku=sku)``.
+        notes: the notes the line shows after it in parentheses, joined with ``; `` (``""`` for none).
+        type: the value's declared type (``number``, ``integer``, ``boolean``, ``string``, ``one_of``...).
+        scale: decimal places the value is rounded to, or ``None``.
+        rounding: the rounding rule at ``scale`` (``ROUND_HALF_EVEN`` or ``ROUND_HALF_UP``).
+        answer: whether this is the procedure's answer step.
+    """
+
+    var: str
+    kind: str = "compute"
+    expression: str = "?"
+    notes: str = ""
+    type: str = "number"
+    scale: int | None = None
+    rounding: str = "ROUND_HALF_EVEN"
+    answer: bool = False
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    """What one call asks, in data rather than wording: set by the guard on
+    :attr:`GenerationSettings.plan` where it builds a call's messages, read by a model that executes
+    the procedure itself (the simulated executor) instead of reading the prompt's text. An adapter
+    that sends requests never sends it. JSON-like: :meth:`as_json` and :meth:`from_json` round-trip.
+
+    Attributes:
+        role: what the call is, one of :data:`PLAN_ROLES`.
+        steps: the steps asked, in the prompt's order.
+        known: the values the prompt lists as known, name -> the exact text it shows (``"-12"``,
+            ``"3.5"``, ``"true"``, ``"large"``), in the prompt's order.
+        texts: the text inputs the prompt shows as blocks (``Text NAME:``), name -> text.
+        final_answer: whether the prompt asks for a final answer after the steps.
+
+    Raises:
+        ValueError: ``role`` is not one of :data:`PLAN_ROLES`, or a step is not a :class:`PlannedStep`.
+    """
+
+    role: str
+    steps: tuple[PlannedStep, ...]
+    known: dict[str, str] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    final_answer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.role not in PLAN_ROLES:
+            raise ValueError(f"PromptPlan.role must be one of {', '.join(PLAN_ROLES)}, not {self.role!r}")
+        for i, step in enumerate(self.steps):
+            if not isinstance(step, PlannedStep):
+                raise ValueError(f"PromptPlan.steps[{i}] must be a PlannedStep, not {type(step).__name__}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as plain JSON values (lists, dicts, strings, numbers, booleans, ``None``)."""
+        out = dataclasses.asdict(self)
+        out["steps"] = list(out["steps"])
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PromptPlan:
+        """The plan :meth:`as_json` wrote.
+
+        Raises:
+            ValueError: a field missing or of the wrong shape (the message names it).
+        """
+        try:
+            steps = tuple(PlannedStep(**s) for s in data["steps"])
+            return cls(str(data["role"]), steps, dict(data.get("known") or {}), dict(data.get("texts") or {}),
+                       bool(data.get("final_answer", False)))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a prompt plan: {type(exc).__name__}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     """Per-call sampling settings. ``None`` means the model adapter's own default.
@@ -78,12 +168,22 @@ class GenerationSettings:
         tools: OpenAI ``tools`` entries offered for native tool calling (a tool step's tool), or
             ``()``; an adapter without native tool calling ignores them (the prompt also asks for
             the plain-text ``CALL name(arg=value)`` form).
+        plan: what the call asks, as data (:class:`PromptPlan`), where the guard built the prompt;
+            ``None`` otherwise. Never sent to a server nor part of a recorded request's key: a model
+            that executes the procedure itself (the simulator) reads it.
     """
 
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
     tools: tuple[dict[str, Any], ...] = ()
+    plan: PromptPlan | None = None
+
+    def sent(self) -> dict[str, Any]:
+        """The settings a request carries, as JSON values: every field but :attr:`plan`."""
+        out = dataclasses.asdict(dataclasses.replace(self, plan=None))
+        del out["plan"]
+        return out
 
 
 @dataclass(frozen=True)

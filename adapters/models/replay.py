@@ -46,7 +46,7 @@ def request_key(model_name: str, messages: list[ChatMessage], settings: Generati
 def _settings_key(settings: GenerationSettings) -> dict[str, Any]:
     """The settings as keyed: ``tools`` only when some were offered (so keys recorded before tool
     steps existed stay valid)."""
-    out = asdict(settings)
+    out = settings.sent()  # never the plan: a key recorded before plans existed stays valid
     if not out.get("tools"):
         out.pop("tools", None)
     return out
@@ -98,7 +98,7 @@ class RecordingModel(ClosableModel):
             "request": {
                 "model": self.model_name,
                 "messages": list(messages),
-                "settings": asdict(settings or GenerationSettings()),
+                "settings": (settings or GenerationSettings()).sent(),
             },
             "response": _response_to_json(r),
         }

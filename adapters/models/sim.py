@@ -1,13 +1,17 @@
 """The seeded, fault-injecting simulated executor behind ``sim:<preset>``.
 
-It reads the procedure from the **last user message** (the system message is ignored), executes
-it with stepguard's safe evaluator, and writes the reply a model would write, injecting the
+It reads what a call asks from the call's :class:`~stepguard.model.PromptPlan` (``settings.plan``,
+which the guard sets on each call it builds: the steps, their expressions as the prompt shows them,
+the known values as written), else, for a call without one (a raw prompt, a user's own prompt file,
+a request replayed or served over HTTP), from the **last user message**'s text (the system message
+is ignored). Where the text reads as the plan says, both give the same reply. It executes the
+procedure with stepguard's safe evaluator, and writes the reply a model would write, injecting the
 failure modes named by Panda et al., "When LLMs Stop Following Steps" (arXiv 2605.00817): wrong
 values, a wrong look-back operand, skipped steps, stopping early, a premature final answer,
 invented extra steps, and self-correction after a wrong first answer. Errors propagate: later
 steps use the (wrong) values already written, as a real model would.
 
-Prompt contract (see ``stepguard/guard/prompts``)::
+Prompt contract, for a call without a plan (see ``stepguard/guard/prompts``)::
 
     raw mode      Inputs:        name = <number> lines, then a blank line
                   Procedure:     var = <expr> lines, then a blank line
@@ -17,6 +21,9 @@ Prompt contract (see ``stepguard/guard/prompts``)::
                   -> "S11 = S10 - S4 = -159 - (-12) = -147" lines; a final answer only if the
                      prompt contains "Final answer:"
     anything else -> a short non-answer, never an exception
+
+A plan's role says the mode (``raw``, else chunk mode), its ``final_answer`` whether one is asked (the
+answer step's value), each step's ``scale`` and ``rounding`` how it is rounded.
 
 Randomness: one ``random.Random`` per call, seeded with sha256 of (executor seed, every message's
 role and text, ``settings.seed``, ``settings.temperature``). The same request gives the same reply;
@@ -61,9 +68,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from stepguard.errors import EvaluationError, ModelSpecError
 from stepguard.evaluator import DEFAULT_MAX_BITS, Number, check_size, compile_expression, format_number, normalize, parse_number
-from stepguard.model import ChatMessage, ChatResponse, ClosableModel, GenerationSettings, Usage, WrittenReply
+from stepguard.model import ChatMessage, ChatResponse, ClosableModel, GenerationSettings, PromptPlan, Usage, WrittenReply
 
-from .sim_kinds import answer_kind
+from .sim_kinds import answer_kind, answer_planned
 
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
@@ -353,15 +360,32 @@ def _read_prompt(text: str) -> _Prompt | None:
     known: dict[str, _Value] = {}
     for name, txt in _block(text, values[1]) if values else ():
         known[name] = _known(txt)
-    raw_steps = _block(text, heads[at][1])
+    raw_steps = [(var, _strip_note(line), _rounding(line)) for var, line in _block(text, heads[at][1])]
+    wants_final = not chunk or "final answer:" in text.lower()
+    asked = _ANSWER_VAR.search(text)
+    return _prompt(chunk, wants_final, known, raw_steps, asked.group(1) if asked else None)
+
+
+def _planned(plan: PromptPlan) -> _Prompt | None:
+    """The prompt ``plan`` describes, as :func:`_read_prompt` reads it from the text the plan's call
+    shows; ``None`` when it asks no step. The final answer asked for is the answer step's value."""
+    known = {name: _known(text) for name, text in plan.known.items()}
+    raw_steps = [(s.var, s.expression.rstrip(), (s.scale, s.rounding) if s.scale is not None else None) for s in plan.steps]
+    answer = next((s.var for s in plan.steps if s.answer), None) if plan.final_answer else None
+    return _prompt(plan.role != "raw", plan.role == "raw" or plan.final_answer, known, raw_steps, answer)
+
+
+def _prompt(chunk: bool, wants_final: bool, known: dict[str, _Value], raw_steps: list[tuple[str, str, tuple[int, str] | None]],
+            answer_var: str | None) -> _Prompt | None:
+    """The steps (``(var, expression text, rounding)``, in the prompt's order) compiled, each with its
+    farthest look-back and a restated operand; ``None`` for no step."""
     if not raw_steps:
         return None
     index: dict[str, int] = {}
-    for i, (var, _) in enumerate(raw_steps):
+    for i, (var, _, _) in enumerate(raw_steps):
         index.setdefault(var, i)
     steps = []
-    for i, (var, line) in enumerate(raw_steps):
-        src, rounding = _strip_note(line), _rounding(line)
+    for i, (var, src, rounding) in enumerate(raw_steps):
         expr = _compile(src)
         if expr is not None and rounding is not None:
             expr = _rounded(expr, rounding)
@@ -373,9 +397,7 @@ def _read_prompt(text: str) -> _Prompt | None:
             elif j >= i and name in known:
                 restated = name
         steps.append((var, src, expr, far, far_d, restated))
-    wants_final = not chunk or "final answer:" in text.lower()
-    asked = _ANSWER_VAR.search(text)
-    return _Prompt(chunk, wants_final, tuple(known.items()), tuple(steps), asked.group(1) if asked else None)
+    return _Prompt(chunk, wants_final, tuple(known.items()), tuple(steps), answer_var)
 
 
 def _perturb(value: _Value, rng: random.Random) -> _Value:
@@ -635,10 +657,15 @@ class SimulatedExecutor(ClosableModel):
         blob = "\x1e".join(f"{m.get('role')}\x1f{c}" for m, c in zip(messages, contents, strict=True))
         key = f"{self.seed}\x1d{settings.seed!r}\x1d{settings.temperature!r}\x1d{blob}".encode("utf-8", "replace")
         rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:16], "big"))
-        user = next((c for m, c in zip(reversed(messages), reversed(contents), strict=True) if m.get("role") == "user"), "")
-        text = answer_kind(user, self.procedure)  # a step asked alone: tool, extract, text, ... (.sim_kinds)
+        plan = settings.plan
+        if plan is not None:  # the guard said what it asks: the prompt's wording is not read
+            text = answer_planned(plan, self.procedure)
+            prompt = _planned(plan) if text is None else None
+        else:  # a raw prompt, a user's own prompt, a replayed request: the text is read
+            user = next((c for m, c in zip(reversed(messages), reversed(contents), strict=True) if m.get("role") == "user"), "")
+            text = answer_kind(user, self.procedure)  # a step asked alone: tool, extract, text, ... (.sim_kinds)
+            prompt = _parse(user) if text is None else None
         if text is None:
-            prompt = _parse(user)
             text = self._write(prompt, rng) if prompt is not None else rng.choice(_NON_ANSWERS)
         out_tokens, finish = len(text) // 4, "stop"
         if settings.max_tokens is not None and out_tokens > settings.max_tokens:

@@ -12,7 +12,9 @@ A kind with no answer registered is not answered by the simulator (its prompt ge
 usual reply), which a guarded run shows as a deviation at that step.
 
 The simulator reads the step's line (``var = CALL tool(sku=sku)``, or ``var = ?    (read it from
-receipt_text, after 'Total', ...)``), the ``Known values`` and the ``Text NAME:`` blocks of the prompt.
+receipt_text, after 'Total', ...)``), the ``Known values`` and the ``Text NAME:`` blocks of the prompt,
+or, for a call the guard planned (:func:`answer_planned`), the plan's step (its expression and notes
+as shown), known values and text inputs.
 With the procedure it takes the step from there; else from the line, through the ``read_line`` a kind
 registered (the inverse of its prompt line). No faults are injected into these kinds (every preset
 answers them as ``perfect`` does): their checks are shown by the scripted-model tests.
@@ -32,9 +34,12 @@ from stepguard.kinds import kind_of
 from ._sim_answers import extract_line, extract_reply, text_line, text_reply, tool_line, tool_reply
 
 if TYPE_CHECKING:
+    from stepguard.model import PromptPlan
     from stepguard.procedure import Procedure, Step
 
-__all__ = ["ReadLine", "SimAnswer", "SimReply", "answer_kind", "register_sim_answer", "sim_answers", "unregister_sim_answer"]
+__all__ = [
+    "ReadLine", "SimAnswer", "SimReply", "answer_kind", "answer_planned", "register_sim_answer", "sim_answers", "unregister_sim_answer",
+]
 
 SimReply = Callable[["Step", Mapping[str, Any], "Procedure | None"], "str | None"]
 """``(step, env, procedure) -> reply``: what a model that follows ``step`` writes, given the values the
@@ -100,17 +105,22 @@ _TEXT = re.compile(r'^Text ([A-Za-z]\w*):\n"""\n(.*?)\n"""', re.M | re.S)
 _LINE = re.compile(r"^([A-Za-z]\w*) = (.*?)(?:[ \t]{2,}\((.*)\))?[ \t]*$")
 
 
+def _value(text: str) -> Any:
+    """A known value as the prompt shows it: a number, ``true``/``false``, else the text."""
+    v = text.strip()
+    try:
+        return parse_number(v)
+    except EvaluationError:
+        return {"true": True, "false": False}.get(v.lower(), v)
+
+
 def _known(prompt: str) -> dict[str, Any]:
     m = _KNOWN.search(prompt)
     env: dict[str, Any] = {}
     for line in (m.group(1).splitlines() if m else ()):
         if " = " in line:
             k, v = line.split(" = ", 1)
-            v = v.strip()
-            try:
-                env[k.strip()] = parse_number(v)
-            except EvaluationError:
-                env[k.strip()] = {"true": True, "false": False}.get(v.lower(), v)
+            env[k.strip()] = _value(v)
     for name, body in _TEXT.findall(prompt):
         env[name] = body
     return env
@@ -140,8 +150,28 @@ def answer_kind(prompt: str, procedure: Procedure | None) -> str | None:
     if line is None:
         return None
     var, rhs, notes = line.group(1), line.group(2), line.group(3) or ""
-    step = _step_of(var, rhs, notes, procedure)
+    return _answer(_step_of(var, rhs, notes, procedure), lambda: _known(prompt), procedure)
+
+
+def answer_planned(plan: PromptPlan, procedure: Procedure | None) -> str | None:
+    """:func:`answer_kind` for a call the guard described (:class:`~stepguard.model.PromptPlan`): the
+    reply when it asks one step of a kind asked alone with an answer registered here, from the
+    plan's step, known values and text inputs; ``None`` for any other call."""
+    if len(plan.steps) != 1:
+        return None
+    asked = plan.steps[0]
+    if asked.kind == "compute":  # the commonest call: never asked alone, no line to read
+        return None
+
+    def env() -> dict[str, Any]:
+        return {**{name: _value(text) for name, text in plan.known.items()}, **plan.texts}
+
+    return _answer(_step_of(asked.var, asked.expression, asked.notes, procedure), env, procedure)
+
+
+def _answer(step: Step | None, env: Callable[[], dict[str, Any]], procedure: Procedure | None) -> str | None:
+    """The registered answer to ``step`` when its kind is asked alone, given the values ``env()`` shows."""
     if step is None or not kind_of(step).asked_alone:
         return None
     answer = _ANSWERS.get(step.kind)
-    return answer.reply(step, _known(prompt), procedure) if answer is not None else None
+    return answer.reply(step, env(), procedure) if answer is not None else None

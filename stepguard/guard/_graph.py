@@ -121,8 +121,10 @@ def computed_steps(state: GuardState, ctx: RunContext) -> Progress:
 def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any], GenerationSettings]:
     cfg = ctx.config
     indices = list(range(state.progress.cursor, state.attempt.chunk_end))
-    messages = ctx.prompts.chunk_messages(ctx.procedure, indices, ctx.env(state), state.progress.note, ctx.context,
-                                          inline=cfg.inline_known)
+    note = state.progress.note
+    role = "reask" if note else "nested" if ctx.depth else "chunk"
+    messages, plan = ctx.prompts.chunk_request(ctx.procedure, indices, ctx.env(state), note, ctx.context,
+                                               inline=cfg.inline_known, role=role)
     step = ctx.procedure.steps[indices[0]]
     offered = kind_of(step).offered_tools(step, ctx.tools)
     rung = _rung(state)
@@ -134,6 +136,7 @@ def _messages_and_settings(state: GuardState, ctx: RunContext) -> tuple[list[Any
         seed=cfg.seed + state.progress.tries if resample else cfg.seed,
         max_tokens=max_tokens if left is None else max(1, min(max_tokens, left)),
         tools=offered,
+        plan=plan,  # what the call asks, as data: a simulated executor reads it, no server is sent it
     )
     return messages, settings
 

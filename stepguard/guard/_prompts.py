@@ -11,7 +11,7 @@ from string import Template
 from stepguard.evaluator import Number
 from stepguard.guard._forms import PromptForms, current_forms
 from stepguard.kinds import StepContext, kind_of
-from stepguard.model import ChatMessage
+from stepguard.model import ChatMessage, PlannedStep, PromptPlan
 from stepguard.procedure import Procedure, format_value
 
 __all__ = ["FORMS", "PROMPT_FORMS", "PromptSet", "context_block", "format_value", "render_raw_prompt"]
@@ -31,6 +31,25 @@ def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | s
     """The step's line (its kind's :meth:`~stepguard.kinds.Kind.line`) with, after a gap in
     parentheses, the instruction, the kind's notes, any rounding rule and the value's type; the
     names in ``values`` written as their values."""
+    return _step_shown(procedure, index, values)[0]
+
+
+def _planned(procedure: Procedure, index: int, values: Mapping[str, Number | str] | None = None) -> tuple[str, PlannedStep]:
+    """The step's line and the :class:`PlannedStep` it shows: the line's right-hand side without its
+    notes, the notes, and the step's type, scale, rounding and kind."""
+    line, notes = _step_shown(procedure, index, values)
+    step = procedure.steps[index]
+    rhs = line.removeprefix(f"{step.var} = ")
+    note = f"    ({'; '.join(notes)})" if notes else ""
+    if note and rhs.endswith(note):
+        rhs = rhs[: -len(note)]
+    planned = PlannedStep(step.var, step.kind, rhs, "; ".join(notes), step.type, step.scale, step.rounding,
+                          step.var == procedure.answer_var)
+    return line, planned
+
+
+def _step_shown(procedure: Procedure, index: int, values: Mapping[str, Number | str] | None = None) -> tuple[str, list[str]]:
+    """The step's line (as :func:`_step_line`) and the notes it shows."""
     step = procedure.steps[index]
     kind = kind_of(step)
     notes = [step.instruction.rstrip(". ")] if step.instruction else []
@@ -42,7 +61,7 @@ def _step_line(procedure: Procedure, index: int, values: Mapping[str, Number | s
     elif step.type in ("boolean", "string", "integer") and kind.names_type:
         notes.append(FORMS.text("type_note", type=step.type) if step.type != "integer" else FORMS.text("integer_note"))
     note = f"    ({'; '.join(notes)})" if notes else ""
-    return kind.line(StepContext(procedure, index), values or {}, note)
+    return kind.line(StepContext(procedure, index), values or {}, note), notes
 
 
 def context_block(context: Sequence[ChatMessage]) -> str:
@@ -133,7 +152,24 @@ class PromptSet:
         *,
         inline: bool = False,
     ) -> list[ChatMessage]:
-        """Messages asking for steps ``indices`` (0-based), restating exactly the committed values they read.
+        """Messages asking for steps ``indices`` (0-based), restating exactly the committed values they
+        read: :meth:`chunk_request`'s messages."""
+        return self.chunk_request(procedure, indices, env, note, context, inline=inline)[0]
+
+    def chunk_request(
+        self,
+        procedure: Procedure,
+        indices: Sequence[int],
+        env: Mapping[str, Number | str],
+        note: str | None = None,
+        context: Sequence[ChatMessage] = (),
+        *,
+        inline: bool = False,
+        role: str | None = None,
+    ) -> tuple[list[ChatMessage], PromptPlan]:
+        """Messages asking for steps ``indices`` (0-based), restating exactly the committed values they
+        read, and the :class:`~stepguard.model.PromptPlan` of what they ask (the steps, the known
+        values and text inputs they show), built from the same data, never read back from the text.
 
         Args:
             procedure: the procedure.
@@ -144,11 +180,18 @@ class PromptSet:
                 (:func:`context_block`); the templates cannot leave them out.
             inline: write the committed values into the step lines (``t3 = 0.05 if False else 0``)
                 instead of listing them as known values (:attr:`GuardConfig.inline_known`).
+            role: the plan's role (:data:`~stepguard.model.PLAN_ROLES`); ``None``: ``reask`` with a
+                ``note``, else ``chunk``.
+
+        Raises:
+            ValueError: ``role`` is not one of the plan roles.
         """
         inside = {procedure.steps[i].var for i in indices}
         known: dict[str, str] = {}
         read: dict[str, Number | str] = {}
         texts: list[str] = []
+        text_values: dict[str, str] = {}
+        shown_values: dict[str, str] = {}
         listed: set[str] = set()  # names a step reads other than through an expression (a tool's arguments)
         sources = {name for i in indices for name in procedure.steps[i].text_inputs()}
         for i in indices:
@@ -159,18 +202,23 @@ class PromptSet:
                         block = f'Text {name}:\n"""\n{value.strip()}\n"""'
                         if block not in texts:
                             texts.append(block)
+                            text_values.setdefault(name, value.strip())
                         continue
                     read[name] = env[name]
                     known.setdefault(name, f"{name} = {value}")
+                    shown_values.setdefault(name, value)
                     if procedure.steps[i].expression is None:
                         listed.add(name)
         values = read if inline else {}
         if inline:  # written into the expressions instead; a name a tool call reads stays listed
             known = {n: line for n, line in known.items() if n in listed}
         shown = "\n".join(known.values()) if known else "(none)"
+        lines, planned = zip(*(_planned(procedure, i, values) for i in indices), strict=True)
+        plan = PromptPlan(role or ("reask" if note else "chunk"), tuple(planned), {n: shown_values[n] for n in known},
+                          text_values)
         fields = {
             "known": shown + "".join(f"\n\n{t}" for t in texts),
-            "steps": "\n".join(_step_line(procedure, i, values) for i in indices),
+            "steps": "\n".join(lines),
             "example": kind_of(procedure.steps[indices[0]]).chunk_example([StepContext(procedure, i) for i in indices], values),
             "count_line": _count_line(procedure, indices),
             "note": note or "",
@@ -178,10 +226,11 @@ class PromptSet:
         template = _read(self.folder, "correction.txt" if note else "chunk.txt")
         text = template.safe_substitute(fields).strip()
         block = context_block(context)
-        return [
+        messages: list[ChatMessage] = [
             {"role": "system", "content": self.system()},
             {"role": "user", "content": f"{block}\n\n{text}" if block else text},
         ]
+        return messages, plan
 
 
 def render_raw_prompt(procedure: Procedure, inputs: Mapping[str, Number | str], folder: Path | None = None) -> list[ChatMessage]:

@@ -257,7 +257,7 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
         ModelError: as the model's call.
     """
     clock = _Clock()
-    stream = open_stream(model, messages, settings)
+    stream = open_stream(model, messages, _windowed(settings))
     try:
         with closing_on_stop(watch.closed, _abort(stream)):  # a stop closes the reply from the stopping side
             for delta in stream:  # "" for an event with no text: the stop is seen on every event
@@ -275,7 +275,7 @@ def read_window(model: Any, messages: list[ChatMessage], settings: GenerationSet
 async def aread_window(model: Any, messages: list[ChatMessage], settings: GenerationSettings, watch: StreamWatch) -> ChatResponse:
     """Async twin of :func:`read_window`."""
     clock = _Clock()
-    stream = await aopen_stream(model, messages, settings)
+    stream = await aopen_stream(model, messages, _windowed(settings))
     try:
         with closing_on_stop(watch.closed, _abort(stream)):  # as in read_window
             async for delta in stream:
@@ -288,6 +288,12 @@ async def aread_window(model: Any, messages: list[ChatMessage], settings: Genera
         if stream.response is None:
             await stream.aclose()
     return _as_read(stream.response, watch, clock, not isinstance(stream, WrittenReply))
+
+
+def _windowed(settings: GenerationSettings) -> GenerationSettings:
+    """``settings`` with its plan's role ``window``: the call is read as a stream, line by line."""
+    plan = settings.plan
+    return settings if plan is None else dataclasses.replace(settings, plan=dataclasses.replace(plan, role="window"))
 
 
 def _abort(stream: Any) -> Callable[[], None]:
