@@ -53,8 +53,9 @@ def main() -> None:
     args = ap.parse_args()
     refund, rec = load_procedure(ROOT / "examples/refund.yaml"), load_procedure(ROOT / "examples/receipt.yaml")
     with load_model(args.model) as model:
-        guard = Guard(model, GuardConfig(on_exhausted="flag"), tools=agent_tools.TOOLS)
         for name in ("refund", "receipt"):
+            procedure = refund if name == "refund" else rec  # each with its defaults by procedure
+            guard = Guard(model, GuardConfig.for_procedure(procedure, on_exhausted="flag"), tools=agent_tools.TOOLS)
             n = verified = silent = wrong_exec = calls = tokens = 0
             t0 = time.perf_counter()
             for i in range(args.runs):
