@@ -10,8 +10,9 @@ and computes none.
 
 The sub-procedure is derived before it runs, so a later sub-step's literals (a carry, a borrow, a
 digit of a partial product, a remainder) are written from the evaluator's values of the earlier
-sub-steps; a sub-step is asked only after every earlier one verified, so those are the digits the
-model wrote (docs/concepts.md, "Values read by position").
+sub-steps; a sub-step is asked only after every earlier one verified, or in one call with earlier ones
+it was not written from (:meth:`Sheet.ask`'s ``of``, ``chunk_by="independent"``), so those are the
+digits the model wrote (docs/concepts.md, "Values read by position").
 """
 
 from __future__ import annotations
