@@ -15,7 +15,8 @@ from stepguard.guard.rungs import rung_names
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["BENCHMARK_SETTINGS", "DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ChunkBy", "ExhaustedAction",
+__all__ = ["ADDED_AFTER_STORES", "BENCHMARK_SETTINGS",
+           "DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ChunkBy", "ExhaustedAction",
            "GuardConfig", "LadderWarning", "Policy", "beyond_integer_sums", "check_field", "defaults_for", "ladder_mismatch"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
@@ -169,8 +170,13 @@ class GuardConfig:
     chunk_by: Annotated[ChunkBy, Field(description=(
         "Where a chunk ends: after ``chunk_size`` steps (``size``), or also before a step that reads one of the same "
         "chunk (``independent``). One of :data:`ChunkBy`; the digit rungs' nested runs ask their sub-steps so "
-        "(docs/policies.md, \"Sub-steps asked together\").")),
+        "with ``substeps_together`` (docs/policies.md, \"Sub-steps asked together\").")),
         Option("--chunk-by", "RULE")] = "size"
+    substeps_together: Annotated[bool, Field(strict=True, description=(
+        "Ask a digit rung's sub-steps up to 10 a call, none with one it was written from (``chunk_by`` "
+        "``independent``), instead of one a call. Not a default until measured on the embedded model: "
+        "docs/policies.md, \"Sub-steps asked together\".")),
+        Option("--substeps-together/--substeps-one-at-a-time")] = False
     adaptive: Annotated[bool, Field(strict=True, description=(
         "Shrink chunks after deviations, grow them after clean ones (halve, down to 1; +1, up to ``chunk_size``). "
         "In streamed mode the window instead: halved after a deviation (down to 4), doubled after a clean "
@@ -274,6 +280,11 @@ def check_field(name: str, value: Any) -> Any:
 
 _SPECS: dict[str, FieldSpec] = {spec.name: spec for spec in fields_of(GuardConfig)}
 
+
+ADDED_AFTER_STORES: dict[str, Any] = {"chunk_by": "size", "substeps_together": False}
+"""Settings added after run stores recorded their whole guard configuration (run.json ``guard_config``):
+at these defaults (what a run of an earlier version did) they are left out of it and of a run's identity,
+so a committed store or checkpoint of the same work still resumes."""
 
 BENCHMARK_SETTINGS: dict[str, Any] = {"on_exhausted": "flag"}
 """The settings :func:`defaults_for` adds for the benchmark (``run_benchmark``, ``stepguard bench``):

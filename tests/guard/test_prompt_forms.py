@@ -27,8 +27,7 @@ PRODUCTION = ROOT / "benchmarks" / "production"
 
 PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d", 5: "db5e76768d4f052f129cbc176805bc1da9a9297a33d86acf7afe30415c162ddf",
           6: "4bc06038b9921c8aa7fb0bccd56c2200558b353705d2ab065d4c92d3edea60ce",
-          7: "4a098511e28d135ecc7df8fa697741084abc3477b0464c7063f952974becb808",
-          8: "1d8156cd543c80ff5eade9d95fbf4802bc63997abc195b3373387077618f6b3f"}
+          7: "4a098511e28d135ecc7df8fa697741084abc3477b0464c7063f952974becb808"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
@@ -79,8 +78,7 @@ def _derived() -> set[str]:
                     continue
                 cfg = rung.nested_config(GuardConfig(), 0, None, None, sub)
                 steps = [(s.var, s.expression, s.type, s.scale, s.rounding) for s in sub.steps]
-                texts.add(json.dumps([name, i, procedure.name, steps, list(cfg.ladder), cfg.chunk_size, cfg.inline_known, cfg.chunk_by,
-                                      [sub.after(k) for k in range(len(sub.steps))]],
+                texts.add(json.dumps([name, i, procedure.name, steps, list(cfg.ladder), cfg.chunk_size, cfg.inline_known],
                                      default=str))
     return {hashlib.sha256(t.encode()).hexdigest() for t in texts}
 

@@ -114,7 +114,7 @@ class Rung:
         It is never streamed: a streamed parent's re-asks use the chunking of chunked mode
         (docs/policies.md, "Streamed mode"), and the sub-steps go by the rung's own chunking, so a
         rung that asks one sub-step a call (``one_at_a_time``), or none with one it was written from
-        (a digit rung, ``chunk_by="independent"``), never shows the model in one window a later
+        (a digit rung with ``substeps_together``, ``chunk_by="independent"``), never shows the model in one window a later
         sub-step's literals, which are the values of the earlier ones.
 
         Args:

@@ -282,26 +282,20 @@ def test_the_default_ladder_reaches_digits_where_every_cheaper_rung_fails():
 @pytest.mark.parametrize(("op", "a", "b", "scale"), [("*", 4789, 356, None), ("+", 4789, 356, None), ("-", 356, 4789, None),
                                                   ("/", 4789, 7, 2)])
 def test_no_call_shows_a_value_the_model_is_about_to_write(op: str, a: int, b: int, scale: int | None) -> None:
-    """A sheet's later literals are earlier sub-steps' values (``d5 = 8 + 5`` after ``d1 = 9 * 6`` and
-    ``d2 = 8 * 6``): a call asks consecutive sub-steps none written from another of the same call
-    (``chunk_by="independent"``), and no prompt holds the value of a sub-step it asks, or of a later
-    one, as a literal before the model wrote it (beside that sub-step's own line)."""
+    """A sheet's later literals are earlier sub-steps' values (``d3 = 48 + 5`` after ``d2 = 8 * 6``):
+    every call of the nested run asks one sub-step, and no prompt holds the value of the sub-step it
+    asks, or of a later one, as a literal before the model wrote it."""
     proc, env = _step(op, scale), {"a": Fraction(a), "b": Fraction(b)}
     sub = _rung(op).derive(proc, 0, env)
     assert sub is not None
     values = {var: format_number(v) for var, v in sub.expected_values({}).items()}
     model = ScriptedModel()
     result = Guard(model, _rung(op).nested_config(GuardConfig(), 0, None, None)).run(sub, {})
-    assert result.status == "verified"
-    asked_in_order: list[str] = []
-    for messages in model.calls:
-        block = str(messages[-1]["content"]).split("Steps:\n", 1)[-1].split("\n\n", 1)[0].splitlines()
-        lines = {line.split(" = ", 1)[0]: line.split() for line in block}
-        asked_in_order += list(lines)
-        first = sub.index_of[next(iter(lines))]
-        for later in sub.steps[first:]:  # the sub-steps asked now, and every later one
-            shown = {w for var, words in lines.items() if var != later.var for w in words}
-            assert values[later.var] not in shown or len(values[later.var]) == 1, (later.var, block)
-        for var in lines:
-            assert not set(sub.after(sub.index_of[var])) & set(lines), (var, block)
-    assert asked_in_order == [s.var for s in sub.steps]
+    assert result.status == "verified" and len(model.calls) == len(sub.steps)
+    for i, messages in enumerate(model.calls):
+        asked = sub.steps[i]
+        lines = str(messages[-1]["content"]).split("Steps:", 1)[-1].split("Write", 1)[0].split()
+        assert asked.var in lines and not any(later.var in lines for later in sub.steps[i + 1:])
+        shown = set(lines) - set((asked.expression or "").split())  # the literals beside the asked line's own
+        for later in sub.steps[i:]:
+            assert values[later.var] not in shown or len(values[later.var]) == 1, (asked.var, later.var, lines)

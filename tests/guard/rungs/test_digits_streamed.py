@@ -12,43 +12,22 @@ from tests._fakes import DIGIT_PRODUCT as PRODUCT, ScriptedModel, asked_steps as
 
 pytestmark = pytest.mark.slow
 
-_SUB = get_rung("digits").derive(PRODUCT, 2, {"x": 4789, "y": 356})
-assert _SUB is not None
-SHEET = len(_SUB.steps)
+SHEET = len(get_rung("digits").derive(PRODUCT, 2, {"x": 4789, "y": 356}).steps)  # type: ignore[union-attr]
 """The sub-steps of ``4789 * 356`` digit by digit."""
 
 
-def _chunks() -> list[list[str]]:
-    """The sub-steps each call of the rung's nested run asks: up to ``DIGIT_CHUNK`` consecutive ones, none
-    written from another of the same call (``chunk_by="independent"``)."""
-    from stepguard.guard.rungs.arith._digits import DIGIT_CHUNK
-
-    out, i = [], 0
-    while i < SHEET:
-        k = _SUB.independent(i, DIGIT_CHUNK)
-        out.append([s.var for s in _SUB.steps[i:i + k]])
-        i += k
-    return out
-
-
-CHUNKS = _chunks()
-"""The calls of the nested run of :data:`SHEET`, each the sub-steps it asks."""
-
-
 @pytest.mark.parametrize("use_async", [False, True])
-def test_a_streamed_runs_digit_rung_asks_no_sub_step_with_one_it_was_written_from(use_async: bool) -> None:
+def test_a_streamed_runs_digit_rung_asks_one_sub_step_a_call(use_async: bool) -> None:
     """In streamed mode the digit rung's nested run asked the whole sheet (:data:`SHEET` sub-steps) in one
     streamed window, showing the model every carry and partial product it was about to write:
-    the step was then marked model_verified from digits the guard wrote into the prompt. Now it asks
-    as chunked mode does (:data:`CHUNKS`: a row of products together, each carry after what it reads)."""
+    the step was then marked model_verified from digits the guard wrote into the prompt."""
     model = ScriptedModel(always_wrong={"r"})
     guard = Guard(model, GuardConfig(ladder=("digits",), max_reprompts_per_step=1, streamed=True))
     run = guard.arun(PRODUCT, {"a": 4789, "b": 356}) if use_async else None
     result = asyncio.run(run) if run is not None else guard.run(PRODUCT, {"a": 4789, "b": 356})
     assert result.status == "verified" and result.values["r"] == 4789 * 356
     nested = [a for a in map(_asked_steps, model.calls) if any(v.startswith("d") for v in a)]
-    assert nested == CHUNKS and len(CHUNKS) < SHEET, nested
-    assert all(not set(_SUB.after(_SUB.index_of[v])) & set(asked) for asked in nested for v in asked)
+    assert len(nested) == SHEET and all(len(asked) == 1 for asked in nested), [len(a) for a in nested]
 
 
 def test_a_streamed_runs_one_at_a_time_rung_asks_one_sub_step_a_call() -> None:
@@ -104,7 +83,7 @@ def test_a_run_that_fails_inside_a_digit_rung_resumes_without_asking_a_verified_
         guard = Guard(model, cfg, checkpointer=sqlite_checkpointer(db))
         return asyncio.run(guard.arun(PRODUCT, inputs, "t")) if use_async else guard.run(PRODUCT, inputs, "t")
 
-    first = _FailsOnce(10, always_wrong={"r"})  # call 0: the step; calls 1-9: CHUNKS[0:9]; call 10 (CHUNKS[9]) fails
+    first = _FailsOnce(10, always_wrong={"r"})  # call 0: the step; calls 1-9: d1 .. d9; call 10 (d10) fails
     with pytest.raises(ModelError) as err:
         run(first)
     assert err.value.result is not None and err.value.result.usage.model_calls == 10
@@ -113,8 +92,8 @@ def test_a_run_that_fails_inside_a_digit_rung_resumes_without_asking_a_verified_
     result = run(again)
     assert result.status == "verified" and result.values["r"] == 4789 * 356
     asked = [a[0] for a in map(_asked_steps, again.calls)]
-    assert asked == [c[0] for c in CHUNKS[9:]], asked  # from the chunk in flight on; none twice, none lost
-    assert result.usage.model_calls == 1 + len(CHUNKS) and result.spent.model_calls == len(CHUNKS) - 9
+    assert asked == [f"d{k}" for k in range(10, SHEET + 1)], asked  # from the sub-step in flight on; none twice, none lost
+    assert result.usage.model_calls == 1 + SHEET and result.spent.model_calls == SHEET - 9
 
 
 def test_a_client_that_leaves_the_proxy_during_a_digit_rung_stops_the_upstream_calls() -> None:
@@ -156,7 +135,7 @@ def test_a_client_that_leaves_the_proxy_during_a_digit_rung_stops_the_upstream_c
                 if calls and time.monotonic() - calls[-1] > 1.0:
                     break
     after = [t for t in calls if t > left_at]
-    assert len(calls) < 1 + len(CHUNKS) and len(after) <= 3, (len(calls), len(after))
+    assert len(calls) < 1 + SHEET and len(after) <= 3, (len(calls), len(after))
 
 
 @pytest.mark.parametrize("use_async", [False, True])
@@ -185,9 +164,8 @@ def test_a_run_stopped_from_another_thread_inside_a_digit_rung_asks_nothing_more
             asyncio.run(guard.arun(PRODUCT, {"a": 4789, "b": 356}, "t", stop=stop))
         else:
             guard.run(PRODUCT, {"a": 4789, "b": 356}, "t", stop=stop)
-    at = next(k for k, c in enumerate(CHUNKS) if "d5" in c)  # the call asking d5 (in flight when stop was set)
-    assert len(model.calls) == 1 + at + 1  # the step, the chunks up to d5's; nothing after
-    assert err.value.result is not None and err.value.result.usage.model_calls == 2 + at
+    assert len(model.calls) == 1 + 5  # the step, d1 .. d5 (in flight when stop was set); nothing after
+    assert err.value.result is not None and err.value.result.usage.model_calls == 6
     again = ScriptedModel(always_wrong={"r"})
     result = Guard(again, cfg, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite")).run(PRODUCT, {"a": 4789, "b": 356}, "t")
-    assert result.status == "verified" and [a[0] for a in map(_asked_steps, again.calls)][0] == CHUNKS[at + 1][0]
+    assert result.status == "verified" and [a[0] for a in map(_asked_steps, again.calls)][0] == "d6"

@@ -10,9 +10,10 @@ and computes none.
 
 The sub-procedure is derived before it runs, so a later sub-step's literals (a carry, a borrow, a
 digit of a partial product, a remainder) are written from the evaluator's values of the earlier
-sub-steps; a sub-step is asked only after every earlier one verified, or in one call with earlier ones
-it was not written from (:meth:`Sheet.ask`'s ``of``, ``chunk_by="independent"``), so those are the
-digits the model wrote (docs/concepts.md, "Values read by position").
+sub-steps; a sub-step is asked only after every earlier one verified (one a call by default; with
+``GuardConfig.substeps_together``, in one call with earlier ones it was not written from:
+:meth:`Sheet.ask`'s ``of``, ``chunk_by="independent"``), so those are the digits the model wrote
+(docs/concepts.md, "Values read by position").
 """
 
 from __future__ import annotations
@@ -300,8 +301,7 @@ def larger_at_first_difference(sheet: Sheet, a: int, b: int, of: int | None = No
 
 def column_sum(sheet: Sheet, a: int, b: int, of: int | None = None) -> tuple[list[Place], int]:
     """``a + b`` (both ``>= 0``) by columns: each column's two digits (a missing one written 0),
-    ``d = 9 + 8``, every column first (they read no other sub-step: one call may ask them together),
-    then the carry from the column before added to its units as a column of its own
+    ``d = 9 + 8``, then the carry from the column before added to its units as a column of its own
     (:func:`_carried`). Returns the places the sum is read from (most significant first) and the sum.
     ``of``: the sub-steps ``a`` and ``b`` were written from (:meth:`Sheet.ask`; ``0``: the step's
     operands; ``None``: every sub-step before the columns).
@@ -313,12 +313,11 @@ def column_sum(sheet: Sheet, a: int, b: int, of: int | None = None) -> tuple[lis
     da, db = digits_of(a), digits_of(b)
     n = max(len(da), len(db))
     start = len(sheet.steps) if of is None else of
-    pairs = [((da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)) for i in range(n)]
-    columns = [sheet.ask(f"{x} + {y}", of=start) for x, y in pairs]
     places: list[Place] = []  # least significant first
     carry = 0
-    for i, ((x, y), var) in enumerate(zip(pairs, columns, strict=True)):
-        carry = _carried(sheet, var, x + y, carry, i == n - 1, places)
+    for i in range(n):
+        x, y = (da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)
+        carry = _carried(sheet, sheet.ask(f"{x} + {y}", of=start), x + y, carry, i == n - 1, places)
     return places[::-1], a + b
 
 
@@ -332,18 +331,18 @@ def column_difference(sheet: Sheet, a: int, b: int, of: int | None = None) -> tu
 
     The embedded model wrote a column with its borrow in one sub-step (``13 - 6 - 1``) wrong where
     resampling fixed nothing, and one subtraction a sub-step right (figures: docs/lab/production-suite-history.md,
-    "Digit rungs"). Every column's subtraction is written first (they read no other sub-step), then
-    the borrows; ``of`` as :func:`column_sum`'s.
+    "Digit rungs"). ``of`` as :func:`column_sum`'s.
     """
     da, db = digits_of(a), digits_of(b)
     n = len(da)
     start = len(sheet.steps) if of is None else of
-    tops = [(da[i] if i == n - 1 else 10 + da[i], db[i] if i < len(db) else 0) for i in range(n)]
-    columns = [sheet.ask(f"{top} - {y}", of=start) for top, y in tops]
     places: list[Place] = []
     borrow = 0
-    for i, ((top, y), var) in enumerate(zip(tops, columns, strict=True)):
+    for i in range(n):
         top_column = i == n - 1
+        x, y = da[i], (db[i] if i < len(db) else 0)
+        top = x if top_column else 10 + x
+        var = sheet.ask(f"{top} - {y}", of=start)
         v = top - y
         if borrow:
             var = sheet.ask(f"{v} - {borrow}")
@@ -355,8 +354,7 @@ def column_difference(sheet: Sheet, a: int, b: int, of: int | None = None) -> tu
 
 def multiply_row(sheet: Sheet, a: int, d: int, of: int | None = 0) -> tuple[list[Place], int]:
     """``a * d`` (``a >= 0``, ``d`` one digit) as a row: each digit of ``a`` times ``d``
-    (``d = 7 * 8``), every product first (they read no other sub-step: one call may ask the row), then
-    the carry from the digit before added to the product's units as a column of its
+    (``d = 7 * 8``), the carry from the digit before added to the product's units as a column of its
     own (:func:`_carried`: ``d = 6 + 3``, and where that carries, ``d = 5 + 1``). ``of``: the sub-steps
     ``a`` and ``d`` were written from (:meth:`Sheet.ask`; ``0``, the default: the step's operands). The row's digit is
     the last digit of the column's value; the carry on is read from the model's values. Returns the
@@ -366,12 +364,11 @@ def multiply_row(sheet: Sheet, a: int, d: int, of: int | None = 0) -> tuple[list
     built) wrong at temperature 0 and on three resamples, and ``3 + 6`` right every time
     (docs/lab/production-suite-history.md, "Digit rungs").
     """
-    da = digits_of(a)
-    products = [sheet.ask(f"{x} * {d}", of=of) for x in da]
     places: list[Place] = []  # least significant first
     carry = 0
-    for i, (x, var) in enumerate(zip(da, products, strict=True)):
-        carry = _carried(sheet, var, x * d, carry, i == len(da) - 1, places)
+    da = digits_of(a)
+    for i, x in enumerate(da):
+        carry = _carried(sheet, sheet.ask(f"{x} * {d}", of=of), x * d, carry, i == len(da) - 1, places)
     return places[::-1], a * d
 
 
@@ -380,14 +377,16 @@ MAX_SUB_STEPS = 200
 ten-digit numbers) is not asked: the rung does not apply, and the ladder says so."""
 
 DIGIT_CHUNK = 10
-"""Most sub-steps a call in a digit rung's nested run, which asks them ``chunk_by="independent"``. A
-sheet is derived before it runs, so a later sub-step's literals (a carry, a partial product, a
-remainder: ``d4 = 8 + 5`` after ``d1 = 9 * 6`` and ``d2 = 8 * 6``) are the evaluator's values of earlier
-sub-steps; asked in one call with those, they would show the model the values it is about to write.
-So a chunk ends before a sub-step written from one of the same chunk (:meth:`Sheet.ask`'s ``of``): a
-row's single-digit products, or a sum's columns, which read only the step's operands, go in one call;
-each carry, borrow and remainder is shown only after the sub-steps it was written from verified, so
-its literals are the model's own digits (docs/concepts.md, "Values read by position")."""
+"""Most sub-steps a call in a digit rung's nested run with ``GuardConfig.substeps_together``, which
+asks them ``chunk_by="independent"`` (without it, the default: one a call). A sheet is derived before
+it runs, so a later sub-step's literals (a carry, a partial product, a remainder: ``d3 = 8 + 5`` after
+``d1 = 9 * 6`` and ``d2 = 8 * 6``) are the evaluator's values of earlier sub-steps; asked in one call
+with those, they would show the model the values it is about to write. So a chunk ends before a
+sub-step written from one of the same chunk (:meth:`Sheet.ask`'s ``of``): consecutive sub-steps none
+written from another of them (a carry column and the next single-digit product, ``d4 = 4 + 1`` and
+``d5 = 7 * 6``) go in one call; each carry, borrow and remainder is shown only after the sub-steps it
+was written from verified, so its literals are the model's own digits (docs/concepts.md, "Values read
+by position")."""
 
 DIGIT_LADDER: tuple[str, ...] = ("resample", "resample", "resample")
 """A digit sub-step that fails is asked alone, sampled anew, up to three times: it is one operation
@@ -421,10 +420,12 @@ class DigitRung(Rung):
 
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
                       sub: Procedure | None = None) -> GuardConfig:
-        """As :meth:`Rung.nested_config`, up to :data:`DIGIT_CHUNK` sub-steps a call, a chunk ending before a
-        sub-step written from one of it (``chunk_by="independent"``)."""
-        return replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), chunk_size=DIGIT_CHUNK, inline_known=False,
-                       chunk_by="independent")
+        """As :meth:`Rung.nested_config`, one sub-step a call; with ``parent.substeps_together``, up to
+        :data:`DIGIT_CHUNK` a call, a chunk ending before a sub-step written from one of it (``chunk_by="independent"``)."""
+        nested = replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), inline_known=False)
+        if parent.substeps_together:
+            return replace(nested, chunk_size=DIGIT_CHUNK, chunk_by="independent")
+        return replace(nested, chunk_size=1, chunk_by="size")
 
 
 def binary_operands(procedure: Procedure, index: int, env: Mapping[str, Number | str],
