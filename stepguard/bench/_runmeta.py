@@ -65,8 +65,10 @@ def _sha256(path: Path) -> str:
 
 
 def _guard_config_dict(cfg: GuardConfig) -> dict[str, Any]:
+    from stepguard.guard import ADDED_AFTER_STORES  # settings a stored run.json lacks at their defaults
+
     out: dict[str, Any] = json.loads(json.dumps(asdict(cfg), default=str))
-    return out
+    return {k: v for k, v in out.items() if k not in ADDED_AFTER_STORES or ADDED_AFTER_STORES[k] != v}
 
 
 def instance_source(instances: str | Path | Iterable[Instance | ProcedureCase]) -> tuple[Any, dict[str, Any]]:

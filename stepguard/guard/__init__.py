@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from stepguard.guard._config import (
+        ADDED_AFTER_STORES as ADDED_AFTER_STORES,
         BENCHMARK_SETTINGS as BENCHMARK_SETTINGS,
         PRODUCTION_SETTINGS as PRODUCTION_SETTINGS,
         RUNGS,
+        ChunkBy,
         ExhaustedAction,
         GuardConfig,
         LadderWarning,
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
 # flags), options_table and options_schema (docs/options.md and its schema, written by scripts/gen_docs.py).
 
 __all__ = [
+    "ChunkBy",
     "DeviationEvent",
     "ExhaustedAction",
     "Grade",
@@ -106,6 +109,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "options_schema": ("stepguard.guard._options_table", "options_schema"),
     "options_table": ("stepguard.guard._options_table", "options_table"),
     "RUNGS": ("stepguard.guard._config", "RUNGS"),
+    "ADDED_AFTER_STORES": ("stepguard.guard._config", "ADDED_AFTER_STORES"),
+    "ChunkBy": ("stepguard.guard._config", "ChunkBy"),
     "ExhaustedAction": ("stepguard.guard._config", "ExhaustedAction"),
     "GuardConfig": ("stepguard.guard._config", "GuardConfig"),
     "LadderWarning": ("stepguard.guard._config", "LadderWarning"),

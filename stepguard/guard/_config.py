@@ -15,8 +15,9 @@ from stepguard.guard.rungs import rung_names
 if TYPE_CHECKING:
     from stepguard.procedure import Procedure
 
-__all__ = ["BENCHMARK_SETTINGS", "DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ExhaustedAction", "GuardConfig",
-           "LadderWarning", "Policy", "beyond_integer_sums", "check_field", "defaults_for", "ladder_mismatch"]
+__all__ = ["ADDED_AFTER_STORES", "BENCHMARK_SETTINGS",
+           "DIGIT_RUNGS", "INTEGER_SUM_RUNGS", "PRODUCTION_SETTINGS", "RUNGS", "ChunkBy", "ExhaustedAction",
+           "GuardConfig", "LadderWarning", "Policy", "beyond_integer_sums", "check_field", "defaults_for", "ladder_mismatch"]
 
 Policy = Literal["reprompt", "repair", "raise", "flag"]
 """What the guard does at a deviation.
@@ -25,6 +26,15 @@ Policy = Literal["reprompt", "repair", "raise", "flag"]
 - ``repair``: supply the evaluator's value for the step, mark it ``repaired``, go on.
 - ``raise``: raise :class:`stepguard.errors.StepDeviation` carrying the partial result.
 - ``flag``: shadow mode: record the deviation, keep the model's value, never intervene.
+"""
+
+ChunkBy = Literal["size", "independent"]
+"""Where a chunk ends.
+
+- ``size``: after ``chunk_size`` steps (earlier before a step asked alone or computed by the evaluator).
+- ``independent``: also before the first step that reads a step of the same chunk, by name or by the
+  value its literals were written from (:meth:`stepguard.procedure.Procedure.after`), so every value a
+  step reads is committed and shown as a literal, never one the model is about to write.
 """
 
 ExhaustedAction = Literal["raise", "repair", "flag"]
@@ -157,6 +167,16 @@ class GuardConfig:
     chunk_size: Annotated[int, Field(strict=True, ge=1, le=_INT32, description=(
         "Steps per model call. The measured default, see docs/policies.md.")),
         Option("--chunk-size", "N")] = 5
+    chunk_by: Annotated[ChunkBy, Field(description=(
+        "Where a chunk ends: after ``chunk_size`` steps (``size``), or also before a step that reads one of the same "
+        "chunk (``independent``). One of :data:`ChunkBy`; the digit rungs' nested runs ask their sub-steps so "
+        "with ``substeps_together`` (docs/policies.md, \"Sub-steps asked together\").")),
+        Option("--chunk-by", "RULE")] = "size"
+    substeps_together: Annotated[bool, Field(strict=True, description=(
+        "Ask a digit rung's sub-steps up to 10 a call, none with one it was written from (``chunk_by`` "
+        "``independent``), instead of one a call. Not a default until measured on the embedded model: "
+        "docs/policies.md, \"Sub-steps asked together\".")),
+        Option("--substeps-together/--substeps-one-at-a-time")] = False
     adaptive: Annotated[bool, Field(strict=True, description=(
         "Shrink chunks after deviations, grow them after clean ones (halve, down to 1; +1, up to ``chunk_size``). "
         "In streamed mode the window instead: halved after a deviation (down to 4), doubled after a clean "
@@ -260,6 +280,11 @@ def check_field(name: str, value: Any) -> Any:
 
 _SPECS: dict[str, FieldSpec] = {spec.name: spec for spec in fields_of(GuardConfig)}
 
+
+ADDED_AFTER_STORES: dict[str, Any] = {"chunk_by": "size", "substeps_together": False}
+"""Settings added after run stores recorded their whole guard configuration (run.json ``guard_config``):
+at these defaults (what a run of an earlier version did) they are left out of it and of a run's identity,
+so a committed store or checkpoint of the same work still resumes."""
 
 BENCHMARK_SETTINGS: dict[str, Any] = {"on_exhausted": "flag"}
 """The settings :func:`defaults_for` adds for the benchmark (``run_benchmark``, ``stepguard bench``):

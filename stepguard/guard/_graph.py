@@ -58,7 +58,8 @@ def _go(goto: Hop, update: Update) -> Command[Hop]:
 
 
 def plan(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["ask", "exhausted", "finish"]]:
-    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone).
+    """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone;
+    with ``chunk_by="independent"`` none that reads a step of the chunk).
 
     Steps at ``cursor`` the evaluator computes (``execute: evaluator``) are committed first, graded
     ``computed`` (:func:`computed_steps`); a chunk ends before the next one. None left: no chunk,
@@ -84,6 +85,8 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["as
     else:  # a chunk ends before the next step that is asked alone or computed by the evaluator
         size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if kind_of(steps[k]).asked_alone or evaluated[k]),
                     size)
+    if ctx.config.chunk_by == "independent":  # and before a step that reads one of the chunk (GuardConfig.chunk_by)
+        size = ctx.procedure.independent(cursor, size)
     end, chunk = min(n, cursor + size), state.progress.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.progress.rung, state.progress.tries)
     update = Update(replace(progress, chunk_no=chunk), replace(state.attempt, chunk_start=cursor, chunk_end=end))

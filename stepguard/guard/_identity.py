@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from stepguard.evaluator import Number
-from stepguard.guard._config import GuardConfig
+from stepguard.guard._config import ADDED_AFTER_STORES, GuardConfig
 from stepguard.guard._prompts import PromptSet, format_value
 from stepguard.model import ChatMessage, ChatModel
 from stepguard.procedure import Procedure
@@ -35,7 +35,7 @@ def _sha(text: str) -> str:
 
 
 _NOTHING = object()
-_ADDED_LATER = {"streamed": False, "window": 100, "follow": False}
+_ADDED_LATER = {"streamed": False, "window": 100, "follow": False, **ADDED_AFTER_STORES}
 """Settings added after runs were first stored, left out at these (their defaults, what a run of an
 earlier version did), so a stored run or checkpoint of the same work still resumes."""
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator, with_config
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator, model_validator, with_config
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
@@ -357,6 +357,9 @@ class Procedure(BaseModel):
     )
     execute: Execute = Field("model", description="Who computes the steps that do not say: model (the default), or evaluator "
                              "(every step with an expr computed by the guard, graded computed; the others asked).")
+    _written_from: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    """``{var: earlier variables}``: the steps whose values a derived sub-step's literals were written
+    from (:meth:`written_from`); empty for a procedure from a file."""
 
     @field_validator("inputs", mode="before", json_schema_input_type=_InputsForms)
     @classmethod
@@ -512,6 +515,36 @@ class Procedure(BaseModel):
     def reads(self, index: int) -> tuple[str, ...]:
         """Names (inputs and variables) step ``index`` (0-based) reads in ``expr`` and ``check``."""
         return self._reads[index]
+
+    def after(self, index: int) -> tuple[str, ...]:
+        """Earlier variables whose values step ``index`` (0-based) was written from without reading them
+        by name: a derived sub-step's literals (a carry ``d3 = 8 + 5`` is written from ``d1`` and ``d2``).
+        A chunk that shows the step never holds them (``GuardConfig.chunk_by``); empty for a procedure from a file."""
+        return self._written_from.get(self.steps[index].var, ())
+
+    def written_from(self, after: Mapping[str, Sequence[str]]) -> Procedure:
+        """This procedure, its steps ``{var: earlier variables}`` marked as written from those values (:meth:`after`).
+
+        Raises:
+            ValueError: a name that is no step, or a step marked as written from itself or a later one.
+        """
+        for var, names in after.items():
+            if var not in self.index_of or any(self.index_of.get(n, len(self.steps)) >= self.index_of[var] for n in names):
+                raise ValueError(f"written_from: step {var!r} can be written only from earlier steps, not {list(names)}")
+        out = self.model_copy()
+        out._written_from = {var: tuple(names) for var, names in after.items() if names}
+        return out
+
+    def independent(self, start: int, most: int) -> int:
+        """How many consecutive steps from ``start`` (0-based), at most ``most`` (at least 1), read no step
+        among them, by name (:meth:`reads`) or by value (:meth:`after`): every value each reads is one
+        committed before them."""
+        inside: set[str] = set()
+        for k in range(start, min(len(self.steps), start + max(1, most))):
+            if k > start and inside & {*self.reads(k), *self.after(k)}:
+                return k - start
+            inside.add(self.steps[k].var)
+        return max(1, min(most, len(self.steps) - start))
 
     @cached_property
     def _reads(self) -> tuple[tuple[str, ...], ...]:

@@ -28,7 +28,8 @@ INVOICE = load_procedure(ROOT / "examples" / "invoice.yaml")
 SPECS = {spec.name: spec for spec in fields_of(GuardConfig)}
 
 BAD: dict[str, Any] = {
-    "chunk_size": 0, "adaptive": "no", "policy": "pray", "ladder": "bridge", "max_reprompts_per_step": -1,
+    "chunk_size": 0, "chunk_by": "together", "substeps_together": "yes",
+    "adaptive": "no", "policy": "pray", "ladder": "bridge", "max_reprompts_per_step": -1,
     "max_reprompts_per_run": 1.5, "max_total_tokens": 0, "max_wall_s": -1.0, "on_exhausted": "retry",
     "temperature": 2.5, "seed": "1", "resample_temperature": math.nan, "inline_known": 1, "max_tokens_per_step": True,
     "streamed": None, "window": 100_001, "follow": "true", "prompt_dir": 5, "extra": {"a": 1},

@@ -76,6 +76,8 @@ VALID: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({"follow": True}, {"follow": True}),
     ({"follow": True, "window": 12}, {"follow": True, "window": 12}),
     ({"streamed": True, "window": 3}, {"streamed": True, "window": 3}),
+    ({"chunk_by": "independent"}, {"chunk_by": "independent"}),
+    ({"substeps_together": True}, {"substeps_together": True}),
 ]
 
 # (options, the field named, what the message says)
@@ -85,6 +87,8 @@ INVALID: list[tuple[dict[str, Any], str, str]] = [
     ({"ladder": ","}, "ladder", "ladder must name at least one rung"),
     ({"chunk_size": 0}, "chunk_size", "chunk_size must be a whole number from 1 to 2147483647, not 0"),
     ({"policy": "pray"}, "policy", "policy must be reprompt, repair, raise or flag, not 'pray'"),
+    ({"chunk_by": "together"}, "chunk_by", "chunk_by must be size or independent, not 'together'"),
+    ({"substeps_together": "yes"}, "substeps_together", "substeps_together must be"),
     ({"on_exhausted": "retry"}, "on_exhausted", "on_exhausted must be raise, repair or flag, not 'retry'"),
     ({"max_reprompts_per_step": -1}, "max_reprompts_per_step", "max_reprompts_per_step must be a whole number from 0 to"),
     ({"max_wall_s": 0}, "max_wall_s", "max_wall_s must be positive seconds (or None), not 0.0"),
@@ -333,7 +337,8 @@ def test_a_valid_row_validates_against_the_generated_schema(options: dict[str, A
     jsonschema.validate(options, options_schema())
 
 
-SCHEMA_TELLS = {"chunk_size", "policy", "on_exhausted", "max_reprompts_per_step", "max_wall_s", "max_total_tokens",
+SCHEMA_TELLS = {"chunk_size", "chunk_by", "substeps_together",
+                "policy", "on_exhausted", "max_reprompts_per_step", "max_wall_s", "max_total_tokens",
                 "temperature", "seed", "adaptive", "follow", "labels"}
 """The invalid rows whose fault is a type or a range, which a JSON Schema can say (an unknown rung or
 option is the options model's to refuse, with its message)."""

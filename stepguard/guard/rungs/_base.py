@@ -112,9 +112,10 @@ class Rung:
         result: flagging and going on spends calls for nothing (figures: docs/lab/production-suite-history.md).
 
         It is never streamed: a streamed parent's re-asks use the chunking of chunked mode
-        (docs/policies.md, "Streamed mode"), and the sub-steps go by the rung's own chunk size, so a
-        rung that asks one sub-step a call (a digit rung, ``one_at_a_time``) never shows the model
-        in one window a later sub-step's literals, which are the values of the earlier ones.
+        (docs/policies.md, "Streamed mode"), and the sub-steps go by the rung's own chunking, so a
+        rung that asks one sub-step a call (``one_at_a_time``), or none with one it was written from
+        (a digit rung with ``substeps_together``, ``chunk_by="independent"``), never shows the model in one window a later
+        sub-step's literals, which are the values of the earlier ones.
 
         Args:
             parent: the run's configuration.

@@ -10,8 +10,10 @@ and computes none.
 
 The sub-procedure is derived before it runs, so a later sub-step's literals (a carry, a borrow, a
 digit of a partial product, a remainder) are written from the evaluator's values of the earlier
-sub-steps; a sub-step is asked only after every earlier one verified, so those are the digits the
-model wrote (docs/concepts.md, "Values read by position").
+sub-steps; a sub-step is asked only after every earlier one verified (one a call by default; with
+``GuardConfig.substeps_together``, in one call with earlier ones it was not written from:
+:meth:`Sheet.ask`'s ``of``, ``chunk_by="independent"``), so those are the digits the model wrote
+(docs/concepts.md, "Values read by position").
 """
 
 from __future__ import annotations
@@ -200,10 +202,18 @@ class Sheet:
     def __init__(self) -> None:
         self.steps: list[dict[str, object]] = []
         self.reading = Reading()
+        self.after: dict[str, tuple[str, ...]] = {}
+        """``{var: earlier sub-steps}``: those whose values a sub-step's literals were written from."""
 
-    def ask(self, expr: str, **extra: object) -> str:
-        """Write a sub-step (``extra``: its ``scale``, ``rounding``, ``type``); returns its name."""
+    def ask(self, expr: str, of: int | None = None, **extra: object) -> str:
+        """Write a sub-step (``extra``: its ``scale``, ``rounding``, ``type``); returns its name.
+
+        ``of``: how many of the sub-steps before it its literals were written from, the first ``of``
+        (``0``: the step's operands alone, as a product of two of their digits); ``None`` (the safe
+        default): every one before it. A chunk never asks it with those
+        (:meth:`~stepguard.procedure.Procedure.after`, ``GuardConfig.chunk_by``)."""
         var = f"d{len(self.steps) + 1}"
+        self.after[var] = tuple(str(s["var"]) for s in self.steps[: len(self.steps) if of is None else of])
         self.steps.append({"var": var, "expr": expr, **extra})
         return var
 
@@ -218,13 +228,13 @@ class Sheet:
         After the column sub-steps the embedded model answered ``min(-280, 0)`` with 0 on every
         try, the value the ``max`` form asks for (figures: docs/lab/production-suite-history.md, "Digit rungs").
         """
-        self.reading.sign = self.ask(f"max({_literal(larger)}, 0)")
+        self.reading.sign = self.ask(f"max({_literal(larger)}, 0)", of=0)
         self.reading.negative_if = "zero"
 
     def sign_of_product(self, a: Fraction, b: Fraction) -> None:
         """The sign of a product or quotient as a single-digit product of the operands' signs: ``(-1) * 1``."""
         sa, sb = (-1 if v < 0 else 1 for v in (a, b))
-        self.reading.sign = self.ask(f"{_literal(sa)} * {_literal(sb)}")
+        self.reading.sign = self.ask(f"{_literal(sa)} * {_literal(sb)}", of=0)
 
     def procedure(self, parent: Procedure, index: int, rung: str) -> Procedure | None:
         """The sheet as a procedure with no inputs, or ``None`` where it has no sub-step, more than
@@ -233,7 +243,7 @@ class Sheet:
             return None
         name = f"{parent.name[:_NAME]}:{parent.steps[index].var}:{rung}"
         try:
-            sub = Procedure.model_validate({"name": name, "steps": self.steps})
+            sub = Procedure.model_validate({"name": name, "steps": self.steps}).written_from(self.after)
             sub.expected_values({}, writable=False)
         except (ValueError, StepguardError):  # our own limits refuse it (too many sub-steps): the rung does not apply
             return None
@@ -269,7 +279,7 @@ def _carried(sheet: Sheet, var: str, v: int, carry: int, top: bool, places: list
     return on
 
 
-def larger_at_first_difference(sheet: Sheet, a: int, b: int) -> str | None:
+def larger_at_first_difference(sheet: Sheet, a: int, b: int, of: int | None = None) -> str | None:
     """Ask which of two whole numbers ``a, b >= 0`` is larger as it is done on paper, by position: where
     they have as many digits, the choice of the larger of their two digits at the first place from the
     left where those differ, ``a``'s first (``472`` and ``426``: ``max(7, 2)``). Returns the choice
@@ -280,18 +290,21 @@ def larger_at_first_difference(sheet: Sheet, a: int, b: int) -> str | None:
     The embedded model named the larger of two numbers of different lengths as text
     (``max(289, 31) = 31``) and of two of as many digits not always right (``max(60, 12) = 12`` at
     temperature 0 and on three resamples; figures: docs/lab/production-suite-history.md, "Digit rungs").
+    ``of``: the sub-steps ``a`` and ``b`` were written from (:meth:`Sheet.ask`; ``0``: the step's operands).
     """
     ta, tb = str(a), str(b)
     if len(ta) != len(tb) or ta == tb:
         return None
     at = next(i for i, (x, y) in enumerate(zip(ta, tb, strict=True)) if x != y)
-    return sheet.ask(f"max({ta[at]}, {tb[at]})")
+    return sheet.ask(f"max({ta[at]}, {tb[at]})", of=of)
 
 
-def column_sum(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
-    """``a + b`` (both ``>= 0``) by columns: a column's two digits (a missing one written 0),
+def column_sum(sheet: Sheet, a: int, b: int, of: int | None = None) -> tuple[list[Place], int]:
+    """``a + b`` (both ``>= 0``) by columns: each column's two digits (a missing one written 0),
     ``d = 9 + 8``, then the carry from the column before added to its units as a column of its own
     (:func:`_carried`). Returns the places the sum is read from (most significant first) and the sum.
+    ``of``: the sub-steps ``a`` and ``b`` were written from (:meth:`Sheet.ask`; ``0``: the step's
+    operands; ``None``: every sub-step before the columns).
 
     The embedded model wrote a column's two digits and carry in one sub-step wrong 9 times in 30 where
     they sum to 10 or more (``9 + 8 + 1 = 26``, on every resample too) and two digits or a digit and
@@ -299,15 +312,16 @@ def column_sum(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
     """
     da, db = digits_of(a), digits_of(b)
     n = max(len(da), len(db))
+    start = len(sheet.steps) if of is None else of
     places: list[Place] = []  # least significant first
     carry = 0
     for i in range(n):
         x, y = (da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)
-        carry = _carried(sheet, sheet.ask(f"{x} + {y}"), x + y, carry, i == n - 1, places)
+        carry = _carried(sheet, sheet.ask(f"{x} + {y}", of=start), x + y, carry, i == n - 1, places)
     return places[::-1], a + b
 
 
-def column_difference(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
+def column_difference(sheet: Sheet, a: int, b: int, of: int | None = None) -> tuple[list[Place], int]:
     """``a - b`` (``a >= b >= 0``) by columns with a borrowed ten, one subtraction a sub-step: every
     column but the most significant is written with a ten borrowed (``d = 14 - 8``: the ten as the
     digit 1 placed before the top digit), and the borrow from the column before is taken off as a
@@ -317,17 +331,18 @@ def column_difference(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
 
     The embedded model wrote a column with its borrow in one sub-step (``13 - 6 - 1``) wrong where
     resampling fixed nothing, and one subtraction a sub-step right (figures: docs/lab/production-suite-history.md,
-    "Digit rungs").
+    "Digit rungs"). ``of`` as :func:`column_sum`'s.
     """
     da, db = digits_of(a), digits_of(b)
     n = len(da)
+    start = len(sheet.steps) if of is None else of
     places: list[Place] = []
     borrow = 0
     for i in range(n):
         top_column = i == n - 1
         x, y = da[i], (db[i] if i < len(db) else 0)
         top = x if top_column else 10 + x
-        var = sheet.ask(f"{top} - {y}")
+        var = sheet.ask(f"{top} - {y}", of=start)
         v = top - y
         if borrow:
             var = sheet.ask(f"{v} - {borrow}")
@@ -337,10 +352,11 @@ def column_difference(sheet: Sheet, a: int, b: int) -> tuple[list[Place], int]:
     return places[::-1], a - b
 
 
-def multiply_row(sheet: Sheet, a: int, d: int) -> tuple[list[Place], int]:
+def multiply_row(sheet: Sheet, a: int, d: int, of: int | None = 0) -> tuple[list[Place], int]:
     """``a * d`` (``a >= 0``, ``d`` one digit) as a row: each digit of ``a`` times ``d``
     (``d = 7 * 8``), the carry from the digit before added to the product's units as a column of its
-    own (:func:`_carried`: ``d = 6 + 3``, and where that carries, ``d = 5 + 1``). The row's digit is
+    own (:func:`_carried`: ``d = 6 + 3``, and where that carries, ``d = 5 + 1``). ``of``: the sub-steps
+    ``a`` and ``d`` were written from (:meth:`Sheet.ask`; ``0``, the default: the step's operands). The row's digit is
     the last digit of the column's value; the carry on is read from the model's values. Returns the
     places (most significant first) and the product.
 
@@ -352,21 +368,25 @@ def multiply_row(sheet: Sheet, a: int, d: int) -> tuple[list[Place], int]:
     carry = 0
     da = digits_of(a)
     for i, x in enumerate(da):
-        carry = _carried(sheet, sheet.ask(f"{x} * {d}"), x * d, carry, i == len(da) - 1, places)
+        carry = _carried(sheet, sheet.ask(f"{x} * {d}", of=of), x * d, carry, i == len(da) - 1, places)
     return places[::-1], a * d
 
 
 MAX_SUB_STEPS = 200
-"""Most sub-steps a digit rung writes (a call each, :data:`DIGIT_CHUNK`); a longer sheet (a product of two
+"""Most sub-steps a digit rung writes (up to a call each, :data:`DIGIT_CHUNK`); a longer sheet (a product of two
 ten-digit numbers) is not asked: the rung does not apply, and the ladder says so."""
 
-DIGIT_CHUNK = 1
-"""Sub-steps a call in a digit rung's nested run: one. A sheet is derived before it runs, so a later
-sub-step's literals (a carry, a partial product, a remainder: ``d3 = 48 + 5`` after ``d1 = 9 * 6`` and
-``d2 = 8 * 6``) are the evaluator's values of earlier sub-steps; asked in one call with those, they
-would show the model the values it is about to write. Asked one a call, each later line is shown only
-after the sub-steps it reads verified, so its literals are the model's own digits (docs/concepts.md,
-"Values read by position")."""
+DIGIT_CHUNK = 10
+"""Most sub-steps a call in a digit rung's nested run with ``GuardConfig.substeps_together``, which
+asks them ``chunk_by="independent"`` (without it, the default: one a call). A sheet is derived before
+it runs, so a later sub-step's literals (a carry, a partial product, a remainder: ``d3 = 8 + 5`` after
+``d1 = 9 * 6`` and ``d2 = 8 * 6``) are the evaluator's values of earlier sub-steps; asked in one call
+with those, they would show the model the values it is about to write. So a chunk ends before a
+sub-step written from one of the same chunk (:meth:`Sheet.ask`'s ``of``): consecutive sub-steps none
+written from another of them (a carry column and the next single-digit product, ``d4 = 4 + 1`` and
+``d5 = 7 * 6``) go in one call; each carry, borrow and remainder is shown only after the sub-steps it
+was written from verified, so its literals are the model's own digits (docs/concepts.md, "Values read
+by position")."""
 
 DIGIT_LADDER: tuple[str, ...] = ("resample", "resample", "resample")
 """A digit sub-step that fails is asked alone, sampled anew, up to three times: it is one operation
@@ -400,8 +420,12 @@ class DigitRung(Rung):
 
     def nested_config(self, parent: GuardConfig, attempt: int, tokens_left: int | None, wall_left: float | None,
                       sub: Procedure | None = None) -> GuardConfig:
-        """As :meth:`Rung.nested_config`, :data:`DIGIT_CHUNK` sub-step a call."""
-        return replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), chunk_size=DIGIT_CHUNK, inline_known=False)
+        """As :meth:`Rung.nested_config`, one sub-step a call; with ``parent.substeps_together``, up to
+        :data:`DIGIT_CHUNK` a call, a chunk ending before a sub-step written from one of it (``chunk_by="independent"``)."""
+        nested = replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), inline_known=False)
+        if parent.substeps_together:
+            return replace(nested, chunk_size=DIGIT_CHUNK, chunk_by="independent")
+        return replace(nested, chunk_size=1, chunk_by="size")
 
 
 def binary_operands(procedure: Procedure, index: int, env: Mapping[str, Number | str],

@@ -57,10 +57,11 @@ def column_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     wa, wb = scaled([big, small], places_)
     sheet = Sheet()
     if big != 0 and small != 0 and (big < 0) != (small < 0):  # a difference of magnitudes: the larger on top, chosen
-        larger_at_first_difference(sheet, *scaled([a, b], places_))
-        digits, _ = column_difference(sheet, wa, wb)
+        sa, sb = scaled([a, b], places_)
+        larger_at_first_difference(sheet, sa, sb, of=0)
+        digits, _ = column_difference(sheet, wa, wb, of=0)
     else:
-        digits, _ = column_sum(sheet, wa, wb)
+        digits, _ = column_sum(sheet, wa, wb, of=0)
     if a < 0 or b < 0:
         sheet.sign_of_sum(big)
     sheet.reading.places, sheet.reading.point = digits, places_

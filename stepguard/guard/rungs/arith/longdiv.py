@@ -89,7 +89,7 @@ def _multiple(sheet: Sheet, multiples: dict[int, int], m: int, j: int) -> int:
     while j not in multiples:
         n = max(multiples) + 1
         if m < 10:
-            sheet.ask(f"{n} * {m}")
+            sheet.ask(f"{n} * {m}", of=0)  # a multiple of the divisor, an operand
         else:
             column_sum(sheet, multiples[n - 1], m)
         multiples[n] = n * m
