@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from string import Template
+from typing import NamedTuple
 
 from stepguard.evaluator import Number
 from stepguard.guard._forms import PromptForms, current_forms
@@ -186,36 +187,15 @@ class PromptSet:
         Raises:
             ValueError: ``role`` is not one of the plan roles.
         """
-        inside = {procedure.steps[i].var for i in indices}
-        known: dict[str, str] = {}
-        read: dict[str, Number | str] = {}
-        texts: list[str] = []
-        text_values: dict[str, str] = {}
-        shown_values: dict[str, str] = {}
-        listed: set[str] = set()  # names a step reads other than through an expression (a tool's arguments)
-        sources = {name for i in indices for name in procedure.steps[i].text_inputs()}
-        for i in indices:
-            for name in procedure.reads(i):
-                if name not in inside and name in env:
-                    value = format_value(env[name])
-                    if name in sources or "\n" in value:
-                        block = f'Text {name}:\n"""\n{value.strip()}\n"""'
-                        if block not in texts:
-                            texts.append(block)
-                            text_values.setdefault(name, value.strip())
-                        continue
-                    read[name] = env[name]
-                    known.setdefault(name, f"{name} = {value}")
-                    shown_values.setdefault(name, value)
-                    if procedure.steps[i].expression is None:
-                        listed.add(name)
+        shown_in = _shown_values(procedure, indices, env)
+        known, read, texts, listed = shown_in.known, shown_in.read, shown_in.texts, shown_in.listed
         values = read if inline else {}
         if inline:  # written into the expressions instead; a name a tool call reads stays listed
             known = {n: line for n, line in known.items() if n in listed}
         shown = "\n".join(known.values()) if known else "(none)"
         lines, planned = zip(*(_planned(procedure, i, values) for i in indices), strict=True)
-        plan = PromptPlan(role or ("reask" if note else "chunk"), tuple(planned), {n: shown_values[n] for n in known},
-                          text_values)
+        plan = PromptPlan(role or ("reask" if note else "chunk"), tuple(planned), {n: shown_in.values[n] for n in known},
+                          shown_in.text_values)
         fields = {
             "known": shown + "".join(f"\n\n{t}" for t in texts),
             "steps": "\n".join(lines),
@@ -231,6 +211,47 @@ class PromptSet:
             {"role": "user", "content": f"{block}\n\n{text}" if block else text},
         ]
         return messages, plan
+
+
+class _Shown(NamedTuple):
+    """What a chunk's prompt shows of the committed values its steps read."""
+
+    known: dict[str, str]
+    """name -> its ``name = value`` line, in the order first read."""
+    read: dict[str, Number | str]
+    """name -> the committed value, for the values written into the step lines."""
+    texts: list[str]
+    """The ``Text NAME:`` blocks of text inputs (and of values over more than one line)."""
+    listed: set[str]
+    """Names a step reads other than through an expression (a tool's arguments): listed even when inlined."""
+    values: dict[str, str]
+    """name -> the value as shown."""
+    text_values: dict[str, str]
+    """name -> a text block's text."""
+
+
+def _shown_values(procedure: Procedure, indices: Sequence[int], env: Mapping[str, Number | str]) -> _Shown:
+    """The committed values the steps ``indices`` read from before the chunk, as the prompt shows them."""
+    inside = {procedure.steps[i].var for i in indices}
+    out = _Shown({}, {}, [], set(), {}, {})
+    sources = {name for i in indices for name in procedure.steps[i].text_inputs()}
+    for i in indices:
+        for name in procedure.reads(i):
+            if name in inside or name not in env:
+                continue
+            value = format_value(env[name])
+            if name in sources or "\n" in value:
+                block = f'Text {name}:\n"""\n{value.strip()}\n"""'
+                if block not in out.texts:
+                    out.texts.append(block)
+                    out.text_values.setdefault(name, value.strip())
+                continue
+            out.read[name] = env[name]
+            out.known.setdefault(name, f"{name} = {value}")
+            out.values.setdefault(name, value)
+            if procedure.steps[i].expression is None:
+                out.listed.add(name)
+    return out
 
 
 def render_raw_prompt(procedure: Procedure, inputs: Mapping[str, Number | str], folder: Path | None = None) -> list[ChatMessage]:
