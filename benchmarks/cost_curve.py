@@ -234,7 +234,8 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, 
                 found = meets(curve, raw, measure) if base != "raw" else None
                 label = mode if base == "raw" else f"{mode} (meets raw: {'p >= ' + _at(found) if found else 'never'})"
                 ax.plot([1 - p for p in ps], [curve[p][measure] / raw[p][measure] for p in ps], marker="o", ms=3,
-                        color=colours[base], ls="--" if dashed else "-", label=label)
+                        color=colours[base], ls="--" if dashed else "-", label=label,
+                        lw=3.2 if base == "streamed" else 1.2)  # follow drawn over streamed, which shows around it
                 if found:
                     ax.plot([1 - found], [curve[found][measure] / raw[found][measure]], marker="*", ms=12, color=colours[base])
             if family == "95":

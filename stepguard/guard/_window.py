@@ -37,8 +37,8 @@ from stepguard.procedure import Procedure, format_value
 from stepguard.trace import line_end, parse_trace
 from stepguard.verify import verify_chunk
 
-__all__ = ["FOLLOW_PRIOR", "MIN_WINDOW", "NOT_THE_MODELS", "OnVerified", "StreamWatch", "aread_window", "follow_window",
-           "next_window", "read_window", "reasks_per_deviation", "tally_window", "window_costs"]
+__all__ = ["FOLLOW_PRIOR", "MIN_WINDOW", "NOT_THE_MODELS", "OnVerified", "StreamWatch", "aread_window", "calls_per_deviation",
+           "follow_window", "next_window", "read_window", "tally_window", "window_costs"]
 
 MIN_WINDOW = 4
 """The narrowest window the adaptive rule asks after a deviation (:func:`next_window`)."""
@@ -71,16 +71,17 @@ NOT_THE_MODELS = frozenset({"budget_exhausted", "truncated", "tool_error"})
 tool): a window they end counts its verified steps, not them."""
 
 
-def tally_window(tally: Sequence[Sequence[int]], first: int, right: int, wrong: bool) -> list[list[int]]:
+def tally_window(tally: Sequence[Sequence[int]], first: int, right: int, deviated: str | None) -> list[list[int]]:
     """``tally`` with one window's first asks added: its steps at positions ``first .. right - 1``
-    (0-based, in the window) verified, and, when ``wrong``, the step at position ``right`` deviated.
+    (0-based, in the window) verified, and the step at position ``right`` deviated when ``deviated``
+    names a deviation kind that measures the model (not one of :data:`NOT_THE_MODELS`).
 
     Args:
         tally: ``[[right, wrong], ...]`` by position in a window (:attr:`stepguard.guard._state.Progress.window_tally`).
         first: the first position asked for the first time (1 when position 0 was a re-ask, else 0).
         right: the window's steps verified before its first deviation.
-        wrong: whether the window ended at a deviation of the step at position ``right`` that
-            measures the model (not one of :data:`NOT_THE_MODELS`).
+        deviated: the kind of the deviation of the step at position ``right``, or ``None`` (the window
+            verified whole, or ended at no step of its own).
 
     Returns:
         A new tally, as long as the furthest position it counts.
@@ -91,7 +92,7 @@ def tally_window(tally: Sequence[Sequence[int]], first: int, right: int, wrong: 
     if first < 0 or right < 0:
         raise ValueError(f"window positions must not be negative, not first={first}, right={right}")
     out = [[int(r), int(k)] for r, k in tally]
-    wrong = wrong and right >= first  # a re-asked step that deviated again is no first ask
+    wrong = deviated is not None and deviated not in NOT_THE_MODELS and right >= first  # a re-ask is no first ask
     out += [[0, 0] for _ in range(len(out), right + 1 if wrong else right if right > first else 0)]
     for j in range(first, right):
         out[j][0] += 1
@@ -100,12 +101,17 @@ def tally_window(tally: Sequence[Sequence[int]], first: int, right: int, wrong: 
     return out
 
 
-def reasks_per_deviation(reprompts: Mapping[str, int]) -> float:
-    """The re-asks a deviating step has taken in this run, on average, with one pseudo-step of one
-    re-ask as prior: ``(sum of re-prompts + 1) / (steps re-prompted + 1)``, so 1 before any deviation.
-    ``reprompts``: var -> re-prompts spent on the step (:attr:`stepguard.guard._state.Progress.step_reprompts`)."""
-    spent = [n for n in reprompts.values() if n > 0]
-    return (sum(spent) + 1) / (len(spent) + 1)
+def calls_per_deviation(tally: Sequence[Sequence[int]], calls: int) -> float:
+    """The model calls a deviation has cost this run besides its window, on average, with one pseudo-deviation
+    of one call as prior: ``(calls - windows + 1) / (deviations + 1)``, so 1 before any deviation.
+
+    Args:
+        tally: the run's window tally (:func:`tally_window`): its windows are the first asks at position 0,
+            its deviations the wrong counts.
+        calls: the run's model calls so far, a derived rung's nested calls included (``Progress.usage``).
+    """
+    windows, deviations = (sum(tally[0]) if tally else 0), sum(k for _, k in tally)
+    return max(0.0, calls - windows + 1) / (deviations + 1)
 
 
 def window_costs(most: int, error_at: Callable[[int], float], reasks: float) -> list[float]:
@@ -148,7 +154,7 @@ def follow_window(tally: Sequence[Sequence[int]], most: int, reasks: float = 1.0
     Args:
         tally: ``[[right, wrong], ...]`` by 0-based position in a window (:func:`tally_window`).
         most: ``GuardConfig.window``, the widest window.
-        reasks: the calls a deviation costs besides its window (:func:`reasks_per_deviation`).
+        reasks: the calls a deviation costs besides its window (:func:`calls_per_deviation`).
         prior: the prior's standard deviation of ``b`` as a share of ``q`` (:data:`FOLLOW_PRIOR`).
 
     Raises:

@@ -17,7 +17,7 @@ from stepguard.bench.generate import generate_instance
 from stepguard.guard._observer import NullObserver
 from stepguard.guard._options import GuardOptions
 from stepguard.guard._state import GuardState
-from stepguard.guard._window import follow_window, reasks_per_deviation, tally_window, window_costs
+from stepguard.guard._window import calls_per_deviation, follow_window, tally_window, window_costs
 from stepguard.procedure import load_inputs_file, load_procedure, parse_procedure
 from tests._fakes import FailsAt, ScriptedModel, StreamingReplies
 from tests._paths import ROOT
@@ -42,24 +42,28 @@ def _tally(deviations_at: list[int], windows: int = 0, width: int = 100) -> list
     """Windows cut at each position of ``deviations_at``, then ``windows`` clean ones ``width`` wide."""
     tally: list[list[int]] = []
     for at in deviations_at:
-        tally = tally_window(tally, 0, at, True)
+        tally = tally_window(tally, 0, at, "arithmetic_error")
     for _ in range(windows):
-        tally = tally_window(tally, 0, width, False)
+        tally = tally_window(tally, 0, width, None)
     return tally
 
 
 def test_the_tally_counts_each_position_of_a_window_first_asked() -> None:
-    assert tally_window([], 0, 2, True) == [[1, 0], [1, 0], [0, 1]]
-    assert tally_window([[1, 0], [1, 0], [0, 1]], 0, 3, False) == [[2, 0], [2, 0], [1, 1]]
-    assert tally_window([], 1, 3, True) == [[0, 0], [1, 0], [1, 0], [0, 1]]  # position 0 was a re-ask: not a first ask
-    assert tally_window([], 1, 0, True) == []  # the re-asked step deviated again: nothing first asked
+    assert tally_window([], 0, 2, "arithmetic_error") == [[1, 0], [1, 0], [0, 1]]
+    assert tally_window([[1, 0], [1, 0], [0, 1]], 0, 3, None) == [[2, 0], [2, 0], [1, 1]]
+    assert tally_window([], 1, 3, "under_executed") == [[0, 0], [1, 0], [1, 0], [0, 1]]  # position 0 a re-ask: no first ask
+    assert tally_window([], 1, 0, "arithmetic_error") == []  # the re-asked step deviated again: nothing first asked
+    for kind in ("budget_exhausted", "truncated", "tool_error"):  # a budget, max_tokens or a tool says nothing of the model
+        assert tally_window([], 0, 2, kind) == [[1, 0], [1, 0]]
     with pytest.raises(ValueError, match="negative"):
-        tally_window([], -1, 2, False)
+        tally_window([], -1, 2, None)
 
 
-def test_the_reasks_a_deviation_costs_are_measured_with_one_as_prior() -> None:
-    assert reasks_per_deviation({}) == reasks_per_deviation({"a": 0, "b": 0}) == 1
-    assert reasks_per_deviation({"a": 0, "b": 3}) == pytest.approx(2.0)  # (3 + 1) / (1 + 1)
+def test_the_calls_a_deviation_costs_are_measured_with_one_as_prior() -> None:
+    assert calls_per_deviation([], 0) == 1
+    assert calls_per_deviation([[3, 0]], 3) == 1  # three windows, no deviation: the prior
+    # two windows, one cut at position 2; 5 calls: 2 windows and 3 for the deviation (re-asks, a rung's nested calls)
+    assert calls_per_deviation([[2, 0], [2, 0], [1, 1]], 5) == pytest.approx((5 - 2 + 1) / (1 + 1))
 
 
 @pytest.mark.parametrize(("p", "c"), [(0.9, 1.0), (0.99, 2.0), (0.999, 1.5)])
@@ -79,7 +83,7 @@ def test_with_an_error_chance_that_rises_with_the_position_a_narrower_window_is_
 def test_nothing_measured_or_errors_alike_at_every_position_keep_the_window_whole() -> None:
     assert follow_window([], 100) == 100  # no deviation yet: one window over every step
     assert follow_window(_tally([], windows=3), 100) == 100
-    assert follow_window(tally_window([], 0, 2, True), 60) == 60  # one early deviation says nothing of width
+    assert follow_window(tally_window([], 0, 2, "arithmetic_error"), 60) == 60  # one early deviation says nothing of width
     # a model wrong one step in ten wherever it stands: deviations spread as a geometric run length is
     spread = [[90, 10]] + [[int(90 * 0.9 ** j), int(10 * 0.9 ** j)] for j in range(1, 30)]
     assert follow_window(spread, 100, reasks=2.0) == 100
