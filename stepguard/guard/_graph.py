@@ -657,7 +657,7 @@ def _committed(state: GuardState, ctx: RunContext) -> Update:
                   cursor=state.progress.cursor + len(verified))
     if ctx.config.follow and state.progress.rung is None:  # a window's first asks, by position (follow_window)
         at = state.attempt.chunk_start + len(verified)
-        own = dev is not None and at < state.attempt.chunk_end and ctx.procedure.index_of.get(dev.step) == at
+        own = dev is not None and dev.step is not None and at < state.attempt.chunk_end and ctx.procedure.index_of.get(dev.step) == at
         kind = dev.kind if dev is not None and own else None
         out = replace(out, window_tally=tally_window(out.window_tally, min(state.progress.tries, 1), len(verified), kind))
     if dev is None:

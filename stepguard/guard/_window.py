@@ -181,13 +181,18 @@ def follow_window(tally: Sequence[Sequence[int]], most: int, reasks: float = 1.0
         return most  # no slope the posterior holds likely rises with position: wider is never dearer
     costs = [0.0] * most
     for b, weight in rule:
-        for i, cost in enumerate(window_costs(most, lambda j, b=b: q + b * (j - j_mean), reasks)):
+        for i, cost in enumerate(window_costs(most, _line(q, b, j_mean), reasks)):
             costs[i] += weight * cost
     best, width = costs[-1], most
     for w in range(most - 1, 0, -1):  # widest first: a narrower width must be cheaper to win
         if costs[w - 1] < best * (1 - 1e-9):
             best, width = costs[w - 1], w
     return width
+
+
+def _line(q: float, b: float, j_mean: float) -> Callable[[int], float]:
+    """``j -> q + b * (j - j_mean)``: the error chance by position of :func:`follow_window`'s estimate."""
+    return lambda j: q + b * (j - j_mean)
 
 
 OnVerified = Callable[[str, str, int], None]
