@@ -2,9 +2,12 @@
 
     PYTHONPATH=. .venv/bin/python benchmarks/cost_curve.py [--per-length 6] [--png docs/img/cost_curve.png]
 
-Not a test: it prints a table and draws a figure. For each p of ``--p`` the seeded simulator
-``sim:p=<p>`` (:meth:`stepguard.adapters.models.sim.SimPreset.at_accuracy`: each computed step right with
-probability p, independently, nothing else wrong) executes every case in each mode:
+Not a test: it prints a table and draws a figure. For each p of ``--p`` two seeded simulated models
+(:meth:`stepguard.adapters.models.sim.SimPreset.at_accuracy`, nothing else wrong) execute every case in each mode:
+``sim:p=<p>``, each computed step right with probability p, independently of where it stands; and
+``sim:p=<p>,decay=<DECAY>`` (the modes marked ``+decay``), right with probability p at a reply's first
+step line and ``DECAY`` less at each line after it, a model that errs more in long windows (``raw``,
+``chunked``, ``streamed`` and ``follow`` only):
 
 - ``raw``: one request (:func:`stepguard.bench.case.arun_case`, raw mode);
 - ``chunked``: the guard with the benchmark's defaults (:func:`stepguard.bench.run.resolve_guard_config`:
@@ -21,7 +24,8 @@ model calls, prompt and output tokens (the simulator counts 4 characters a token
 wall, ``CALL_S`` seconds a call plus ``TOKEN_S`` seconds an output token (calls in sequence, as the
 guard makes them). A mode *meets raw* on a measure (calls, prompt tokens, modelled wall) from the
 lowest p of the grid at which its mean, and every p above it, is within ``MEETS`` times raw's. The
-simulator's errors do not depend on how many steps a call asks: these figures are the controller's cost, never a model's accuracy.
+first model's errors do not depend on how many steps a call asks, the second's do: these figures are the controller's
+cost, never a model's accuracy.
 
 The embedded model's measured points (``--stores``, the committed 95-step runs of
 benchmarks/stores/curve: ``raw``, chunked ``digits``, ``streamed-digits``) go on the 95-step panels,
@@ -59,8 +63,15 @@ TOKEN_S = 0.02
 """Modelled seconds an output token costs (50 tokens a second)."""
 MEETS = 1.1
 """Within this many times raw's modelled wall, a mode meets raw."""
-MODES = ("raw", "chunked", "streamed", "follow", "reask")
+DECAY = 0.01
+"""The decaying model's loss of per-step accuracy per step line already written in a reply."""
+MODES = ("raw", "chunked", "streamed", "follow", "reask", "raw+decay", "chunked+decay", "streamed+decay", "follow+decay")
 GUARDED = {"chunked": {}, "streamed": {"streamed": True}, "follow": {"follow": True}}
+
+
+def raw_of(mode: str) -> str:
+    """The raw mode a mode's figures are held against: raw on the same model."""
+    return "raw+decay" if mode.endswith("+decay") else "raw"
 
 
 class JsonSim:
@@ -102,8 +113,10 @@ def cases(per_length: int) -> dict[str, list[Instance | ProcedureCase]]:
 
 async def measure(case: Instance | ProcedureCase, mode: str, p: float) -> dict[str, float] | None:
     """One case in one mode at accuracy ``p``: calls, tokens, modelled wall and whether it came out right;
-    ``None`` where the mode does not run the case (reask on a suite's case)."""
-    sim = load_model(f"sim:p={p}", seed=0)
+    ``None`` where the mode does not run the case (reask on a suite's case). A mode ending ``+decay`` runs
+    on the decaying model."""
+    mode, decayed = mode.removesuffix("+decay"), mode.endswith("+decay")
+    sim = load_model(f"sim:p={p},decay={DECAY}" if decayed else f"sim:p={p}", seed=0)
     if mode == "reask":
         if not isinstance(case, Instance):
             return None
@@ -156,15 +169,15 @@ def print_table(table: dict[str, dict[str, dict[float, dict[str, float]]]]) -> N
         for p in sorted(modes["raw"]):
             for mode, curve in modes.items():
                 if p in curve:
-                    m, raw = curve[p], modes["raw"][p]["wall"]
+                    m, raw = curve[p], modes[raw_of(mode)][p]["wall"]
                     print(f"| {family} | {p:g} | {mode} | {m['right']:.0%} | {m['calls']:.1f} | {m['prompt']:,.0f} | {m['output']:,.0f} "
                           f"| {m['wall']:.1f} | {m['wall'] / raw:.2f} |")
     print(f"\nWhere each mode meets raw (within {MEETS}x of raw's calls / prompt tokens / modelled wall from this p up):")
-    print("| cases | " + " | ".join(m for m in MODES if m != "raw") + " |")
-    print("|---|" + "---|" * (len(MODES) - 1))
+    print("| cases | " + " | ".join(m for m in MODES if not m.startswith("raw")) + " |")
+    print("|---|" + "---|" * (len(MODES) - 2))
     for family, modes in table.items():
-        cells = ["-" if mode not in modes else " / ".join(_at(meets(modes[mode], modes["raw"], k)) for k in MEASURES)
-                 for mode in MODES if mode != "raw"]
+        cells = ["-" if mode not in modes else " / ".join(_at(meets(modes[mode], modes[raw_of(mode)], k)) for k in MEASURES)
+                 for mode in MODES if not mode.startswith("raw")]
         print(f"| {family} | " + " | ".join(cells) + " |")
 
 
@@ -210,18 +223,21 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, 
     import matplotlib.pyplot as plt
 
     colours = {"raw": "black", "chunked": "tab:blue", "streamed": "tab:orange", "follow": "tab:green", "reask": "tab:red"}
-    fig, grid = plt.subplots(2, len(table), figsize=(4.4 * len(table), 11), sharey="row", squeeze=False)
+    fig, grid = plt.subplots(2, len(table), figsize=(4.4 * len(table), 13), sharey="row", squeeze=False)
     for row, measure in enumerate(("calls", "wall")):
         for ax, (family, modes) in zip(grid[row], table.items(), strict=True):
-            raw = modes["raw"]
             for mode, curve in modes.items():
+                if mode == "raw+decay":
+                    continue  # raw is one call on either model: one line for both
+                raw, base, dashed = modes[raw_of(mode)], mode.removesuffix("+decay"), mode.endswith("+decay")
                 ps = sorted(curve)
-                found = meets(curve, raw, measure) if mode != "raw" else None
-                label = mode if mode == "raw" else f"{mode} (meets raw: {'p >= ' + _at(found) if found else 'never'})"
+                found = meets(curve, raw, measure) if base != "raw" else None
+                label = mode if base == "raw" else f"{mode} (meets raw: {'p >= ' + _at(found) if found else 'never'})"
                 ax.plot([1 - p for p in ps], [curve[p][measure] / raw[p][measure] for p in ps], marker="o", ms=3,
-                        color=colours[mode], label=label)
+                        color=colours[base], ls="--" if dashed else "-", label=label,
+                        lw=3.2 if base == "streamed" else 1.2)  # follow drawn over streamed, which shows around it
                 if found:
-                    ax.plot([1 - found], [curve[found][measure] / raw[found][measure]], marker="*", ms=12, color=colours[mode])
+                    ax.plot([1 - found], [curve[found][measure] / raw[found][measure]], marker="*", ms=12, color=colours[base])
             if family == "95":
                 for mode, point in (points or {}).items():
                     ax.plot([1 - point["p"]], [point[measure]], marker="X", ms=10, ls="none", color=colours[mode], markeredgecolor="black",
@@ -236,7 +252,8 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, 
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: never over a curve
     grid[0][0].set_ylabel("model calls / raw's (raw: 1 call)")
     grid[1][0].set_ylabel(f"modelled wall / raw's ({CALL_S} s a call + {TOKEN_S} s an output token)")
-    fig.suptitle("What the guard costs against the model's per-step accuracy: seeded simulator, SIMULATED "
+    fig.suptitle("What the guard costs against the model's per-step accuracy: seeded simulator, SIMULATED; solid: errors "
+                 f"independent of the position, dashed (+decay): accuracy {DECAY:g} lower per step line written\n"
                  "(X: the embedded 1.5B model's committed 95-step runs, MEASURED: calls, and measured seconds against raw's)", fontsize=10)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)

@@ -123,17 +123,25 @@ class SimPreset:
     """Cap on any per-step probability after growth."""
 
     @classmethod
-    def at_accuracy(cls, p: float) -> SimPreset:
-        """A preset whose every computed step is right with probability ``p``, independently of its
-        position and of the prompt (``arithmetic_base = 1 - p``, no other fault): ``sim:p=0.99``.
-        For cost curves (calls and tokens against ``p``), never a model's accuracy.
+    def at_accuracy(cls, p: float, decay: float = 0.0) -> SimPreset:
+        """A preset whose every computed step is right with probability ``p`` at the first line of a
+        reply, and ``decay`` less for each step line already written in that reply (capped at a
+        wrong-value chance of :attr:`max_step_rate`): ``arithmetic_base = 1 - p``,
+        ``arithmetic_growth = decay``, no other fault. ``sim:p=0.99`` (``decay`` 0: independent of the
+        position and of the prompt), ``sim:p=0.99,decay=0.01`` (a model that errs more deeper into a
+        long reply). For cost curves (calls and tokens against ``p``), never a model's accuracy.
 
         Raises:
-            ModelSpecError: ``p`` outside [0.5, 1] (the cap on a per-step rate is 0.5).
+            ModelSpecError: ``p`` outside [0.5, 1] (the cap on a per-step rate is 0.5), or ``decay``
+                outside [0, 0.5].
         """
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.5 <= p <= 1:
             raise ModelSpecError(f"a simulator's per-step accuracy p must be a number from 0.5 to 1, not {p!r}")
-        return cls(name=f"p={p:g}", arithmetic_base=1 - p)
+        if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not 0 <= decay <= 0.5:
+            raise ModelSpecError(f"a simulator's accuracy decay must be a number from 0 to 0.5 a step line, not {decay!r}")
+        if not decay:
+            return cls(name=f"p={p:g}", arithmetic_base=1 - p)
+        return cls(name=f"p={p:g},decay={decay:g}", arithmetic_base=1 - p, arithmetic_growth=decay)
 
 
 PRESETS: dict[str, SimPreset] = {
@@ -186,12 +194,24 @@ _Env = dict[str, _Value]
 _FAILED = (EvaluationError, KeyError, TypeError, ValueError)  # a step that cannot be computed is left out
 
 
-def _accuracy(text: str) -> float:
-    """The accuracy of a ``sim:p=<accuracy>`` spec, a number (checked by :meth:`SimPreset.at_accuracy`)."""
+def _at_accuracy(text: str) -> SimPreset:
+    """The preset of a ``sim:p=<accuracy>[,decay=<per line>]`` spec (the part after ``p=``; checked by
+    :meth:`SimPreset.at_accuracy`)."""
+    head, _, rest = text.partition(",")
+    decay = "0"
+    if rest:
+        key, _, decay = rest.partition("=")
+        if key.strip() != "decay" or not decay:
+            raise ModelSpecError(f"a simulator's accuracy spec is p=<accuracy> or p=<accuracy>,decay=<per step line>, not p={text!r}")
     try:
-        return float(text)
+        p = float(head)
     except ValueError:
-        raise ModelSpecError(f"a simulator's per-step accuracy p must be a number from 0.5 to 1, not {text!r}") from None
+        raise ModelSpecError(f"a simulator's per-step accuracy p must be a number from 0.5 to 1, not {head!r}") from None
+    try:
+        per_line = float(decay)
+    except ValueError:
+        raise ModelSpecError(f"a simulator's accuracy decay must be a number from 0 to 0.5 a step line, not {decay!r}") from None
+    return SimPreset.at_accuracy(p, per_line)
 
 
 class _Expr(NamedTuple):
@@ -582,7 +602,8 @@ class SimulatedExecutor(ClosableModel):
 
     Args:
         preset: a preset name from :data:`PRESETS` (``""`` selects :data:`DEFAULT_PRESET`), ``p=<accuracy>``
-            (:meth:`SimPreset.at_accuracy`: ``sim:p=0.99``) or a :class:`SimPreset` with your own rates.
+            (:meth:`SimPreset.at_accuracy`: ``sim:p=0.99``; ``sim:p=0.99,decay=0.01`` for an accuracy that
+            falls with each step line written in a reply) or a :class:`SimPreset` with your own rates.
         seed: executor seed, mixed into every call's random draw (different seeds: independent replies).
         latency_s: seconds each call waits before answering (default 0; ``time.sleep`` /
             ``asyncio.sleep``), to imitate a server in controller-overhead benchmarks.
@@ -609,9 +630,10 @@ class SimulatedExecutor(ClosableModel):
         else:
             key = (preset or DEFAULT_PRESET).strip().lower()
             if key.startswith("p="):
-                self.preset = SimPreset.at_accuracy(_accuracy(key[2:]))
+                self.preset = _at_accuracy(key[2:])
             elif key not in PRESETS:
-                raise ModelSpecError(f"unknown simulator preset {preset!r}; known presets: {', '.join(PRESETS)}, or p=<accuracy>")
+                raise ModelSpecError(f"unknown simulator preset {preset!r}; known presets: {', '.join(PRESETS)}, "
+                                     "or p=<accuracy>[,decay=<per step line>]")
             else:
                 self.preset = PRESETS[key]
         self.seed = int(seed)

@@ -231,10 +231,10 @@ class GuardConfig:
         "Most steps one streamed call covers. A window ends earlier before a step asked alone.")),
         Option("--window", "N")] = 100
     follow: Annotated[bool, Field(strict=True, description=(
-        "Follow the model: one streamed window while it is right; after a deviation, windows sized by the "
-        "accuracy measured in this run (docs/policies.md). Streamed windows whatever ``streamed`` says, widening "
-        "as the model holds (:func:`stepguard.guard._window.follow_window`); replaces ``adaptive``'s rule. Not a "
-        "default until measured: docs/policies.md, \"Follow the model\".")),
+        "Follow the model: streamed windows, narrower only where this run measures that steps deeper in a window "
+        "deviate more (docs/policies.md). Streamed whatever ``streamed`` says; the width is the one with the fewest "
+        "expected calls a verified step (:func:`stepguard.guard._window.follow_window`); replaces ``adaptive``'s "
+        "rule. Not a default until measured: docs/policies.md, \"Follow the model\".")),
         Option("--follow/--no-follow")] = False
     prompt_dir: Annotated[Path | None, Field(description=(
         "A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones.")),

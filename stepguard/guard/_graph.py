@@ -38,7 +38,7 @@ from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
 from stepguard.guard._result import DeviationEvent, grade_of, outcome
 from stepguard.guard._state import GuardState, Progress, RunContext, Stop, Update
-from stepguard.guard._window import StreamWatch, aread_window, first_try_tally, follow_window, next_window, read_window
+from stepguard.guard._window import StreamWatch, aread_window, calls_per_deviation, follow_window, next_window, read_window, tally_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.kinds import KindVerdict, StepContext, kind_of
 from stepguard.model import ChatResponse, GenerationSettings, Usage
@@ -661,6 +661,11 @@ def _committed(state: GuardState, ctx: RunContext) -> Update:
     ctx.observer.chunk_finished(state.progress.chunk_no - 1, len(verified), dev.kind if dev else None)
     out = replace(state.progress, values=values, provenance=prov, step_reprompts=reprompts, step_chunk=chunks,
                   cursor=state.progress.cursor + len(verified))
+    if ctx.config.follow and state.progress.rung is None:  # a window's first asks, by position (follow_window)
+        at = state.attempt.chunk_start + len(verified)
+        own = dev is not None and dev.step is not None and at < state.attempt.chunk_end and ctx.procedure.index_of.get(dev.step) == at
+        kind = dev.kind if dev is not None and own else None
+        out = replace(out, window_tally=tally_window(out.window_tally, min(state.progress.tries, 1), len(verified), kind))
     if dev is None:
         out = replace(out, tries=0, rung=None, note=None)
     elif verified:  # the failing step is a new one: its ladder starts afresh
@@ -674,8 +679,8 @@ def _next_size(state: GuardState, ctx: RunContext, committed: Progress, verified
     size = state.progress.chunk_size or ctx.config.chunk_size
     failed = state.attempt.deviation is not None
     if ctx.config.follow:  # after every commit (a re-ask's too)
-        right, wrong = first_try_tally(committed.step_reprompts, committed.provenance, committed.values, pending=failed)
-        return follow_window(right, wrong, ctx.config.window)
+        tally = committed.window_tally
+        return follow_window(tally, ctx.config.window, calls_per_deviation(tally, committed.usage.model_calls))
     asked = state.attempt.chunk_end - state.attempt.chunk_start
     if ctx.config.adaptive and ctx.config.streamed:
         if state.progress.rung is None and asked > 1:  # a window read, not a re-ask or a step asked alone

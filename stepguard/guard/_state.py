@@ -89,6 +89,8 @@ Text = Annotated[str, Field(strict=True)]
 Pair = Annotated[list[Text], Field(min_length=2, max_length=2)]
 """``[variable, text]``."""
 Time = Annotated[float, Field(strict=True)]
+Tally = Annotated[list[Count], Field(min_length=2, max_length=2)]
+"""``[right, wrong]``."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,10 @@ class Progress:
     """When the run finished (Unix time), ``None`` while it has not."""
     identity: dict[Text, Any] = field(default_factory=dict)
     """What decides the result (:func:`stepguard.guard.run_identity`); checked on resume."""
+    window_tally: list[Tally] = field(default_factory=list)
+    """``[[right, wrong], ...]`` by 0-based position in a streamed window: the steps first asked
+    there that verified and that deviated (``follow`` only; :func:`stepguard.guard._window.tally_window`).
+    Absent from older checkpoints, which read as nothing measured."""
     actions: dict[Text, dict[Text, Any]] = field(default_factory=dict)
     """var -> the record of the step's action (a tool call): its ``intent``
     (:meth:`stepguard.kinds.Kind.intent`), checkpointed before the action runs, then its

@@ -28,7 +28,7 @@ import dataclasses
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stepguard.guard._stop import closing_on_stop
@@ -37,8 +37,8 @@ from stepguard.procedure import Procedure, format_value
 from stepguard.trace import line_end, parse_trace
 from stepguard.verify import verify_chunk
 
-__all__ = ["FOLLOW_TARGET", "MIN_WINDOW", "OnVerified", "StreamWatch", "aread_window", "first_try_tally", "follow_window",
-           "measured_accuracy", "next_window", "read_window"]
+__all__ = ["FOLLOW_PRIOR", "MIN_WINDOW", "NOT_THE_MODELS", "OnVerified", "StreamWatch", "aread_window", "calls_per_deviation",
+           "follow_window", "next_window", "read_window", "tally_window", "window_costs"]
 
 MIN_WINDOW = 4
 """The narrowest window the adaptive rule asks after a deviation (:func:`next_window`)."""
@@ -61,61 +61,138 @@ def next_window(width: int, most: int, verified: int, deviated: bool) -> int:
     return max(1, min(most, max(MIN_WINDOW, width // 2) if deviated else 2 * width))
 
 
-FOLLOW_TARGET = 0.9
-"""The chance that a whole window verifies which :func:`follow_window` sizes windows for."""
+FOLLOW_PRIOR = 0.2
+"""The standard deviation of :func:`follow_window`'s prior on how much a step's error chance grows per
+position in its window, as a share of the error chance measured (the prior's mean: no growth); chosen
+on the simulated cost curve, docs/policies.md, "Follow the model"."""
+
+NOT_THE_MODELS = frozenset({"budget_exhausted", "truncated", "tool_error"})
+"""Deviation kinds that say nothing of the model's accuracy at a position (a budget, ``max_tokens``, a
+tool): a window they end counts its verified steps, not them."""
 
 
-def measured_accuracy(right: int, wrong: int) -> float:
-    """The per-step accuracy measured so far: the mean of a Beta(1, 1) prior updated with ``right``
-    steps verified at their first ask and ``wrong`` steps that deviated, ``(right + 1) / (right + wrong + 2)``
-    (Laplace's rule of succession), so a few steps never read as certainty. A probability in (0, 1)."""
-    if right < 0 or wrong < 0:
-        raise ValueError(f"step counts must not be negative, not right={right}, wrong={wrong}")
-    return (right + 1) / (right + wrong + 2)
-
-
-def follow_window(right: int, wrong: int, most: int, target: float = FOLLOW_TARGET) -> int:
-    """How many steps the next window asks with ``GuardConfig(follow=True)``.
-
-    While no step has deviated (``wrong == 0``): ``most``, one window over every step. After one:
-    the most steps ``w`` whose joint success ``p ** w`` is still at least ``target``, for the
-    accuracy ``p`` measured so far (:func:`measured_accuracy`)::
-
-        w = clamp(floor(ln(target) / ln(p)), 1, most)
-
-    the horizon of independent steps each right with probability ``p`` (a geometric run length;
-    issue 43 names it). It widens as the model holds (``p`` grows with every step verified at its
-    first ask). The derivation and the figures: docs/policies.md, "Follow the model".
+def tally_window(tally: Sequence[Sequence[int]], first: int, right: int, deviated: str | None) -> list[list[int]]:
+    """``tally`` with one window's first asks added: its steps at positions ``first .. right - 1``
+    (0-based, in the window) verified, and the step at position ``right`` deviated when ``deviated``
+    names a deviation kind that measures the model (not one of :data:`NOT_THE_MODELS`).
 
     Args:
-        right: steps verified at their first ask in this run.
-        wrong: steps that deviated in this run (each counted once, however many re-asks it took).
-        most: ``GuardConfig.window``, the widest window.
-        target: the chance a whole window verifies, in (0, 1).
+        tally: ``[[right, wrong], ...]`` by position in a window (:attr:`stepguard.guard._state.Progress.window_tally`).
+        first: the first position asked for the first time (1 when position 0 was a re-ask, else 0).
+        right: the window's steps verified before its first deviation.
+        deviated: the kind of the deviation of the step at position ``right``, or ``None`` (the window
+            verified whole, or ended at no step of its own).
+
+    Returns:
+        A new tally, as long as the furthest position it counts.
 
     Raises:
-        ValueError: a negative count, ``most`` below 1 or ``target`` outside (0, 1).
+        ValueError: a negative position or count.
     """
-    if most < 1 or not 0 < target < 1:
-        raise ValueError(f"follow_window needs most >= 1 and 0 < target < 1, not most={most}, target={target}")
-    p = measured_accuracy(right, wrong)
+    if first < 0 or right < 0:
+        raise ValueError(f"window positions must not be negative, not first={first}, right={right}")
+    out = [[int(r), int(k)] for r, k in tally]
+    wrong = deviated is not None and deviated not in NOT_THE_MODELS and right >= first  # a re-ask is no first ask
+    out += [[0, 0] for _ in range(len(out), right + 1 if wrong else right if right > first else 0)]
+    for j in range(first, right):
+        out[j][0] += 1
+    if wrong:
+        out[right][1] += 1
+    return out
+
+
+def calls_per_deviation(tally: Sequence[Sequence[int]], calls: int) -> float:
+    """The model calls a deviation has cost this run besides its window, on average, with one pseudo-deviation
+    of one call as prior: ``(calls - windows + 1) / (deviations + 1)``, so 1 before any deviation.
+
+    Args:
+        tally: the run's window tally (:func:`tally_window`): its windows are the first asks at position 0,
+            its deviations the wrong counts.
+        calls: the run's model calls so far, a derived rung's nested calls included (``Progress.usage``).
+    """
+    windows, deviations = (sum(tally[0]) if tally else 0), sum(k for _, k in tally)
+    return max(0.0, calls - windows + 1) / (deviations + 1)
+
+
+def window_costs(most: int, error_at: Callable[[int], float], reasks: float) -> list[float]:
+    """The expected model calls per verified step of windows ``w`` steps wide, for ``w = 1 .. most``
+    (item ``w - 1``), windows one after another (a renewal: calls per window over steps per window).
+
+    ``error_at(j)`` is the chance ``q_j`` that the step at 0-based position ``j`` of a window deviates
+    when the ones before it were right. With ``s_k = prod_{j < k} (1 - q_j)``, a window verifies
+    ``S = sum_{k=1..w} s_k`` steps before its first deviation on average and deviates with chance
+    ``D = 1 - s_w``; a deviating step costs ``c = reasks`` calls more and is then committed. A stream cut
+    ends a window at its first deviation, so a window is one call however far it went:
+    ``(1 + c * D) / (S + D)`` calls per verified step."""
+    out: list[float] = []
+    surv, steps = 1.0, 0.0
+    for j in range(most):
+        surv *= 1 - min(1.0, max(0.0, error_at(j)))
+        steps += surv
+        out.append((1 + reasks * (1 - surv)) / (steps + 1 - surv))
+        if surv < 1e-15:  # every window this wide deviates: wider ones cost the same
+            return out + [out[-1]] * (most - j - 1)
+    return out
+
+
+def follow_window(tally: Sequence[Sequence[int]], most: int, reasks: float = 1.0, prior: float = FOLLOW_PRIOR) -> int:
+    """How many steps the next window asks with ``GuardConfig(follow=True)``: the width that minimises
+    the expected model calls per verified step (:func:`window_costs`) under the error chances by
+    position measured in this run, ``most`` unless the run shows that width costs accuracy.
+
+    The measure: ``tally``, each position's first asks in its window, right and wrong. The model
+    of it: a step at position ``j`` deviates with chance ``q(j) = q + b * (j - j_mean)``, ``q`` the
+    pooled error chance (Laplace's rule, ``(wrong + 1) / (asked + 2)``), ``j_mean`` the mean position
+    asked, ``b`` the slope: the least-squares slope of the deviations on position (a hazard
+    regression: a position is asked only after the ones before it were right), with variance
+    ``q (1 - q) / Sxx``, combined with a normal prior of mean 0 (no position effect) and standard
+    deviation ``prior * q``. The width minimises the cost averaged over that posterior of ``b`` (a
+    three-point Gauss-Hermite rule), ties to the wider. With ``b = 0`` the cost falls with the width
+    (``(1 - p) * (1 / (1 - p ** w) + c)`` for ``p = 1 - q``), so independent errors keep the window at
+    ``most``; only a slope the data hold up narrows it. docs/policies.md, "Follow the model".
+
+    Args:
+        tally: ``[[right, wrong], ...]`` by 0-based position in a window (:func:`tally_window`).
+        most: ``GuardConfig.window``, the widest window.
+        reasks: the calls a deviation costs besides its window (:func:`calls_per_deviation`).
+        prior: the prior's standard deviation of ``b`` as a share of ``q`` (:data:`FOLLOW_PRIOR`).
+
+    Raises:
+        ValueError: ``most`` below 1, a negative count, ``reasks`` below 0 or ``prior`` not above 0.
+    """
+    if most < 1 or reasks < 0 or not prior > 0:
+        raise ValueError(f"follow_window needs most >= 1, reasks >= 0 and prior > 0, not most={most}, reasks={reasks}, prior={prior}")
+    if any(r < 0 or k < 0 for r, k in tally):
+        raise ValueError(f"a window tally's counts must not be negative: {list(map(list, tally))}")
+    asked = [r + k for r, k in tally]
+    n, wrong = sum(asked), sum(k for _, k in tally)
     if wrong == 0:
-        return most
-    return max(1, min(most, math.floor(math.log(target) / math.log(p))))
+        return most  # nothing measured against width
+    q = (wrong + 1) / (n + 2)
+    j_mean = sum(j * a for j, a in enumerate(asked)) / n
+    sxx = sum(a * (j - j_mean) ** 2 for j, a in enumerate(asked))
+    if sxx == 0:
+        return most  # every step asked at one position: no slope to measure
+    slope, var = sum((j - j_mean) * k for j, (_, k) in enumerate(tally)) / sxx, q * (1 - q) / sxx
+    precision = 1 / (prior * q) ** 2 + 1 / var
+    mean, sd = slope / var / precision, math.sqrt(1 / precision)
+    rule = [(mean - math.sqrt(3) * sd, 1 / 6), (mean, 2 / 3), (mean + math.sqrt(3) * sd, 1 / 6)]
+    if rule[-1][0] <= 0:
+        return most  # no slope the posterior holds likely rises with position: wider is never dearer
+    costs = [0.0] * most
+    for b, weight in rule:
+        for i, cost in enumerate(window_costs(most, _line(q, b, j_mean), reasks)):
+            costs[i] += weight * cost
+    best, width = costs[-1], most
+    for w in range(most - 1, 0, -1):  # widest first: a narrower width must be cheaper to win
+        if costs[w - 1] < best * (1 - 1e-9):
+            best, width = costs[w - 1], w
+    return width
 
 
-def first_try_tally(reprompts: Mapping[str, int], provenance: Mapping[str, str], values: Mapping[str, Any],
-                    pending: bool) -> tuple[int, int]:
-    """``(right, wrong)`` for :func:`follow_window`, read from a run's committed steps.
-
-    A committed step is wrong when it took a re-prompt or its value is not the model's verified one
-    (``repaired``, ``flagged``), else right, and a step the evaluator computed (``computed``) neither;
-    ``pending`` counts the deviating step not yet committed.
-    Read from the checkpointed state, so a resumed run measures what it measured before.
-    """
-    asked = [var for var in values if provenance.get(var) != "computed"]
-    wrong = sum(1 for var in asked if reprompts.get(var, 0) > 0 or provenance.get(var) in ("repaired", "flagged"))
-    return len(asked) - wrong, wrong + (1 if pending else 0)
+def _line(q: float, b: float, j_mean: float) -> Callable[[int], float]:
+    """``j -> q + b * (j - j_mean)``: the error chance by position of :func:`follow_window`'s estimate."""
+    return lambda j: q + b * (j - j_mean)
 
 
 OnVerified = Callable[[str, str, int], None]

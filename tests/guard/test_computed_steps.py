@@ -11,7 +11,7 @@ import pytest
 
 from stepguard import Guard, GuardConfig
 from stepguard.errors import EvaluationError, ProcedureError
-from stepguard.guard._window import first_try_tally
+from stepguard.guard._state import GuardState
 from stepguard.procedure import load_procedure, parse_procedure, save_procedure
 from tests._fakes import FixedReplies, ScriptedModel
 
@@ -53,10 +53,12 @@ def test_a_wrong_model_is_reasked_around_computed_steps_and_they_never_count_as_
     result = Guard(model, GuardConfig(ladder=("narrow",))).run(PROC, {"x": 2})
     assert result.status == "verified" and [s.var for s in result.steps if s.reprompts] == ["c"]
     assert {s.var for s in result.steps if s.provenance == "computed"} == {"b", "d"}
-    values = {s.var: str(s.value) for s in result.steps}
-    provenance = {s.var: s.provenance for s in result.steps}
-    reprompts = {s.var: s.reprompts for s in result.steps}
-    assert first_try_tally(reprompts, provenance, values, pending=False) == (2, 1)  # a, e right; c wrong; b, d neither
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    Guard(ScriptedModel({"c": ["wrong", None]}), GuardConfig(follow=True, ladder=("narrow",)), saver).run(PROC, {"x": 2}, thread_id="t")
+    got = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    assert GuardState.of(got.checkpoint["channel_values"]).progress.window_tally == [[2, 1]]  # a, e right; c wrong; b, d neither
 
 
 def test_procedure_level_evaluator_computes_every_step_with_an_expr_unless_the_step_says_model() -> None:

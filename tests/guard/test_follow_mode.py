@@ -1,10 +1,9 @@
-"""Follow the model (issue 43 part 1): one streamed window while the model is right; after a deviation,
-windows as wide as the per-step accuracy measured in the run allows, widening as the model holds."""
+"""Follow the model (issue 43): one streamed window while the model is right; narrower windows only where
+the run measures that its steps deeper in a window deviate more (docs/policies.md, "Follow the model")."""
 
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import sys
 from pathlib import Path
@@ -15,8 +14,10 @@ from stepguard import Guard, GuardConfig
 from stepguard.adapters import load_model
 from stepguard.bench._raw import raw_messages
 from stepguard.bench.generate import generate_instance
+from stepguard.guard._observer import NullObserver
 from stepguard.guard._options import GuardOptions
-from stepguard.guard._window import first_try_tally, follow_window, measured_accuracy
+from stepguard.guard._state import GuardState
+from stepguard.guard._window import calls_per_deviation, follow_window, tally_window, window_costs
 from stepguard.procedure import load_inputs_file, load_procedure, parse_procedure
 from tests._fakes import FailsAt, ScriptedModel, StreamingReplies
 from tests._paths import ROOT
@@ -24,17 +25,6 @@ from tests._paths import ROOT
 PRODUCTION = sorted(p for p in (ROOT / "benchmarks" / "production").glob("*.yaml") if ".inputs" not in p.name and ".prompt" not in p.name)
 sys.path.insert(0, str(ROOT / "examples"))
 from run_example import EXAMPLES  # noqa: E402  (the examples' compute procedures and their inputs)
-
-
-def _window(right: int, wrong: int, most: int = 100) -> int:
-    """The rule written out apart from the code under test: the most steps w with p ** w >= 0.9."""
-    if wrong == 0:
-        return most
-    p = (right + 1) / (right + wrong + 2)
-    w = 1
-    while w < most and p ** (w + 1) >= 0.9:
-        w += 1
-    return w
 
 
 def _raw_tokens(proc, inputs) -> int:
@@ -48,33 +38,78 @@ def _perfect(proc, inputs):
 
 
 # ------------------------------------------------------------------------------------------------ the rule
-@pytest.mark.parametrize(("right", "wrong"), [(0, 1), (2, 1), (10, 1), (36, 1), (100, 1), (100, 5), (1000, 1), (5000, 2)])
-def test_the_window_is_the_horizon_of_the_measured_accuracy(right: int, wrong: int) -> None:
-    assert follow_window(right, wrong, 100) == _window(right, wrong)
-    assert measured_accuracy(right, wrong) == pytest.approx((right + 1) / (right + wrong + 2))
+def _tally(deviations_at: list[int], windows: int = 0, width: int = 100) -> list[list[int]]:
+    """Windows cut at each position of ``deviations_at``, then ``windows`` clean ones ``width`` wide."""
+    tally: list[list[int]] = []
+    for at in deviations_at:
+        tally = tally_window(tally, 0, at, "arithmetic_error")
+    for _ in range(windows):
+        tally = tally_window(tally, 0, width, None)
+    return tally
 
 
-def test_the_window_is_whole_until_a_deviation_and_widens_as_the_model_holds() -> None:
-    assert follow_window(0, 0, 100) == follow_window(50, 0, 100) == 100
-    widths = [follow_window(r, 1, 100) for r in range(0, 2000, 10)]
-    assert widths == sorted(widths) and widths[0] == 1 and widths[-1] > 50  # never narrower as right steps come
-    assert follow_window(100, 1, 100) > follow_window(100, 3, 100)  # more deviations, narrower
-    assert follow_window(10**6, 1, 7) == 7  # never wider than GuardConfig.window
-    assert follow_window(100, 1, 100, target=0.5) == math.floor(math.log(0.5) / math.log(101 / 103))
+def test_the_tally_counts_each_position_of_a_window_first_asked() -> None:
+    assert tally_window([], 0, 2, "arithmetic_error") == [[1, 0], [1, 0], [0, 1]]
+    assert tally_window([[1, 0], [1, 0], [0, 1]], 0, 3, None) == [[2, 0], [2, 0], [1, 1]]
+    assert tally_window([], 1, 3, "under_executed") == [[0, 0], [1, 0], [1, 0], [0, 1]]  # position 0 a re-ask: no first ask
+    assert tally_window([], 1, 0, "arithmetic_error") == []  # the re-asked step deviated again: nothing first asked
+    for kind in ("budget_exhausted", "truncated", "tool_error"):  # a budget, max_tokens or a tool says nothing of the model
+        assert tally_window([], 0, 2, kind) == [[1, 0], [1, 0]]
+    with pytest.raises(ValueError, match="negative"):
+        tally_window([], -1, 2, None)
 
 
-@pytest.mark.parametrize(("args", "says"), [((-1, 0, 5), "negative"), ((0, -1, 5), "negative"), ((1, 1, 0), "most >= 1")])
-def test_a_bad_count_is_refused_naming_it(args: tuple[int, int, int], says: str) -> None:
+def test_the_calls_a_deviation_costs_are_measured_with_one_as_prior() -> None:
+    assert calls_per_deviation([], 0) == 1
+    assert calls_per_deviation([[3, 0]], 3) == 1  # three windows, no deviation: the prior
+    # two windows, one cut at position 2; 5 calls: 2 windows and 3 for the deviation (re-asks, a rung's nested calls)
+    assert calls_per_deviation([[2, 0], [2, 0], [1, 1]], 5) == pytest.approx((5 - 2 + 1) / (1 + 1))
+
+
+@pytest.mark.parametrize(("p", "c"), [(0.9, 1.0), (0.99, 2.0), (0.999, 1.5)])
+def test_with_one_error_chance_at_every_position_the_cost_falls_with_the_width(p: float, c: float) -> None:
+    costs = window_costs(200, lambda j: 1 - p, c)
+    want = [(1 - p) * (1 / (1 - p ** w) + c) for w in range(1, 201)]  # the renewal cost written out
+    assert costs == pytest.approx(want)
+    assert all(a > b for a, b in zip(costs, costs[1:], strict=False))
+
+
+def test_with_an_error_chance_that_rises_with_the_position_a_narrower_window_is_cheaper() -> None:
+    costs = window_costs(100, lambda j: 0.01 + 0.01 * j, 2.0)
+    best = costs.index(min(costs)) + 1
+    assert 5 <= best <= 20 and costs[best - 1] < 0.95 * costs[-1]
+
+
+def test_nothing_measured_or_errors_alike_at_every_position_keep_the_window_whole() -> None:
+    assert follow_window([], 100) == 100  # no deviation yet: one window over every step
+    assert follow_window(_tally([], windows=3), 100) == 100
+    assert follow_window(tally_window([], 0, 2, "arithmetic_error"), 60) == 60  # one early deviation says nothing of width
+    # a model wrong one step in ten wherever it stands: deviations spread as a geometric run length is
+    spread = [[90, 10]] + [[int(90 * 0.9 ** j), int(10 * 0.9 ** j)] for j in range(1, 30)]
+    assert follow_window(spread, 100, reasks=2.0) == 100
+
+
+def test_deviations_deeper_in_the_window_narrow_it_near_where_they_begin() -> None:
+    deep = _tally([12] * 6)  # six windows, each right for 12 steps and wrong at the 13th
+    width = follow_window(deep, 100, reasks=2.0)
+    assert 1 < width <= 13
+    assert follow_window(_tally([12]), 100, reasks=2.0) == 100  # one deviation: no evidence yet
+    assert follow_window(_tally([12] * 2), 100, reasks=1.0) == 100 > follow_window(deep, 100, reasks=1.0)  # more, narrower
+    assert follow_window(_tally([12] * 6, windows=1), 100, reasks=2.0) == 100  # then a window right to its end: whole again
+    assert follow_window(deep, 100, reasks=0.0) == 100  # a deviation that costs no re-ask: no reason to narrow
+    assert follow_window(_tally([30] * 6), 100, reasks=2.0) > width  # deeper, wider
+    assert follow_window(deep, 8, reasks=2.0) <= 8  # never wider than GuardConfig.window
+
+
+def test_deviations_at_the_window_start_keep_it_whole() -> None:
+    assert follow_window(_tally([0, 0, 0, 1, 0, 0]), 100, reasks=2.0) == 100  # wrong early: narrowing would not help
+
+
+@pytest.mark.parametrize(("args", "says"), [(([[1, -1]], 5), "negative"), (([], 0), "most >= 1"), (([], 5, -1.0), "reasks >= 0"),
+                                            (([], 5, 1.0, 0.0), "prior > 0")])
+def test_a_bad_tally_or_setting_is_refused_naming_it(args: tuple, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         follow_window(*args)
-
-
-def test_the_tally_counts_each_deviating_step_once_and_the_pending_one() -> None:
-    values = {"a": "1", "b": "2", "c": "3", "d": "4"}
-    reprompts = {"a": 0, "b": 3, "c": 0, "d": 0}
-    provenance = {"a": "model_verified", "b": "model_verified", "c": "repaired", "d": "tool"}
-    assert first_try_tally(reprompts, provenance, values, pending=False) == (2, 2)
-    assert first_try_tally(reprompts, provenance, values, pending=True) == (2, 3)
 
 
 # ------------------------------------------------------------------------------------------- scripted runs
@@ -82,9 +117,26 @@ CHAIN = parse_procedure("inputs: [x]\nsteps:\n  - {var: s1, expr: x + 1}\n"
                         + "".join(f"  - {{var: s{k}, expr: s{k - 1} + {k % 7 + 1}}}\n" for k in range(2, 61)))
 
 
+class Tires(FailsAt):
+    """A scripted model wrong at the 10th step of any reply that asks 10 or more: its accuracy falls
+    with the position in the window. Its ``at``-th call raises (``at = 0``: none does)."""
+
+    def complete(self, messages, settings=None):  # type: ignore[no-untyped-def]
+        asked = re.findall(r"^(s\d+) = ", messages[-1]["content"].split("Steps:\n", 1)[1].split("\n\n")[0], re.M)
+        if len(asked) >= 10:
+            self.faults[asked[9]] = ["wrong"]
+        return super().complete(messages, settings)
+
+
 def _widths(model: ScriptedModel) -> list[int]:
     """The steps each call asked (the lines of its ``Steps:`` block)."""
     return [len(re.findall(r"^s\d+ = ", m[-1]["content"].split("Steps:\n", 1)[1].split("\n\n")[0], re.M)) for m in model.calls]
+
+
+def _tally_of(saver, thread: str) -> list[list[int]]:
+    """The window tally of the thread's last checkpoint."""
+    got = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+    return GuardState.of(got.checkpoint["channel_values"]).progress.window_tally
 
 
 def test_a_right_model_is_asked_every_step_in_one_window() -> None:
@@ -93,20 +145,24 @@ def test_a_right_model_is_asked_every_step_in_one_window() -> None:
     assert result.status == "verified" and result.usage.model_calls == 1 and _widths(model) == [60]
 
 
-def test_after_a_deviation_the_windows_narrow_to_the_measured_accuracy_then_widen() -> None:
+def test_one_deviation_keeps_the_windows_whole_as_plain_streamed() -> None:
     model = ScriptedModel({"s3": ["wrong", None]})
     result = Guard(model, GuardConfig(follow=True, ladder=("narrow",))).run(CHAIN, {"x": 2})
     assert result.status == "verified" and [s.var for s in result.steps if s.reprompts] == ["s3"]
+    assert _widths(model) == [60, 1, 57]  # the whole procedure cut at s3, s3 alone, the rest in one window
+
+
+def test_deviations_deep_in_the_windows_narrow_them() -> None:
+    model = Tires(0)
+    result = Guard(model, GuardConfig(follow=True, ladder=("narrow",))).run(CHAIN, {"x": 2})
+    assert result.status == "verified"
+    plain = Tires(0)
+    Guard(plain, GuardConfig(streamed=True, ladder=("narrow",))).run(CHAIN, {"x": 2})
+    assert _widths(plain) == [60, 1, 50, 1, 40, 1, 30, 1, 20, 1, 10, 1]  # each window to the end, cut at its 10th step
     widths = _widths(model)
-    assert widths[:2] == [60, 1]  # the whole procedure, cut at s3; s3 re-asked alone
-    # then each window as the rule says for the steps verified so far (s3 counts as the one wrong step)
-    want, right = [], 2
-    while right + 1 < 60:
-        w = min(_window(right, 1), 60 - (right + 1))
-        want.append(w)
-        right += w
-    assert widths[2:] == want
-    assert want[0] == 1 and max(want) >= 2  # narrowed to one step, widened as the model held
+    assert widths[:6] == [60, 1, 50, 1, 40, 1]  # wide while one or two deviations are no evidence
+    assert widths[6] == 9  # three windows wrong at their 10th step: the next ends before it
+    assert len(widths) < len(_widths(plain))  # and fewer calls than plain streamed
 
 
 def test_chunked_and_plain_streamed_stay_as_they_were() -> None:
@@ -123,28 +179,55 @@ def test_follow_streams_the_window_and_cuts_it_at_the_first_wrong_step() -> None
         f"  - {{var: s{k}, expr: s{k - 1} + {k}}}\n" if k > 1 else "  - {var: s1, expr: x + 1}\n" for k in range(1, 9)))
     right = {f"s{k}": 2 + sum(range(1, k + 1)) for k in range(1, 9)}
     lines = "".join(f"s{k} = {99 if k == 3 else right[f's{k}']}\n" for k in range(1, 9))
-    model = StreamingReplies([lines, f"s3 = {right['s3']}", *[f"s{k} = {right[f's{k}']}" for k in range(4, 9)]])
+    model = StreamingReplies([lines, f"s3 = {right['s3']}", "".join(f"s{k} = {right[f's{k}']}\n" for k in range(4, 9))])
     result = asyncio.run(Guard(model, GuardConfig(follow=True, ladder=("restate",))).arun(proc, {"x": 2}))
     assert result.status == "verified" and result.values == right
     assert model.streams[0]["closed"] is True  # cut at s3: the rest never read
-    assert len(model.prompts) == 7  # the window, s3, then s4..s8 one a call (p = 3/5 .. 7/9: one step a window)
+    assert len(model.prompts) == 3  # the window, s3, then s4..s8 in one window
 
 
 @pytest.mark.slow
 def test_a_resumed_run_measures_what_it_measured_before() -> None:
-    """The tally is read from the checkpointed steps: a run that crashed resumes with the window it had measured."""
+    """The tally is checkpointed: a run that crashed resumes with the windows it had measured, not a whole one."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from stepguard.errors import ModelError
 
     saver, config = InMemorySaver(), GuardConfig(follow=True, ladder=("narrow",))
-    first = FailsAt(4, faults={"s3": ["wrong", None]})
+    whole = Tires(0)
+    Guard(whole, config).run(CHAIN, {"x": 2})
+    crash_at = next(i for i, w in enumerate(_widths(whole)) if 1 < w < 10) + 1  # the first narrowed window's call
+    first = Tires(crash_at)
     with pytest.raises(ModelError):
         Guard(first, config, saver).run(CHAIN, {"x": 2}, thread_id="t")
-    assert _widths(first)[:3] == [60, 1, 1]  # the window cut at s3, s3 alone, s4 alone; then the crash
-    again = ScriptedModel()
+    assert sum(k for _, k in _tally_of(saver, "t")) >= 2  # the deviations it had measured are in the checkpoint
+    again = Tires(0)
     result = Guard(again, config, saver).run(CHAIN, {"x": 2}, thread_id="t")
-    assert result.status == "verified" and _widths(again)[0] == _window(3, 1) == 1  # not the whole rest at once
+    assert result.status == "verified"
+    assert 1 < _widths(again)[0] == _widths(whole)[crash_at - 1] < 10  # the narrowed window, as the run had measured
+
+
+class _Windows(NullObserver):
+    """Records each first ask's window: ``(start, end)``."""
+
+    def __init__(self) -> None:
+        self.windows: list[tuple[int, int]] = []
+
+    def chunk_started(self, chunk: int, start: int, end: int, rung: str | None, attempt: int) -> None:
+        if rung is None:
+            self.windows.append((start, end))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("spec", "narrows"), [("sim:p=0.9", False), ("sim:p=0.99", False), ("sim:p=0.99,decay=0.02", True)])
+def test_on_the_simulator_follow_narrows_only_where_accuracy_falls_with_the_position(spec: str, narrows: bool) -> None:
+    inst = generate_instance(95, 3, seed=7)
+    proc = inst.to_procedure()
+    seen = _Windows()
+    result = Guard(load_model(spec, seed=0, procedure=proc), GuardConfig(follow=True), observer=seen).run(proc, inst.inputs)
+    assert result.status == "verified"
+    n = len(proc.steps)
+    assert any(end < n for _, end in seen.windows) is narrows, seen.windows  # a window that stopped short of the last step
 
 
 # ----------------------------------------------------------------------------------- sim:perfect, 1 call each

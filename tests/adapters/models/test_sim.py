@@ -270,6 +270,44 @@ def test_a_per_step_accuracy_is_a_spec() -> None:
     assert perfect.complete(prompt).text == SimulatedExecutor("perfect").complete(prompt).text
 
 
+def test_an_accuracy_that_falls_with_the_position_in_the_reply_is_a_spec() -> None:
+    """``sim:p=<accuracy>,decay=<per step line>`` (issue 43): the step at 0-based line ``j`` of a reply is
+    right with probability ``p - decay * j``, so the same step errs more deep in a long reply."""
+    from stepguard.adapters import load_model
+
+    model = load_model("sim:p=0.99,decay=0.02", seed=3)
+    assert model.model_name == "sim:p=0.99,decay=0.02" and model.preset == SimPreset.at_accuracy(0.99, 0.02)
+    steps = [("S1", "x")] + [(f"S{k}", f"S{k - 1} + {k}") for k in range(2, 31)]
+    wrong = [0] * 30
+    for i in range(200):
+        values = step_values(model.complete(raw_prompt({"x": i}, steps)).text)
+        for k in range(2, 31):  # each step against the value the reply wrote before it
+            wrong[k - 1] += values[f"S{k}"] != values[f"S{k - 1}"] + k
+    near, deep = sum(wrong[1:6]) / (5 * 200), sum(wrong[25:30]) / (5 * 200)
+    assert near < 0.1 and 0.4 < deep < 0.6  # 0.01 + 0.02 * j: about 0.07 at lines 1-5, 0.5 (the cap) at lines 25-29
+
+
+def test_no_decay_is_the_accuracy_spec_as_it_was() -> None:
+    prompt = raw_prompt({"x": 4, "y": 7}, [("S1", "x"), ("S2", "y"), ("S3", "S1 + S2"), ("S4", "S3 * 2")])
+    assert SimulatedExecutor("p=0.9,decay=0").preset == SimulatedExecutor("p=0.9").preset == SimPreset.at_accuracy(0.9)
+    assert SimulatedExecutor("p=0.9").spec == "sim:p=0.9"
+    for seed in range(20):
+        assert SimulatedExecutor("p=0.9,decay=0", seed).complete(prompt).text == SimulatedExecutor("p=0.9", seed).complete(prompt).text
+
+
+@pytest.mark.parametrize(("spec", "says"), [("sim:p=0.9,decay=-0.1", "decay must be a number from 0 to 0.5"),
+                                            ("sim:p=0.9,decay=0.6", "decay must be a number from 0 to 0.5"),
+                                            ("sim:p=0.9,decay=fast", "decay must be a number from 0 to 0.5"),
+                                            ("sim:p=0.9,delay=0.1", "p=<accuracy>,decay=<per step line>"),
+                                            ("sim:p=0.9,decay=", "p=<accuracy>,decay=<per step line>"),
+                                            ("sim:p=high,decay=0.1", "per-step accuracy p must be a number")])
+def test_a_bad_decay_is_refused_naming_it(spec: str, says: str) -> None:
+    from stepguard.adapters import load_model
+
+    with pytest.raises(ModelSpecError, match=re.escape(says)):
+        load_model(spec)
+
+
 @pytest.mark.parametrize("spec", ["sim:p=0.4", "sim:p=1.5", "sim:p=nan", "sim:p=high", "sim:p="])
 def test_a_per_step_accuracy_out_of_range_is_refused_naming_it(spec: str) -> None:
     from stepguard.adapters import load_model
