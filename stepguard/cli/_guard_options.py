@@ -69,8 +69,8 @@ def guard_flags() -> list[Any]:
         help_text = spec.help if spec.option.none is None else f"{spec.help[:-1]} (default: {spec.option.none})."
         # a whole number as click reads one: "2.0" and "True" are refused naming the flag, as the
         # other ways in refuse 2.0 (typer's own int reading takes "2.0" as 2)
-        strict = {"parser": _whole_number} if spec.base is int else {}
-        decls = typer.Option(spec.option.flag, metavar=spec.option.metavar, help=help_text, **strict)
+        decls = typer.Option(spec.option.flag, metavar=spec.option.metavar, help=help_text,
+                             parser=_whole_number if spec.base is int else None)
         kind = kinds.get(spec.base, str)
         annotation: Any = Annotated[Optional[kind], decls]  # a type made at run time, for typer
         parameters.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
