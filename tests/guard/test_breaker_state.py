@@ -60,6 +60,9 @@ def _with(part: str, **change: Any) -> dict[str, Any]:
         (_with("progress", shape=1), "progress has shape 1"),
         (_with("progress", shape=2), "progress has shape 2"),
         ({**SHAPE_2, "shape": 3}, "shape 3 with no progress channel"),
+        ({**THREE, "events": [{**SHAPE_2["events"][0], "attempt": -1}]}, "0.attempt"),
+        ({**THREE, "events": [{**SHAPE_2["events"][0], "attempt": "1"}]}, "0.attempt"),
+        ({**THREE, "events": [{**SHAPE_2["events"][0], "chunk": True}]}, "0.chunk"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
