@@ -40,6 +40,7 @@ __all__ = [
     "BudgetExhausted",
     "CheckpointError",
     "EvaluationError",
+    "KindError",
     "LocalServerError",
     "LocalServerSettingError",
     "MissingExtraError",
@@ -201,6 +202,22 @@ class RunStoreError(StepguardError):
 class CheckpointError(StepguardError):
     """A checkpoint database is unreadable or corrupt; the message names the file. Nothing is
     overwritten: a run never silently starts over on a database it cannot read."""
+
+
+class KindError(StepguardError):
+    """A registered step kind's own code raised (not a :class:`StepguardError` of its own): the
+    message names the kind, its method and the step. The run stops there; what it committed before
+    stays checkpointed, so the thread resumes once the kind is fixed.
+
+    Attributes:
+        kind: the kind's name.
+        method: the kind's method that raised (``check``, ``line``, ...).
+        step: the step's variable (several, comma-separated, for a chunk's method).
+    """
+
+    def __init__(self, message: str, kind: str, method: str, step: str) -> None:
+        super().__init__(message)
+        self.kind, self.method, self.step = kind, method, step
 
 
 class ThreadInFlight(CheckpointError):

@@ -16,6 +16,7 @@ the proxy's are.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -40,6 +41,20 @@ def _flagged() -> list[FieldSpec]:
     return [spec for spec in fields_of(GuardConfig) if spec.option.flag]
 
 
+def _whole_number(text: str | int) -> int:
+    """A whole-number flag's text as an int: digits with an optional sign (``2.0``, ``True`` and ``1_0``
+    are not, as ``2.0`` and ``true`` are not a whole-number option's JSON).
+
+    Raises:
+        typer.BadParameter: any other text (click names the flag).
+    """
+    if isinstance(text, int):
+        return text
+    if not re.fullmatch(r"[+-]?[0-9]+", text.strip()):
+        raise typer.BadParameter(f"{text!r} is not a whole number")
+    return int(text)
+
+
 def guard_flags() -> list[Any]:
     """typer's click options for the guard flags, one per flagged GuardConfig field, parameter named as the field.
 
@@ -52,7 +67,10 @@ def guard_flags() -> list[Any]:
     parameters, annotations = [], {}
     for spec in _flagged():
         help_text = spec.help if spec.option.none is None else f"{spec.help[:-1]} (default: {spec.option.none})."
-        decls = typer.Option(spec.option.flag, metavar=spec.option.metavar, help=help_text)
+        # a whole number as click reads one: "2.0" and "True" are refused naming the flag, as the
+        # other ways in refuse 2.0 (typer's own int reading takes "2.0" as 2)
+        decls = typer.Option(spec.option.flag, metavar=spec.option.metavar, help=help_text,
+                             parser=_whole_number if spec.base is int else None)
         kind = kinds.get(spec.base, str)
         annotation: Any = Annotated[Optional[kind], decls]  # a type made at run time, for typer
         parameters.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))

@@ -201,7 +201,7 @@ class GuardConfig:
         "every model call, and each call's ``max_tokens`` is capped at what is left, so a run overshoots by at "
         "most one call's input tokens.")),
         Option("--max-total-tokens", "TOKENS", none="unbounded")] = None
-    max_wall_s: Annotated[float | None, Field(strict=True, gt=0, description=(
+    max_wall_s: Annotated[float | None, Field(strict=True, gt=0, allow_inf_nan=False, description=(
         "Wall-clock seconds for the whole run (in this process), nested rung runs included. Checked before "
         "every model call, so a run overshoots by at most one call, which the model's own per-attempt "
         "deadline bounds.")),

@@ -37,7 +37,7 @@ from stepguard.errors import BudgetExhausted, EvaluationError, RunClosed, Stepgu
 from stepguard.guard._corrections import correction_note
 from stepguard.guard._identity import identity_digest
 from stepguard.guard._result import DeviationEvent, grade_of, outcome
-from stepguard.guard._state import GuardState, Progress, RunContext, Stop, Update
+from stepguard.guard._state import BudgetName, GuardState, Progress, RunContext, Stop, Update
 from stepguard.guard._window import StreamWatch, aread_window, calls_per_deviation, follow_window, next_window, read_window, tally_window
 from stepguard.guard.rungs import Rung, get_rung
 from stepguard.kinds import KindVerdict, StepContext, kind_of
@@ -711,7 +711,7 @@ def _wall_left(ctx: RunContext) -> float | None:
     return ctx.config.max_wall_s - (time.monotonic() - ctx.started)
 
 
-def _spent_before_call(state: GuardState, ctx: RunContext) -> str | None:
+def _spent_before_call(state: GuardState, ctx: RunContext) -> BudgetName | None:
     """The run-wide budget that forbids another model call (``tokens``, ``wall_time``), or ``None``."""
     tokens, wall = _tokens_left(state, ctx), _wall_left(ctx)
     if tokens is not None and tokens <= 0:
@@ -721,7 +721,7 @@ def _spent_before_call(state: GuardState, ctx: RunContext) -> str | None:
     return None
 
 
-def _budget_left(state: GuardState, ctx: RunContext) -> str | None:
+def _budget_left(state: GuardState, ctx: RunContext) -> BudgetName | None:
     cfg = ctx.config
     spent = _spent_before_call(state, ctx)
     if spent is not None:

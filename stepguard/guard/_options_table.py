@@ -81,6 +81,12 @@ def options_table() -> str:
         "`procedure`, `inputs`, `thread_id` and `deliver_flagged` besides the options; its JSON Schema is",
         "[schemas/options.schema.json](schemas/options.schema.json).",
         "",
+        "The options are stricter than the schema where JSON Schema cannot say it: a whole-number option",
+        "written with a fraction (`2.0`, which JSON Schema counts an integer) is refused, as `--chunk-size 2.0`",
+        "is; a ladder's names must be registered rungs (the schema takes any text); the schema lists the",
+        "options alone, and a key that is neither an option nor one of the four above is refused",
+        "(`unknown_option`); `NaN` and `Infinity` (not JSON, though Python writes them) are refused.",
+        "",
         "| option | default | allowed | by procedure | flag / per-run key | what it does |",
         "|---|---|---|---|---|---|",
     ]

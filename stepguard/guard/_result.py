@@ -394,8 +394,8 @@ class DeviationEvent(BaseModel):
 
     deviation: Deviation
     """The deviation, as the check found it (a derived rung's note added to its detail)."""
-    attempt: int = Field(0, description="0 = first try of the chunk; n = n-th re-prompt for this step.")
-    chunk: int = 0
+    attempt: int = Field(0, strict=True, ge=0, description="0 = first try of the chunk; n = n-th re-prompt for this step.")
+    chunk: int = Field(0, strict=True)
     action: Literal["reprompt", "repair", "raise", "flag", "note", "stop", "read"] = "reprompt"
     """What the policy did; ``read``: the step's value was read by position from the model's verified
     sub-steps by a digit rung (``detail`` lists every sub-step and digit; docs/concepts.md)."""

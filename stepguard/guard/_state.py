@@ -24,9 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from stepguard.errors import CheckpointError
 from stepguard.evaluator import Number
@@ -41,8 +41,8 @@ from stepguard.procedure import Procedure
 from stepguard.tools import Env, ToolSet
 from stepguard.verify import Deviation
 
-__all__ = ["STATE_SHAPE", "Attempt", "GuardState", "Progress", "RunContext", "RunUsage", "Stop", "StopReason", "Update",
-           "check_against"]
+__all__ = ["MAX_COUNT", "STATE_SHAPE", "Attempt", "BudgetName", "GuardState", "Progress", "RunContext", "RunUsage", "Stop",
+           "StopReason", "Update", "check_against"]
 
 
 STATE_SHAPE = 3
@@ -61,13 +61,23 @@ StopReason = Literal["raise", "budget", "unrepairable", "tool_error"]
 """
 
 
+BudgetName = Literal["tokens", "wall_time", "reprompts_per_step", "reprompts_per_run", "spent", "run"]
+"""A budget a checkpoint names as spent (``spent`` and ``run``: one not named, as every version wrote it)."""
+
+
+_ONLY_ITS_FIELDS = ConfigDict(extra="forbid")
+"""A checkpoint part's JSON holds its fields and no others (a key no version wrote is refused, not dropped)."""
+
+
 @dataclass(frozen=True)
 class Stop:
     """Why and where a run stopped early; ``{"reason": ..., "budget": ...}`` in checkpoints."""
 
+    __pydantic_config__: ClassVar[ConfigDict] = _ONLY_ITS_FIELDS
+
     reason: StopReason
     """What stopped it."""
-    budget: str | None = None
+    budget: BudgetName | None = None
     """For ``budget``: which one (``tokens``, ``wall_time``, ``reprompts_per_step``, ``reprompts_per_run``)."""
 
     @classmethod
@@ -83,20 +93,61 @@ RunUsage = Usage
 """What a run has spent so far (:class:`stepguard.model.Usage`, the one usage type); JSON in checkpoints."""
 
 
-Count = Annotated[int, Field(strict=True, ge=0)]
-"""A whole number, 0 or more (``True`` and ``"2"`` are not)."""
+MAX_COUNT = 2**53 - 1
+"""The largest count a checkpoint holds: the largest integer every JSON reader keeps exact, far from
+the 64-bit bound the checkpointers store (a count one past it still writes)."""
+Count = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
+"""A whole number, 0 to :data:`MAX_COUNT` (``True``, ``2.0`` and ``"2"`` are not)."""
 Text = Annotated[str, Field(strict=True)]
 Pair = Annotated[list[Text], Field(min_length=2, max_length=2)]
 """``[variable, text]``."""
-Time = Annotated[float, Field(strict=True)]
+Time = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+"""A finite number of seconds (NaN and infinities are not)."""
+Seconds = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
 Tally = Annotated[list[Count], Field(min_length=2, max_length=2)]
 """``[right, wrong]``."""
+
+
+class _UsageJSON(BaseModel):
+    """A checkpoint's usage as this version (and every earlier one) writes it: counts, never text,
+    ``True``, a negative or non-finite number, or a key of its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_calls: Count = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cached_tokens: Count = 0
+    wall_s: Seconds = 0.0
+    model_s: Seconds = 0.0
+
+
+def _read_usage(value: Any) -> Any:
+    """A checkpoint's usage JSON checked as :class:`_UsageJSON` (a :class:`Usage` as it is).
+
+    Raises:
+        ValueError: the first count that does not read, named (the state's reader names ``usage``).
+    """
+    if isinstance(value, Usage):
+        return value
+    try:
+        return _UsageJSON.model_validate(value).model_dump()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "usage"
+        raise ValueError(f"usage.{where} reads {str(err.get('input'))[:40]!r}: {err['msg']}") from None
+
+
+CheckpointUsage = Annotated[Usage, BeforeValidator(_read_usage)]
+""":class:`Usage` as a checkpoint holds it (:func:`_read_usage`)."""
 
 
 @dataclass(frozen=True)
 class Progress:
     """What a run has done and goes on from: committed values and how each was got, what it spent,
     where the ladder of the step at ``cursor`` stands, and why it stopped (checkpointed, versioned by :data:`STATE_SHAPE`)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = _ONLY_ITS_FIELDS
 
     shape: Count = STATE_SHAPE
     """The checkpoint shape this progress was written in (:data:`STATE_SHAPE`)."""
@@ -124,11 +175,11 @@ class Progress:
     """``[var, value text]``: the last value the model wrote for a deviating step on any try, so a
     ``flag`` after a try that gave none (a derived rung that stopped at a wrong sub-step) still
     keeps the model's value rather than ending the run."""
-    usage: Usage = field(default_factory=Usage)
+    usage: CheckpointUsage = field(default_factory=Usage)
     """Model calls, tokens, model seconds."""
     reprompts: Count = 0
     """Re-prompts in the whole run."""
-    spent: Text | None = None
+    spent: BudgetName | None = None
     """The budget found spent (``tokens``, ``wall_time``, ``reprompts_per_step``, ...), else ``None``."""
     stop: Annotated[Stop | None, BeforeValidator(Stop.read)] = None
     """Why the run stopped early, or ``None``."""
@@ -151,6 +202,8 @@ class Progress:
 class Attempt:
     """The ask in flight: the chunk asked, the model's reply and what checking it found (checkpointed
     with the progress so a run resumes mid-ladder, replaced as the ask goes through the nodes)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = _ONLY_ITS_FIELDS
 
     chunk_start: Count = 0
     """Start of the chunk being asked (a step index)."""
@@ -302,10 +355,16 @@ class GuardState:
             progress = values["progress"]
             shape = progress.get("shape") if isinstance(progress, Mapping) else STATE_SHAPE
             _check_shape(shape)
+            if shape != STATE_SHAPE:  # shapes 1 and 2 had no progress channel
+                raise CheckpointError(f"the checkpoint's progress has shape {shape!r}; "
+                                      f"shape {STATE_SHAPE} wrote the first progress channel")
             return cls(_read(Progress, progress, "progress"), _read(Attempt, values.get("attempt") or {}, "attempt"),
                        _read_events(values.get("events") or []))
         shape = values.get("shape", 1)
         _check_shape(shape)
+        if shape >= STATE_SHAPE:  # shape 3 onward keeps its fields under progress
+            raise CheckpointError(f"the checkpoint's state has shape {shape!r} with no progress channel; "
+                                  f"shapes 1 and 2 hold one channel per field, shape {STATE_SHAPE} a progress channel")
         flat = dict(values)
         if shape == 1 and isinstance(flat.get("usage"), Mapping):
             usage = dict(flat["usage"])
@@ -359,8 +418,49 @@ def check_against(state: GuardState, procedure: Any) -> None:
         problems.append(f"provenance {', '.join(map(repr, odd[:3]))} (this version knows {', '.join(sorted(known))})")
     if p.rung is not None and p.rung not in rung_names():
         problems.append(f"rung {p.rung!r} is not registered")
+    problems += _unread_values(p, procedure) + _strangers(state, procedure) + _attempt_problems(state, procedure)
     if problems:
         raise CheckpointError("the checkpoint does not fit the procedure: " + "; ".join(problems))
+
+
+def _unread_values(p: Progress, procedure: Any) -> list[str]:
+    """Each committed value its step's kind does not read (``"banana"`` for a number), named."""
+    out = []
+    for var, text in p.values.items():
+        if var not in procedure.index_of:
+            continue
+        step = procedure.steps[procedure.index_of[var]]
+        try:
+            kind_of(step).value_of(step, text)
+        except Exception as exc:  # noqa: BLE001 - any kind's refusal of the text is the same finding
+            out.append(f"the committed value of {var} reads {text[:40]!r}, not a {kind_of(step).name} step's value ({exc})")
+    return out[:3]
+
+
+def _strangers(state: GuardState, procedure: Any) -> list[str]:
+    """Each field keyed by variable (provenance, re-prompts, chunks, actions, the kept value, the
+    attempt's verified prefix and deviation) that names a variable the procedure does not have."""
+    p, a = state.progress, state.attempt
+    named = {"provenance": list(p.provenance), "step_reprompts": list(p.step_reprompts), "step_chunk": list(p.step_chunk),
+             "actions": list(p.actions), "kept_value": [p.kept_value[0]] if p.kept_value else [],
+             "verified": [v for v, _ in a.verified], "restated": [a.restated[0]] if a.restated else [],
+             "deviation": [a.deviation.step] if a.deviation and a.deviation.step else []}
+    known = set(procedure.variables)
+    return [f"{name} names {', '.join(sorted(set(vs) - known)[:3])}, not a variable of the procedure"
+            for name, vs in named.items() if set(vs) - known]
+
+
+def _attempt_problems(state: GuardState, procedure: Any) -> list[str]:
+    """An attempt's chunk outside the procedure's steps, or a pending call at a step whose kind does not act."""
+    from stepguard.kinds import Acting
+
+    a, n, out = state.attempt, len(procedure.steps), []
+    if not a.chunk_start <= a.chunk_end <= n:
+        out.append(f"the attempt's chunk [{a.chunk_start}, {a.chunk_end}) is not within the procedure's {n} steps")
+    cursor = state.progress.cursor
+    if a.pending_call and (cursor >= n or type(kind_of(procedure.steps[cursor])).execute is Acting.execute):
+        out.append(f"a call is pending at step {cursor}, whose kind carries out no call")
+    return out
 
 
 @dataclass

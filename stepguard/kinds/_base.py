@@ -24,7 +24,7 @@ step); the parts a kind inherits (:mod:`stepguard.kinds._parts`) hold the defaul
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar, get_args
+from typing import Any, ClassVar, TypeVar, get_args
 
 from stepguard.errors import ProcedureError
 from stepguard.kinds._context import StepContext
@@ -73,7 +73,7 @@ def register_kind(cls: _K) -> _K:
     if get_args(model.model_fields["kind"].annotation) != (name,):
         raise ProcedureError(f"step kind {name!r}: its step model's kind must be Literal[{name!r}], "
                              f"not {model.model_fields['kind'].annotation}")
-    _KINDS[name] = cls()
+    _KINDS[name] = cls() if name in _BUILT_IN else _answering(cls)()
     use_step_models({**BUILT_IN_STEP_MODELS, **{k: type(v).step_model for k, v in _KINDS.items()}})
     return cls
 
@@ -92,6 +92,64 @@ def unregister_kind(name: str) -> None:
 
 
 _BUILT_IN = frozenset({"compute", "tool", "extract", "text"})
+
+_ANSWERED = ("notes", "line", "example", "chunk_example", "count_line", "offered_tools", "describe", "check", "correction_note",
+             "check_result", "provenance", "grade", "result_shape", "value_of", "intent", "execute", "aexecute", "resume_refusal")
+"""The methods of a kind of one's own whose errors :func:`_answering` names."""
+
+_SIGNALS: dict[str, tuple[type[Exception], ...]] = {"value_of": (ValueError, TypeError)}
+"""Errors a method raises as its protocol says (``value_of``'s: the text is no value of the step's
+type, which its callers read), passed on as they are."""
+
+
+def _steps_of(args: tuple[Any, ...]) -> str:
+    """The step a kind's method was called for: its first argument's ``var`` (a context or a step),
+    or the chunk's, comma-separated."""
+    first = args[0] if args else None
+    if isinstance(first, (list, tuple)):
+        return ", ".join(str(getattr(c, "var", "?")) for c in first)
+    return str(getattr(first, "var", "?"))
+
+
+def _answering(cls: type[Kind]) -> type[Kind]:
+    """``cls`` with each method of :data:`_ANSWERED` it overrides made to raise a :class:`KindError`
+    naming the kind, the method and the step for any error not a :class:`StepguardError` (a tool's
+    :class:`ToolError` passes as it is); the method is looked up on ``cls`` at each call, so a
+    method changed after registration is the one called. Same module and name as ``cls``."""
+    import functools
+    import inspect
+
+    from stepguard.errors import KindError, StepguardError
+
+    def refusal(method: str, args: tuple[Any, ...], exc: Exception) -> KindError:
+        step = _steps_of(args)
+        return KindError(f"step kind {cls.name!r} ({cls.__module__}.{cls.__qualname__}) raised in {method} at step {step}: "
+                         f"{type(exc).__name__}: {exc}", cls.name, method, step)
+
+    def wrap(method: str) -> Any:
+        passed: tuple[type[Exception], ...] = (StepguardError, *_SIGNALS.get(method, ()))
+        if inspect.iscoroutinefunction(getattr(cls, method)):
+            async def acall(self: Kind, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await getattr(cls, method)(self, *args, **kwargs)
+                except passed:
+                    raise
+                except Exception as exc:
+                    raise refusal(method, args, exc) from exc
+            return functools.wraps(getattr(cls, method))(acall)
+
+        def call(self: Kind, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return getattr(cls, method)(self, *args, **kwargs)
+            except passed:
+                raise
+            except Exception as exc:
+                raise refusal(method, args, exc) from exc
+        return functools.wraps(getattr(cls, method))(call)
+
+    own = [m for m in _ANSWERED if getattr(cls, m, None) is not getattr(Kind, m, None)]
+    return type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                       "__doc__": cls.__doc__, **{m: wrap(m) for m in own}})
 
 
 def get_kind(name: str) -> Kind:
