@@ -123,7 +123,9 @@ class FieldSpec:
         return TypeAdapter(self.hint)
 
     def check(self, value: Any) -> Any:
-        """``value`` as the field holds it (a list ladder as a tuple, a text path as a ``Path``).
+        """``value`` as the field holds it (a list ladder as a tuple, a text path as a ``Path``, ``-0.0`` as
+        ``0.0``: the two are one setting, and a run's identity and a store's settings are written as JSON,
+        where they differ).
 
         Raises:
             ValueError: the value refused: ``"<name> must <expects>, not <value>"``, or a validator's own message.
@@ -131,12 +133,13 @@ class FieldSpec:
         from pydantic import ValidationError
 
         try:
-            return self._adapter.validate_python(value)
+            held = self._adapter.validate_python(value)
         except ValidationError as exc:
             error = exc.errors()[0]
             if error["type"] == "value_error":  # a validator's own words (an unknown rung)
                 raise ValueError(str(error["ctx"]["error"])) from None
             raise ValueError(f"{self.name} must {self.expects}, not {value!r}") from None
+        return 0.0 if isinstance(held, float) and held == 0 else held
 
 
 @functools.cache

@@ -161,3 +161,21 @@ def test_the_docs_say_where_the_options_are_stricter_than_the_schema() -> None:
     jsonschema.validate({"chunksize": 2}, options_schema())  # the schema lists the options alone
     with pytest.raises(OptionError, match="unknown option 'chunksize'"):
         read_run_object({"chunksize": 2})
+
+
+@pytest.mark.parametrize("field", ["temperature", "resample_temperature"])
+def test_negative_zero_is_the_same_setting_as_zero_in_the_identity(field: str) -> None:
+    """-0.0 == 0.0, but JSON writes them apart: a run started with one resumed with the other was
+    refused as other settings (the breaker's open case). The config holds 0.0 for both."""
+    from stepguard.adapters import load_model
+    from stepguard.guard import PromptSet, run_identity
+    from stepguard.procedure import load_procedure
+    from tests._paths import ROOT
+
+    procedure = load_procedure(ROOT / "examples" / "invoice.yaml")
+    inputs = {"subtotal": "100.10", "rate": "0.1"}
+    with load_model("sim:perfect") as model:
+        ids = [run_identity(procedure, inputs, GuardConfig.for_procedure(procedure, **{field: v}), model, PromptSet())
+               for v in (0.0, -0.0)]
+    assert json.dumps(ids[0], sort_keys=True) == json.dumps(ids[1], sort_keys=True)
+    assert math.copysign(1.0, getattr(GuardConfig(**{field: -0.0}), field)) == 1.0
