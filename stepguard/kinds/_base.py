@@ -57,13 +57,15 @@ def register_kind(cls: _K) -> _K:
     """Register a step kind (a class decorator); procedure files may then use ``kind: <name>``.
 
     Raises:
-        ProcedureError: the class has no ``name`` or ``step_model``, the name is taken by another
+        ProcedureError: the class has no ``name`` or ``step_model``, the name is not an ASCII
+            identifier (``ｕpper`` would be another kind that reads as ``upper``), is taken by another
             class, or the model's ``kind`` field does not default to or accept the name.
     """
     name = getattr(cls, "name", None)
     model = getattr(cls, "step_model", None)
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ProcedureError(f"step kind {cls.__name__}: 'name' must be an identifier, not {name!r}")
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        # ASCII only: Python folds 'ｕpper' to 'upper' as a name, so two kinds would read as one
+        raise ProcedureError(f"step kind {cls.__name__}: 'name' must be an ASCII identifier, not {name!r}")
     old = _KINDS.get(name)
     same = old is not None and (type(old).__module__, type(old).__qualname__) == (cls.__module__, cls.__qualname__)
     if old is not None and (not same or name in _BUILT_IN):  # a reload of a module re-registers its own class

@@ -134,3 +134,16 @@ def test_a_method_changed_after_registration_is_the_one_called(monkeypatch: pyte
     monkeypatch.setattr(Odd, "grade", lambda self, ctx: "exact", raising=False)
     result = Guard(FixedReplies(["a = 3", "b = hi", "c = 6"])).run(parse_procedure(FILE), {"x": 2})
     assert result.grades["b"] == "exact"
+
+
+@pytest.mark.parametrize("name", ["ｕpper", "ﬁx", "upper\u0301"])
+def test_a_kind_name_outside_ascii_is_refused_naming_it(name: str) -> None:
+    """Python folds ``ｕpper`` to ``upper`` as a name (NFKC), so a kind of that name would be a second kind
+    that a procedure file's ``kind: upper`` could never reach, or could reach by accident."""
+    from stepguard.errors import ProcedureError
+
+    step = type("FoldStep", (Step,), {"__annotations__": {"kind": Literal[name]}, "kind": name})  # type: ignore[valid-type]  # a name from the parameter
+    cls = type("Fold", (Kind,), {"name": name, "step_model": step})
+    with pytest.raises(ProcedureError, match="ASCII identifier"):
+        register_kind(cls)
+    assert name not in {k.name for k in step_kinds()}
