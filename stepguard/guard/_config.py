@@ -205,7 +205,7 @@ class GuardConfig:
         "Wall-clock seconds for the whole run (in this process), nested rung runs included. Checked before "
         "every model call, so a run overshoots by at most one call, which the model's own per-attempt "
         "deadline bounds.")),
-        Option("--max-wall-s", "SECONDS", expects="be positive seconds (or None)", none="unbounded")] = None
+        Option("--max-wall-s", "SECONDS", expects="be positive seconds, finite (or None)", none="unbounded")] = None
     on_exhausted: Annotated[ExhaustedAction, Field(description=(
         "What happens when a budget is spent. One of :data:`ExhaustedAction`.")),
         Option("--on-exhausted", "ACTION")] = "raise"

@@ -395,7 +395,8 @@ def test_a_check_that_disagrees_on_flagged_values_names_them_not_the_procedure()
     ("temperature", -0.1, "from 0 to 2"), ("chunk_size", True, "chunk_size must be a whole number"),
     ("seed", 1.0, "seed must be a whole number"), ("adaptive", "false", "adaptive must be true or false"),
     ("max_tokens_per_step", 0, "max_tokens_per_step must be a whole number from 1"),
-    ("max_wall_s", True, r"max_wall_s must be positive seconds \(or None\), not True"), ("extra", "x", "extra must map text to text"),
+    ("max_wall_s", True, r"max_wall_s must be positive seconds, finite \(or None\), not True"),
+    ("extra", "x", "extra must map text to text"),
     ("prompt_dir", 5, "prompt_dir must be a folder path"), ("seed", 2**200, "seed must be a whole number"),
     ("chunk_size", None, "chunk_size must be a whole number"), ("ladder", "bridge", "ladder must be a sequence of rung names"),
 ])

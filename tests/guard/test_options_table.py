@@ -91,7 +91,7 @@ INVALID: list[tuple[dict[str, Any], str, str]] = [
     ({"substeps_together": "yes"}, "substeps_together", "substeps_together must be"),
     ({"on_exhausted": "retry"}, "on_exhausted", "on_exhausted must be raise, repair or flag, not 'retry'"),
     ({"max_reprompts_per_step": -1}, "max_reprompts_per_step", "max_reprompts_per_step must be a whole number from 0 to"),
-    ({"max_wall_s": 0}, "max_wall_s", "max_wall_s must be positive seconds (or None), not 0.0"),
+    ({"max_wall_s": 0}, "max_wall_s", "max_wall_s must be positive seconds, finite (or None), not 0.0"),
     ({"max_total_tokens": 0}, "max_total_tokens", "max_total_tokens must be a whole number from 1 to"),
     ({"labels": {"a": 1}}, "labels", "labels must map text to text"),
     ({"temperature": 3}, "temperature", "temperature must be a number from 0 to 2, not 3.0"),

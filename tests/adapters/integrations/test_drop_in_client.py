@@ -245,7 +245,7 @@ def test_unsupported_response_format_is_refused(stub: StubServer, client: Guarde
     ({"procedure": "invoice", "inputs": INPUTS, "resample_temperature": float("inf")}, r"resample_temperature must be a finite number, not inf"),
     ({"procedure": "invoice", "inputs": INPUTS, "chunk_size": True}, r"\.chunk_size: chunk_size must be a whole number from 1 to 2147483647, not True"),
     ({"procedure": "invoice", "inputs": INPUTS, "adaptive": "false"}, r"\.adaptive: adaptive must be true or false, not 'false'"),
-    ({"procedure": "invoice", "inputs": INPUTS, "max_wall_s": True}, r"\.max_wall_s: max_wall_s must be positive seconds \(or None\), not True"),
+    ({"procedure": "invoice", "inputs": INPUTS, "max_wall_s": True}, r"\.max_wall_s: max_wall_s must be positive seconds, finite \(or None\), not True"),
     ({"procedure": "invoice", "inputs": INPUTS, "resample_temperature": "0.7"}, r"\.resample_temperature: resample_temperature must be a number from 0 to 2, not '0.7'"),
 ])
 def test_stepguard_options_are_validated(stub: StubServer, client: GuardedOpenAI, spec: Any, message: str) -> None:
