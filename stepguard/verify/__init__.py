@@ -12,11 +12,17 @@ Public face:
 * the checks of the other step kinds live with each kind: :mod:`stepguard.kinds`.
 """
 
-from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
-from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, number_text, scan_numbers
-from stepguard.verify._stepwise import ChunkVerdict, expected_value, verify_chunk
-from stepguard.verify._taxonomy import FAILURE_LABELS, SCORE_LABELS, Score, ScoreLabel, ScoringTarget, score_generation
-from stepguard.verify._values import operand_leaves, read_raw_value
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
+    from stepguard.verify._source_numbers import Percent, SourceNumbers, after_label, number_text, scan_numbers
+    from stepguard.verify._stepwise import ChunkVerdict, expected_value, verify_chunk
+    from stepguard.verify._taxonomy import FAILURE_LABELS, SCORE_LABELS, Score, ScoreLabel, ScoringTarget, score_generation
+    from stepguard.verify._values import operand_leaves, read_raw_value
 
 __all__ = [
     "DEVIATION_KINDS",
@@ -39,3 +45,43 @@ __all__ = [
     "score_generation",
     "verify_chunk",
 ]
+
+_HOMES: dict[str, str] = {
+    "DEVIATION_KINDS": "stepguard.verify._deviation",
+    "Deviation": "stepguard.verify._deviation",
+    "DeviationKind": "stepguard.verify._deviation",
+    "Percent": "stepguard.verify._source_numbers",
+    "SourceNumbers": "stepguard.verify._source_numbers",
+    "after_label": "stepguard.verify._source_numbers",
+    "number_text": "stepguard.verify._source_numbers",
+    "scan_numbers": "stepguard.verify._source_numbers",
+    "ChunkVerdict": "stepguard.verify._stepwise",
+    "expected_value": "stepguard.verify._stepwise",
+    "verify_chunk": "stepguard.verify._stepwise",
+    "FAILURE_LABELS": "stepguard.verify._taxonomy",
+    "SCORE_LABELS": "stepguard.verify._taxonomy",
+    "Score": "stepguard.verify._taxonomy",
+    "ScoreLabel": "stepguard.verify._taxonomy",
+    "ScoringTarget": "stepguard.verify._taxonomy",
+    "score_generation": "stepguard.verify._taxonomy",
+    "operand_leaves": "stepguard.verify._values",
+    "read_raw_value": "stepguard.verify._values",
+}
+"""Where each name lives: a module loads on a name's first use (PEP 562), so that reading a procedure
+(``stepguard check``, the kinds) does not load the stepwise verifier and the raw-mode scorer."""
+
+
+def __getattr__(name: str) -> Any:
+    """The name from its module, imported on first use; ``AttributeError`` for a name not here."""
+    try:
+        module = _HOMES[name]
+    except KeyError:
+        raise AttributeError(f"module 'stepguard.verify' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, as an eager package would list them."""
+    return sorted({*globals(), *_HOMES})

@@ -72,6 +72,8 @@ def test_check_reads_the_procedure_yet_not_the_guard(tmp_path: Path) -> None:
     assert code == 0 and "is valid" in stdout
     assert "stepguard.procedure" in modules  # the probe sees what the command imports...
     assert "stepguard.guard" not in modules and "stepguard.bench" not in modules  # ...and what it does not
+    # nor the stepwise verifier and the raw-mode scorer: the kinds need only the deviation vocabulary
+    assert "stepguard.verify._stepwise" not in modules and "stepguard.verify._taxonomy" not in modules
 
 
 def test_run_help_lists_the_rungs_without_loading_the_controller(tmp_path: Path) -> None:
