@@ -14,6 +14,10 @@ from stepguard.model import ChatResponse
 from stepguard.tools import Tool, parse_calls
 from tests._fakes import REFUND, REFUND_INPUTS as REFUND_IN, ReplyModel
 
+# These tests give a whole GuardConfig on purpose (the ladder or chunking under test), so the
+# warning that it replaces the procedure's defaults says nothing here.
+pytestmark = pytest.mark.filterwarnings("ignore::stepguard.guard.LadderWarning")
+
 AGE = parse_procedure("""
 name: age_power
 inputs: {person: string}

@@ -10,6 +10,10 @@ from stepguard.trace import Record, parse_trace
 from stepguard.verify import read_raw_value
 from tests._fakes import SameReply
 
+# These tests give a whole GuardConfig on purpose (the ladder or chunking under test), so the
+# warning that it replaces the procedure's defaults says nothing here.
+pytestmark = pytest.mark.filterwarnings("ignore::stepguard.guard.LadderWarning")
+
 
 def _proc(steps: list[dict[str, object]]) -> Procedure:
     return Procedure.model_validate({"name": "m", "inputs": {"x": "integer"}, "steps": steps})

@@ -13,6 +13,10 @@ from stepguard.bench.user_prompt import UserPrompt
 from stepguard.trace import line_end, numbers_in, parse_trace
 from tests._fakes import SameReply
 
+# These tests give a whole GuardConfig on purpose (the ladder or chunking under test), so the
+# warning that it replaces the procedure's defaults says nothing here.
+pytestmark = pytest.mark.filterwarnings("ignore::stepguard.guard.LadderWarning")
+
 S3 = tuple(f"S{k}" for k in range(1, 4))
 
 # separators a model puts between two assignments on one line that are no clause boundary of the grammar

@@ -20,6 +20,10 @@ from stepguard.trace import parse_trace
 from stepguard.verify import verify_chunk
 from tests._stub_server import StubServer
 
+# These tests give a whole GuardConfig on purpose (the ladder or chunking under test), so the
+# warning that it replaces the procedure's defaults says nothing here.
+pytestmark = pytest.mark.filterwarnings("ignore::stepguard.guard.LadderWarning")
+
 PRICE = parse_procedure("""
 name: price
 inputs: {weight_kg: {type: decimal}}
