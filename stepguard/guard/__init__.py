@@ -7,8 +7,9 @@ and the one options model every way in reads (:class:`GuardOptions`, :class:`Opt
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stepguard._lazy import lazy_names
 
 if TYPE_CHECKING:
     from stepguard.guard._config import (
@@ -157,17 +158,4 @@ _HOMES: dict[str, tuple[str, str]] = {
 ``stepguard --help`` and the CLI's option help (the rung list) do not import LangGraph."""
 
 
-def __getattr__(name: str) -> Any:
-    """The name from its module, imported on first use; ``AttributeError`` for a name not here."""
-    try:
-        module, attr = _HOMES[name]
-    except KeyError:
-        raise AttributeError(f"module 'stepguard.guard' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names and the helpers, as an eager package would list them."""
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

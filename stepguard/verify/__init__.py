@@ -14,8 +14,9 @@ Public face:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stepguard._lazy import lazy_names
 
 if TYPE_CHECKING:
     from stepguard.verify._deviation import DEVIATION_KINDS, Deviation, DeviationKind
@@ -46,42 +47,29 @@ __all__ = [
     "verify_chunk",
 ]
 
-_HOMES: dict[str, str] = {
-    "DEVIATION_KINDS": "stepguard.verify._deviation",
-    "Deviation": "stepguard.verify._deviation",
-    "DeviationKind": "stepguard.verify._deviation",
-    "Percent": "stepguard.verify._source_numbers",
-    "SourceNumbers": "stepguard.verify._source_numbers",
-    "after_label": "stepguard.verify._source_numbers",
-    "number_text": "stepguard.verify._source_numbers",
-    "scan_numbers": "stepguard.verify._source_numbers",
-    "ChunkVerdict": "stepguard.verify._stepwise",
-    "expected_value": "stepguard.verify._stepwise",
-    "verify_chunk": "stepguard.verify._stepwise",
-    "FAILURE_LABELS": "stepguard.verify._taxonomy",
-    "SCORE_LABELS": "stepguard.verify._taxonomy",
-    "Score": "stepguard.verify._taxonomy",
-    "ScoreLabel": "stepguard.verify._taxonomy",
-    "ScoringTarget": "stepguard.verify._taxonomy",
-    "score_generation": "stepguard.verify._taxonomy",
-    "operand_leaves": "stepguard.verify._values",
-    "read_raw_value": "stepguard.verify._values",
+_HOMES: dict[str, tuple[str, str]] = {
+    "DEVIATION_KINDS": ("stepguard.verify._deviation", "DEVIATION_KINDS"),
+    "Deviation": ("stepguard.verify._deviation", "Deviation"),
+    "DeviationKind": ("stepguard.verify._deviation", "DeviationKind"),
+    "Percent": ("stepguard.verify._source_numbers", "Percent"),
+    "SourceNumbers": ("stepguard.verify._source_numbers", "SourceNumbers"),
+    "after_label": ("stepguard.verify._source_numbers", "after_label"),
+    "number_text": ("stepguard.verify._source_numbers", "number_text"),
+    "scan_numbers": ("stepguard.verify._source_numbers", "scan_numbers"),
+    "ChunkVerdict": ("stepguard.verify._stepwise", "ChunkVerdict"),
+    "expected_value": ("stepguard.verify._stepwise", "expected_value"),
+    "verify_chunk": ("stepguard.verify._stepwise", "verify_chunk"),
+    "FAILURE_LABELS": ("stepguard.verify._taxonomy", "FAILURE_LABELS"),
+    "SCORE_LABELS": ("stepguard.verify._taxonomy", "SCORE_LABELS"),
+    "Score": ("stepguard.verify._taxonomy", "Score"),
+    "ScoreLabel": ("stepguard.verify._taxonomy", "ScoreLabel"),
+    "ScoringTarget": ("stepguard.verify._taxonomy", "ScoringTarget"),
+    "score_generation": ("stepguard.verify._taxonomy", "score_generation"),
+    "operand_leaves": ("stepguard.verify._values", "operand_leaves"),
+    "read_raw_value": ("stepguard.verify._values", "read_raw_value"),
 }
 """Where each name lives: a module loads on a name's first use (PEP 562), so that reading a procedure
 (``stepguard check``, the kinds) does not load the stepwise verifier and the raw-mode scorer."""
 
 
-def __getattr__(name: str) -> Any:
-    """The name from its module, imported on first use; ``AttributeError`` for a name not here."""
-    try:
-        module = _HOMES[name]
-    except KeyError:
-        raise AttributeError(f"module 'stepguard.verify' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names, as an eager package would list them."""
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
