@@ -80,9 +80,10 @@ class Stop:
     budget: BudgetName | None = None
     """For ``budget``: which one (``tokens``, ``wall_time``, ``reprompts_per_step``, ``reprompts_per_run``)."""
 
-    @classmethod
-    def read(cls, value: Any) -> Any:
-        """Shape 1's text (``raise``, ``budget:<name>``, ``unrepairable``) as a stop's JSON; anything else as it is."""
+    @staticmethod
+    def from_shape_1(value: Any) -> Any:
+        """Shape 1's text (``raise``, ``budget:<name>``, ``unrepairable``) as a stop's JSON; anything else
+        as it is. Read in the migration of shapes 1 and 2 only: shape 3's progress holds the JSON."""
         if isinstance(value, str):
             reason, _, budget = value.partition(":")
             return {"reason": reason, "budget": budget or None}
@@ -181,7 +182,7 @@ class Progress:
     """Re-prompts in the whole run."""
     spent: BudgetName | None = None
     """The budget found spent (``tokens``, ``wall_time``, ``reprompts_per_step``, ...), else ``None``."""
-    stop: Annotated[Stop | None, BeforeValidator(Stop.read)] = None
+    stop: Stop | None = None
     """Why the run stopped early, or ``None``."""
     finished_at: Time | None = None
     """When the run finished (Unix time), ``None`` while it has not."""
@@ -366,6 +367,7 @@ class GuardState:
             raise CheckpointError(f"the checkpoint's state has shape {shape!r} with no progress channel; "
                                   f"shapes 1 and 2 hold one channel per field, shape {STATE_SHAPE} a progress channel")
         flat = dict(values)
+        flat["stop"] = Stop.from_shape_1(flat.get("stop"))  # shapes 1 and 2 were read with it, so either may hold it
         if shape == 1 and isinstance(flat.get("usage"), Mapping):
             usage = dict(flat["usage"])
             if "finished_at" in usage:

@@ -57,6 +57,7 @@ def _with(part: str, **change: Any) -> dict[str, Any]:
         (_with("progress", stop={"reason": "budget", "budget": "bananas"}), "stop.budget"),
         (_with("progress", spent="bananas"), "spent"),
         ({**SHAPE_2, "stop": "budget:bananas"}, "stop.budget"),
+        (_with("progress", stop="budget:tokens"), "stop"),  # shape 1's text is read in its migration, not in shape 3
         (_with("progress", shape=1), "progress has shape 1"),
         (_with("progress", shape=2), "progress has shape 2"),
         ({**SHAPE_2, "shape": 3}, "shape 3 with no progress channel"),
