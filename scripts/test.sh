@@ -5,5 +5,11 @@
 # The tests start the embedded llama.cpp server themselves (SmolLM2, the small model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+since=$(date +%s)
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "" "$@"
+status=0
+.venv/bin/python -m pytest -q -p no:cacheprovider -m "" "$@" || status=$?
+# A process the tests left running with their output open would keep CI waiting after the summary
+# (scripts/leftovers.py names and stops it); a hang of pytest's own exit is ended by tests/_exit_watch.py.
+.venv/bin/python scripts/leftovers.py "$since"
+exit "$status"

@@ -69,3 +69,18 @@ def make_run(tmp_path: Path) -> RunFactory:
         return path
 
     return make
+
+
+_EXIT_STATUS: list[int] = [0]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Keep the run's exit status for :func:`pytest_unconfigure`'s exit watch."""
+    _EXIT_STATUS[0] = int(exitstatus)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the summary: a hang while the process exits is reported and ended (tests/_exit_watch.py)."""
+    from tests._exit_watch import arm
+
+    arm(_EXIT_STATUS[0])
