@@ -20,6 +20,7 @@ from stepguard.guard._forms_resume import TEMPLATES_CHANGED, forms_change, forms
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
 from stepguard.guard._observer import GlobalTelemetry, GuardObserver, ModelCallOnly, SafeObserver
+from stepguard.guard._open_streams import track, untrack
 from stepguard.guard._options import check_thread_id
 from stepguard.guard._prompts import PromptSet
 from stepguard.guard._result import DeviationEvent, GuardResult, StepOutcome, grade_of, input_text, outcome, run_status
@@ -388,6 +389,7 @@ class Guard:
     def _stream(self, ctx: RunContext, cfg: dict[str, Any], tid: str, graph_updates: bool) -> Generator[GuardUpdate, None, None]:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
+        parts: Generator[Any, None, None] | None = None
         try:
             stored = progress.stored = self._stored(cfg)
             start, done = self._begin(ctx, stored, tid)
@@ -395,9 +397,10 @@ class Guard:
                 yield from progress.take("values", done)
             else:
                 # held by name: an exception here (the reader's GeneratorExit) reaches the handler below,
-                # which cuts a window in flight, before the graph's stream is finalized (that waits
+                # which cuts a window in flight, before the graph's stream is closed (that waits
                 # for the node in flight)
                 parts = self._graph.stream(start, cfg, context=ctx, durability=self._durability, stream_mode=_modes(graph_updates))
+                track(parts, ctx.closed)  # closed at exit if the caller drops this run half-read
                 for mode, data in parts:
                     yield from progress.take(mode, data)
         except BaseException as exc:
@@ -405,6 +408,13 @@ class Guard:
             self.observer.run_finished(None, exc)
             _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
             raise
+        finally:
+            # Closed here, not left to the garbage collector: a graph stream left open keeps LangGraph's
+            # waiter thread blocked, and a process exits only once its threads end (a raised error's
+            # traceback holds this frame, and with it the stream, as long as the error is kept).
+            if parts is not None:
+                untrack(parts)
+                parts.close()
         yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
 
     async def astream(
@@ -427,6 +437,7 @@ class Guard:
     async def _astream(self, ctx: RunContext, cfg: dict[str, Any], tid: str, graph_updates: bool) -> AsyncGenerator[GuardUpdate, None]:
         t0 = time.perf_counter()
         progress = _Progress(ctx)
+        aparts: AsyncGenerator[Any, None] | None = None
         try:
             stored = progress.stored = await self._astored(cfg)
             start, done = self._begin(ctx, stored, tid)
@@ -443,6 +454,9 @@ class Guard:
             self.observer.run_finished(None, exc)
             _attach_partial(exc, ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
             raise
+        finally:
+            if aparts is not None:  # closed here, as in stream
+                await aparts.aclose()
         yield self._finish(ctx, progress.last, tid, time.perf_counter() - t0, progress.stored)
 
     def _begin(self, ctx: RunContext, stored: dict[str, Any], tid: str) -> tuple[dict[str, Any], dict[str, Any]]:
