@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from stepguard.errors import ModelError, ModelTimeout
@@ -114,12 +114,17 @@ class ChunkStream:
         started: ``time.perf_counter()`` when the request was sent.
         model: the model name to report until the server names one.
         input_estimate: prompt tokens to report if the stream is cut before the server counts them.
+        per_event: a context each event's read runs in: the model's bound on the wait for one event (a
+            server that drips bytes without completing an event is cut off there); ``None``: the
+            client's read timeout alone.
     """
 
-    def __init__(self, events: Any, started: float, model: str, input_estimate: int, spec: str = "") -> None:
+    def __init__(self, events: Any, started: float, model: str, input_estimate: int, spec: str = "",
+                 per_event: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> None:
         self._events = events
         self._reading = _Reading(started, model, input_estimate)
         self._spec = spec
+        self._per_event = per_event or contextlib.nullcontext
         self.response: ChatResponse | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -134,7 +139,8 @@ class ChunkStream:
         events = iter(self._events)
         while True:
             try:
-                event = next(events)
+                with self._per_event():
+                    event = next(events)
             except StopIteration:
                 break
             except Exception as exc:  # httpx's and openai's errors mid-stream, typed here
@@ -172,10 +178,12 @@ class ChunkStream:
 class AsyncChunkStream:
     """Async twin of :class:`ChunkStream` over an ``openai.AsyncStream``."""
 
-    def __init__(self, events: Any, started: float, model: str, input_estimate: int, spec: str = "") -> None:
+    def __init__(self, events: Any, started: float, model: str, input_estimate: int, spec: str = "",
+                 per_event: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> None:
         self._events = events
         self._reading = _Reading(started, model, input_estimate)
         self._spec = spec
+        self._per_event = per_event or contextlib.nullcontext
         self.response: ChatResponse | None = None
 
     def __aiter__(self) -> AsyncIterator[str]:
@@ -187,7 +195,8 @@ class AsyncChunkStream:
         events = self._events.__aiter__()
         while True:
             try:
-                event = await events.__anext__()
+                with self._per_event():
+                    event = await events.__anext__()
             except StopAsyncIteration:
                 break
             except Exception as exc:  # as in ChunkStream

@@ -11,6 +11,7 @@ the server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import os
 import threading
@@ -352,7 +353,7 @@ class OpenAICompatibleModel:
         started = time.perf_counter()
         events = self._retried(lambda: self._sync_client().post(
             _PATH, cast_to=object, body=body, stream=True, stream_cls=openai.Stream[object]))
-        return ChunkStream(events, started, self.model_name, estimate, self.spec)
+        return ChunkStream(events, started, self.model_name, estimate, self.spec, per_event=self._event_deadline)
 
     async def astream(self, messages: list[ChatMessage], settings: GenerationSettings | None = None) -> AsyncChunkStream:
         """Async twin of :meth:`stream`."""
@@ -363,7 +364,12 @@ class OpenAICompatibleModel:
             return await self._async_client().post(_PATH, cast_to=object, body=body, stream=True, stream_cls=openai.AsyncStream[object])
 
         events = await self._aretried(attempt)
-        return AsyncChunkStream(events, started, self.model_name, estimate, self.spec)
+        return AsyncChunkStream(events, started, self.model_name, estimate, self.spec, per_event=self._event_deadline)
+
+    def _event_deadline(self) -> contextlib.AbstractContextManager[None]:
+        """The deadline of one streamed event's read: ``timeout`` seconds from now, enforced at the socket as an
+        attempt's is, so a server that sends bytes but no event is cut off (``ModelTimeout``, "the stream stalled")."""
+        return attempt_deadline(time.monotonic() + self.timeout)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:

@@ -10,6 +10,7 @@ the point is that each run ends, not how fast.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -315,9 +316,13 @@ def test_cli_run_timeout_ends_a_run_on_a_dripping_server(stub: StubServer, tmp_p
     proc.write_text("name: p\ninputs: [x, y]\nsteps:\n  - {var: S1, expr: x}\n  - {var: S2, expr: x + y}\n")
     t0 = time.monotonic()
     result = CliRunner().invoke(app, ["run", str(proc), "-i", "x=7", "-i", "y=3", "--model",
-                                      f"{stub.base_url}#drip", "--timeout", "1"])
+                                      f"{stub.base_url}#drip", "--timeout", "1", "--chunked"])
     assert result.exit_code == ExitCode.MODEL, result.output
     assert "within 1 s (3 attempt(s))" in result.output and "Traceback" not in result.output
+    followed = CliRunner().invoke(app, ["run", str(proc), "-i", "x=7", "-i", "y=3", "--model", f"{stub.base_url}#drip", "--timeout", "1",
+                                        "--follow"])
+    assert followed.exit_code == ExitCode.MODEL, followed.output  # a streamed window: the stall is named
+    assert "the stream stalled" in followed.output and "Traceback" not in followed.output
     assert time.monotonic() - t0 < 30  # generous: 3 attempts of 1 s each
 
 
@@ -328,3 +333,32 @@ def test_cli_bench_run_passes_timeout_to_the_model(stub: StubServer) -> None:
         assert chat.timeout == 1.5
     with open_model(f"{stub.base_url}#ok") as chat:
         assert chat.timeout == 60.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_a_streamed_reply_that_drips_bytes_but_no_event_is_cut_off_at_the_timeout(how: str) -> None:
+    """The socket's read timeout alone never trips on a byte every 0.2 s; each event's read has ``timeout`` (a streamed
+    window is the default's first try, so a dripping server must not hold a run past it). Without that bound the
+    whole body is read (no event in it, no error) and the stub never sees its client go."""
+    with StubServer(drip_s=0.2) as stub:
+        _drip_cut_off(stub, how)
+
+
+def _drip_cut_off(stub: StubServer, how: str) -> None:
+    model = _model(stub, "drip", timeout=1.0, max_retries=0)
+
+    def read_sync() -> str:
+        return "".join(model.stream(MSG))
+
+    async def read_async() -> str:
+        stream = await model.astream(MSG)
+        return "".join([delta async for delta in stream])
+
+    before = stub.aborted["drip"]
+    with pytest.raises(ModelTimeout, match="the stream stalled after 0 characters"):
+        read_sync() if how == "sync" else asyncio.run(read_async())
+    deadline = time.monotonic() + 10
+    while stub.aborted["drip"] == before and time.monotonic() < deadline:  # the stub sees its client go
+        time.sleep(0.05)
+    assert stub.aborted["drip"] > before
