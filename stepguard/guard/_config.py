@@ -254,6 +254,8 @@ class GuardConfig:
         Raises:
             ValueError: a field out of range (as the constructor).
         """
+        if "streamed" in fields and "follow" not in fields:  # that mode asked for, as GuardOptions reads it
+            fields = {**fields, "follow": False}
         return cls(**{**defaults_for(procedure), **fields})
 
     @property
@@ -286,6 +288,12 @@ ADDED_AFTER_STORES: dict[str, Any] = {"chunk_by": "size", "substeps_together": F
 at these defaults (what a run of an earlier version did) they are left out of it and of a run's identity,
 so a committed store or checkpoint of the same work still resumes."""
 
+RUN_SETTINGS: dict[str, Any] = {"follow": True, "substeps_together": True}
+"""The settings :func:`defaults_for` gives every run: streamed windows that follow the model (``follow``: one
+call while the model is right) and a digit rung's sub-steps asked together (``substeps_together``). Measured
+against the chunked settings on the embedded model, paired: docs/policies.md, "Follow the model". Chunked
+mode stays one setting away (``follow=False``; ``--chunked`` or ``--no-follow`` on the command line)."""
+
 BENCHMARK_SETTINGS: dict[str, Any] = {"on_exhausted": "flag"}
 """The settings :func:`defaults_for` adds for the benchmark (``run_benchmark``, ``stepguard bench``):
 ``flag``, not ``raise``, when a budget is spent, so the run goes on with the model's values and every
@@ -310,7 +318,7 @@ def defaults_for(procedures: Procedure | Iterable[Procedure] | None = None, *, b
     Returns:
         GuardConfig fields by name (empty for integer sums outside the benchmark); a new dict each call.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(RUN_SETTINGS)
     if procedures is not None:
         from stepguard.procedure import Procedure
 

@@ -177,8 +177,12 @@ class GuardOptions:
         return GuardOptions(**merged)
 
     def apply(self, base: GuardConfig) -> GuardConfig:
-        """``base`` with the fields these options set (``labels`` added to ``base.extra``)."""
+        """``base`` with the fields these options set (``labels`` added to ``base.extra``). ``streamed`` given
+        without ``follow`` asks for that mode (``True``: fixed streamed windows; ``False``: chunks), so it
+        sets ``follow`` to ``False`` too."""
         changes = self.given()
+        if "streamed" in changes and "follow" not in changes:
+            changes["follow"] = False
         labels = changes.pop("labels", None)
         if labels is not None:
             changes["extra"] = {**base.extra, **labels}
