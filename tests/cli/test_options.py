@@ -22,7 +22,7 @@ from stepguard.cli._exit import ExitCode
 from stepguard.cli._guard_options import build_guard_config
 from stepguard.cli._open_model import open_model
 from stepguard.errors import LocalServerError
-from stepguard.guard import ADDED_AFTER_STORES, RUN_SETTINGS, GuardConfig, fields_of, rung_names
+from stepguard.guard import ADDED_AFTER_STORES, MODE_SETTINGS, RUN_SETTINGS, GuardConfig, fields_of, rung_names
 from tests._paths import ROOT
 
 INVOICE = ["run", str(ROOT / "examples" / "invoice.yaml"), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:perfect"]
@@ -61,8 +61,8 @@ def test_guard_options_are_the_same_everywhere_and_default_to_guardconfig(comman
         if option in by_procedure:  # GuardConfig.for_procedure's (bench run: for procedure files), said in the help
             assert default is None and "Default by procedure" in (params[option].help or ""), option
             continue
-        if option in (*RUN_SETTINGS, "streamed"):  # decided when the options resolve (a mode given turns follow off)
-            assert default is None and "Default: " in (params[option].help or ""), option
+        if option in (*RUN_SETTINGS, *MODE_SETTINGS):  # decided when the options resolve (a mode given turns follow off)
+            assert default is None and "Default" in (params[option].help or ""), option
             continue
         want = getattr(expected, option)
         assert (tuple(default.split(",")) if option == "ladder" else default) == want, option
@@ -88,8 +88,9 @@ def test_build_guard_config_maps_every_option_to_its_field() -> None:
     assert build_guard_config(defaults=GUARDED_DEFAULTS) == GuardConfig(**{**RUN_SETTINGS, **GUARDED_DEFAULTS})
     cfg = build_guard_config({"chunk_size": 2, "adaptive": True, "policy": "flag", "on_exhausted": "repair", "max_reprompts_per_step": 1,
                               "ladder": " narrow, restate ", "max_total_tokens": 900, "max_wall_s": 1.5}, defaults=GUARDED_DEFAULTS)
-    assert cfg == GuardConfig(**RUN_SETTINGS, chunk_size=2, adaptive=True, policy="flag", on_exhausted="repair", max_reprompts_per_step=1,
-                              ladder=("narrow", "restate"), max_total_tokens=900, max_wall_s=1.5)
+    # chunks of 2 asked: not followed
+    assert cfg == GuardConfig(**{**RUN_SETTINGS, "follow": False}, chunk_size=2, adaptive=True, policy="flag", on_exhausted="repair",
+                              max_reprompts_per_step=1, ladder=("narrow", "restate"), max_total_tokens=900, max_wall_s=1.5)
 
 
 @pytest.mark.parametrize(("options", "message"), [
