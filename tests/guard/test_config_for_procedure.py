@@ -102,9 +102,11 @@ def test_stepguard_run_picks_the_defaults_by_procedure_and_an_option_given_wins(
     products.write_text("name: products\ninputs: {a: decimal, b: decimal}\nsteps:\n"
                         "  - {var: s1, expr: a * b, type: decimal, scale: 2}\n  - {var: s2, expr: s1 + a, type: decimal, scale: 2}\n"
                         "  - {var: s3, expr: \"max(s2, 100)\", type: decimal, scale: 2}\n")
-    assert _cli_chunks(str(sums)) == (1, 3)  # the benchmark default: five steps a call
-    assert _cli_chunks(str(products)) == (3, 3)  # one step a call
-    assert _cli_chunks(str(products), "--chunk-size", "5") == (1, 3)  # an option given wins
+    assert _cli_chunks(str(sums)) == (1, 3)  # followed: one window while the model is right
+    assert _cli_chunks(str(products)) == (1, 3)
+    assert _cli_chunks(str(sums), "--chunked") == (1, 3)  # the benchmark default: five steps a call
+    assert _cli_chunks(str(products), "--chunked") == (3, 3)  # beyond integer sums: one step a call
+    assert _cli_chunks(str(products), "--chunk-size", "2") == (2, 3)  # an option given wins
 
 
 def test_the_drop_in_client_and_the_proxy_pick_the_same_defaults_by_procedure() -> None:
