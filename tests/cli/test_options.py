@@ -134,7 +134,8 @@ def test_bench_run_records_the_built_config(tmp_path: Path) -> None:
     built = json.loads(json.dumps(dataclasses.asdict(GuardConfig(**GUARDED_DEFAULTS)), default=str))
     assert plain == {k: v for k, v in built.items() if k not in ADDED_AFTER_STORES or ADDED_AFTER_STORES[k] != v}
     assert plain["follow"] is True and plain["substeps_together"] is True  # every run's (RUN_SETTINGS)
-    assert given == {**plain, "max_total_tokens": 5000, "chunk_size": 2}
+    # a chunk size given alone asks the chunked mode (mode_asked): following is off for that run
+    assert given == {**plain, "max_total_tokens": 5000, "chunk_size": 2, "follow": False}
     assert CliRunner().invoke(app, [*base, "--out", str(tmp_path / "c"), "--substeps-one-at-a-time"]).exit_code == 0
     recorded = json.loads((tmp_path / "c" / "run.json").read_text())["guard_config"]
     assert recorded == {k: v for k, v in plain.items() if k != "substeps_together"}  # at its old default: left out
