@@ -129,7 +129,9 @@ def test_the_old_names_read_from_defaults_for() -> None:
     assert GUARDED_DEFAULTS == defaults_for(benchmark=True)
     assert PRODUCTION_SETTINGS == PRODUCTION
     run = {"follow": True, "substeps_together": True}
-    assert GuardConfig.for_procedure(INVOICE, chunk_size=3) == GuardConfig(**{**run, **PRODUCTION, "chunk_size": 3})
+    # a chunk size given alone asks the chunked mode: following is off (mode_asked)
+    assert GuardConfig.for_procedure(INVOICE, chunk_size=3) == GuardConfig(**{**run, **PRODUCTION, "chunk_size": 3, "follow": False})
+    assert GuardConfig.for_procedure(INVOICE, chunk_size=3, follow=True).follow
     assert GuardOptions().resolve(INVOICE, benchmark=True) == GuardConfig(**run, **PRODUCTION, on_exhausted="flag")
 
 
