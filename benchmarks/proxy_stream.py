@@ -10,8 +10,9 @@ Three requests, ``--runs`` times each, interleaved, one at a time, every one str
 
 1. unguarded, straight to the stub: the request the user had before;
 2. unguarded through ``stepguard serve`` (pass-through);
-3. guarded through the proxy in streamed mode (``{"stepguard": {"inputs": ..., "streamed": true}}``):
-   one streamed upstream call for the six steps, each step's event sent as its line verifies.
+3. guarded through the proxy with the default settings (``{"stepguard": {"inputs": ...}}``: following the
+   model), or in plain streamed mode with ``--settings streamed`` (``"streamed": true``): one streamed
+   upstream call for the six steps, each step's event sent as its line verifies.
 
 (Chunked mode is not timed here: the stub writes all six lines to every call, where a model asked
 one step writes one.)
@@ -24,7 +25,7 @@ then the two ratios issue #29 sets: the guarded total over the unguarded total (
 stricter baseline. The guard judges a step once the next step's line has started, so its first
 verified step cannot come before the upstream's second line.
 
-Usage: ``python benchmarks/proxy_stream.py [--runs 20] [--first-ms 200] [--line-ms 20]``
+Usage: ``python benchmarks/proxy_stream.py [--runs 20] [--first-ms 200] [--line-ms 20] [--settings default|streamed]``
 """
 
 from __future__ import annotations
@@ -115,12 +116,14 @@ def main() -> None:
     parser.add_argument("--first-ms", type=float, default=200.0, help="the upstream's time to first token")
     parser.add_argument("--line-ms", type=float, default=20.0, help="the upstream's time per line")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--settings", choices=["default", "streamed"], default="default",
+                        help="the guarded request's settings: the defaults (following the model) or plain streamed mode")
     args = parser.parse_args()
     text, inputs, answer = reply_text()
     prompt = [{"role": "user", "content": f"Execute the invoice procedure on {json.dumps(inputs)}, one step a line."}]
     plain = {"model": "lines", "messages": prompt, "stream": True}
     guarded = {"model": "stepguard/invoice", "messages": [], "stream": True,
-               "stepguard": {"inputs": inputs, "streamed": True}}
+               "stepguard": {"inputs": inputs, **({"streamed": True} if args.settings == "streamed" else {})}}
     got: dict[str, list[dict[str, Any]]] = {"direct": [], "pass-through": [], "guarded": []}
     with TemporaryDirectory() as folder, lines_stub(text, args.first_ms / 1000, args.line_ms / 1000) as stub_url:
         (Path(folder) / "invoice.yaml").write_text(PROCEDURE.read_text())
@@ -139,7 +142,7 @@ def main() -> None:
     total = {name: [float(r["total"]) for r in runs] for name, runs in got.items()}
     ttft = {name: [float(r["first_content"]) for r in got[name]] for name in ("direct", "pass-through")}
     first_step = [float(r["first_step"]) for r in got["guarded"]]
-    print(f"proxy streaming: upstream {args.first_ms:.0f} ms to first token, {args.line_ms:.0f} ms a line, 6 steps "
+    print(f"proxy streaming ({args.settings} settings): upstream {args.first_ms:.0f} ms to first token, {args.line_ms:.0f} ms a line, 6 steps "
           f"(answer {answer}); {args.runs} runs each, one at a time")
     for name in got:
         print(summary(f"total, {name}", total[name]))

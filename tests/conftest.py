@@ -29,18 +29,21 @@ class SimRuns:
 
 
 def write_sim_runs(root: Path, grid: tuple[Any, ...] = SIM_GRID) -> SimRuns:
-    """Generate ``grid`` into ``root/inst.jsonl`` and run it raw and guarded on ``sim:paper``."""
+    """Generate ``grid`` into ``root/inst.jsonl`` and run it raw and guarded (chunked) on ``sim:paper``."""
     from stepguard.adapters import load_model
     from stepguard.bench.generate import generate_grid
     from stepguard.bench.instances import write_instances
     from stepguard.bench.run import run_benchmark
+    from stepguard.guard import GuardOptions
 
     steps, lookbacks, per_config, seed = grid
     instances = root / "inst.jsonl"
     write_instances(generate_grid(list(steps), list(lookbacks), per_config, seed=seed), instances)
     model = load_model("sim:paper")
+    chunked = GuardOptions.parse({"follow": False, "substeps_together": False})  # the runs the golden figures were made of
     for mode in ("raw", "guarded"):
-        run_benchmark(instances, mode, model, root / mode, concurrency=4, progress=False)  # type: ignore[arg-type]
+        run_benchmark(instances, mode, model, root / mode, concurrency=4, progress=False,  # type: ignore[arg-type]
+                      guard_config=chunked if mode == "guarded" else None)
     return SimRuns(root, instances, root / "raw", root / "guarded")
 
 

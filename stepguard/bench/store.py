@@ -135,6 +135,7 @@ class RunStore:
                 raise RunStoreError(
                     f"{path}: this run directory holds a different run ({details}); "
                     "use another --out directory, or the same settings to resume"
+                    + _run_settings_hint(old.get("guard_config"), meta.get("guard_config"))
                 )
             if meta.get("instances_sha256") is None:
                 raise RunStoreError(
@@ -284,6 +285,22 @@ class RunStore:
 _ABSENT_LOCAL = {("model", "runtime"): "'python' (the default runtime)",
                  ("model", "binary_sha256"): "none (the python runtime has no llama-server binary)",
                  ("model", "parallel"): "1 (one request slot)"}
+
+
+_OFF_FLAGS = {"follow": "--no-follow", "substeps_together": "--substeps-one-at-a-time"}
+"""The flag that turns each of every run's default settings (``stepguard.guard.RUN_SETTINGS``) off."""
+
+
+def _run_settings_hint(old: Any, new: Any) -> str:
+    """``; made before every run followed the model: resume it with --no-follow ...`` where a
+    store's guard config has a run setting off (or unrecorded: made before it existed) that the
+    new run has on, else ``""``: the flags that give the stored run back."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return ""
+    flags = [flag for key, flag in _OFF_FLAGS.items() if new.get(key) is True and not old.get(key)]
+    if not flags:
+        return ""
+    return f"; made before every run followed the model (2026-12-05): resume it with {' '.join(flags)}"
 
 
 def _differences(key: str, old: Any, new: Any) -> str:

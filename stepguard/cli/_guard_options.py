@@ -138,7 +138,7 @@ def guard_option_defaults(defaults: Mapping[str, Any] | None = None, by_procedur
     plugin shows too). With ``by_procedure``, the fields whose default the procedure picks default
     to ``None`` (chosen when the procedure is read) and their help says how (:func:`by_procedure_notes`).
     """
-    from stepguard.guard import PRODUCTION_SETTINGS, rung_names
+    from stepguard.guard import MODE_SETTINGS, PRODUCTION_SETTINGS, RUN_SETTINGS, rung_names
 
     values, notes = {}, {}
     for spec in _flagged():
@@ -147,6 +147,15 @@ def guard_option_defaults(defaults: Mapping[str, Any] | None = None, by_procedur
         if spec.choices:
             notes[spec.name] = " | ".join(map(str, spec.choices)) + "."
     notes["ladder"] = f"Registered rungs: {', '.join(rung_names())}."
+    # Every run follows the model unless a mode is asked (RUN_SETTINGS): not given, these are decided
+    # when the options are resolved, where --streamed or --chunked alone also turns following off.
+    given_only = {name: values[name] for name in MODE_SETTINGS}
+    values.update(dict.fromkeys((*RUN_SETTINGS, *MODE_SETTINGS)))
+    notes["follow"] = "Default: follow (every run's, unless --streamed, --chunked or --chunk-size is given)."
+    notes["streamed"] = "Default: neither (the run follows the model); either one turns --follow off unless it is given too."
+    notes["chunk_size"] = ("Given without --follow, asks chunks of N (following off); with it, N is the re-asks' size."
+                           + ("" if by_procedure else f" Default: {given_only['chunk_size']}."))
+    notes["substeps_together"] = "Default: together (every run's)."
     if by_procedure:
         values.update(dict.fromkeys(PRODUCTION_SETTINGS))
     return Deferred(values, notes)

@@ -12,10 +12,20 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
-    from stepguard.guard import GuardUpdate
+    from stepguard.guard import GuardConfig, GuardUpdate
     from stepguard.procedure import Procedure
 
-__all__ = ["Progress", "model_label"]
+__all__ = ["Progress", "asking", "model_label"]
+
+
+def asking(config: GuardConfig) -> str:
+    """How ``config`` asks the steps, for the header: ``follow (window 100, re-asks 1 a call)``,
+    ``streamed (window 100)`` or ``chunk 5``."""
+    if config.follow:
+        return f"follow (window {config.window}, re-asks {config.chunk_size} a call)"
+    if config.streamed:
+        return f"streamed (window {config.window})"
+    return f"chunk {config.chunk_size}"
 
 
 def model_label(spec: str, model: Any) -> str:
@@ -46,12 +56,12 @@ class Progress:
         if not self.quiet:
             typer.echo(f"[{time.perf_counter() - self._t0:.1f}s] {line}", err=True)
 
-    def header(self, procedure: Procedure, spec: str, model: Any, chunk_size: int, ladder: tuple[str, ...]) -> None:
-        """Print the run's header: procedure, steps, model (resolved), chunk size and ladder."""
+    def header(self, procedure: Procedure, spec: str, model: Any, config: GuardConfig) -> None:
+        """Print the run's header: procedure, steps, model (resolved), how steps are asked and the ladder."""
         self._t0 = time.perf_counter()
         self._steps = len(procedure.steps)
         self._echo(f"procedure {procedure.name} ({self._steps} step{'s' if self._steps != 1 else ''})  model {model_label(spec, model)}  "
-                   f"chunk {chunk_size}  ladder {', '.join(ladder)}")
+                   f"{asking(config)}  ladder {', '.join(config.ladder)}")
 
     def show(self, update: GuardUpdate) -> None:
         """Print one update of :meth:`~stepguard.guard.Guard.stream` (the final result prints nothing)."""

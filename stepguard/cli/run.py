@@ -244,7 +244,7 @@ def run_command(
             with open_model(model, timeout, procedure=proc) as chat:
                 guard = Guard(chat, config, saver, observer=observer, tools=toolset)
                 progress = Progress(quiet)
-                progress.header(proc, model, chat, config.chunk_size, config.ladder)
+                progress.header(proc, model, chat, config)
                 for update in guard.stream(proc, inputs, thread_id=thread_id):
                     progress.show(update)
                 assert isinstance(update, GuardResult)  # stream yields the result last

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from stepguard.guard._config import (
         ADDED_AFTER_STORES as ADDED_AFTER_STORES,
         BENCHMARK_SETTINGS as BENCHMARK_SETTINGS,
+        MODE_SETTINGS as MODE_SETTINGS,
         PRODUCTION_SETTINGS as PRODUCTION_SETTINGS,
+        RUN_SETTINGS as RUN_SETTINGS,
         RUNGS,
         ChunkBy,
         ExhaustedAction,
@@ -58,8 +60,8 @@ if TYPE_CHECKING:
 # Helpers, importable here (``X as X``) for stepguard's other packages, which never import this
 # package's private modules (tests/project/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
-# old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS
-# and BENCHMARK_SETTINGS (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways
+# old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS,
+# RUN_SETTINGS, MODE_SETTINGS and BENCHMARK_SETTINGS (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways
 # in that read options), fields_of, FieldSpec and Option (the configuration model's declarations, read by the CLI's
 # flags), options_table and options_schema (docs/options.md and its schema, written by scripts/gen_docs.py).
 
@@ -103,6 +105,8 @@ __all__ = [
 _HOMES: dict[str, tuple[str, str]] = {
     "BENCHMARK_SETTINGS": ("stepguard.guard._config", "BENCHMARK_SETTINGS"),
     "PRODUCTION_SETTINGS": ("stepguard.guard._config", "PRODUCTION_SETTINGS"),
+    "RUN_SETTINGS": ("stepguard.guard._config", "RUN_SETTINGS"),
+    "MODE_SETTINGS": ("stepguard.guard._config", "MODE_SETTINGS"),
     "defaults_for": ("stepguard.guard._config", "defaults_for"),
     "FieldSpec": ("stepguard.guard._fields", "FieldSpec"),
     "Option": ("stepguard.guard._fields", "Option"),

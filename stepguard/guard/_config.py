@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -174,7 +174,7 @@ class GuardConfig:
         Option("--chunk-by", "RULE")] = "size"
     substeps_together: Annotated[bool, Field(strict=True, description=(
         "Ask a digit rung's sub-steps up to 10 a call, none with one it was written from (``chunk_by`` "
-        "``independent``), instead of one a call. Not a default until measured on the embedded model: "
+        "``independent``), instead of one a call. On in every run's defaults (RUN_SETTINGS): "
         "docs/policies.md, \"Sub-steps asked together\".")),
         Option("--substeps-together/--substeps-one-at-a-time")] = False
     adaptive: Annotated[bool, Field(strict=True, description=(
@@ -234,7 +234,8 @@ class GuardConfig:
         "Follow the model: streamed windows, narrower only where this run measures that steps deeper in a window "
         "deviate more (docs/policies.md). Streamed whatever ``streamed`` says; the width is the one with the fewest "
         "expected calls a verified step (:func:`stepguard.guard._window.follow_window`); replaces ``adaptive``'s "
-        "rule. Not a default until measured: docs/policies.md, \"Follow the model\".")),
+        "rule. On in every run's defaults (RUN_SETTINGS); a mode's setting given alone turns it off (MODE_SETTINGS): "
+        "docs/policies.md, \"Follow the model\".")),
         Option("--follow/--no-follow")] = False
     prompt_dir: Annotated[Path | None, Field(description=(
         "A folder of template files (``system.txt``, ``chunk.txt``, ``correction.txt``) replacing the built-in ones.")),
@@ -254,7 +255,7 @@ class GuardConfig:
         Raises:
             ValueError: a field out of range (as the constructor).
         """
-        return cls(**{**defaults_for(procedure), **fields})
+        return cls(**{**defaults_for(procedure), **mode_asked(fields)})
 
     @property
     def streams(self) -> bool:
@@ -286,6 +287,26 @@ ADDED_AFTER_STORES: dict[str, Any] = {"chunk_by": "size", "substeps_together": F
 at these defaults (what a run of an earlier version did) they are left out of it and of a run's identity,
 so a committed store or checkpoint of the same work still resumes."""
 
+RUN_SETTINGS: dict[str, Any] = {"follow": True, "substeps_together": True}
+"""The settings :func:`defaults_for` gives every run: streamed windows that follow the model (``follow``: one
+call while the model is right) and a digit rung's sub-steps asked together (``substeps_together``). Measured
+against the chunked settings on the embedded model, paired: docs/policies.md, "Follow the model". Chunked
+mode stays one setting away (``follow=False``; ``--chunked`` or ``--no-follow`` on the command line)."""
+
+MODE_SETTINGS: tuple[str, ...] = ("streamed", "chunk_size")
+"""The settings that ask for a mode: given without ``follow``, the run does not follow the model
+(:func:`mode_asked`): ``streamed`` asks fixed streamed windows (``True``) or chunks (``False``), and
+``chunk_size`` asks chunks of that many steps."""
+
+
+def mode_asked(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with ``follow`` turned off where one of :data:`MODE_SETTINGS` is given and ``follow`` is not:
+    a caller who sets ``chunk_size=2`` or ``streamed=False`` asks for that mode, not for following the model."""
+    if "follow" not in fields and any(name in fields for name in MODE_SETTINGS):
+        return {**fields, "follow": False}
+    return dict(fields)
+
+
 BENCHMARK_SETTINGS: dict[str, Any] = {"on_exhausted": "flag"}
 """The settings :func:`defaults_for` adds for the benchmark (``run_benchmark``, ``stepguard bench``):
 ``flag``, not ``raise``, when a budget is spent, so the run goes on with the model's values and every
@@ -310,7 +331,7 @@ def defaults_for(procedures: Procedure | Iterable[Procedure] | None = None, *, b
     Returns:
         GuardConfig fields by name (empty for integer sums outside the benchmark); a new dict each call.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(RUN_SETTINGS)
     if procedures is not None:
         from stepguard.procedure import Procedure
 

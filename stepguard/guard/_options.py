@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, check_field, defaults_for
+from stepguard.guard._config import PRODUCTION_SETTINGS, GuardConfig, check_field, defaults_for, mode_asked
 from stepguard.guard._fields import fields_of
 
 if TYPE_CHECKING:
@@ -177,8 +177,9 @@ class GuardOptions:
         return GuardOptions(**merged)
 
     def apply(self, base: GuardConfig) -> GuardConfig:
-        """``base`` with the fields these options set (``labels`` added to ``base.extra``)."""
-        changes = self.given()
+        """``base`` with the fields these options set (``labels`` added to ``base.extra``); a mode's setting
+        given without ``follow`` (``streamed``, ``chunk_size``) turns following off (:func:`mode_asked`)."""
+        changes = mode_asked(self.given())
         labels = changes.pop("labels", None)
         if labels is not None:
             changes["extra"] = {**base.extra, **labels}

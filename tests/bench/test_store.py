@@ -97,6 +97,21 @@ def test_a_different_run_is_refused(tmp_path: Path, key: str, value: object) -> 
         assert store.finished == {"a"}
 
 
+@pytest.mark.parametrize("stored, flags", [({"chunk_size": 1}, "--no-follow --substeps-one-at-a-time"),
+                                           ({"chunk_size": 1, "follow": False, "substeps_together": True}, "--no-follow"),
+                                           ({"chunk_size": 1, "follow": True}, "--substeps-one-at-a-time")])
+def test_a_store_made_before_the_default_followed_names_the_flags_that_resume_it(
+        tmp_path: Path, stored: dict[str, object], flags: str) -> None:
+    _fill(tmp_path, ["a"])
+    (tmp_path / "run.json").write_text(json.dumps({**read_meta(tmp_path), "guard_config": stored}))
+    now = {"chunk_size": 1, "follow": True, "substeps_together": True}
+    with pytest.raises(RunStoreError, match=f"resume it with {flags}$"):
+        RunStore.open(tmp_path, {**META, "guard_config": now})
+    with pytest.raises(RunStoreError) as other:  # a store that differs otherwise gets no such hint
+        RunStore.open(tmp_path, {**META, "guard_config": {**stored, "chunk_size": 2}})
+    assert "followed" not in str(other.value)
+
+
 @pytest.mark.slow
 def test_lock_refuses_a_second_process_and_names_the_holder(tmp_path: Path) -> None:
     code = ("import sys\nfrom stepguard.bench.store import RunStore\nfrom stepguard.errors import RunStoreError\n"

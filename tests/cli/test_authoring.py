@@ -113,7 +113,7 @@ def test_run_show_prompts_prints_each_correction(monkeypatch) -> None:
     model = ScriptedModel(faults={"tax": ["wrong", "wrong"]})
     monkeypatch.setattr(stepguard.adapters, "load_model", lambda spec, **kw: model)
     out = CliRunner().invoke(app, ["run", "examples/tax_brackets.yaml", "-i", "income=52345.67", "--model", "scripted", "--show-prompts",
-                                 "--ladder", "restate,narrow"])
+                                 "--chunked", "--ladder", "restate,narrow"])
     assert out.exit_code == 0, out.output
     # beyond integer sums, one step a call with the values written into the line (defaults by procedure)
     # on stderr, each under its chunk, step, attempt and rung: stdout stays the result (--json too)

@@ -22,7 +22,7 @@ from stepguard.cli._exit import ExitCode
 from stepguard.cli._guard_options import build_guard_config
 from stepguard.cli._open_model import open_model
 from stepguard.errors import LocalServerError
-from stepguard.guard import ADDED_AFTER_STORES, GuardConfig, fields_of, rung_names
+from stepguard.guard import ADDED_AFTER_STORES, MODE_SETTINGS, RUN_SETTINGS, GuardConfig, fields_of, rung_names
 from tests._paths import ROOT
 
 INVOICE = ["run", str(ROOT / "examples" / "invoice.yaml"), "-i", "subtotal=100.10", "-i", "rate=0.1", "--model", "sim:perfect"]
@@ -61,6 +61,9 @@ def test_guard_options_are_the_same_everywhere_and_default_to_guardconfig(comman
         if option in by_procedure:  # GuardConfig.for_procedure's (bench run: for procedure files), said in the help
             assert default is None and "Default by procedure" in (params[option].help or ""), option
             continue
+        if option in (*RUN_SETTINGS, *MODE_SETTINGS):  # decided when the options resolve (a mode given turns follow off)
+            assert default is None and "Default" in (params[option].help or ""), option
+            continue
         want = getattr(expected, option)
         assert (tuple(default.split(",")) if option == "ladder" else default) == want, option
     assert params["timeout"].opts == ["--timeout"] and params["model"].opts == ["--model"]
@@ -81,12 +84,13 @@ def test_ladder_help_lists_the_registered_rungs() -> None:
 
 
 def test_build_guard_config_maps_every_option_to_its_field() -> None:
-    assert build_guard_config() == GuardConfig()
-    assert build_guard_config(defaults=GUARDED_DEFAULTS) == GuardConfig(**GUARDED_DEFAULTS)
+    assert build_guard_config() == GuardConfig(**RUN_SETTINGS)
+    assert build_guard_config(defaults=GUARDED_DEFAULTS) == GuardConfig(**{**RUN_SETTINGS, **GUARDED_DEFAULTS})
     cfg = build_guard_config({"chunk_size": 2, "adaptive": True, "policy": "flag", "on_exhausted": "repair", "max_reprompts_per_step": 1,
                               "ladder": " narrow, restate ", "max_total_tokens": 900, "max_wall_s": 1.5}, defaults=GUARDED_DEFAULTS)
-    assert cfg == GuardConfig(chunk_size=2, adaptive=True, policy="flag", on_exhausted="repair", max_reprompts_per_step=1,
-                              ladder=("narrow", "restate"), max_total_tokens=900, max_wall_s=1.5)
+    # chunks of 2 asked: not followed
+    assert cfg == GuardConfig(**{**RUN_SETTINGS, "follow": False}, chunk_size=2, adaptive=True, policy="flag", on_exhausted="repair",
+                              max_reprompts_per_step=1, ladder=("narrow", "restate"), max_total_tokens=900, max_wall_s=1.5)
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -128,10 +132,13 @@ def test_bench_run_records_the_built_config(tmp_path: Path) -> None:
     # the CLI's defaults are run_benchmark's: a run started from Python resumes from the command line
     # (less the settings added after stores recorded the whole configuration, at their defaults, so those resume)
     built = json.loads(json.dumps(dataclasses.asdict(GuardConfig(**GUARDED_DEFAULTS)), default=str))
-    assert plain == {k: v for k, v in built.items() if k not in ADDED_AFTER_STORES}
-    assert given == {**plain, "max_total_tokens": 5000, "chunk_size": 2}
-    assert CliRunner().invoke(app, [*base, "--out", str(tmp_path / "c"), "--substeps-together"]).exit_code == 0
-    assert json.loads((tmp_path / "c" / "run.json").read_text())["guard_config"] == {**plain, "substeps_together": True}
+    assert plain == {k: v for k, v in built.items() if k not in ADDED_AFTER_STORES or ADDED_AFTER_STORES[k] != v}
+    assert plain["follow"] is True and plain["substeps_together"] is True  # every run's (RUN_SETTINGS)
+    # a chunk size given alone asks the chunked mode (mode_asked): following is off for that run
+    assert given == {**plain, "max_total_tokens": 5000, "chunk_size": 2, "follow": False}
+    assert CliRunner().invoke(app, [*base, "--out", str(tmp_path / "c"), "--substeps-one-at-a-time"]).exit_code == 0
+    recorded = json.loads((tmp_path / "c" / "run.json").read_text())["guard_config"]
+    assert recorded == {k: v for k, v in plain.items() if k != "substeps_together"}  # at its old default: left out
 
 
 @pytest.mark.slow

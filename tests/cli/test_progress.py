@@ -29,7 +29,7 @@ def test_each_step_prints_on_stderr_as_it_commits_and_stdout_is_unchanged() -> N
     assert wall.sub("", loud.stdout) == wall.sub("", quiet.stdout)  # the final table alone, with or without progress
     assert "s] " not in loud.stdout and "step 1/4" not in loud.stdout
     lines = loud.stderr.splitlines()
-    assert re.fullmatch(r"\[\d+\.\ds\] procedure invoice \(4 steps\)  model sim:paper  chunk 1  ladder split, resample, resample, digits",
+    assert re.fullmatch(r"\[\d+\.\ds\] procedure invoice \(4 steps\)  model sim:paper  follow \(window 100, re-asks 1 a call\)  ladder split, resample, resample, digits",
                         lines[0]), lines[0]
     steps = [re.sub(r"^\[\d+\.\ds\] ", "", line) for line in lines[1:]]
     assert steps == ["step 1/4 discount = 5.01  model_verified (exact)", "step 2/4 net = 95.09  model_verified (exact)",
@@ -38,7 +38,7 @@ def test_each_step_prints_on_stderr_as_it_commits_and_stdout_is_unchanged() -> N
 
 
 def test_deviations_print_with_the_rung_taking_them_and_json_stays_json() -> None:
-    out = _run(*N23, "--chunk-size", "5", "--ladder", "restate,narrow", "--json")
+    out = _run(*N23, "--chunked", "--chunk-size", "5", "--ladder", "restate,narrow", "--json")
     result = json.loads(out.stdout)  # stdout is the JSON alone
     assert result["deviations"], "the simulator should deviate here"
     shown = [line for line in out.stderr.splitlines() if "deviation at" in line]
@@ -51,7 +51,7 @@ def test_deviations_print_with_the_rung_taking_them_and_json_stays_json() -> Non
     assert len(committed) == 23
     for line, step in zip(committed, result["steps"], strict=True):
         assert f" {step['var']} = " in line and step["provenance"] in line
-    assert "deviation" not in _run(*N23, "--chunk-size", "5", "--ladder", "restate,narrow", "-q").stderr
+    assert "deviation" not in _run(*N23, "--chunked", "--chunk-size", "5", "--ladder", "restate,narrow", "-q").stderr
 
 
 def test_the_header_says_which_model_local_resolved_to() -> None:

@@ -18,7 +18,7 @@ ARGV = ["run", str(ROOT / "examples" / "invoice.yaml"), "-i", "subtotal=100.10",
 def test_show_replies_prints_each_reply_as_written_on_stderr(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
     trace = tmp_path / "t.jsonl"
-    out = CliRunner().invoke(app, [*ARGV, "--show-replies", "--json", "--trace-file", str(trace)])
+    out = CliRunner().invoke(app, [*ARGV, "--chunked", "--show-replies", "--json", "--trace-file", str(trace)])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["status"] == "verified"  # stdout is still the result alone
     assert "--- reply (chunk 0, step 1, attempt 0; finish stop) ---" in out.stderr

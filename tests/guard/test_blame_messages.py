@@ -75,7 +75,7 @@ def test_an_expr_and_a_check_that_disagree_still_blame_the_step() -> None:
 
 def test_a_flagged_upstream_value_is_named_as_the_cause() -> None:
     model = ReplyModel(["owed = 100.00", "insurer_share = 180.00", "patient_share = -80.00"])
-    result = Guard(model, GuardConfig.for_procedure(PROC, policy="flag", chunk_size=1)).run(PROC, {"billed": "100", "paid": "0"})
+    result = Guard(model, GuardConfig.for_procedure(PROC, follow=False, policy="flag", chunk_size=1)).run(PROC, {"billed": "100", "paid": "0"})
     detail = next(d.detail for d in result.deviations if d.step == "patient_share")
     assert detail.startswith("patient_share rests on insurer_share, flagged earlier (the model's value, kept unverified)"), detail
     assert "insurer_share = 180" in detail
@@ -84,7 +84,7 @@ def test_a_flagged_upstream_value_is_named_as_the_cause() -> None:
 def test_a_check_that_fails_on_verified_values_names_no_flag() -> None:
     """The neighbour: nothing flagged upstream, the step's own value wrong -> no word of a flag."""
     model = ReplyModel(["owed = 100.00", "insurer_share = 80.00", "patient_share = 21.00"])
-    result = Guard(model, GuardConfig.for_procedure(PROC, policy="flag", chunk_size=1)).run(PROC, {"billed": "100", "paid": "0"})
+    result = Guard(model, GuardConfig.for_procedure(PROC, follow=False, policy="flag", chunk_size=1)).run(PROC, {"billed": "100", "paid": "0"})
     detail = next(d.detail for d in result.deviations if d.step == "patient_share")
     assert "flagged earlier" not in detail
 
@@ -114,7 +114,7 @@ class _Capped:
 @pytest.mark.parametrize("cut", ["patient_share = ", "patient_share = 100.00 - 8", ""])
 def test_a_reply_cut_by_the_tokens_budget_is_a_spent_budget(cut: str) -> None:
     """Two calls of 70 tokens leave 10 of 150: the third call is capped at 10 and cut."""
-    config = GuardConfig.for_procedure(PROC, chunk_size=1, max_total_tokens=150, on_exhausted="flag")
+    config = GuardConfig.for_procedure(PROC, follow=False, chunk_size=1, max_total_tokens=150, on_exhausted="flag")
     result = Guard(_Capped(cut), config).run(PROC, {"billed": "100", "paid": "0"})
     dev = next(d for d in result.deviations if d.step == "patient_share")
     assert (dev.kind, dev.detail) == ("budget_exhausted", "the tokens budget ran out while the model was writing step patient_share")
@@ -123,6 +123,6 @@ def test_a_reply_cut_by_the_tokens_budget_is_a_spent_budget(cut: str) -> None:
 def test_a_reply_cut_with_budget_left_is_the_models() -> None:
     """The neighbour: no run budget, the call's own cap -> the reply's fault stays as it was."""
     model = ReplyModel([ChatResponse("owed = 100.00\ninsurer_share = ", Usage(10, 5), finish_reason="length")])
-    result = Guard(model, GuardConfig.for_procedure(PROC, chunk_size=3, on_exhausted="flag", max_reprompts_per_step=0)).run(
+    result = Guard(model, GuardConfig.for_procedure(PROC, follow=False, chunk_size=3, on_exhausted="flag", max_reprompts_per_step=0)).run(
         PROC, {"billed": "100", "paid": "0"})
     assert all(d.kind != "budget_exhausted" or "tokens budget ran out" not in d.detail for d in result.deviations)

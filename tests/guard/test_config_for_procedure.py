@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stepguard import Guard, GuardConfig, Procedure, load_procedure
-from stepguard.guard._config import PRODUCTION_SETTINGS, beyond_integer_sums
+from stepguard.guard._config import PRODUCTION_SETTINGS, RUN_SETTINGS, beyond_integer_sums
 from tests._fakes import ScriptedModel
 from tests._paths import ROOT
 
@@ -48,7 +48,8 @@ def test_every_production_procedure_gets_the_production_settings(path: Path) -> 
 def test_fields_given_win_over_the_chosen_defaults() -> None:
     config = GuardConfig.for_procedure(_proc("a * b"), chunk_size=3, on_exhausted="flag")
     assert (config.chunk_size, config.on_exhausted, config.ladder) == (3, "flag", PRODUCTION_SETTINGS["ladder"])
-    assert GuardConfig.for_procedure(_proc("a + b")) == GuardConfig()
+    assert GuardConfig.for_procedure(_proc("a + b")) == GuardConfig(**RUN_SETTINGS)
+    assert GuardConfig.for_procedure(_proc("a + b"), streamed=False) == GuardConfig(substeps_together=True)  # chunked asked
 
 
 def test_a_guard_without_a_configuration_asks_a_product_one_step_a_call_and_splits_it() -> None:
@@ -67,10 +68,10 @@ def test_a_guard_without_a_configuration_keeps_the_benchmark_defaults_for_intege
     proc = Procedure.model_validate({"name": "p", "inputs": ["a", "b"], "steps": [
         {"var": "s1", "expr": "a + b"}, {"var": "s2", "expr": "s1 - a"}, {"var": "s3", "expr": "s2 + s1"}]})
     guard = Guard(ScriptedModel())
-    assert guard.config_for(proc) == GuardConfig()
+    assert guard.config_for(proc) == GuardConfig(**RUN_SETTINGS)
     model = ScriptedModel()
     assert Guard(model).run(proc, {"a": 5, "b": 7}).status == "verified"
-    assert len(model.calls) == 1  # all three steps in one chunk of 5
+    assert len(model.calls) == 1  # all three steps in one streamed window
 
 
 def test_a_configuration_given_is_used_as_it_is() -> None:
@@ -101,9 +102,11 @@ def test_stepguard_run_picks_the_defaults_by_procedure_and_an_option_given_wins(
     products.write_text("name: products\ninputs: {a: decimal, b: decimal}\nsteps:\n"
                         "  - {var: s1, expr: a * b, type: decimal, scale: 2}\n  - {var: s2, expr: s1 + a, type: decimal, scale: 2}\n"
                         "  - {var: s3, expr: \"max(s2, 100)\", type: decimal, scale: 2}\n")
-    assert _cli_chunks(str(sums)) == (1, 3)  # the benchmark default: five steps a call
-    assert _cli_chunks(str(products)) == (3, 3)  # one step a call
-    assert _cli_chunks(str(products), "--chunk-size", "5") == (1, 3)  # an option given wins
+    assert _cli_chunks(str(sums)) == (1, 3)  # followed: one window while the model is right
+    assert _cli_chunks(str(products)) == (1, 3)
+    assert _cli_chunks(str(sums), "--chunked") == (1, 3)  # the benchmark default: five steps a call
+    assert _cli_chunks(str(products), "--chunked") == (3, 3)  # beyond integer sums: one step a call
+    assert _cli_chunks(str(products), "--chunk-size", "2") == (2, 3)  # an option given wins
 
 
 def test_the_drop_in_client_and_the_proxy_pick_the_same_defaults_by_procedure() -> None:

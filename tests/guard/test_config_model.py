@@ -109,16 +109,17 @@ def _sums() -> Procedure:
     return Procedure.model_validate({"name": "sums", "inputs": ["a", "b"], "steps": [{"var": "s", "expr": "a - b + 3"}]})
 
 
-def test_defaults_for_gives_the_same_values_as_before() -> None:
-    assert defaults_for(INVOICE) == PRODUCTION
-    assert defaults_for([INVOICE]) == PRODUCTION
-    assert defaults_for(None) == {} and defaults_for() == {}
-    assert defaults_for(_sums()) == {}
-    assert defaults_for([_sums(), INVOICE]) == PRODUCTION  # a mixed suite: one configuration, the production one
-    assert defaults_for(benchmark=True) == {"on_exhausted": "flag"}
-    assert defaults_for(INVOICE, benchmark=True) == {**PRODUCTION, "on_exhausted": "flag"}
+def test_defaults_for_gives_the_same_values_as_before_and_follows_the_model() -> None:
+    run = {"follow": True, "substeps_together": True}  # every run's (issue 43)
+    assert defaults_for(INVOICE) == {**run, **PRODUCTION}
+    assert defaults_for([INVOICE]) == {**run, **PRODUCTION}
+    assert defaults_for(None) == run and defaults_for() == run
+    assert defaults_for(_sums()) == run
+    assert defaults_for([_sums(), INVOICE]) == {**run, **PRODUCTION}  # a mixed suite: one configuration, the production one
+    assert defaults_for(benchmark=True) == {**run, "on_exhausted": "flag"}
+    assert defaults_for(INVOICE, benchmark=True) == {**run, **PRODUCTION, "on_exhausted": "flag"}
     defaults_for(INVOICE)["chunk_size"] = 9  # a new dict each call: a caller cannot change the next one's
-    assert defaults_for(INVOICE) == PRODUCTION
+    assert defaults_for(INVOICE) == {**run, **PRODUCTION}
 
 
 def test_the_old_names_read_from_defaults_for() -> None:
@@ -127,8 +128,11 @@ def test_the_old_names_read_from_defaults_for() -> None:
 
     assert GUARDED_DEFAULTS == defaults_for(benchmark=True)
     assert PRODUCTION_SETTINGS == PRODUCTION
-    assert GuardConfig.for_procedure(INVOICE, chunk_size=3) == GuardConfig(**{**PRODUCTION, "chunk_size": 3})
-    assert GuardOptions().resolve(INVOICE, benchmark=True) == GuardConfig(**PRODUCTION, on_exhausted="flag")
+    run = {"follow": True, "substeps_together": True}
+    # a chunk size given alone asks the chunked mode: following is off (mode_asked)
+    assert GuardConfig.for_procedure(INVOICE, chunk_size=3) == GuardConfig(**{**run, **PRODUCTION, "chunk_size": 3, "follow": False})
+    assert GuardConfig.for_procedure(INVOICE, chunk_size=3, follow=True).follow
+    assert GuardOptions().resolve(INVOICE, benchmark=True) == GuardConfig(**run, **PRODUCTION, on_exhausted="flag")
 
 
 # ------------------------------------------------------------------------------------- generated documents

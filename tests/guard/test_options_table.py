@@ -103,11 +103,13 @@ INVALID: list[tuple[dict[str, Any], str, str]] = [
 
 
 def _expected(fields: dict[str, Any], way_defaults: dict[str, Any] | None = None) -> GuardConfig:
-    """Computed apart from the code under test: the defaults by procedure (invoice has decimals: the
-    production settings), the way in's own defaults, then the fields."""
-    from stepguard.guard._config import PRODUCTION_SETTINGS
+    """Computed apart from the code under test: every run's settings (following the model), the defaults
+    by procedure (invoice has decimals: the production settings), the way in's own defaults, then the
+    fields; ``streamed`` or ``chunk_size`` given without ``follow`` asks for that mode, not the following one."""
+    from stepguard.guard._config import PRODUCTION_SETTINGS, RUN_SETTINGS
 
-    return GuardConfig(**{**PRODUCTION_SETTINGS, **(way_defaults or {}), **fields})
+    mode = {"follow": False} if {"streamed", "chunk_size"} & set(fields) and "follow" not in fields else {}
+    return GuardConfig(**{**RUN_SETTINGS, **PRODUCTION_SETTINGS, **(way_defaults or {}), **fields, **mode})
 
 
 # --------------------------------------------------------------------------------------------- the ways in

@@ -49,7 +49,8 @@ def _requests(cassette: Path) -> str:
             inst = generate_instance(n, lookback, index=index)
             guard.run(inst.to_procedure(), inst.inputs, thread_id=f"{inst.id}-{streamed}")
     for case in _first_cases():
-        config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag")
+        # chunked, one sub-step a call: the requests pinned under this forms version (streamed windows: above)
+        config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag", follow=False, substeps_together=False)
         Guard(model, config).run(case.procedure, case.inputs, thread_id=case.id)
     keys = {json.loads(line)["key"] for line in cassette.read_text(encoding="utf-8").splitlines() if line.strip()}
     keys |= _alone() | _derived()

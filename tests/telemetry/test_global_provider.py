@@ -24,8 +24,8 @@ def test_guarded_openai_is_traced_through_the_global_provider_under_the_callers_
     (app,) = [s for s in spans if s["name"] == "request"]
     run = by_name["invoke_workflow telemetry_demo"]
     assert run["parent"] == app["id"] and run["scope"] == "stepguard"  # nested in the caller's trace
-    assert sum(s["name"] == "stepguard.chunk" for s in spans) == 3
-    assert sum(s["name"] == "chat scripted" for s in spans) == 3
+    assert sum(s["name"] == "stepguard.chunk" for s in spans) == 1  # the default follows the model: one window
+    assert sum(s["name"] == "chat scripted" for s in spans) == 1
     assert {s["trace_id"] for s in spans} == {app["trace_id"]}
 
 

@@ -188,7 +188,7 @@ def test_a_failed_run_with_no_answer_has_content_null_both_ways(client: GuardedO
     """A failed run under on_exhausted=flag answers content null (not ""), finish_reason content_filter (the
     guard withheld what it could not verify, never "stop") and status failed, through the client and the
     proxy, streamed or not; a verified run's content is unchanged."""
-    run = {"inputs": {"subtotal": "100.10", "rate": "0.1"}, "on_exhausted": "flag", "max_total_tokens": 1}
+    run = {"inputs": {"subtotal": "100.10", "rate": "0.1"}, "on_exhausted": "flag", "max_total_tokens": 1, "follow": False}
     messages = [{"role": "user", "content": "go"}]
     reply = client.chat.completions.create(model="sim", messages=messages, extra_body={"stepguard": {"procedure": "invoice", **run}})
     assert (reply.stepguard.status, reply.choices[0].message.content, reply.choices[0].finish_reason) == ("failed", None, "content_filter")

@@ -41,7 +41,12 @@ def test_guarded_call_returns_verified_answer_and_result(stub: StubServer) -> No
     assert resp.stepguard.values["discount"] == Decimal("5.01")  # ROUND_HALF_UP of 5.005
     calls = stub.requests[n:]
     assert calls and all(c["model"] == "sim" and c["temperature"] == 0 for c in calls)
-    assert resp.usage.prompt_tokens == 12 * len(calls)
+    assert len(calls) == 1 and calls[0]["stream"]  # the default follows the model: one streamed call while it is right
+    assert resp.usage.prompt_tokens > 0
+    chunked = _guarded_call(client, follow=False)
+    chunked_calls = stub.requests[n + 1:]
+    assert chunked.choices[0].message.content == "104.60" and len(chunked_calls) > 1  # chunks of steps
+    assert chunked.usage.prompt_tokens == 12 * len(chunked_calls)  # the calls' own usage, summed
     assert client.base_url == real.base_url  # other attributes are the client's own
 
 

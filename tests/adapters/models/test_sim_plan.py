@@ -83,7 +83,8 @@ def test_planned_and_read_replies_are_the_same_on_generated_and_production_runs(
         if case.procedure_name in seen:
             continue
         seen.add(case.procedure_name)
-        Guard(model, GuardConfig.for_procedure(case.procedure, on_exhausted="flag")).run(case.procedure, case.inputs)
+        for follow in (False, True):  # one step a call, and windows following the model
+            Guard(model, GuardConfig.for_procedure(case.procedure, on_exhausted="flag", follow=follow)).run(case.procedure, case.inputs)
     assert _Twin.compared > 100 and {"chunk", "window", "nested"} <= _Twin.roles, _Twin.roles
 
 
