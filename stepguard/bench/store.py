@@ -287,20 +287,20 @@ _ABSENT_LOCAL = {("model", "runtime"): "'python' (the default runtime)",
                  ("model", "parallel"): "1 (one request slot)"}
 
 
-_OFF_FLAGS = {"follow": "--no-follow", "substeps_together": "--substeps-one-at-a-time"}
-"""The flag that turns each of every run's default settings (``stepguard.guard.RUN_SETTINGS``) off."""
-
-
 def _run_settings_hint(old: Any, new: Any) -> str:
-    """``; made before every run followed the model: resume it with --no-follow ...`` where a
-    store's guard config has a run setting off (or unrecorded: made before it existed) that the
-    new run has on, else ``""``: the flags that give the stored run back."""
+    """``; made before ...: resume it with --no-follow ...`` where a store's guard config has one of every
+    run's default settings (``stepguard.guard.RUN_SETTINGS``) off, or unrecorded (made before it existed),
+    that the new run has on, else ``""``: the flags that give the stored run back, each the off half of
+    the switch its field declares (``--follow/--no-follow``)."""
     if not (isinstance(old, dict) and isinstance(new, dict)):
         return ""
-    flags = [flag for key, flag in _OFF_FLAGS.items() if new.get(key) is True and not old.get(key)]
+    from stepguard.guard import RUN_SETTINGS, GuardConfig, fields_of  # a refusal's path only
+
+    switch = {spec.name: spec.option.flag or "" for spec in fields_of(GuardConfig)}
+    flags = [switch[name].partition("/")[2] for name in RUN_SETTINGS if new.get(name) is True and not old.get(name)]
     if not flags:
         return ""
-    return f"; made before every run followed the model (2026-12-05): resume it with {' '.join(flags)}"
+    return f"; made before these settings were every run's default: resume it with {' '.join(flags)}"
 
 
 def _differences(key: str, old: Any, new: Any) -> str:

@@ -149,12 +149,12 @@ def guard_option_defaults(defaults: Mapping[str, Any] | None = None, by_procedur
     notes["ladder"] = f"Registered rungs: {', '.join(rung_names())}."
     # Every run follows the model unless a mode is asked (RUN_SETTINGS): not given, these are decided
     # when the options are resolved, where --streamed or --chunked alone also turns following off.
-    given_only = {name: values[name] for name in MODE_SETTINGS}
+    chunk_default = values["chunk_size"]  # what --chunk-size alone asks, before it is left to resolution
     values.update(dict.fromkeys((*RUN_SETTINGS, *MODE_SETTINGS)))
     notes["follow"] = "Default: follow (every run's, unless --streamed, --chunked or --chunk-size is given)."
     notes["streamed"] = "Default: neither (the run follows the model); either one turns --follow off unless it is given too."
     notes["chunk_size"] = ("Given without --follow, asks chunks of N (following off); with it, N is the re-asks' size."
-                           + ("" if by_procedure else f" Default: {given_only['chunk_size']}."))
+                           + ("" if by_procedure else f" Default: {chunk_default}."))
     notes["substeps_together"] = "Default: together (every run's)."
     if by_procedure:
         values.update(dict.fromkeys(PRODUCTION_SETTINGS))
