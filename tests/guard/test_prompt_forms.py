@@ -27,7 +27,8 @@ PRODUCTION = ROOT / "benchmarks" / "production"
 
 PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d", 5: "db5e76768d4f052f129cbc176805bc1da9a9297a33d86acf7afe30415c162ddf",
           6: "4bc06038b9921c8aa7fb0bccd56c2200558b353705d2ab065d4c92d3edea60ce",
-          7: "4a098511e28d135ecc7df8fa697741084abc3477b0464c7063f952974becb808"}
+          7: "4a098511e28d135ecc7df8fa697741084abc3477b0464c7063f952974becb808",
+          8: "9986ed214646c019a274e46392f13911c31b591bb6c01ace81d2b60458c105aa"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 

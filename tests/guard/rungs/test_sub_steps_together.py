@@ -202,3 +202,30 @@ def test_a_default_run_records_and_keys_neither_new_setting_as_stores_made_befor
     assert not {"chunk_by", "substeps_together"} & set(a["settings"])
     b = Guard(ScriptedModel(), replace(base, substeps_together=True)).run_identity(DIGIT_PRODUCT, _INPUTS)
     assert a != b and b["settings"]["substeps_together"] is True
+
+
+@pytest.mark.parametrize(("a", "b", "scale"), [("12845.5", "8", 4), ("17816.7", "12", 2), ("723", "24", 2), ("4789", "7", 2)])
+def test_a_quotient_digits_scan_is_asked_in_one_call_after_the_multiples_it_compares(a: str, b: str, scale: int) -> None:
+    """Each quotient digit's comparisons (``max(4, 1)``, ``max(4, 2)``, ... for the remainder 45 by 8) are written
+    from the remainder and the multiples, which are asked before them, and not from one another: with the option,
+    a scan is one call. Each comparison still waits for every multiple and remainder sub-step it reads."""
+    proc = Procedure.model_validate({"name": "one", "inputs": ["a", "b"], "steps": [
+        {"var": "r", "expr": "a / b", "type": "decimal", "scale": scale}]})
+    env = {"a": Fraction(a), "b": Fraction(b)}
+    rung = get_rung("long_divide")
+    sheet, sub = rung.sheet(proc, 0, env), rung.derive(proc, 0, env)
+    assert sheet is not None and sub is not None
+    scans = [p.of for p in sheet.reading.places if p.part == "count" and len(p.of) > 1]
+    assert scans, "a sheet with a scan of two or more comparisons"
+    chunks, i = [], 0
+    while i < len(sub.steps):
+        k = sub.independent(i, DIGIT_CHUNK)
+        chunks.append({s.var for s in sub.steps[i:i + k]})
+        i += k
+    for scan in scans:
+        assert any(set(scan) <= chunk for chunk in chunks), scan  # one call asks the whole scan
+        first = sub.index_of[scan[0]]
+        assert set(sub.after(first)) == {s.var for s in sub.steps[:first]}  # every sub-step before the scan: remainder, multiples
+    model = ScriptedModel()
+    result = Guard(model, rung.nested_config(GuardConfig(substeps_together=True), 0, None, None, sub)).run(sub, {})
+    assert result.status == "verified" and len(model.calls) == len(chunks)

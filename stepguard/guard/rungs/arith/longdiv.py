@@ -9,8 +9,10 @@ the remainder with each multiple of as many digits in turn by the first place wh
 differ (``1200`` and ``1095``: ``max(2, 0)``; ``1200`` and ``1460``: ``max(2, 4)``), until a multiple
 is the larger; the digit is the number of multiples not larger read from the model's numbers without
 a sub-step (fewer digits than the remainder, read from the lengths as a place is, or the same number)
-and of those whose digit it named the remainder's over. Each choice is asked after the one before
-verified, so where the scan stops is the model's; a remainder with fewer digits than the divisor is a
+and of those whose digit it named the remainder's over. The multiples a scan compares are asked before
+its comparisons, and each comparison is written from the remainder and the multiples, not from another
+comparison: a run asking sub-steps together (``GuardConfig.substeps_together``) asks a scan's
+comparisons in one call, and every choice in it is checked. A remainder with fewer digits than the divisor is a
 0 read from the lengths, not asked. The remainder less the
 digit's multiple is a column subtraction (:func:`~stepguard.guard.rungs.arith._digits.column_difference`).
 The quotient is read from those digits with the point placed, to one, two or three places beyond the
@@ -97,13 +99,22 @@ def _multiple(sheet: Sheet, multiples: dict[int, int], m: int, j: int) -> int:
 
 
 def _digit(sheet: Sheet, multiples: dict[int, int], m: int, r: int) -> tuple[Place, int]:
-    """One quotient digit of the remainder ``r`` by ``m``: its place and value (see the module's text)."""
+    """One quotient digit of the remainder ``r`` by ``m``: its place and value (see the module's text).
+
+    The multiples the scan compares are asked first; each comparison is then written from them and the
+    remainder, not from another comparison (:meth:`Sheet.ask`'s ``of``), so a chunk may ask the scan's
+    comparisons together (``GuardConfig.substeps_together``): none shows the value another writes.
+    """
     scan: list[str] = []
     q = read = 0
     if len(str(m)) <= len(str(r)):  # else fewer digits than the divisor: a 0, read
-        for j in range(1, 10):  # the larger of the remainder and each multiple, until a multiple is
-            jm = _multiple(sheet, multiples, m, j)
-            choice = larger_at_first_difference(sheet, r, jm)
+        last = min(9, r // m + 1)  # the scan stops at the first multiple larger than r, or at 9
+        for j in range(1, last + 1):
+            _multiple(sheet, multiples, m, j)
+        start = len(sheet.steps)
+        for j in range(1, last + 1):  # the larger of the remainder and each multiple, until a multiple is
+            jm = multiples[j]
+            choice = larger_at_first_difference(sheet, r, jm, of=start)
             if choice is not None:
                 scan.append(choice)
             elif len(str(jm)) <= len(str(r)):  # read: fewer digits, or the same number, is not larger
