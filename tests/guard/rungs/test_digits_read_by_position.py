@@ -31,9 +31,9 @@ def _one_digit_off(text: str, data: st.DataObject) -> str:
 def test_a_quotient_digit_the_model_chose_otherwise_is_not_read_as_the_guards_literal() -> None:
     """``59 / 31`` to 2 places: ``max(5, 3) = 5`` (59 and 31 compared at their first digits, after the
     multiple 62's columns the scan compares next) counts the first digit 1. Written ``3``, the multiple's
-    digit, the count reads ``0.903``, which is not the number the rounding sub-step's literal ``1.903`` holds; written ``4``, a digit neither number has.
-    Neither reads a value: not the rounding of the guard's own literal, which the model's digits no
-    longer spell."""
+    digit, the count reads ``0.903``, which is not the number the rounding sub-step's literal ``1.903``
+    holds; written ``4``, a digit neither number has. Neither reads a value: not the rounding of the
+    guard's own literal, which the model's digits no longer spell."""
     proc, env = _step("/", 2), {"a": Fraction(59), "b": Fraction(31)}
     rung = _rung("/")
     sub = rung.derive(proc, 0, env)
