@@ -135,7 +135,7 @@ class RunStore:
                 raise RunStoreError(
                     f"{path}: this run directory holds a different run ({details}); "
                     "use another --out directory, or the same settings to resume"
-                    + _run_settings_hint(old.get("guard_config"), meta.get("guard_config"))
+                    + _settings_hint(old.get("guard_config"), meta.get("guard_config"))
                 )
             if meta.get("instances_sha256") is None:
                 raise RunStoreError(
@@ -287,20 +287,11 @@ _ABSENT_LOCAL = {("model", "runtime"): "'python' (the default runtime)",
                  ("model", "parallel"): "1 (one request slot)"}
 
 
-def _run_settings_hint(old: Any, new: Any) -> str:
-    """``; made before ...: resume it with --no-follow ...`` where a store's guard config has one of every
-    run's default settings (``stepguard.guard.RUN_SETTINGS``) off, or unrecorded (made before it existed),
-    that the new run has on, else ``""``: the flags that give the stored run back, each the off half of
-    the switch its field declares (``--follow/--no-follow``)."""
-    if not (isinstance(old, dict) and isinstance(new, dict)):
-        return ""
-    from stepguard.guard import RUN_SETTINGS, GuardConfig, fields_of  # a refusal's path only
+def _settings_hint(old: Any, new: Any) -> str:
+    """The flags that resume a store made before a run's default settings changed (:func:`stepguard.guard.settings_resume_hint`)."""
+    from stepguard.guard import settings_resume_hint  # a refusal's path only: the store is read without the guard
 
-    switch = {spec.name: spec.option.flag or "" for spec in fields_of(GuardConfig)}
-    flags = [switch[name].partition("/")[2] for name in RUN_SETTINGS if new.get(name) is True and not old.get(name)]
-    if not flags:
-        return ""
-    return f"; made before these settings were every run's default: resume it with {' '.join(flags)}"
+    return settings_resume_hint(old, new)
 
 
 def _differences(key: str, old: Any, new: Any) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Policy,
         beyond_integer_sums as beyond_integer_sums,
         defaults_for,
+        settings_resume_hint as settings_resume_hint,
     )
     from stepguard.guard._fields import FieldSpec as FieldSpec, Option as Option, fields_of as fields_of
     from stepguard.guard._guard import Guard, GuardUpdate, build_result as build_result, sqlite_checkpointer
@@ -61,7 +62,8 @@ if TYPE_CHECKING:
 # package's private modules (tests/project/test_layering.py), but not public: build_result, format_value,
 # identity_digest (adapters.langgraph_node), value_text (adapters' replies), provenance_grade (the bench's
 # old rows), bounded_steps (the check command, a response schema's status), PRODUCTION_SETTINGS,
-# RUN_SETTINGS, MODE_SETTINGS and BENCHMARK_SETTINGS (the CLI's help), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways
+# RUN_SETTINGS, MODE_SETTINGS and BENCHMARK_SETTINGS (the CLI's help), settings_resume_hint (a run store's
+# refusal), OPTION_NAMES, check_thread_id and thread_needs_checkpointer (the ways
 # in that read options), fields_of, FieldSpec and Option (the configuration model's declarations, read by the CLI's
 # flags), options_table and options_schema (docs/options.md and its schema, written by scripts/gen_docs.py).
 
@@ -108,6 +110,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "RUN_SETTINGS": ("stepguard.guard._config", "RUN_SETTINGS"),
     "MODE_SETTINGS": ("stepguard.guard._config", "MODE_SETTINGS"),
     "defaults_for": ("stepguard.guard._config", "defaults_for"),
+    "settings_resume_hint": ("stepguard.guard._config", "settings_resume_hint"),
     "FieldSpec": ("stepguard.guard._fields", "FieldSpec"),
     "Option": ("stepguard.guard._fields", "Option"),
     "fields_of": ("stepguard.guard._fields", "fields_of"),

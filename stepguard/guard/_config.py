@@ -293,6 +293,22 @@ call while the model is right) and a digit rung's sub-steps asked together (``su
 against the chunked settings on the embedded model, paired: docs/policies.md, "Follow the model". Chunked
 mode stays one setting away (``follow=False``; ``--chunked`` or ``--no-follow`` on the command line)."""
 
+def settings_resume_hint(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str:
+    """``"; made before these settings were every run's default: resume it with --no-follow ... (GuardConfig:
+    follow=False, ...)"`` where a stored run's settings (a run store's ``guard_config``, a checkpoint identity's
+    ``settings``) have one of :data:`RUN_SETTINGS` off, or unrecorded (made before it existed), that the new run
+    has on; else ``""``. The flags are each the off half of the switch the field declares (``--follow/--no-follow``).
+    """
+    if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
+        return ""
+    names = [name for name in RUN_SETTINGS if new.get(name) is True and not old.get(name)]
+    if not names:
+        return ""
+    flags = " ".join((_SPECS[name].option.flag or "").partition("/")[2] for name in names)  # RUN_SETTINGS are switches
+    fields = ", ".join(f"{name}=False" for name in names)
+    return f"; made before these settings were every run's default: resume it with {flags} (GuardConfig: {fields})"
+
+
 MODE_SETTINGS: tuple[str, ...] = ("streamed", "chunk_size")
 """The settings that ask for a mode: given without ``follow``, the run does not follow the model
 (:func:`mode_asked`): ``streamed`` asks fixed streamed windows (``True``) or chunks (``False``), and

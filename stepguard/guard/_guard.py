@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from stepguard.errors import BudgetExhausted, CheckpointError, ProcedureError, StepDeviation, StepguardError
 from stepguard.guard._checkpoint import async_capable, sqlite_checkpointer
-from stepguard.guard._config import GuardConfig, LadderWarning, ladder_mismatch
+from stepguard.guard._config import GuardConfig, LadderWarning, ladder_mismatch, settings_resume_hint
 from stepguard.guard._forms_resume import TEMPLATES_CHANGED, forms_change, forms_refusal
 from stepguard.guard._graph import build_graph
 from stepguard.guard._identity import identity_diff, run_identity
@@ -265,7 +265,7 @@ class Guard:
                     raise CheckpointError(f"checkpoint thread {tid!r} was {why}; use a new thread id to run it under "
                                           f"prompt forms {change[1]}")
                 return True
-        _refuse_other_work(tid, diff)
+        _refuse_other_work(tid, diff, settings_resume_hint((stored or {}).get("settings"), identity.get("settings")))
         return False
 
     @staticmethod
@@ -668,10 +668,11 @@ def _refuse_unsafe_actions(tid: str, ctx: RunContext, state: GuardState) -> None
         raise CheckpointError(f"checkpoint thread {tid!r} is not resumed: {'; '.join(why)}")
 
 
-def _refuse_other_work(tid: str, diff: list[str]) -> None:
-    """Raise :class:`CheckpointError` naming each difference, when ``diff`` has any."""
+def _refuse_other_work(tid: str, diff: list[str], hint: str = "") -> None:
+    """Raise :class:`CheckpointError` naming each difference, when ``diff`` has any; ``hint``: how to resume
+    a thread made before the run's default settings changed (:func:`~stepguard.guard._config.settings_resume_hint`)."""
     if diff:
         raise CheckpointError(
             f"checkpoint thread {tid!r} holds a run of other work ({'; '.join(diff)}); "
-            "use a new thread id for this run, or the same procedure, inputs, settings and model to resume it"
+            "use a new thread id for this run, or the same procedure, inputs, settings and model to resume it" + hint
         )

@@ -105,7 +105,7 @@ def test_a_store_made_before_the_default_followed_names_the_flags_that_resume_it
     _fill(tmp_path, ["a"])
     (tmp_path / "run.json").write_text(json.dumps({**read_meta(tmp_path), "guard_config": stored}))
     now = {"chunk_size": 1, "follow": True, "substeps_together": True}
-    with pytest.raises(RunStoreError, match=f"resume it with {flags}$"):
+    with pytest.raises(RunStoreError, match=rf"resume it with {flags} \(GuardConfig: "):
         RunStore.open(tmp_path, {**META, "guard_config": now})
     with pytest.raises(RunStoreError) as other:  # a store that differs otherwise gets no such hint
         RunStore.open(tmp_path, {**META, "guard_config": {**stored, "chunk_size": 2}})

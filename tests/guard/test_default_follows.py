@@ -4,6 +4,7 @@ that mode, the same in every way in (GuardOptions, GuardConfig.for_procedure, th
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -48,3 +49,30 @@ def test_the_cli_asks_the_same_mode_and_a_right_model_costs_one_call_only_when_f
     calls = json.loads(out.stdout)["usage"]["model_calls"]
     follow, streamed, chunk = want
     assert calls == (1 if follow or streamed else -(-4 // int(chunk)))  # invoice: 4 steps
+
+
+@pytest.mark.parametrize(("before", "flags"), [({"follow": False, "substeps_together": False}, "--no-follow --substeps-one-at-a-time"),
+                                                ({"follow": False}, "--no-follow")])
+def test_a_checkpoint_thread_made_before_the_default_followed_names_the_flags_that_resume_it(
+        tmp_path: Path, before: dict[str, object], flags: str) -> None:
+    """As a run store does (tests/bench/test_store.py): the thread is refused, naming the settings that differ,
+    and the refusal gives the flags and fields that run it as it was; the thread resumes with those."""
+    from stepguard import Guard
+    from stepguard.errors import CheckpointError
+    from stepguard.guard import sqlite_checkpointer
+    from tests._fakes import ScriptedModel
+
+    inputs = {"subtotal": "100.10", "rate": "0.1"}
+    old = GuardConfig.for_procedure(INVOICE, **before)
+    Guard(ScriptedModel(), old, checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite")).run(INVOICE, inputs, thread_id="t")
+    now = Guard(ScriptedModel(), GuardConfig.for_procedure(INVOICE), checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
+    with pytest.raises(CheckpointError, match=rf"settings\.follow: .*resume it with {flags} \(GuardConfig: follow=False"):
+        now.run(INVOICE, inputs, thread_id="t")
+    fields = dict.fromkeys(before, False)
+    again = Guard(ScriptedModel(), GuardConfig.for_procedure(INVOICE, **fields), checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
+    assert again.run(INVOICE, inputs, thread_id="t").status == "verified"
+    other = Guard(ScriptedModel(), GuardConfig.for_procedure(INVOICE, **before, seed=5),
+                  checkpointer=sqlite_checkpointer(tmp_path / "ck.sqlite"))
+    with pytest.raises(CheckpointError) as refused:  # the same defaults, another setting: no such hint
+        other.run(INVOICE, inputs, thread_id="t")
+    assert "every run's default" not in str(refused.value)
