@@ -193,8 +193,8 @@ def _curve_look(c: Curve, main: bool, styles: Mapping[int, int]) -> tuple[Any, s
 _LABEL_DY = {"guarded": 11.0, "raw": -10.0}
 """Where a point's ``k/n`` goes, in points from the point to the label's centre: a guarded curve's
 above its point, any other's below (:func:`_separate_labels` moves labels of one step count apart)."""
-_LABEL_GAP = 1.0
-"""Points between two labels of one step count."""
+_LABEL_GAP = 2.0
+"""Points between two labels of one step count (each label's pale box reaches 0.8 points past its text)."""
 
 
 def _draw_curve(ax: Any, c: Curve, colour: Any, main: bool, styles: Mapping[int, int]) -> list[Any]:
@@ -216,8 +216,9 @@ def _draw_curve(ax: Any, c: Curve, colour: Any, main: bool, styles: Mapping[int,
     else:
         ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
     dy = _LABEL_DY["guarded" if c.mode == "guarded" else "raw"]
+    box = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}  # readable over a line
     return [ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", va="center",
-                        fontsize=8, color=colour) for (s, k, n), y in zip(c.points, ys, strict=True)]
+                        fontsize=8, color=colour, bbox=box, zorder=5) for (s, k, n), y in zip(c.points, ys, strict=True)]
 
 
 def spread_labels(wanted: Sequence[float], heights: Sequence[float], below: Sequence[bool],

@@ -252,6 +252,8 @@ def _demo_like_curves(n: int) -> list[Any]:
 def test_the_k_of_n_labels_of_one_step_count_never_overlap(n: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """At 5 and 23 steps the demo's figure wrote "10/10" over "3/3": each point's label is drawn, and
     after the figure is drawn (Agg) no two labels of one step count share a pixel, for any number of curves."""
+    from matplotlib.transforms import Bbox
+
     from stepguard.bench.overlay import _LABEL_DY, plot_overlay
 
     figs: list[Any] = []
@@ -270,7 +272,9 @@ def test_the_k_of_n_labels_of_one_step_count_never_overlap(n: int, tmp_path: Pat
     assert {x: sorted(t.get_text() for t in ts) for x, ts in by_x.items()} == {
         x: sorted(f"{k}/{m}" for c in curves for s, k, m in c.points if s == x) for x in (5, 23, 95)}
     for x, ts in by_x.items():
-        boxes = sorted((t.get_window_extent(renderer) for t in ts), key=lambda b: b.y0)
+        boxes = sorted((Bbox.union([t.get_window_extent(renderer), *([t.get_bbox_patch().get_window_extent(renderer)]
+                                                                     if t.get_bbox_patch() else [])]) for t in ts),
+                       key=lambda b: b.y0)  # the text, with its box where it has one
         for low, high in pairwise(boxes):
             assert low.y1 <= high.y0, f"labels at {x} steps overlap: {low} and {high}"
     (alone,) = by_x[95]
