@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,7 +29,7 @@ from stepguard.bench.plots import SIM_NOTE, Figure
 from stepguard.bench.stats import wilson_interval
 
 __all__ = ["MODELS_CAPTION", "PAPER_RAW_MEANS", "Curve", "curves_from_cells", "curves_from_runs", "paired_from_cells", "plot_models",
-           "plot_overlay"]
+           "plot_overlay", "spread_labels"]
 
 PAPER_RAW_MEANS: tuple[tuple[int, float], ...] = ((5, 0.61), (95, 0.20))
 """(steps, mean first-answer accuracy) reported by Panda et al., arXiv 2605.00817 v1 (14 models;
@@ -189,8 +190,19 @@ def _curve_look(c: Curve, main: bool, styles: Mapping[int, int]) -> tuple[Any, s
     return _LOOKBACK_STYLES[i % len(_LOOKBACK_STYLES)], _MARKERS[i % len(_MARKERS)]
 
 
-def _draw_curve(ax: Any, c: Curve, colour: Any, main: bool, styles: Mapping[int, int]) -> None:
-    """One curve of the overlay: its line, and for a main curve its band and ``k/n`` at each point."""
+_LABEL_DY = {"guarded": 11.0, "raw": -10.0}
+"""Where a point's ``k/n`` goes, in points from the point to the label's centre: a guarded curve's
+above its point, any other's below (:func:`_separate_labels` moves labels of one step count apart)."""
+_LABEL_GAP = 2.0
+"""Points between two labels of one step count (each label's pale box reaches 0.8 points past its text)."""
+
+
+def _draw_curve(ax: Any, c: Curve, colour: Any, main: bool, styles: Mapping[int, int]) -> list[Any]:
+    """One curve of the overlay: its line, and for a main curve its band and ``k/n`` at each point.
+
+    Returns:
+        The ``k/n`` labels drawn (matplotlib ``Annotation`` objects; none for a curve that is not main).
+    """
     xs = [s for s, _, _ in c.points]
     ys = [k / n for _, k, n in c.points]
     lows, highs = zip(*(wilson_interval(k, n) for _, k, n in c.points), strict=True) if c.points else ((), ())
@@ -198,14 +210,74 @@ def _draw_curve(ax: Any, c: Curve, colour: Any, main: bool, styles: Mapping[int,
     ax.plot(xs, ys, linestyle=style, marker=marker, color=colour, linewidth=2.4 if main else 1.3,
             markersize=7 if main else 5, label=c.label, zorder=3 if main else 2)
     if not main:
-        return  # its interval is in the tables; bands of every look-back would hide each other
+        return []  # its interval is in the tables; bands of every look-back would hide each other
     if len(xs) > 1:
         ax.fill_between(xs, lows, highs, color=colour, alpha=0.18, linewidth=0, zorder=1)
     else:
         ax.errorbar(xs, ys, yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=colour, capsize=4, linestyle="none")
-    dy = 8 if c.mode == "guarded" else -13
-    for (s, k, n), y in zip(c.points, ys, strict=True):
-        ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", fontsize=8, color=colour)
+    dy = _LABEL_DY["guarded" if c.mode == "guarded" else "raw"]
+    box = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}  # readable over a line
+    return [ax.annotate(f"{k}/{n}", (s, y), textcoords="offset points", xytext=(0, dy), ha="center", va="center",
+                        fontsize=8, color=colour, bbox=box, zorder=5) for (s, k, n), y in zip(c.points, ys, strict=True)]
+
+
+def spread_labels(wanted: Sequence[float], heights: Sequence[float], below: Sequence[bool],
+                  gap: float = _LABEL_GAP) -> list[float]:
+    """Centres for labels stacked in one column, none overlapping another.
+
+    Each label ``i`` wants its centre at ``wanted[i]`` and is ``heights[i]`` tall (any one unit,
+    points on a figure). A label above its point (``below[i]`` false) is only moved up, away from
+    the point, and one below its point only down; labels that still meet (one below a higher point
+    and one above a lower one) are then moved up, lowest first. Two labels end at least ``gap`` apart.
+
+    Returns:
+        The centres, in the order of ``wanted``.
+
+    Raises:
+        ValueError: the three sequences differ in length.
+    """
+    if not len(wanted) == len(heights) == len(below):
+        raise ValueError(f"wanted, heights and below differ in length: {len(wanted)}, {len(heights)}, {len(below)}")
+    centres = [float(w) for w in wanted]
+
+    def apart(i: int, j: int) -> float:
+        return (heights[i] + heights[j]) / 2 + gap
+
+    up = sorted((i for i in range(len(centres)) if not below[i]), key=lambda i: centres[i])
+    for i, j in pairwise(up):
+        centres[j] = max(centres[j], centres[i] + apart(i, j))
+    down = sorted((i for i in range(len(centres)) if below[i]), key=lambda i: -centres[i])
+    for i, j in pairwise(down):
+        centres[j] = min(centres[j], centres[i] - apart(i, j))
+    order = sorted(range(len(centres)), key=lambda i: centres[i])
+    for i, j in pairwise(order):
+        centres[j] = max(centres[j], centres[i] + apart(i, j))
+    return centres
+
+
+def _separate_labels(fig: Any, ax: Any, labels: Sequence[Any]) -> None:
+    """Move the ``k/n`` labels of each step count apart (:func:`spread_labels`), from where they were
+    placed (:data:`_LABEL_DY`): the positions are read after a layout, and read again until the layout
+    no longer moves them (the labels are part of it)."""
+    wanted = {id(a): float(a.xyann[1]) for a in labels}
+    columns: dict[float, list[Any]] = {}
+    for a in labels:
+        columns.setdefault(float(a.xy[0]), []).append(a)
+    columns = {x: col for x, col in columns.items() if len(col) > 1}
+    for _ in range(4):  # the layout moves the axes with the labels: settled in one or two rounds
+        fig.draw_without_rendering()
+        moved = False
+        per_point = fig.dpi / 72
+        for col in columns.values():
+            anchors = [float(ax.transData.transform(a.xy)[1]) / per_point for a in col]
+            heights = [a.get_window_extent().height / per_point for a in col]
+            centres = spread_labels([y + wanted[id(a)] for y, a in zip(anchors, col, strict=True)], heights,
+                                    [wanted[id(a)] < 0 for a in col])
+            for a, y, centre in zip(col, anchors, centres, strict=True):
+                moved |= abs(float(a.xyann[1]) - (centre - y)) > 0.01
+                a.xyann = (0, centre - y)
+        if not moved:
+            return
 
 
 def _main_curves(curves: Sequence[Curve]) -> list[Curve]:
@@ -246,7 +318,8 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     Args:
         curves: the lines (:func:`curves_from_runs`, :func:`curves_from_cells`). A run's main curve
             (all look-backs pooled, or its only one) is drawn solid with its 95% Wilson band and its
-            ``k/n`` written at each point; beside a pooled curve, each look-back's is a thin line in
+            ``k/n`` written at each point (the labels of one step count stacked apart, never
+            overlapping: :func:`spread_labels`); beside a pooled curve, each look-back's is a thin line in
             a style of its own, without a band (its interval is in the report's tables).
         path: the PNG to write.
         simulated: stamp ``SIMULATED`` across the plot and in the title.
@@ -264,8 +337,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
     mains = _main_curves(curves)
     if not any(c.points for c in curves):
         ax.text(0.5, 0.6, "no finished instances yet", transform=ax.transAxes, ha="center", va="center", fontsize=14)
-    for c in (c for c in curves if c.points):
-        _draw_curve(ax, c, colours[c.run], c in mains, styles)
+    labels = [a for c in curves if c.points for a in _draw_curve(ax, c, colours[c.run], c in mains, styles)]
     if paper:
         _draw_paper_means(ax)
     _share_axes(ax, _steps_drawn(curves, paper))
@@ -273,6 +345,7 @@ def plot_overlay(curves: Sequence[Curve], path: Path, *, simulated: bool, subtit
         ax.text(0.5, 0.5, "SIMULATED", transform=ax.transAxes, fontsize=64, color="#d39e00", alpha=0.25,
                 ha="center", va="center", rotation=25, zorder=0)
     fig.suptitle(_overlay_title(curves, same_instances, subtitle, simulated), fontsize=10)
+    _separate_labels(fig, ax, labels)
     return plots._save(fig, path)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +236,61 @@ def test_the_overlay_title_says_what_is_drawn(modes: tuple[str, ...], same: bool
 
     title = _title([Curve(m, m, None, ((5, 1, 2),)) for m in modes], same)
     assert says in title and (same or "same instances" not in title)
+
+
+def _demo_like_curves(n: int) -> list[Any]:
+    """``n`` curves, raw and guarded in turn, as the demo's figure draws them: every one at 100% at 5
+    steps, at 100% or 90% at 23 (a raw label below a higher point meets a guarded one above a lower
+    point), and one alone at 95."""
+    from stepguard.bench.overlay import Curve
+
+    out = [Curve(f"run {i}", ("raw", "guarded")[i % 2], None, ((5, 3 + i, 3 + i), (23, 10 - (i % 2), 10))) for i in range(n)]
+    return [*out, Curve("alone", "guarded", None, ((95, 20, 20),))]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_the_k_of_n_labels_of_one_step_count_never_overlap(n: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 5 and 23 steps the demo's figure wrote "10/10" over "3/3": each point's label is drawn, and
+    after the figure is drawn (Agg) no two labels of one step count share a pixel, for any number of curves."""
+    from matplotlib.transforms import Bbox
+
+    from stepguard.bench.overlay import _LABEL_DY, plot_overlay
+
+    figs: list[Any] = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or save(fig, path))
+    curves = _demo_like_curves(n)
+    plot_overlay(curves, tmp_path / "overlay.png", simulated=False, same_instances=False)
+    (fig,) = figs
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if re.fullmatch(r"\d+/\d+", t.get_text())]
+    by_x: dict[float, list[Any]] = {}
+    for t in labels:
+        by_x.setdefault(t.xy[0], []).append(t)
+    assert {x: sorted(t.get_text() for t in ts) for x, ts in by_x.items()} == {
+        x: sorted(f"{k}/{m}" for c in curves for s, k, m in c.points if s == x) for x in (5, 23, 95)}
+    for x, ts in by_x.items():
+        boxes = sorted((Bbox.union([t.get_window_extent(renderer), *([t.get_bbox_patch().get_window_extent(renderer)]
+                                                                     if t.get_bbox_patch() else [])]) for t in ts),
+                       key=lambda b: b.y0)  # the text, with its box where it has one
+        for low, high in pairwise(boxes):
+            assert low.y1 <= high.y0, f"labels at {x} steps overlap: {low} and {high}"
+    (alone,) = by_x[95]
+    assert alone.xyann == (0, _LABEL_DY["guarded"])  # a label with none beside it stays where it was put
+
+
+def test_labels_are_spread_away_from_their_points() -> None:
+    from stepguard.bench.overlay import spread_labels
+
+    assert spread_labels([10, 30], [8, 8], [False, False]) == [10, 30]  # apart already: unchanged
+    assert spread_labels([10, 10], [8, 8], [False, False], gap=1) == [10, 19]  # above their points: the second up
+    assert spread_labels([-10, -10], [8, 8], [True, True], gap=1) == [-10, -19]  # below: the second down
+    # one below a higher point meets two above a lower one: the two above go up, it stays
+    assert spread_labels([-2, 2, 2], [8, 8, 8], [True, False, False], gap=1) == [-2, 7, 16]
+    with pytest.raises(ValueError, match="differ in length"):
+        spread_labels([1, 2], [8], [True, True])
 
 
 @pytest.mark.slow
