@@ -59,7 +59,8 @@ def _go(goto: Hop, update: Update) -> Command[Hop]:
 
 def plan(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["ask", "exhausted", "finish"]]:
     """Choose the next chunk: from ``cursor``, ``chunk_size`` steps (one step on a rung that asks the step alone;
-    with ``chunk_by="independent"`` none that reads a step of the chunk).
+    none written from a step of the chunk, :meth:`~stepguard.procedure.Procedure.after`; with
+    ``chunk_by="independent"`` none that reads a step of the chunk either).
 
     Steps at ``cursor`` the evaluator computes (``execute: evaluator``) are committed first, graded
     ``computed`` (:func:`computed_steps`); a chunk ends before the next one. None left: no chunk,
@@ -85,8 +86,9 @@ def plan(state: GuardState, runtime: Runtime[RunContext]) -> Command[Literal["as
     else:  # a chunk ends before the next step that is asked alone or computed by the evaluator
         size = next((k - cursor for k in range(cursor + 1, min(n, cursor + size)) if kind_of(steps[k]).asked_alone or evaluated[k]),
                     size)
-    if ctx.config.chunk_by == "independent":  # and before a step that reads one of the chunk (GuardConfig.chunk_by)
-        size = ctx.procedure.independent(cursor, size)
+    # a chunk or window never holds a step written from another of it (a derived sub-step's literal that is
+    # an earlier sub-step's value: Procedure.after), nor, with chunk_by="independent", one that reads another by name
+    size = ctx.procedure.independent(cursor, size) if ctx.config.chunk_by == "independent" else ctx.procedure.written_apart(cursor, size)
     end, chunk = min(n, cursor + size), state.progress.chunk_no + 1
     ctx.observer.chunk_started(chunk - 1, cursor, end, state.progress.rung, state.progress.tries)
     update = Update(replace(progress, chunk_no=chunk), replace(state.attempt, chunk_start=cursor, chunk_end=end))

@@ -28,7 +28,8 @@ PRODUCTION = ROOT / "benchmarks" / "production"
 PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d", 5: "db5e76768d4f052f129cbc176805bc1da9a9297a33d86acf7afe30415c162ddf",
           6: "4bc06038b9921c8aa7fb0bccd56c2200558b353705d2ab065d4c92d3edea60ce",
           7: "4a098511e28d135ecc7df8fa697741084abc3477b0464c7063f952974becb808",
-          8: "9986ed214646c019a274e46392f13911c31b591bb6c01ace81d2b60458c105aa"}
+          8: "9986ed214646c019a274e46392f13911c31b591bb6c01ace81d2b60458c105aa",
+          9: "f7bfb56057b6ca42bada94808d10ce2cf8d1df9c96b352159004c58805e6c026"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 
@@ -50,9 +51,11 @@ def _requests(cassette: Path) -> str:
             inst = generate_instance(n, lookback, index=index)
             guard.run(inst.to_procedure(), inst.inputs, thread_id=f"{inst.id}-{streamed}")
     for case in _first_cases():
-        # chunked, one sub-step a call: the requests pinned under this forms version (streamed windows: above)
-        config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag", follow=False, substeps_together=False)
-        Guard(model, config).run(case.procedure, case.inputs, thread_id=case.id)
+        # chunked, one sub-step a call; and every run's default (following the model, sub-steps together:
+        # the rungs' nested windows)
+        for run in ({"follow": False, "substeps_together": False}, {}):
+            config = GuardConfig.for_procedure(case.procedure, on_exhausted="flag", **run)
+            Guard(model, config).run(case.procedure, case.inputs, thread_id=f"{case.id}-{bool(run)}")
     keys = {json.loads(line)["key"] for line in cassette.read_text(encoding="utf-8").splitlines() if line.strip()}
     keys |= _alone() | _derived()
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
@@ -78,10 +81,11 @@ def _derived() -> set[str]:
                 sub = rung.derive(procedure, i, env)
                 if sub is None:
                     continue
-                cfg = rung.nested_config(GuardConfig(), 0, None, None, sub)
-                steps = [(s.var, s.expression, s.type, s.scale, s.rounding) for s in sub.steps]
-                texts.add(json.dumps([name, i, procedure.name, steps, list(cfg.ladder), cfg.chunk_size, cfg.inline_known],
-                                     default=str))
+                steps = [(s.var, s.expression, s.type, s.scale, s.rounding, sub.after(k)) for k, s in enumerate(sub.steps)]
+                for parent in (GuardConfig(), GuardConfig.for_procedure(procedure)):  # the class's, every run's default
+                    cfg = rung.nested_config(parent, 0, None, None, sub)
+                    texts.add(json.dumps([name, i, procedure.name, steps, list(cfg.ladder), cfg.chunk_size, cfg.inline_known,
+                                          cfg.chunk_by, cfg.follow, cfg.streamed], default=str))
     return {hashlib.sha256(t.encode()).hexdigest() for t in texts}
 
 

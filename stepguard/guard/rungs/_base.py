@@ -48,12 +48,14 @@ class Rung:
             under a nested guard (:meth:`nested_config`).
         nested_ladder: the nested guard's ladder (derived rungs).
         nested_tries: the nested guard's re-prompts per sub-step (derived rungs).
-        one_at_a_time: the nested guard asks one sub-step a call with the values it reads written
-            into its line (``t3 = 0.05 if False else 0``; :attr:`GuardConfig.inline_known`). The
-            rungs over production expressions (``chain``, ``choice``, and ``split`` and ``single``
-            that reach them) ask so, because the embedded model reads a literal better alone than
-            in a chunk (figures: docs/lab/production-suite-history.md). The integer rungs of the benchmark keep
-            whole-chunk asking.
+        one_at_a_time: the nested guard asks a sub-step alone with the values it reads written
+            into its line (``t3 = 0.05 if False else 0``; :attr:`GuardConfig.inline_known`): one a
+            call, or, where the run follows the model with sub-steps together (``follow`` and
+            ``substeps_together``), in windows that follow the model, each sub-step that deviates
+            then asked alone so. The rungs over production expressions (``chain``, ``choice``, and
+            ``split`` and ``single`` that reach them) ask so, because the embedded model reads a
+            literal better alone than in a chunk (figures: docs/lab/production-suite-history.md).
+            The integer rungs of the benchmark keep whole-chunk asking.
     """
 
     name: str = ""
@@ -111,11 +113,15 @@ class Rung:
         verified, since every later sub-step reads that value and the parent takes only a verified
         result: flagging and going on spends calls for nothing (figures: docs/lab/production-suite-history.md).
 
-        It is never streamed: a streamed parent's re-asks use the chunking of chunked mode
-        (docs/policies.md, "Streamed mode"), and the sub-steps go by the rung's own chunking, so a
-        rung that asks one sub-step a call (``one_at_a_time``), or none with one it was written from
-        (a digit rung with ``substeps_together``, ``chunk_by="independent"``), never shows the model in one window a later
-        sub-step's literals, which are the values of the earlier ones.
+        It follows the model only where the rung asks sub-steps alone (``one_at_a_time``) and the
+        parent follows it with sub-steps together (``follow`` and ``substeps_together``, every run's
+        default): a window of sub-steps, cut at the first that deviates, which is then asked alone
+        through :attr:`nested_ladder`. Otherwise it is not streamed (a plain streamed parent's
+        re-asks use the chunking of chunked mode, docs/policies.md, "Streamed mode") and asks one
+        sub-step a call, or a digit rung's sheet by its own chunking. No call, window or chunk asks a
+        sub-step with one whose value its literals, or whether it is asked at all, were written from
+        (:meth:`~stepguard.procedure.Procedure.after`: a digit sheet's carries, the branch a ``chain``
+        condition took), so no call shows the model a value it is about to write.
 
         Args:
             parent: the run's configuration.
@@ -124,10 +130,11 @@ class Rung:
             wall_left: the parent's wall-clock seconds left (``None``: unbounded).
             sub: the derived sub-procedure (``None`` where the caller does not give it).
         """
+        follows = self.one_at_a_time and parent.follow and parent.substeps_together
         return replace(
             parent, chunk_size=1 if self.one_at_a_time else 64, inline_known=self.one_at_a_time,
             adaptive=False, ladder=self.nested_ladder, max_reprompts_per_step=self.nested_tries,
-            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt, streamed=False, follow=False,
+            policy="reprompt", on_exhausted="raise", seed=parent.seed + attempt, streamed=False, follow=follows,
             max_total_tokens=None if tokens_left is None else max(1, tokens_left),
             max_wall_s=None if wall_left is None else max(1e-3, wall_left),
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from stepguard.errors import StepguardError
@@ -131,17 +131,28 @@ def text(value: Number) -> str:
     return f"({s})" if s.startswith("-") else s
 
 
-def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], rung: str) -> Procedure | None:
+def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], rung: str,
+            after: Mapping[str, Sequence[str]] | None = None) -> Procedure | None:
     """A derived procedure from sub-step dicts named ``t1 .. tn`` (expressions name earlier ones).
 
     The last sub-step takes the step's variable, type, scale and rounding, so the procedure's
     rounding rule is applied once, at the end; the others are renamed ``u1 .. un`` where the step's
     own variable starts with ``t``, so no name collides.
 
+    Args:
+        after: ``{sub-step: earlier sub-steps}`` (names as in ``steps``) whose values decided what the
+            sub-step is, though it does not read them by name (:meth:`~stepguard.procedure.Procedure.after`):
+            a chunk or window never asks it with them.
+
     Returns:
         The procedure, or ``None`` where our own limits refuse it or a sub-step fails to evaluate.
     """
     step = procedure.steps[index]
+    last_var = str(steps[-1]["var"])
+
+    def named(var: str) -> str:
+        return step.var if var == last_var else _rename(var) if step.var.startswith("t") else var
+
     if step.var.startswith("t"):
         steps = [{**d, "var": _rename(str(d["var"])), "expr": _rename(str(d["expr"]))} for d in steps]
     last = {**steps[-1], "var": step.var, "type": step.type}
@@ -149,6 +160,8 @@ def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], ru
         last.update(scale=step.scale, rounding=step.rounding)
     try:
         sub = Procedure.model_validate({"name": f"{procedure.name[:_NAME]}:{step.var}:{rung}", "steps": [*steps[:-1], last]})
+        if after:
+            sub = sub.written_from({named(var): [named(n) for n in names] for var, names in after.items()})
         sub.expected_values({}, writable=False)
     except (ValueError, StepguardError):
         return None

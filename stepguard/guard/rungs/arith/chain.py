@@ -151,6 +151,9 @@ class _Writer:
         """The node whose value is the step's: the expression, or the branch a conditional there takes."""
         self.chose = False
         """Whether the step's value is a branch a conditional took (one operation then differs from the step)."""
+        self.decided: list[int] = []
+        """How many sub-steps were written each time a condition's value (the evaluator's) decided what
+        follows (the branch taken, or how a branch not taken is shown), in order."""
 
     def _outcome(self, node: ast.IfExp) -> ast.expr:
         """The branch a conditional ends in, through the conditionals its branches taken are."""
@@ -168,6 +171,23 @@ class _Writer:
         if not isinstance(value, bool):
             raise _Unsplittable("a conditional whose condition is not true or false")
         return value
+
+    def _decide(self) -> None:
+        """Record that a condition's value decides the sub-steps written from here on (:attr:`decided`)."""
+        if not self.decided or self.decided[-1] != len(self.exprs):
+            self.decided.append(len(self.exprs))
+
+    def written_from(self, n: int) -> dict[str, list[str]]:
+        """``{sub-step: the sub-steps before the last decision before it}`` for each of ``t1 .. tn`` written
+        after a condition decided what follows (:attr:`decided`): that it is asked at all, and its
+        literals, show the condition's value, so no call asks it with the sub-steps that value was
+        written from (:meth:`~stepguard.procedure.Procedure.after`)."""
+        out: dict[str, list[str]] = {}
+        for i in range(1, n + 1):
+            before = [d for d in self.decided if d < i]
+            if before:
+                out[f"{self.prefix}{i}"] = [f"{self.prefix}{j}" for j in range(1, before[-1] + 1)]
+        return out
 
     def _new(self, expr: str, kind: str = "number", **extra: Any) -> str:
         self.exprs.append(expr)
@@ -300,10 +320,12 @@ class _Writer:
         bare value keeps its choice as a sub-step over both branches (:meth:`_branch`)."""
         if node is self.root and isinstance(self._outcome(node), _LEAVES):  # a whole step ending in a bare value
             cond = self.emit(node.test)
+            self._decide()
             truth = self._truth(node.test)
             then, other = self._branch(node.body, truth), self._branch(node.orelse, not truth)
             return self._new(f"{then} if {cond} else {other}")
         self.emit(node.test)
+        self._decide()
         taken = node.body if self._truth(node.test) else node.orelse
         if node is self.root:
             self.root = taken  # the branch taken is the step's value too
@@ -620,7 +642,7 @@ def _chain(procedure: Procedure, index: int, env: Mapping[str, Number | str], co
         return "its value is not a finite decimal and it has no scale to round it to"
     if step.choices is not None:
         steps[-1]["choices"] = list(step.choices)
-    sub = derived(procedure, index, steps, "chain")
+    sub = derived(procedure, index, steps, "chain", writer.written_from(len(steps)))
     if sub is None:
         return "a sub-step does not evaluate or our limits refuse the sub-procedure"
     endless = _endless_intermediate(sub, step.var)
