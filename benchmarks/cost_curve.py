@@ -10,10 +10,11 @@ step line and ``DECAY`` less at each line after it, a model that errs more in lo
 ``chunked``, ``streamed`` and ``follow`` only):
 
 - ``raw``: one request (:func:`stepguard.bench.case.arun_case`, raw mode);
-- ``chunked``: the guard with the benchmark's defaults (:func:`stepguard.bench.run.resolve_guard_config`:
-  5 steps a call for generated instances, one for the production procedures; ``on_exhausted=flag``);
+- ``chunked``: the guard with the benchmark's chunked settings (``streamed=False`` given alone, which turns
+  following off; :func:`stepguard.bench.run.resolve_guard_config`: 5 steps a call for generated instances,
+  one for the production procedures; ``on_exhausted=flag``);
 - ``streamed``: the same, ``streamed=True``;
-- ``follow``: the same, ``follow=True`` (docs/policies.md, "Follow the model");
+- ``follow``: the benchmark's defaults, every run's (following the model; docs/policies.md, "Follow the model");
 - ``reask``: Instructor's re-ask loop (:mod:`stepguard.bench.reask`), generated instances only (a
   suite's decimals need a schema per step); its JSON is the simulator's step lines written as JSON
   (:class:`JsonSim`), each attempt an independent draw at p.
@@ -66,7 +67,9 @@ MEETS = 1.1
 DECAY = 0.01
 """The decaying model's loss of per-step accuracy per step line already written in a reply."""
 MODES = ("raw", "chunked", "streamed", "follow", "reask", "raw+decay", "chunked+decay", "streamed+decay", "follow+decay")
-GUARDED = {"chunked": {}, "streamed": {"streamed": True}, "follow": {"follow": True}}
+GUARDED = {"chunked": {"streamed": False}, "streamed": {"streamed": True}, "follow": {}}
+"""Each guarded mode's options: ``chunked`` and ``streamed`` asked alone (a mode given alone turns following
+off), ``follow`` every run's default (following the model, sub-steps together)."""
 
 
 def raw_of(mode: str) -> str:
