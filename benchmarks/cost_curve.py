@@ -28,10 +28,12 @@ lowest p of the grid at which its mean, and every p above it, is within ``MEETS`
 first model's errors do not depend on how many steps a call asks, the second's do: these figures are the controller's
 cost, never a model's accuracy.
 
-The embedded model's measured points (``--stores``, the committed 95-step runs of
-benchmarks/stores/curve: ``raw``, chunked ``digits``, ``streamed-digits``) go on the 95-step panels,
-marked apart: their p is the first-try accuracy measured there (1 - the steps that needed a re-ask,
-repair or flag / 95), their wall is the measured wall against raw's measured wall, not the model above.
+The embedded model's measured points (``--stores``, the committed stores of :data:`MEASURED`: at 95 steps
+``curve/raw``, chunked ``curve/digits``, ``curve/streamed-digits`` and the default's ``curve/follow-together``;
+on the production suite ``prod-digits/raw``, chunked ``prod-digits/forms6`` and the default's
+``prod-follow/forms9``) go on those panels, marked apart: their p is the first-try accuracy measured there
+(1 - the share of steps that needed a re-ask, repair or flag), their calls and wall the measured ones
+against raw's on the same cases, not the model above.
 """
 
 from __future__ import annotations
@@ -189,37 +191,47 @@ def _at(found: float | None) -> str:
 
 
 BAD = ("repaired", "flagged")
-MEASURED = {"chunked": "digits", "streamed": "streamed-digits"}
-"""The committed stores of the embedded model's 95-step runs, by the mode they ran (benchmarks/stores/curve)."""
+MEASURED: dict[str, tuple[str, dict[str, str]]] = {
+    "95": ("curve/raw", {"chunked": "curve/digits", "streamed": "curve/streamed-digits", "follow": "curve/follow-together"}),
+    "production": ("prod-digits/raw", {"chunked": "prod-digits/forms6", "follow": "prod-follow/forms9"}),
+}
+"""The embedded model's committed stores under benchmarks/stores, by panel: the raw store, and each guarded
+store by the mode it ran (95 steps: its 95-step rows; production: the suite's 47 cases)."""
 
 
-def measured(stores: Path) -> dict[str, dict[str, float]]:
-    """The embedded model's 95-step points: ``{mode: {p, calls, wall}}`` (calls and wall against raw's), from
-    the committed stores; ``{}`` where they are absent."""
-    def rows(name: str) -> list[dict[str, Any]]:
+def measured(stores: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """The embedded model's points: ``{panel: {mode: {p, calls, wall, n}}}`` (calls and wall against raw's
+    on the same cases: those every store of the panel has finished), from the committed stores under
+    ``stores``; a panel or mode whose stores are absent is left out. ``p`` is the first-try accuracy:
+    1 - the share of a case's steps that needed a re-ask, repair or flag, averaged over the cases."""
+    def rows(name: str, panel: str) -> dict[str, dict[str, Any]]:
         path = stores / name / "results.jsonl"
         if not path.exists():
-            return []
-        return [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r.get("n_steps") == 95]
+            return {}
+        got = map(json.loads, path.read_text(encoding="utf-8").splitlines())
+        return {r["id"]: r for r in got if panel != "95" or r.get("n_steps") == 95}
 
-    raw = rows("raw")
-    if not raw:
-        return {}
-    raw_calls = statistics.fmean(r["usage"]["model_calls"] for r in raw)
-    raw_wall = statistics.fmean(r["usage"]["wall_s"] for r in raw)
-    out = {}
-    for mode, name in MEASURED.items():
-        got = rows(name)
-        if not got:
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for panel, (raw_name, sides) in MEASURED.items():
+        raw = rows(raw_name, panel)
+        guarded = {mode: got for mode, name in sides.items() if (got := rows(name, panel))}
+        ids = set(raw).intersection(*guarded.values()) if raw and guarded else set()
+        if not ids:
             continue
-        wrong = statistics.fmean(sum(1 for s in r["guard"]["steps"] if s.get("reprompts", 0) > 0 or s.get("provenance") in BAD)
-                                 for r in got)
-        out[mode] = {"p": 1 - wrong / 95, "calls": statistics.fmean(r["usage"]["model_calls"] for r in got) / raw_calls,
-                     "wall": statistics.fmean(r["usage"]["wall_s"] for r in got) / raw_wall}
+        raw_calls = statistics.fmean(raw[i]["usage"]["model_calls"] for i in ids)
+        raw_wall = statistics.fmean(raw[i]["usage"]["wall_s"] for i in ids)
+        out[panel] = {}
+        for mode, got in guarded.items():
+            wrong = statistics.fmean(
+                sum(1 for s in got[i]["guard"]["steps"] if s.get("reprompts", 0) > 0 or s.get("provenance") in BAD)
+                / len(got[i]["guard"]["steps"]) for i in ids)
+            out[panel][mode] = {"p": 1 - wrong, "calls": statistics.fmean(got[i]["usage"]["model_calls"] for i in ids) / raw_calls,
+                                "wall": statistics.fmean(got[i]["usage"]["wall_s"] for i in ids) / raw_wall, "n": len(ids)}
     return out
 
 
-def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, points: dict[str, dict[str, float]] | None = None) -> None:
+def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path,
+         points: dict[str, dict[str, dict[str, float]]] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -241,10 +253,9 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, 
                         lw=3.2 if base == "streamed" else 1.2)  # follow drawn over streamed, which shows around it
                 if found:
                     ax.plot([1 - found], [curve[found][measure] / raw[found][measure]], marker="*", ms=12, color=colours[base])
-            if family == "95":
-                for mode, point in (points or {}).items():
-                    ax.plot([1 - point["p"]], [point[measure]], marker="X", ms=10, ls="none", color=colours[mode], markeredgecolor="black",
-                            label=f"{mode}, embedded 1.5B, MEASURED (first-try p {point['p']:.3f})")
+            for mode, point in (points or {}).get(family, {}).items():
+                ax.plot([1 - point["p"]], [point[measure]], marker="X", ms=10, ls="none", color=colours[mode], markeredgecolor="black",
+                        label=f"{mode}, embedded 1.5B, MEASURED (first-try p {point['p']:.3f}, {point['n']:g} cases)")
             ax.axhline(MEETS, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -257,7 +268,8 @@ def draw(table: dict[str, dict[str, dict[float, dict[str, float]]]], png: Path, 
     grid[1][0].set_ylabel(f"modelled wall / raw's ({CALL_S} s a call + {TOKEN_S} s an output token)")
     fig.suptitle("What the guard costs against the model's per-step accuracy: seeded simulator, SIMULATED; solid: errors "
                  f"independent of the position, dashed (+decay): accuracy {DECAY:g} lower per step line written\n"
-                 "(X: the embedded 1.5B model's committed 95-step runs, MEASURED: calls, and measured seconds against raw's)", fontsize=10)
+                 "(X: the embedded 1.5B model's committed runs, MEASURED: calls, and measured seconds against raw's, on the same cases)",
+                 fontsize=10)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
@@ -270,8 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "cost_curve.png")
     ap.add_argument("--json", type=Path, default=None, help="also write the means as JSON here")
     ap.add_argument("--table", type=Path, default=None, help="draw from means a run wrote with --json, running nothing")
-    ap.add_argument("--stores", type=Path, default=ROOT / "benchmarks" / "stores" / "curve",
-                    help="the embedded model's committed 95-step stores, drawn as measured points")
+    ap.add_argument("--stores", type=Path, default=ROOT / "benchmarks" / "stores",
+                    help="the folder of the embedded model's committed stores (MEASURED), drawn as measured points")
     args = ap.parse_args(argv)
     logging.getLogger("instructor").setLevel(logging.CRITICAL)  # its given-up attempts are counted in the table
     if args.table is not None:
@@ -281,9 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         table = run(args.per_length, [float(p) for p in args.p.split(",")])
     print_table(table)
     points = measured(args.stores)
-    for mode, point in points.items():
-        print(f"embedded model, 95 steps, {mode} (measured, {args.stores}): first-try p {point['p']:.3f}, "
-              f"calls {point['calls']:.1f}x raw's, wall {point['wall']:.2f}x raw's (measured seconds)")
+    for panel, modes in points.items():
+        for mode, point in modes.items():
+            print(f"embedded model, {panel}, {mode} (measured, {args.stores}, {point['n']:g} cases): first-try p {point['p']:.3f}, "
+                  f"calls {point['calls']:.1f}x raw's, wall {point['wall']:.2f}x raw's (measured seconds)")
     draw(table, args.png, points)
     if args.json is not None:
         args.json.write_text(json.dumps({f: {m: {str(p): v for p, v in c.items()} for m, c in ms.items()} for f, ms in table.items()},
