@@ -539,20 +539,18 @@ class Procedure(BaseModel):
         """How many consecutive steps from ``start`` (0-based), at most ``most`` (at least 1), hold none
         written from another of them (:meth:`after`): a call that asks them shows no step a literal that is
         the value of another it asks. Reading by name is allowed (the model writes that value itself)."""
-        inside: set[str] = set()
-        for k in range(start, min(len(self.steps), start + max(1, most))):
-            if k > start and inside & set(self.after(k)):
-                return k - start
-            inside.add(self.steps[k].var)
-        return max(1, min(most, len(self.steps) - start))
+        return self._apart(start, most, by_name=False)
 
     def independent(self, start: int, most: int) -> int:
         """How many consecutive steps from ``start`` (0-based), at most ``most`` (at least 1), read no step
         among them, by name (:meth:`reads`) or by value (:meth:`after`): every value each reads is one
         committed before them."""
+        return self._apart(start, most, by_name=True)
+
+    def _apart(self, start: int, most: int, *, by_name: bool) -> int:
         inside: set[str] = set()
         for k in range(start, min(len(self.steps), start + max(1, most))):
-            if k > start and inside & {*self.reads(k), *self.after(k)}:
+            if k > start and inside & {*(self.reads(k) if by_name else ()), *self.after(k)}:
                 return k - start
             inside.add(self.steps[k].var)
         return max(1, min(most, len(self.steps) - start))
