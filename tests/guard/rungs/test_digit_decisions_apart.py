@@ -1,0 +1,68 @@
+"""A digit sheet's sub-step whose literals or whose being asked at all an earlier sub-step's value decided is
+marked as written from it (:meth:`~stepguard.procedure.Procedure.after`), so a run asking sub-steps together
+never asks the two in one call (issue 43.3, the rule ``chain``'s conditions keep).
+
+A sheet broke it:
+
+- ``columns`` over operands of mixed signs asks which magnitude is larger (``47 + (-26)``: ``d1 = max(4, 2)``),
+  then the columns with the larger on top (``d2 = 17 - 6``) and the sign over it (``max(47, 0)``): the layout is
+  the comparison's answer, and all four were one call.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from stepguard import Guard, GuardConfig, Procedure
+from stepguard.guard.rungs import get_rung
+from tests._fakes import ScriptedModel, asked_steps
+
+
+def _proc(op: str, scale: int | None = None) -> Procedure:
+    step: dict[str, object] = {"var": "r", "expr": f"a {op} b"}
+    if scale is not None:
+        step.update(type="decimal", scale=scale)
+    return Procedure.model_validate({"name": "one", "inputs": ["a", "b"], "steps": [step]})
+
+
+def _calls(rung: str, proc: Procedure, a: Fraction, b: Fraction) -> tuple[Procedure, list[list[str]]] | None:
+    """The sheet and the sub-steps each call of its nested run asks, sub-steps together (every run's default)."""
+    sub = get_rung(rung).derive(proc, 0, {"a": a, "b": b})
+    if sub is None:
+        return None
+    model = ScriptedModel()
+    cfg = get_rung(rung).nested_config(GuardConfig.for_procedure(proc), 0, None, None, sub)
+    result = Guard(model, cfg).run(sub, {})
+    assert result.status == "verified" and result.values == sub.expected_values({})
+    return sub, [asked_steps(m) for m in model.calls]
+
+
+def test_a_mixed_sign_sums_comparison_is_asked_before_the_columns_it_lays_out() -> None:
+    found = _calls("columns", _proc("+"), Fraction(47), Fraction(-26))
+    assert found is not None
+    sub, calls = found
+    assert [s.expression for s in sub.steps] == ["max(4, 2)", "17 - 6", "4 - 2", "max(47, 0)"]
+    assert calls[0] == ["d1"]  # the comparison alone: 47 on top, and max(47, 0), show its answer
+    assert all(set(sub.after(k)) >= {"d1"} for k in range(1, len(sub.steps)))
+
+
+_MIXED = st.tuples(st.integers(1, 99999), st.integers(1, 99999), st.sampled_from([0, 1, 2]), st.booleans())
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_MIXED, op=st.sampled_from(["+", "-"]))
+def test_no_call_asks_a_magnitude_comparison_with_a_column_or_sign_it_decided(case: tuple[int, int, int, bool], op: str) -> None:
+    x, y, places, negative_first = case
+    a, b = Fraction(x, 10**places), Fraction(y, 10**places)
+    a, b = (-a, b) if negative_first else (a, -b)
+    if op == "-":
+        b = -b  # a - b with b of a's sign: still magnitudes of mixed signs
+    found = _calls("columns", _proc(op), a, b)
+    assert found is not None
+    sub, calls = found
+    if not sub.steps[0].expression.startswith("max(") or sub.steps[0].expression.endswith(", 0)"):
+        return  # magnitudes of different lengths, or equal: no comparison asked
+    assert calls[0] == [sub.steps[0].var], (a, op, b, calls[0])
+
