@@ -2,15 +2,19 @@
 marked as written from it (:meth:`~stepguard.procedure.Procedure.after`), so a run asking sub-steps together
 never asks the two in one call (issue 43.3, the rule ``chain``'s conditions keep).
 
-A sheet broke it:
+Two sheets broke it:
 
 - ``columns`` over operands of mixed signs asks which magnitude is larger (``47 + (-26)``: ``d1 = max(4, 2)``),
   then the columns with the larger on top (``d2 = 17 - 6``) and the sign over it (``max(47, 0)``): the layout is
   the comparison's answer, and all four were one call.
+- ``long_divide`` by a one-digit divisor asks the multiples the next scan compares (``8 * 7``, ``9 * 7``) as far
+  as the remainder reaches, and the remainder is the value of the column difference before: the two were one
+  call, and the first digit's comparison (``max(4, 7)``: nothing subtracted) with the multiples up to ``7 * 7``.
 """
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -66,3 +70,33 @@ def test_no_call_asks_a_magnitude_comparison_with_a_column_or_sign_it_decided(ca
         return  # magnitudes of different lengths, or equal: no comparison asked
     assert calls[0] == [sub.steps[0].var], (a, op, b, calls[0])
 
+
+def _multiple(expression: str | None, m: int) -> bool:
+    return re.fullmatch(rf"\d \* {m}", expression or "") is not None
+
+
+def test_a_one_digit_divisors_multiples_wait_for_the_remainder_that_reaches_them() -> None:
+    found = _calls("long_divide", _proc("/", 2), Fraction(4789), Fraction(7))
+    assert found is not None
+    sub, calls = found
+    exprs = {s.var: s.expression for s in sub.steps}
+    assert exprs["d1"] == "max(4, 7)" and exprs["d16"] == "8 * 7" and exprs["d14"] == "17 - 2"
+    assert calls[0] == ["d1"]  # 47 // 7 + 1 multiples follow from the first digit being 0, d1's answer
+    assert not any({"d14", "d16"} <= set(c) for c in calls)  # 8 * 7 is asked because 47 - 42 leaves 5
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a=st.integers(10, 999999), m=st.integers(2, 9), scale=st.sampled_from([0, 1, 2]))
+def test_a_multiple_is_written_from_every_sub_step_before_it(a: int, m: int, scale: int) -> None:
+    """Which multiples a scan compares follows from the remainder, and the remainder from every sub-step before
+    the scan (the digits chosen, the differences): a multiple asked after any sub-step is marked after them all."""
+    found = _calls("long_divide", _proc("/", scale), Fraction(a), Fraction(m))
+    if found is None:
+        return
+    sub, calls = found
+    for k, step in enumerate(sub.steps):
+        if _multiple(step.expression, m):
+            assert set(sub.after(k)) == {s.var for s in sub.steps[:k]}, (a, m, step.var, step.expression)
+    for asked in calls:
+        if any(_multiple(sub.steps[sub.index_of[v]].expression, m) for v in asked):
+            assert all(_multiple(sub.steps[sub.index_of[v]].expression, m) for v in asked), (a, m, asked)
