@@ -168,5 +168,10 @@ def derived(procedure: Procedure, index: int, steps: list[dict[str, object]], ru
     return sub
 
 
+_NAME_OR_TEXT = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|\bt(\d+)\b""")
+"""A quoted text (group 1: a literal the step writes or compares, kept as it is) or a sub-step name ``t<n>`` (group 2)."""
+
+
 def _rename(text_: str) -> str:
-    return re.sub(r"\bt(\d+)\b", r"u\1", text_)
+    """The sub-step names ``t<n>`` in ``text_`` as ``u<n>``; a quoted text (``'t1'``, a value) is left as it is."""
+    return _NAME_OR_TEXT.sub(lambda m: m.group(1) or f"u{m.group(2)}", text_)

@@ -221,14 +221,16 @@ class Sheet:
         """The value read from the verified value texts of this sheet's sub-steps (:meth:`Reading.read`)."""
         return self.reading.read(self.steps, texts)
 
-    def sign_of_sum(self, larger: Fraction) -> None:
+    def sign_of_sum(self, larger: Fraction, of: int | None = 0) -> None:
         """The sign as a choice sub-step: ``max(L, 0)``, the larger of ``0`` and the operand ``L`` of
-        larger magnitude; the result is negative where the model's value is ``0``.
+        larger magnitude; the result is negative where the model's value is ``0``. ``of``: the sub-steps
+        which operand is ``L`` was written from (:meth:`ask`; ``0``, the default: the operands alone; a
+        comparison of the magnitudes where one was asked, :func:`larger_at_first_difference`).
 
         After the column sub-steps the embedded model answered ``min(-280, 0)`` with 0 on every
         try, the value the ``max`` form asks for (figures: docs/lab/production-suite-history.md, "Digit rungs").
         """
-        self.reading.sign = self.ask(f"max({_literal(larger)}, 0)", of=0)
+        self.reading.sign = self.ask(f"max({_literal(larger)}, 0)", of=of)
         self.reading.negative_if = "zero"
 
     def sign_of_product(self, a: Fraction, b: Fraction) -> None:

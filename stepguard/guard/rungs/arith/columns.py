@@ -59,11 +59,15 @@ def column_steps(procedure: Procedure, index: int, env: Mapping[str, Number | st
     if big != 0 and small != 0 and (big < 0) != (small < 0):  # a difference of magnitudes: the larger on top, chosen
         sa, sb = scaled([a, b], places_)
         larger_at_first_difference(sheet, sa, sb, of=0)
-        digits, _ = column_difference(sheet, wa, wb, of=0)
+        # the columns put the larger on top and the sign is taken over it: both show the comparison's answer,
+        # so they are written from it and asked after it (no call holds the two)
+        chosen = len(sheet.steps)
+        digits, _ = column_difference(sheet, wa, wb, of=chosen)
     else:
+        chosen = 0
         digits, _ = column_sum(sheet, wa, wb, of=0)
     if a < 0 or b < 0:
-        sheet.sign_of_sum(big)
+        sheet.sign_of_sum(big, of=chosen)
     sheet.reading.places, sheet.reading.point = digits, places_
     return sheet
 

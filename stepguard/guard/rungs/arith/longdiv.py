@@ -87,11 +87,15 @@ def _places(a: Fraction, e: int, m: int, exact: Fraction, step_scale: int | None
 
 def _multiple(sheet: Sheet, multiples: dict[int, int], m: int, j: int) -> int:
     """``j * m``, asked where it is not yet on the sheet: a one-digit ``m`` as a single-digit product,
-    a longer one as the column sum of the multiple before and ``m`` (each multiple before ``j`` first)."""
+    a longer one as the column sum of the multiple before and ``m`` (each multiple before ``j`` first).
+
+    Each is written from every sub-step before it (:meth:`Sheet.ask`'s ``of``): which multiples a scan
+    needs follows from the remainder, the value of the sub-steps before (``8 * 7`` is asked because
+    ``47 - 42`` left 5), so no call asks a multiple with them."""
     while j not in multiples:
         n = max(multiples) + 1
         if m < 10:
-            sheet.ask(f"{n} * {m}", of=0)  # a multiple of the divisor, an operand
+            sheet.ask(f"{n} * {m}")  # a multiple of the divisor, asked as far as the remainder reaches
         else:
             column_sum(sheet, multiples[n - 1], m)
         multiples[n] = n * m
