@@ -29,7 +29,8 @@ PINNED = {4: "ddcd786742498ce0b7cfef602165ffac995ad4bb0a05731bb193706d8ecfc37d",
           6: "4bc06038b9921c8aa7fb0bccd56c2200558b353705d2ab065d4c92d3edea60ce",
           7: "4a098511e28d135ecc7df8fa697741084abc3477b0464c7063f952974becb808",
           8: "9986ed214646c019a274e46392f13911c31b591bb6c01ace81d2b60458c105aa",
-          9: "f7bfb56057b6ca42bada94808d10ce2cf8d1df9c96b352159004c58805e6c026"}
+          9: "f7bfb56057b6ca42bada94808d10ce2cf8d1df9c96b352159004c58805e6c026",
+          10: "5f2cf0365cf96b185f060d000e469ca6e87a0db55d507b092e4196cb175dbcd1"}
 """sha256 of the sorted request keys and rendered prompts of :func:`_requests`, by forms version."""
 
 

@@ -7,9 +7,11 @@ Two sheets broke it:
 - ``columns`` over operands of mixed signs asks which magnitude is larger (``47 + (-26)``: ``d1 = max(4, 2)``),
   then the columns with the larger on top (``d2 = 17 - 6``) and the sign over it (``max(47, 0)``): the layout is
   the comparison's answer, and all four were one call.
-- ``long_divide`` by a one-digit divisor asks the multiples the next scan compares (``8 * 7``, ``9 * 7``) as far
-  as the remainder reaches, and the remainder is the value of the column difference before: the two were one
+- ``long_divide`` by a one-digit divisor asked the multiples the next scan compares (``8 * 7``, ``9 * 7``) as far
+  as the remainder reached, and the remainder is the value of the column difference before: the two were one
   call, and the first digit's comparison (``max(4, 7)``: nothing subtracted) with the multiples up to ``7 * 7``.
+  A one-digit divisor's eight multiples are now all asked first, from the divisor alone; a longer divisor's
+  column sums are asked as far as a remainder reaches, written from every sub-step before them.
 """
 
 from __future__ import annotations
@@ -75,28 +77,51 @@ def _multiple(expression: str | None, m: int) -> bool:
     return re.fullmatch(rf"\d \* {m}", expression or "") is not None
 
 
-def test_a_one_digit_divisors_multiples_wait_for_the_remainder_that_reaches_them() -> None:
+def test_a_one_digit_divisors_multiples_are_all_asked_first_from_the_divisor_alone() -> None:
+    """``4789 / 7``: ``2 * 7`` to ``9 * 7`` are the first sub-steps, whatever the remainders reach, so which are asked
+    shows nothing of the quotient; they go in the first call, and none is asked after a remainder."""
     found = _calls("long_divide", _proc("/", 2), Fraction(4789), Fraction(7))
     assert found is not None
     sub, calls = found
-    exprs = {s.var: s.expression for s in sub.steps}
-    assert exprs["d1"] == "max(4, 7)" and exprs["d16"] == "8 * 7" and exprs["d14"] == "17 - 2"
-    assert calls[0] == ["d1"]  # 47 // 7 + 1 multiples follow from the first digit being 0, d1's answer
-    assert not any({"d14", "d16"} <= set(c) for c in calls)  # 8 * 7 is asked because 47 - 42 leaves 5
+    assert [s.expression for s in sub.steps[:8]] == [f"{j} * 7" for j in range(2, 10)]
+    assert calls[0] == [f"d{k}" for k in range(1, 9)]
+    assert not any(_multiple(s.expression, 7) for s in sub.steps[8:])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=st.integers(10, 999999), m=st.integers(2, 9), scale=st.sampled_from([0, 1, 2]))
-def test_a_multiple_is_written_from_every_sub_step_before_it(a: int, m: int, scale: int) -> None:
-    """Which multiples a scan compares follows from the remainder, and the remainder from every sub-step before
-    the scan (the digits chosen, the differences): a multiple asked after any sub-step is marked after them all."""
+def test_a_one_digit_divisors_multiples_read_nothing_and_no_remainder_decides_them(a: int, m: int, scale: int) -> None:
+    """The neighbours of the first sheet: for any one-digit divisor the eight multiples come first, each marked as
+    written from nothing, and no call asks a multiple with a sub-step that is not one."""
     found = _calls("long_divide", _proc("/", scale), Fraction(a), Fraction(m))
     if found is None:
         return
     sub, calls = found
-    for k, step in enumerate(sub.steps):
-        if _multiple(step.expression, m):
-            assert set(sub.after(k)) == {s.var for s in sub.steps[:k]}, (a, m, step.var, step.expression)
+    assert [s.expression for s in sub.steps[:8]] == [f"{j} * {m}" for j in range(2, 10)], (a, m)
+    assert all(sub.after(k) == () for k in range(8))
+    assert not any(_multiple(s.expression, m) for s in sub.steps[8:])
     for asked in calls:
-        if any(_multiple(sub.steps[sub.index_of[v]].expression, m) for v in asked):
-            assert all(_multiple(sub.steps[sub.index_of[v]].expression, m) for v in asked), (a, m, asked)
+        kinds = {k < 8 for k in (sub.index_of[v] for v in asked)}
+        assert len(kinds) == 1, (a, m, asked)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a=st.integers(100, 999999), m=st.integers(11, 99), scale=st.sampled_from([0, 1, 2]))
+def test_a_longer_divisors_multiple_is_written_from_every_sub_step_before_it(a: int, m: int, scale: int) -> None:
+    """A divisor of two digits has its multiples as column sums, asked as far as a remainder reaches: each such
+    column is marked as written from every sub-step before it, so no call asks it with the remainder."""
+    found = _calls("long_divide", _proc("/", scale), Fraction(a), Fraction(m))
+    if found is None:
+        return
+    sub, calls = found
+    scans = [k for k, s in enumerate(sub.steps) if (s.expression or "").startswith("max(")]
+    for k, step in enumerate(sub.steps):
+        if scans and k > scans[0] and " + " in (step.expression or "") and not sub.after(k) == ():
+            assert set(sub.after(k)) >= {s.var for s in sub.steps[:scans[0]]}, (a, m, step.var)
+    for asked in calls:
+        for v in asked:
+            assert not set(sub.after(sub.index_of[v])) & set(asked), (a, m, asked)
+
+
+def _multiple(expression: str | None, m: int) -> bool:
+    return re.fullmatch(rf"\d \* {m}", expression or "") is not None

@@ -4,7 +4,8 @@
 divides digit by digit, bringing down one digit at a time (the remainder's digits with the next digit
 placed after them: reading, not arithmetic). A quotient digit is chosen as on paper, by comparing the
 remainder with the divisor's multiples: the multiples are the model's sums (``2 * 365`` as the column
-sum ``365 + 365``; a one-digit divisor's as single-digit products, ``3 * 7``), and the model compares
+sum ``365 + 365``, asked as far as a remainder reaches; a one-digit divisor's as single-digit products,
+``3 * 7``, all eight asked first), and the model compares
 the remainder with each multiple of as many digits in turn by the first place where their digits
 differ (``1200`` and ``1095``: ``max(2, 0)``; ``1200`` and ``1460``: ``max(2, 4)``), until a multiple
 is the larger; the digit is the number of multiples not larger read from the model's numbers without
@@ -86,20 +87,27 @@ def _places(a: Fraction, e: int, m: int, exact: Fraction, step_scale: int | None
 
 
 def _multiple(sheet: Sheet, multiples: dict[int, int], m: int, j: int) -> int:
-    """``j * m``, asked where it is not yet on the sheet: a one-digit ``m`` as a single-digit product,
-    a longer one as the column sum of the multiple before and ``m`` (each multiple before ``j`` first).
+    """``j * m``, asked where it is not yet on the sheet, as the column sum of the multiple before and
+    ``m`` (each multiple before ``j`` first). A one-digit ``m``'s multiples are all on the sheet from its
+    start (:func:`long_division`).
 
     Each is written from every sub-step before it (:meth:`Sheet.ask`'s ``of``): which multiples a scan
-    needs follows from the remainder, the value of the sub-steps before (``8 * 7`` is asked because
-    ``47 - 42`` left 5), so no call asks a multiple with them."""
+    needs follows from the remainder, the value of the sub-steps before (``2 * 365`` is asked because
+    the remainder reached 365), so no call asks a multiple with them."""
     while j not in multiples:
         n = max(multiples) + 1
-        if m < 10:
-            sheet.ask(f"{n} * {m}")  # a multiple of the divisor, asked as far as the remainder reaches
-        else:
-            column_sum(sheet, multiples[n - 1], m)
+        column_sum(sheet, multiples[n - 1], m)
         multiples[n] = n * m
     return multiples[j]
+
+
+def _one_digit_multiples(sheet: Sheet, m: int) -> dict[int, int]:
+    """``{j: j * m}`` for ``j`` from 1 to 9, a one-digit ``m``'s multiples, each asked (from 2) as a single-digit
+    product written from the divisor alone: all of them, whatever the remainders reach, so which are asked
+    shows nothing of the quotient, and one call may ask them all (``GuardConfig.substeps_together``)."""
+    for j in range(2, 10):
+        sheet.ask(f"{j} * {m}", of=0)
+    return {j: j * m for j in range(1, 10)}
 
 
 def _digit(sheet: Sheet, multiples: dict[int, int], m: int, r: int) -> tuple[Place, int]:
@@ -154,7 +162,7 @@ def long_division(procedure: Procedure, index: int, env: Mapping[str, Number | s
     digits, point, read = found_places
     sheet = Sheet()
     quotient: list[Place] = []
-    multiples = {1: m}
+    multiples = _one_digit_multiples(sheet, m) if m < 10 else {1: m}
     r = 0
     for x in digits:
         r = 10 * r + x  # the remainder's digits, the next digit placed after them
