@@ -52,8 +52,8 @@ class Rung:
             into its line (``t3 = 0.05 if False else 0``; :attr:`GuardConfig.inline_known`): one a
             call, or, where the run follows the model with sub-steps together (``follow`` and
             ``substeps_together``), in windows that follow the model, each sub-step that deviates
-            then asked alone so. The rungs over production expressions (``chain``, ``choice``, and
-            ``split`` and ``single`` that reach them) ask so, because the embedded model reads a
+            then asked alone so. The rungs over production expressions (``chain``, ``choice``, ``tie``,
+            and ``split`` and ``single`` that reach them) ask so, because the embedded model reads a
             literal better alone than in a chunk (figures: docs/lab/production-suite-history.md).
             The integer rungs of the benchmark keep whole-chunk asking.
     """

@@ -424,7 +424,7 @@ class DigitRung(Rung):
                       sub: Procedure | None = None) -> GuardConfig:
         """As :meth:`Rung.nested_config`, one sub-step a call; with ``parent.substeps_together``, up to
         :data:`DIGIT_CHUNK` a call, a chunk ending before a sub-step written from one of it (``chunk_by="independent"``)."""
-        nested = replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), inline_known=False, follow=False)
+        nested = replace(super().nested_config(parent, attempt, tokens_left, wall_left, sub), inline_known=False)
         if parent.substeps_together:
             return replace(nested, chunk_size=DIGIT_CHUNK, chunk_by="independent")
         return replace(nested, chunk_size=1, chunk_by="size")
